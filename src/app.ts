@@ -1,0 +1,86 @@
+/**
+ * The composition root as a function: config -> store -> services -> router
+ * -> gateway. `src/main.ts` calls it with the process environment and
+ * listens; the end-to-end tests call it with theirs.
+ */
+import { randomBytes } from "node:crypto";
+import { createRouterTransport } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import { pino, type Logger } from "pino";
+import type { Config } from "./config.js";
+import { createGateway } from "./gateway/app.js";
+import { createDualProtocolServer } from "./gateway/server.js";
+import { createAuthInterceptor, createAuthenticator } from "./services/auth.js";
+import { createErrorLogInterceptor } from "./services/errors.js";
+import { createIdGenerator } from "./services/ids.js";
+import { createRoutes } from "./services/routes.js";
+import { createStore, type Store } from "./store/index.js";
+
+/** A composed erplink, ready to listen. */
+export interface Erplink {
+  readonly app: FastifyInstance;
+  readonly store: Store;
+  readonly logger: Logger;
+  /** The master key in force (configured, or generated at start). */
+  readonly masterKey: string;
+  /** Whether the master key was generated because none was configured. */
+  readonly generatedMasterKey: boolean;
+  /** Stops accepting, finishes in-flight requests (bounded), closes the store. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link createErplink}. */
+export interface ErplinkOptions {
+  /** Where logs go (default: stdout). */
+  readonly logDestination?: NodeJS.WritableStream;
+}
+
+/** Composes erplink from its configuration. */
+export async function createErplink(config: Config, options: ErplinkOptions = {}): Promise<Erplink> {
+  const logger = pino(
+    { level: config.logLevel, redact: ["req.headers.authorization", "headers.authorization"] },
+    options.logDestination ?? process.stdout,
+  );
+  const generatedMasterKey = config.masterKey === undefined;
+  const masterKey = config.masterKey ?? `erpl_master_${randomBytes(32).toString("base64url")}`;
+  const store = await createStore(config.store);
+  const routes = createRoutes({ store, clock: () => new Date(), newId: createIdGenerator() });
+  const authenticator = createAuthenticator({ masterKey });
+  const interceptors = [createErrorLogInterceptor(logger), createAuthInterceptor(authenticator)];
+
+  const app = await createGateway({
+    transport: createRouterTransport(routes, { router: { interceptors } }),
+    connect: { routes, interceptors },
+    authenticate: (authorization) => authenticator.authenticate(authorization),
+    ready: () => store.ping(),
+    logger,
+    bodyLimit: config.bodyLimitBytes,
+    publicUrl: config.publicUrl,
+    serverFactory: (handler) =>
+      createDualProtocolServer(handler, {
+        firstByteTimeoutMs: 10_000,
+        keepAliveTimeoutMs: 72_000,
+        http2SessionTimeoutMs: 72_000,
+      }),
+  });
+
+  return {
+    app,
+    store,
+    logger,
+    masterKey,
+    generatedMasterKey,
+    async close() {
+      const force = setTimeout(() => {
+        logger.warn("shutdown timeout: closing open connections");
+        (app.server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      }, config.shutdownTimeoutMs);
+      try {
+        await app.close();
+      } finally {
+        clearTimeout(force);
+        await store.close();
+      }
+    },
+  };
+}

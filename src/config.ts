@@ -1,0 +1,81 @@
+/**
+ * Configuration: environment variables -> a validated, frozen object. Fails
+ * fast, naming every bad variable. `src/main.ts` is the only caller that
+ * passes `process.env`; tests pass their own.
+ */
+
+/** erplink's configuration. */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  /** Set when `ERPLINK_MASTER_KEY` is; otherwise main generates one at start. */
+  readonly masterKey: string | undefined;
+  readonly store:
+    | { readonly kind: "embedded"; readonly dataDir: string }
+    | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
+  readonly logLevel: string;
+  readonly bodyLimitBytes: number;
+  readonly shutdownTimeoutMs: number;
+  readonly publicUrl: string | undefined;
+}
+
+/** Thrown when the environment is invalid; its message lists every problem. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/** Minimum length of a configured master key. */
+export const MIN_MASTER_KEY_LENGTH = 32;
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/** Reads the configuration from an environment. */
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
+  const problems: string[] = [];
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === "") return fallback;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || n < min || n > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return n;
+  };
+
+  const masterKey = env.ERPLINK_MASTER_KEY || undefined;
+  if (masterKey !== undefined && (masterKey.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(masterKey))) {
+    problems.push(
+      `ERPLINK_MASTER_KEY must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`,
+    );
+  }
+  const mongoUrl = env.MONGODB_URL || undefined;
+  if (mongoUrl !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongoUrl)) {
+    problems.push("MONGODB_URL must start with mongodb:// or mongodb+srv://");
+  }
+  const logLevel = env.LOG_LEVEL || "info";
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
+  const publicUrl = env.ERPLINK_PUBLIC_URL || undefined;
+  if (publicUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(publicUrl)) {
+    problems.push("ERPLINK_PUBLIC_URL must be an http(s) URL");
+  }
+
+  const config: Config = {
+    host: env.HOST || "localhost",
+    port: int("PORT", 8080, 0, 65535),
+    masterKey,
+    store: mongoUrl
+      ? {
+          kind: "mongodb",
+          url: mongoUrl,
+          serverSelectionTimeoutMs: int("ERPLINK_MONGODB_TIMEOUT_MS", 5000, 100, 120_000),
+        }
+      : { kind: "embedded", dataDir: env.ERPLINK_DATA_DIR || "./data" },
+    logLevel,
+    bodyLimitBytes: int("ERPLINK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+    shutdownTimeoutMs: int("ERPLINK_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    publicUrl,
+  };
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
+  return Object.freeze(config);
+}

@@ -1,0 +1,298 @@
+/**
+ * The Fastify gateway: the `/admin` REST facade built from the route table,
+ * the same services for gRPC, gRPC-Web and Connect clients, the OpenAPI
+ * document and reference page, and the health endpoints. It reaches the
+ * services only through a Connect transport.
+ */
+import { randomUUID } from "node:crypto";
+import type http from "node:http";
+import type http2 from "node:http2";
+import type net from "node:net";
+import { create, fromJson, toJson, type DescMethodUnary, type JsonValue } from "@bufbuild/protobuf";
+import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
+import { ConnectError, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import fastifySwagger from "@fastify/swagger";
+import fastifySwaggerUi from "@fastify/swagger-ui";
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerFactory,
+} from "fastify";
+import { GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
+import { messageSchema } from "./json-schema.js";
+import { buildOpenApi } from "./openapi.js";
+import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
+
+/** Options of {@link createGateway}. */
+export interface GatewayOptions {
+  /** Transport to the services (in process: `createRouterTransport`). */
+  readonly transport: Transport;
+  /** The services to serve to gRPC, gRPC-Web and Connect clients on the same port. */
+  readonly connect: {
+    readonly routes: (router: ConnectRouter) => void;
+    readonly interceptors: readonly Interceptor[];
+  };
+  /**
+   * Authenticates an `Authorization` header value before the request body is
+   * read (so a bad token is a 401, whatever the body), throwing the services'
+   * `unauthenticated` error. The services authenticate every call again.
+   */
+  readonly authenticate: (authorization: string | undefined) => Promise<unknown>;
+  /** Resolves when the store answers; rejects otherwise (drives `/readyz`). */
+  readonly ready: () => Promise<void>;
+  /** The logger (a pino instance), or false for none. */
+  readonly logger: FastifyBaseLogger | false;
+  /** Largest request body, in bytes. */
+  readonly bodyLimit: number;
+  /**
+   * Creates the listening server around Fastify's handler (one port for
+   * HTTP/1.1 and h2c); omitted in `inject()` tests.
+   */
+  readonly serverFactory?: (handler: RequestHandler) => net.Server;
+  /** Public base URL for the OpenAPI `servers` entry, if known. */
+  readonly publicUrl?: string;
+}
+
+/** Fastify's request handler, as a server factory receives it (HTTP/1.1 or HTTP/2 compat objects). */
+export type RequestHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
+
+/** Builds the gateway. Call `listen()` on the result to serve. */
+export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(options.logger === false ? { logger: false } : { loggerInstance: options.logger }),
+    bodyLimit: options.bodyLimit,
+    // Reuse a well-formed incoming X-Request-Id; otherwise make one.
+    genReqId: (req) => {
+      const incoming = req.headers["x-request-id"];
+      return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID()}`;
+    },
+    // One access-log line per request, written by the onResponse hook below.
+    logController: new LogController({ disableRequestLogging: true }),
+    forceCloseConnections: options.serverFactory ? "idle" : undefined,
+    return503OnClosing: true,
+    ajv: {
+      customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false },
+    },
+    ...(options.serverFactory ? { serverFactory: options.serverFactory as unknown as FastifyServerFactory } : {}),
+  });
+
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+  // One access-log line per request, written after the response.
+  app.addHook("onResponse", async (req, reply) => {
+    req.log.info(
+      { method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      "request",
+    );
+  });
+
+  app.setErrorHandler((err: unknown, req, reply) => {
+    const e = toGatewayError(err);
+    if (e.status === 500) {
+      const cause = err instanceof ConnectError && err.cause !== undefined ? err.cause : err;
+      req.log.error({ err: cause }, "request failed");
+    }
+    return sendError(reply, req, e);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const allowed = allowedMethods(req.url);
+    if (allowed.length > 0) {
+      return sendError(reply, req, new GatewayError(405, `method ${req.method} is not allowed on this path`, {
+        headers: { allow: allowed.join(", ") },
+      }));
+    }
+    return sendError(reply, req, new GatewayError(404, `no route for ${req.method} ${req.url.split("?")[0]}`));
+  });
+
+  for (const route of ROUTES) registerRoute(app, route, options);
+
+  const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
+  app.get("/api-reference/openapi.json", { schema: { hide: true } }, async () => openapi);
+  await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });
+  await app.register(fastifySwaggerUi, {
+    routePrefix: "/api-reference",
+    uiConfig: { url: "/api-reference/openapi.json", deepLinking: true },
+  });
+
+  app.get("/healthz", async (req) => ({ data: { status: "ok" }, meta: { requestId: req.id } }));
+  app.get("/readyz", async (req, reply) => {
+    try {
+      await options.ready();
+      return { data: { status: "ready" }, meta: { requestId: req.id } };
+    } catch {
+      return sendError(reply, req, new GatewayError(503, "the store is unavailable"));
+    }
+  });
+
+  await app.register(fastifyConnectPlugin, {
+    routes: options.connect.routes,
+    interceptors: [...options.connect.interceptors],
+  });
+  return app;
+}
+
+/** Sends an error in the envelope. */
+function sendError(reply: FastifyReply, req: FastifyRequest, e: GatewayError): FastifyReply {
+  if (e.headers) reply.headers(e.headers);
+  const error: Record<string, unknown> = { code: e.code, message: e.message, requestId: req.id };
+  if (e.details && e.details.length > 0) error.details = e.details;
+  return reply.code(e.status).type("application/json; charset=utf-8").send({ error });
+}
+
+/** Maps anything thrown while handling a request to the gateway's error. */
+function toGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  if (err instanceof ConnectError) return fromConnectError(err);
+  const fe = err as FastifyError & { validation?: AjvError[] };
+  if (Array.isArray(fe.validation)) {
+    const details = fe.validation.map(ajvDetail);
+    return new GatewayError(400, details.length === 1 ? `${details[0]!.field}: ${details[0]!.message}` : `${details.length} fields are invalid`, { details });
+  }
+  switch (fe.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new GatewayError(413, "request body is larger than the limit");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new GatewayError(415, "request body must be application/json");
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new GatewayError(400, "request body is empty; send a JSON object");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return new GatewayError(400, "request body is not valid JSON");
+  }
+  if (err instanceof SyntaxError || fe.code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") {
+    return new GatewayError(400, "request body is not valid JSON");
+  }
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new GatewayError(fe.statusCode, "the request is malformed");
+  }
+  return new GatewayError(500, "internal error");
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+/** Turns one ajv error into a field detail with a plain message. */
+function ajvDetail(e: AjvError): ErrorDetail {
+  const path = e.instancePath.split("/").slice(1).map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~")).join(".");
+  switch (e.keyword) {
+    case "additionalProperties":
+      return { field: path ? `${path}.${String(e.params.additionalProperty)}` : String(e.params.additionalProperty), message: "is not a known field" };
+    case "type": {
+      const type = String(e.params.type);
+      return { field: path || "body", message: `must be ${type === "object" || type === "integer" ? "an" : "a"} ${type}` };
+    }
+    case "minProperties":
+      return { field: path || "body", message: "must name at least one field to change" };
+    case "format":
+      return { field: path || "body", message: `must be a valid ${String(e.params.format)}` };
+    default:
+      return { field: path || "body", message: e.message ?? "is invalid" };
+  }
+}
+
+/** Compiled route patterns, for telling 405 from 404. */
+const PATTERNS = ROUTES.map((r) => ({
+  method: r.method,
+  re: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, "[^/]+")}/?$`),
+}));
+
+function allowedMethods(url: string): string[] {
+  const path = url.split("?")[0]!;
+  const methods = new Set<string>(PATTERNS.filter((p) => p.re.test(path)).map((p) => p.method));
+  if (methods.has("GET")) methods.add("HEAD");
+  return [...methods];
+}
+
+/** Sets a dot-path (`system.id`) in a plain object. */
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split(".");
+  let obj = target;
+  for (const key of keys.slice(0, -1)) {
+    obj = (obj[key] ??= {}) as Record<string, unknown>;
+  }
+  obj[keys[keys.length - 1]!] = value;
+}
+
+function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayOptions): void {
+  const method = route.rpc as DescMethodUnary;
+  const bodySchema = route.body
+    ? messageSchema(route.body.schema, { mode: route.body.patch ? "patch" : "create", constraints: false })
+    : undefined;
+
+  app.route({
+    method: route.method,
+    url: fastifyPath(route.path),
+    schema: bodySchema ? { body: bodySchema } : undefined,
+    // Authenticate before the body is read: a bad token is a 401 whatever the body.
+    onRequest: async (req) => {
+      await options.authenticate(req.headers.authorization);
+      if (route.body) {
+        const type = req.headers["content-type"];
+        if (type === undefined || !JSON_MEDIA_TYPE.test(type)) {
+          throw new GatewayError(415, "request body must be application/json");
+        }
+      }
+    },
+    handler: async (req, reply) => {
+      const json: Record<string, unknown> = {};
+      const details: ErrorDetail[] = [];
+      if (route.body) json[route.body.field] = { ...(req.body as Record<string, unknown>) };
+      for (const name of route.query ?? []) {
+        const value = (req.query as Record<string, unknown>)[name];
+        if (value === undefined) continue;
+        const field = method.input.fields.find((f) => f.name === name);
+        if (typeof value !== "string") {
+          details.push({ field: name, message: "must be given once" });
+        } else if (field?.fieldKind === "scalar" && typeof field.scalar === "number" && field.scalar !== 9) {
+          // Integer query parameter (ScalarType.STRING is 9).
+          if (!/^\d{1,9}$/.test(value)) details.push({ field: name, message: "must be a non-negative integer" });
+          else json[name] = Number(value);
+        } else {
+          json[name] = value;
+        }
+      }
+      if (details.length > 0) {
+        throw new GatewayError(400, details.length === 1 ? `${details[0]!.field}: ${details[0]!.message}` : `${details.length} parameters are invalid`, { details });
+      }
+      for (const [param, path] of Object.entries(route.params ?? {})) {
+        setPath(json, path, (req.params as Record<string, string>)[param]);
+      }
+      let input;
+      try {
+        input = fromJson(method.input, json as JsonValue);
+      } catch {
+        throw new GatewayError(400, "the request does not match the resource's schema");
+      }
+      if (route.body?.patch) {
+        const maskField = method.input.fields.find((f) => f.name === route.body!.patch)!;
+        (input as unknown as Record<string, unknown>)[maskField.localName] = create(FieldMaskSchema, {
+          paths: Object.keys(req.body as object),
+        });
+      }
+      const headers = new Headers({ "x-request-id": req.id });
+      if (req.headers.authorization) headers.set("authorization", req.headers.authorization);
+      const res = await options.transport.unary(method, undefined, undefined, headers, input, undefined);
+      const out = toJson(method.output, res.message, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, JsonValue>;
+      const meta: Record<string, string> = { requestId: req.id };
+      if (route.list && typeof out.next_page_token === "string" && out.next_page_token !== "") {
+        meta.nextPageToken = out.next_page_token;
+      }
+      return reply.code(route.status).send({ data: out[route.data], meta });
+    },
+  });
+}

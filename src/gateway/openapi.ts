@@ -1,0 +1,143 @@
+/**
+ * The OpenAPI 3.1 document of the REST facade, generated from the route
+ * table, the message descriptors and the proto comments.
+ */
+import { docs } from "../gen/docs.js";
+import { messageSchema, type JsonSchema } from "./json-schema.js";
+import type { RestRoute } from "./route-table.js";
+
+/** Options of {@link buildOpenApi}. */
+export interface OpenApiOptions {
+  /** Base URL clients reach erplink at, if known. */
+  readonly serverUrl?: string;
+}
+
+const ERROR_RESPONSES: Readonly<Record<string, string>> = {
+  "400": "The request is invalid (`VALIDATION_ERROR`); `details` names each bad field.",
+  "401": "Missing or invalid bearer token (`UNAUTHORIZED`).",
+  "404": "No such resource or route (`NOT_FOUND`).",
+  "405": "The path exists but not with this method (`METHOD_NOT_ALLOWED`).",
+  "409": "A unique field is taken, or the resource is still in use (`CONFLICT`).",
+  "413": "The body is larger than 1 MiB (`PAYLOAD_TOO_LARGE`).",
+  "415": "The body is not `application/json` (`UNSUPPORTED_MEDIA_TYPE`).",
+  "500": "Unexpected error (`INTERNAL`); the message is masked.",
+  "503": "The store is unavailable (`UNAVAILABLE`).",
+};
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+function envelope(data: JsonSchema, list: boolean): JsonSchema {
+  const meta: JsonSchema = {
+    type: "object",
+    properties: {
+      requestId: { type: "string", description: "Id of this request, as in the `X-Request-Id` header." },
+      ...(list
+        ? { nextPageToken: { type: "string", description: "Pass as `page_token` for the next page; absent on the last." } }
+        : {}),
+    },
+    required: ["requestId"],
+  };
+  return { type: "object", properties: { data, meta }, required: ["data", "meta"] };
+}
+
+/** Builds the document. */
+export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptions = {}): Record<string, unknown> {
+  const schemas: Record<string, JsonSchema> = {
+    Error: {
+      type: "object",
+      description: "Every error erplink answers with itself.",
+      properties: {
+        error: {
+          type: "object",
+          properties: {
+            code: { type: "string", description: "Stable, machine-readable code, such as `VALIDATION_ERROR`." },
+            message: { type: "string", description: "What went wrong, for people." },
+            requestId: { type: "string" },
+            details: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: { field: { type: "string" }, message: { type: "string" } },
+                required: ["field", "message"],
+              },
+            },
+          },
+          required: ["code", "message", "requestId"],
+        },
+      },
+      required: ["error"],
+    },
+  };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const name = route.resource.name;
+    schemas[name] ??= messageSchema(route.resource, { mode: "output", constraints: true });
+    const operation: Record<string, unknown> = {
+      operationId: route.rpc.name,
+      summary: route.summary,
+      tags: [route.tag],
+      security: [{ bearer: [] }],
+    };
+    const description = docs[`${route.rpc.parent.typeName}.${route.rpc.name}`];
+    if (description) operation.description = description;
+    const parameters: Record<string, unknown>[] = [];
+    for (const [param, field] of Object.entries(route.params ?? {})) {
+      const doc = docs[`${route.rpc.input.typeName}.${field.split(".").pop()}`];
+      parameters.push({ name: param, in: "path", required: true, schema: { type: "string" }, description: doc });
+    }
+    for (const q of route.query ?? []) {
+      const doc = docs[`${route.rpc.input.typeName}.${q}`];
+      const schema = q === "page_size" ? { type: "integer", minimum: 1, maximum: 500, default: 50 } : { type: "string" };
+      parameters.push({ name: q, in: "query", required: false, schema, description: doc });
+    }
+    if (parameters.length > 0) operation.parameters = parameters;
+    if (route.body) {
+      const bodyName = `${name}${route.body.patch ? "Update" : "Create"}`;
+      schemas[bodyName] ??= messageSchema(route.body.schema, {
+        mode: route.body.patch ? "patch" : "create",
+        constraints: true,
+      });
+      operation.requestBody = {
+        required: true,
+        description: route.body.patch
+          ? "The fields to change; every field present is changed (the update mask)."
+          : "The resource to create.",
+        content: { "application/json": { schema: ref(bodyName) } },
+      };
+    }
+    const data = route.list ? { type: "array", items: ref(name) } : ref(name);
+    const responses: Record<string, unknown> = {
+      [String(route.status)]: {
+        description: route.status === 201 ? "Created." : "OK.",
+        headers: { "X-Request-Id": { schema: { type: "string" } } },
+        content: { "application/json": { schema: envelope(data, route.list === true) } },
+      },
+    };
+    for (const [status, text] of Object.entries(ERROR_RESPONSES)) {
+      if (!route.body && (status === "413" || status === "415")) continue;
+      responses[status] = { description: text, content: { "application/json": { schema: ref("Error") } } };
+    }
+    operation.responses = responses;
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation;
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "erplink administration API",
+      version: "v1",
+      description:
+        "Configure the ERP systems and instances erplink connects to. Every response is JSON in an envelope: " +
+        "`{data, meta}` on success, `{error}` otherwise. The same operations are served over gRPC, gRPC-Web and " +
+        "Connect (package `erplink.admin.v1`).",
+    },
+    ...(options.serverUrl ? { servers: [{ url: options.serverUrl }] } : {}),
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "The master key (`ERPLINK_MASTER_KEY`)." },
+      },
+    },
+    security: [{ bearer: [] }],
+  };
+}

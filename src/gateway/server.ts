@@ -1,0 +1,95 @@
+/**
+ * One cleartext port for HTTP/1.1 (REST, Connect, gRPC-Web) and HTTP/2
+ * (gRPC, h2c with prior knowledge). Node cannot serve both on one cleartext
+ * server (`allowHTTP1` applies to TLS only), so a `net.Server` reads the first
+ * bytes of each connection and hands it to `node:http2` when they are the
+ * HTTP/2 connection preface, else to `node:http`.
+ */
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+
+import type { RequestHandler } from "./app.js";
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+/** Options of {@link createDualProtocolServer}. */
+export interface DualProtocolServerOptions {
+  /** A connection that sends nothing for this long is dropped (ms). */
+  readonly firstByteTimeoutMs: number;
+  /** Idle keep-alive timeout of HTTP/1.1 connections (ms). */
+  readonly keepAliveTimeoutMs: number;
+  /** Idle timeout of HTTP/2 sessions (ms). */
+  readonly http2SessionTimeoutMs: number;
+}
+
+
+/** The server, with the connection controls Fastify calls on close. */
+export interface DualProtocolServer extends net.Server {
+  /** Closes idle HTTP/1.1 connections and asks HTTP/2 clients to go away after their open streams. */
+  closeIdleConnections(): void;
+  /** Destroys every connection, in flight or not. */
+  closeAllConnections(): void;
+}
+
+/** Creates the one-port server; pass it to Fastify as `serverFactory`. */
+export function createDualProtocolServer(handler: RequestHandler, options: DualProtocolServerOptions): DualProtocolServer {
+  const h1 = http.createServer(handler as http.RequestListener);
+  h1.keepAliveTimeout = options.keepAliveTimeoutMs;
+  const h2 = http2.createServer(handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    session.setTimeout(options.http2SessionTimeoutMs, () => session.close());
+  });
+  const sockets = new Set<net.Socket>();
+
+  const outer = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.setTimeout(options.firstByteTimeoutMs, () => socket.destroy());
+    let seen = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      seen = Buffer.concat([seen, chunk]);
+      const n = Math.min(seen.length, PREFACE.length);
+      const isH2 = seen.subarray(0, n).equals(PREFACE.subarray(0, n));
+      // Wait for more bytes while they still could be the preface.
+      if (isH2 && seen.length < PREFACE.length) return;
+      socket.off("data", onData);
+      socket.setTimeout(0);
+      socket.pause();
+      // Give the bytes back, then let the chosen server own the socket.
+      socket.unshift(seen);
+      if (isH2) {
+        // node:http2 reads the unshifted bytes itself, then consumes the
+        // native handle; resuming the JS stream here would steal its data.
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    };
+    socket.on("data", onData);
+    socket.on("error", () => socket.destroy());
+  }) as DualProtocolServer;
+
+  // node:http only tracks connections (for closeIdleConnections and its
+  // timeouts) once it has seen `listening`.
+  outer.on("listening", () => h1.emit("listening"));
+  outer.on("close", () => {
+    h1.close();
+    h2.close();
+  });
+
+  outer.closeIdleConnections = () => {
+    h1.closeIdleConnections();
+    for (const session of sessions) session.close();
+  };
+  outer.closeAllConnections = () => {
+    h1.closeAllConnections();
+    for (const session of sessions) session.destroy();
+    for (const socket of sockets) socket.destroy();
+  };
+  return outer;
+}

@@ -1,0 +1,98 @@
+/**
+ * Translation of store errors into Connect errors, and the validation error
+ * with its field details. Services throw nothing else.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { BadRequestSchema, FieldViolationSchema } from "../gen/erplink/errors/v1/bad_request_pb.js";
+import { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "../store/index.js";
+
+/** One failing field. */
+export interface Violation {
+  readonly field: string;
+  readonly description: string;
+}
+
+/** An `invalid_argument` error carrying every violation as a BadRequest detail. */
+export function validationError(violations: readonly Violation[]): ConnectError {
+  const first = violations[0];
+  const message =
+    violations.length === 1 && first
+      ? `${first.field}: ${first.description}`
+      : `${violations.length} fields are invalid`;
+  return new ConnectError(message, Code.InvalidArgument, undefined, [
+    {
+      desc: BadRequestSchema,
+      value: create(BadRequestSchema, {
+        fieldViolations: violations.map((v) => create(FieldViolationSchema, v)),
+      }),
+    },
+  ]);
+}
+
+/** How each aggregate is named in messages. */
+export interface ResourceNames {
+  /** Singular, for messages: "system". */
+  readonly singular: string;
+}
+
+/**
+ * Maps any error thrown while serving a call to a ConnectError. Unexpected
+ * errors become `internal` with the original kept as `cause` for the log,
+ * never in the message.
+ */
+export function toConnectError(err: unknown, resource: ResourceNames): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (err instanceof DuplicateKeyError) {
+    return new ConnectError(
+      `another ${resource.singular} already has this ${err.field}`,
+      Code.AlreadyExists,
+      undefined,
+      [
+        {
+          desc: BadRequestSchema,
+          value: create(BadRequestSchema, {
+            fieldViolations: [create(FieldViolationSchema, { field: err.field, description: "already in use" })],
+          }),
+        },
+      ],
+    );
+  }
+  if (err instanceof NotFoundError) return new ConnectError(`${resource.singular} not found`, Code.NotFound);
+  if (err instanceof StoreUnavailableError) {
+    return new ConnectError("the store is unavailable; try again later", Code.Unavailable, undefined, undefined, err);
+  }
+  return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+}
+
+/** Runs a service method body, translating whatever it throws. */
+export async function translate<T>(resource: ResourceNames, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (err) {
+    throw toConnectError(err, resource);
+  }
+}
+
+/** Where the services report errors they mask. */
+export interface ErrorLog {
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * A server-side interceptor that logs the cause of every `internal` or
+ * `unknown` error (the client sees only "internal error").
+ */
+export function createErrorLogInterceptor(log: ErrorLog): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      if (ce.code === Code.Internal || ce.code === Code.Unknown) {
+        log.error({ err: ce.cause ?? err, rpc: `${req.service.typeName}/${req.method.name}` }, "rpc failed");
+      }
+      throw err;
+    }
+  };
+}

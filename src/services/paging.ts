@@ -1,0 +1,43 @@
+/**
+ * Cursor pagination (AIP-158): page sizes and opaque page tokens.
+ */
+import type { Page } from "../store/index.js";
+import { validationError } from "./errors.js";
+import { isId, type IdPrefix } from "./ids.js";
+
+/** Page size when the request leaves it at zero. */
+export const DEFAULT_PAGE_SIZE = 50;
+/** Largest page size a request may ask for. */
+export const MAX_PAGE_SIZE = 500;
+
+const TOKEN_PREFIX = "v1:";
+
+/** Validates page_size and page_token; returns the store's paging arguments. */
+export function readPaging(
+  pageSize: number,
+  pageToken: string,
+  prefix: IdPrefix,
+): { limit: number; afterId: string | undefined } {
+  const violations = [];
+  if (pageSize < 0 || pageSize > MAX_PAGE_SIZE) {
+    violations.push({ field: "page_size", description: `must be between 1 and ${MAX_PAGE_SIZE}` });
+  }
+  let afterId: string | undefined;
+  if (pageToken !== "") {
+    const decoded = Buffer.from(pageToken, "base64url").toString("utf8");
+    const id = decoded.startsWith(TOKEN_PREFIX) ? decoded.slice(TOKEN_PREFIX.length) : "";
+    if (!isId(prefix, id)) {
+      violations.push({ field: "page_token", description: "is not a token this list returned" });
+    } else {
+      afterId = id;
+    }
+  }
+  if (violations.length > 0) throw validationError(violations);
+  return { limit: pageSize === 0 ? DEFAULT_PAGE_SIZE : pageSize, afterId };
+}
+
+/** The token of the page after `page`, or "" when it is the last. */
+export function nextPageToken(page: Page<{ id: string }>): string {
+  const last = page.items[page.items.length - 1];
+  return page.more && last ? Buffer.from(TOKEN_PREFIX + last.id, "utf8").toString("base64url") : "";
+}

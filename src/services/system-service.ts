@@ -1,0 +1,115 @@
+/**
+ * erplink.admin.v1.SystemService over the systems store.
+ */
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  CreateSystemResponseSchema,
+  DeleteSystemResponseSchema,
+  GetSystemResponseSchema,
+  ListSystemsResponseSchema,
+  SystemSchema,
+  UpdateSystemResponseSchema,
+  type CreateSystemRequest,
+  type DeleteSystemRequest,
+  type GetSystemRequest,
+  type ListSystemsRequest,
+  type System,
+  type SystemService,
+  type UpdateSystemRequest,
+} from "../gen/erplink/admin/v1/system_pb.js";
+import type { SystemRecord } from "../store/index.js";
+import type { ServiceDeps } from "./context.js";
+import { translate } from "./errors.js";
+import { requireId, requireResource, toPatch } from "./resource.js";
+import { nextPageToken, readPaging } from "./paging.js";
+import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
+
+const names = { singular: "system" };
+
+/** The one mapping of a stored system to its message. */
+export function systemToMessage(rec: SystemRecord): System {
+  return create(SystemSchema, {
+    id: rec.id,
+    name: rec.name,
+    description: rec.description,
+    labels: { ...rec.labels },
+    createdAt: timestampFromDate(rec.createdAt),
+    updatedAt: timestampFromDate(rec.updatedAt),
+  });
+}
+
+/** Implements SystemService. */
+export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  getSystem(req: GetSystemRequest) {
+    return translate(names, async () => {
+      requireId("sys", req.id);
+      const rec = await this.deps.store.systems.get(req.id);
+      if (rec === undefined) throw new ConnectError("system not found", Code.NotFound);
+      return create(GetSystemResponseSchema, { system: systemToMessage(rec) });
+    });
+  }
+
+  listSystems(req: ListSystemsRequest) {
+    return translate(names, async () => {
+      const paging = readPaging(req.pageSize, req.pageToken, "sys");
+      const page = await this.deps.store.systems.list(paging);
+      return create(ListSystemsResponseSchema, {
+        systems: page.items.map(systemToMessage),
+        nextPageToken: nextPageToken(page),
+      });
+    });
+  }
+
+  createSystem(req: CreateSystemRequest) {
+    return translate(names, async () => {
+      const system = requireResource(req.system, "system");
+      assertValidForCreate(SystemSchema, system);
+      const now = this.deps.clock();
+      const rec = await this.deps.store.systems.create({
+        id: this.deps.newId("sys"),
+        name: system.name,
+        description: system.description,
+        labels: { ...system.labels },
+        createdAt: now,
+        updatedAt: now,
+      });
+      return create(CreateSystemResponseSchema, { system: systemToMessage(rec) });
+    });
+  }
+
+  updateSystem(req: UpdateSystemRequest) {
+    return translate(names, async () => {
+      const system = requireResource(req.system, "system");
+      requireId("sys", system.id);
+      const fields = assertValidForUpdate(SystemSchema, system, req.updateMask?.paths ?? []);
+      const rec = await this.deps.store.systems.update(system.id, {
+        ...toPatch<SystemRecord>(system, fields),
+        updatedAt: this.deps.clock(),
+      });
+      return create(UpdateSystemResponseSchema, { system: systemToMessage(rec) });
+    });
+  }
+
+  deleteSystem(req: DeleteSystemRequest) {
+    return translate(names, async () => {
+      requireId("sys", req.id);
+      const { store } = this.deps;
+      if ((await store.systems.get(req.id)) === undefined) {
+        throw new ConnectError("system not found", Code.NotFound);
+      }
+      const instances = await store.instances.countBySystem(req.id);
+      if (instances > 0) {
+        throw new ConnectError(
+          `system still has ${instances} instance${instances === 1 ? "" : "s"}; delete ${instances === 1 ? "it" : "them"} first`,
+          Code.FailedPrecondition,
+        );
+      }
+      const rec = await store.systems.delete(req.id);
+      return create(DeleteSystemResponseSchema, { system: systemToMessage(rec) });
+    });
+  }
+}

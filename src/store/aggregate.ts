@@ -1,0 +1,109 @@
+/**
+ * The CRUD every aggregate shares, over a {@link DocumentCollection}, with
+ * one codec per aggregate mapping records to documents and back.
+ */
+import type { Document, DocumentCollection, Where } from "./collection.js";
+import { NotFoundError } from "./errors.js";
+
+/** A stored resource: an id plus server-set timestamps. */
+export interface BaseRecord {
+  readonly id: string;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** Maps one aggregate's records to documents (also for partial updates) and back. */
+export interface Codec<R extends BaseRecord> {
+  /** The document fields for the given record fields; `id` becomes `_id`. */
+  toDoc(fields: Partial<R>): Record<string, unknown>;
+  fromDoc(doc: Document): R;
+}
+
+/** One page of records in id order. */
+export interface Page<R> {
+  readonly items: R[];
+  /** Whether more records follow the last one. */
+  readonly more: boolean;
+}
+
+/** Paging arguments: at most `limit` records after `afterId`. */
+export interface PageRequest {
+  readonly afterId?: string;
+  readonly limit: number;
+}
+
+/** A record's changeable fields. */
+export type Patch<R extends BaseRecord> = Partial<Omit<R, "id" | "createdAt">>;
+
+/** Shared CRUD of an aggregate. */
+export class AggregateStore<R extends BaseRecord> {
+  constructor(
+    /** Collection name, used in errors. */
+    protected readonly name: string,
+    protected readonly collection: DocumentCollection,
+    protected readonly codec: Codec<R>,
+  ) {}
+
+  async get(id: string): Promise<R | undefined> {
+    const doc = await this.collection.get(id);
+    return doc === undefined ? undefined : this.codec.fromDoc(doc);
+  }
+
+  protected async page(where: Where, request: PageRequest): Promise<Page<R>> {
+    // One extra document tells whether another page follows.
+    const docs = await this.collection.list(where, { afterId: request.afterId, limit: request.limit + 1 });
+    const more = docs.length > request.limit;
+    return { items: docs.slice(0, request.limit).map((d) => this.codec.fromDoc(d)), more };
+  }
+
+  /** Inserts a new record; throws DuplicateKeyError on a unique field. */
+  async create(record: R): Promise<R> {
+    await this.collection.insert(this.codec.toDoc(record) as Document);
+    return record;
+  }
+
+  /** Changes the given fields; throws NotFoundError or DuplicateKeyError. */
+  async update(id: string, patch: Patch<R>): Promise<R> {
+    const doc = await this.collection.update(id, this.codec.toDoc(patch as Partial<R>));
+    if (doc === undefined) throw new NotFoundError(this.name, id);
+    return this.codec.fromDoc(doc);
+  }
+
+  /** Removes a record and returns it as it was; throws NotFoundError. */
+  async delete(id: string): Promise<R> {
+    const doc = await this.collection.delete(id);
+    if (doc === undefined) throw new NotFoundError(this.name, id);
+    return this.codec.fromDoc(doc);
+  }
+}
+
+/** Maps `id` to `_id` and copies the other defined fields, applying per-field encoders. */
+export function encodeFields<R extends BaseRecord>(
+  fields: Partial<R>,
+  encoders: { [K in keyof R]?: (value: R[K]) => unknown } = {},
+): Record<string, unknown> {
+  const doc: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    const encode = encoders[key as keyof R] as ((v: unknown) => unknown) | undefined;
+    doc[key === "id" ? "_id" : key] = encode ? encode(value) : value;
+  }
+  return doc;
+}
+
+/** Label maps are stored as `[{k, v}]`: map keys may hold `.`, which field names may not. */
+export function encodeLabels(labels: Readonly<Record<string, string>>): { k: string; v: string }[] {
+  return Object.entries(labels).map(([k, v]) => ({ k, v }));
+}
+
+/** The inverse of {@link encodeLabels}. */
+export function decodeLabels(value: unknown): Record<string, string> {
+  const labels: Record<string, string> = {};
+  if (Array.isArray(value)) for (const { k, v } of value as { k: string; v: string }[]) labels[k] = v;
+  return labels;
+}
+
+/** Reads a stored date (both adapters store native dates). */
+export function decodeDate(value: unknown): Date {
+  return value instanceof Date ? value : new Date(value as string);
+}

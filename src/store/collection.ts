@@ -1,0 +1,109 @@
+/**
+ * The low-level port both adapters implement: a collection of documents keyed
+ * by an opaque string id, with equality filters, id-ordered pages and
+ * declared unique fields. Aggregate stores (systems, instances, ...) are built
+ * on it, so each adapter is written once for every aggregate.
+ */
+import { DuplicateKeyError } from "./errors.js";
+
+/** A value a filter may compare with: never an object, so never an operator. */
+export type Scalar = string | number | boolean;
+
+/** Equality conditions, all of which must hold. */
+export type Where = Readonly<Record<string, Scalar>>;
+
+/** A stored document. `_id` is the resource's id. */
+export type Document = { _id: string } & Record<string, unknown>;
+
+/** A named index on one top-level field. */
+export interface IndexSpec {
+  /** Index name, as the database reports it (`<collection>_<field>_unique`). */
+  readonly name: string;
+  readonly field: string;
+  readonly unique: boolean;
+}
+
+/** What an aggregate declares about its collection. */
+export interface CollectionSpec {
+  readonly name: string;
+  readonly indexes: readonly IndexSpec[];
+}
+
+/** Options of {@link DocumentCollection.list}. */
+export interface ListOptions {
+  /** Only documents whose id sorts after this one. */
+  readonly afterId?: string;
+  readonly limit: number;
+}
+
+/** A collection of documents, as each adapter provides it. */
+export interface DocumentCollection {
+  /** Inserts a new document; throws {@link DuplicateKeyError} on a unique field. */
+  insert(doc: Document): Promise<void>;
+  get(id: string): Promise<Document | undefined>;
+  findOne(where: Where): Promise<Document | undefined>;
+  /** Documents matching `where`, in ascending id order. */
+  list(where: Where, options: ListOptions): Promise<Document[]>;
+  count(where: Where): Promise<number>;
+  /** Sets top-level fields; returns the document after the change, or undefined if absent. */
+  update(id: string, set: Record<string, unknown>): Promise<Document | undefined>;
+  /** Removes a document; returns it as it was, or undefined if absent. */
+  delete(id: string): Promise<Document | undefined>;
+}
+
+/** A database as the aggregates see it. */
+export interface StoreBackend {
+  readonly kind: "embedded" | "mongodb";
+  /** Opens (creating its indexes idempotently) one collection. */
+  collection(spec: CollectionSpec): Promise<DocumentCollection>;
+  /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Builds the name of a unique index on `field` of `collection`. */
+export function uniqueIndex(collection: string, field: string): IndexSpec {
+  return { name: `${collection}_${field}_unique`, field, unique: true };
+}
+
+/** Builds the name of a plain index on `field` of `collection`. */
+export function plainIndex(collection: string, field: string): IndexSpec {
+  return { name: `${collection}_${field}`, field, unique: false };
+}
+
+/**
+ * Checks that every filter value is a scalar. Filters are built from typed
+ * values, but a value that slipped through as an object could become an
+ * operator (`{"$ne": 1}`), so both adapters refuse it outright.
+ */
+export function assertScalars(where: Where): void {
+  for (const [field, value] of Object.entries(where)) {
+    const t = typeof value;
+    if (t !== "string" && t !== "number" && t !== "boolean") {
+      throw new TypeError(`filter on ${field} must be a scalar`);
+    }
+  }
+}
+
+/**
+ * Works out which unique field a rejected write collided on, when the
+ * database did not say (nedb never does; some MongoDB-wire servers omit
+ * `keyPattern`): the first unique field whose value another document holds.
+ */
+export async function duplicateKeyError(
+  collection: DocumentCollection,
+  spec: CollectionSpec,
+  doc: Record<string, unknown>,
+  id: string,
+): Promise<DuplicateKeyError> {
+  for (const index of spec.indexes) {
+    if (!index.unique) continue;
+    const value = doc[index.field];
+    if (typeof value !== "string" && typeof value !== "number") continue;
+    const other = await collection.findOne({ [index.field]: value });
+    if (other !== undefined && other._id !== id) {
+      return new DuplicateKeyError(spec.name, index.field);
+    }
+  }
+  return new DuplicateKeyError(spec.name, "id");
+}

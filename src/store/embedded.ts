@@ -1,0 +1,123 @@
+/**
+ * The embedded adapter: @seald-io/nedb, one append-only file per collection
+ * under the data directory, or everything in memory. Zero setup; one process.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import nedbModule from "@seald-io/nedb";
+import {
+  assertScalars,
+  duplicateKeyError,
+  type CollectionSpec,
+  type Document,
+  type DocumentCollection,
+  type ListOptions,
+  type StoreBackend,
+  type Where,
+} from "./collection.js";
+
+// nedb's typings declare an ES default export on a CommonJS module.
+const Datastore = nedbModule as unknown as typeof nedbModule.default;
+type Datastore = InstanceType<typeof Datastore>;
+
+/** Options of {@link createEmbeddedBackend}. */
+export interface EmbeddedBackendOptions {
+  /** Directory for the data files, or `:memory:` to keep nothing on disk. */
+  readonly dataDir: string;
+  /** How often to compact the append-only files, in ms (0: only at start). */
+  readonly compactionIntervalMs?: number;
+}
+
+/** Opens the embedded store. */
+export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Promise<StoreBackend> {
+  const inMemory = options.dataDir === ":memory:";
+  if (!inMemory) await mkdir(options.dataDir, { recursive: true });
+  const open: Datastore[] = [];
+  return {
+    kind: "embedded",
+    async collection(spec) {
+      const ds = new Datastore(
+        inMemory ? { inMemoryOnly: true } : { filename: join(options.dataDir, `${spec.name}.db`) },
+      );
+      await ds.loadDatabaseAsync();
+      for (const index of spec.indexes) {
+        await ds.ensureIndexAsync({ fieldName: index.field, unique: index.unique });
+      }
+      if (!inMemory && options.compactionIntervalMs) ds.setAutocompactionInterval(options.compactionIntervalMs);
+      open.push(ds);
+      return new EmbeddedCollection(ds, spec);
+    },
+    async ping() {
+      // Files are local: reachable as long as the process runs.
+    },
+    async close() {
+      for (const ds of open) {
+        ds.stopAutocompaction();
+        if (!inMemory) await ds.compactDatafileAsync();
+      }
+      open.length = 0;
+    },
+  };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === "object" && err !== null && (err as { errorType?: unknown }).errorType === "uniqueViolated";
+}
+
+class EmbeddedCollection implements DocumentCollection {
+  constructor(
+    private readonly ds: Datastore,
+    private readonly spec: CollectionSpec,
+  ) {}
+
+  async insert(doc: Document): Promise<void> {
+    try {
+      await this.ds.insertAsync(doc);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw await duplicateKeyError(this, this.spec, doc, doc._id);
+      throw err;
+    }
+  }
+
+  async get(id: string): Promise<Document | undefined> {
+    return this.findOne({ _id: id });
+  }
+
+  async findOne(where: Where): Promise<Document | undefined> {
+    assertScalars(where);
+    return ((await this.ds.findOneAsync(where)) as Document | null) ?? undefined;
+  }
+
+  async list(where: Where, options: ListOptions): Promise<Document[]> {
+    assertScalars(where);
+    const query: Record<string, unknown> = { ...where };
+    if (options.afterId !== undefined) query._id = { $gt: options.afterId };
+    return (await this.ds.findAsync(query).sort({ _id: 1 }).limit(options.limit)) as Document[];
+  }
+
+  async count(where: Where): Promise<number> {
+    assertScalars(where);
+    return this.ds.countAsync(where);
+  }
+
+  async update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
+    try {
+      const { affectedDocuments } = await this.ds.updateAsync(
+        { _id: id },
+        { $set: set },
+        { returnUpdatedDocs: true, multi: false },
+      );
+      return (affectedDocuments as Document | null) ?? undefined;
+    } catch (err) {
+      if (isUniqueViolation(err)) throw await duplicateKeyError(this, this.spec, set, id);
+      throw err;
+    }
+  }
+
+  async delete(id: string): Promise<Document | undefined> {
+    const doc = await this.get(id);
+    if (doc === undefined) return undefined;
+    const removed = await this.ds.removeAsync({ _id: id }, { multi: false });
+    return removed === 1 ? doc : undefined;
+  }
+}

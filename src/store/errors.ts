@@ -1,0 +1,34 @@
+/**
+ * The store's own error types. Services translate them into Connect codes;
+ * nothing above the store ever sees a driver error.
+ */
+
+/** A write would break a unique constraint. `field` names the constrained field. */
+export class DuplicateKeyError extends Error {
+  override readonly name = "DuplicateKeyError";
+  constructor(
+    readonly collection: string,
+    readonly field: string,
+  ) {
+    super(`duplicate value for ${collection}.${field}`);
+  }
+}
+
+/** The document to change or delete does not exist. */
+export class NotFoundError extends Error {
+  override readonly name = "NotFoundError";
+  constructor(
+    readonly collection: string,
+    readonly id: string,
+  ) {
+    super(`${collection} ${id} not found`);
+  }
+}
+
+/** The database cannot be reached (network, server selection, closed client). */
+export class StoreUnavailableError extends Error {
+  override readonly name = "StoreUnavailableError";
+  constructor(options?: { cause?: unknown }) {
+    super("the store is unavailable", options);
+  }
+}

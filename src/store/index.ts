@@ -1,0 +1,49 @@
+/**
+ * The store: every aggregate's port over one backend, chosen by configuration.
+ */
+import type { StoreBackend } from "./collection.js";
+import { createEmbeddedBackend } from "./embedded.js";
+import { openInstanceStore, type InstanceStore } from "./instances.js";
+import { createMongoBackend } from "./mongodb.js";
+import { openSystemStore, type SystemStore } from "./systems.js";
+
+export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
+export type { Page, PageRequest, Patch } from "./aggregate.js";
+export type { SystemRecord, SystemStore } from "./systems.js";
+export type { InstanceRecord, InstanceStore } from "./instances.js";
+
+/** Every aggregate's storage port, plus the backend's health and lifecycle. */
+export interface Store {
+  readonly kind: StoreBackend["kind"];
+  readonly systems: SystemStore;
+  readonly instances: InstanceStore;
+  /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Which backend to open. */
+export type StoreOptions =
+  | { readonly kind: "embedded"; readonly dataDir: string }
+  | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
+
+/** Opens every aggregate on a backend. */
+export async function openStore(backend: StoreBackend): Promise<Store> {
+  const [systems, instances] = await Promise.all([openSystemStore(backend), openInstanceStore(backend)]);
+  return {
+    kind: backend.kind,
+    systems,
+    instances,
+    ping: () => backend.ping(),
+    close: () => backend.close(),
+  };
+}
+
+/** Opens the configured backend and every aggregate on it. */
+export async function createStore(options: StoreOptions): Promise<Store> {
+  const backend =
+    options.kind === "mongodb"
+      ? await createMongoBackend(options)
+      : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000 });
+  return openStore(backend);
+}

@@ -1,0 +1,65 @@
+/**
+ * The instances aggregate: deployments of a system, unique by name across
+ * all systems.
+ */
+import {
+  AggregateStore,
+  decodeDate,
+  encodeFields,
+  type BaseRecord,
+  type Codec,
+  type Page,
+  type PageRequest,
+} from "./aggregate.js";
+import { plainIndex, uniqueIndex, type CollectionSpec, type StoreBackend } from "./collection.js";
+
+/** A stored instance. */
+export interface InstanceRecord extends BaseRecord {
+  readonly systemId: string;
+  readonly name: string;
+  readonly environment: string;
+  readonly baseUrl: string;
+}
+
+/** The instances collection and its indexes. */
+export const instancesCollection: CollectionSpec = {
+  name: "instances",
+  indexes: [uniqueIndex("instances", "name"), plainIndex("instances", "systemId")],
+};
+
+const codec: Codec<InstanceRecord> = {
+  toDoc: (fields) => encodeFields(fields),
+  fromDoc: (doc) => ({
+    id: doc._id,
+    systemId: doc.systemId as string,
+    name: doc.name as string,
+    environment: (doc.environment as string | undefined) ?? "",
+    baseUrl: doc.baseUrl as string,
+    createdAt: decodeDate(doc.createdAt),
+    updatedAt: decodeDate(doc.updatedAt),
+  }),
+};
+
+/** Storage port of instances. */
+export class InstanceStore extends AggregateStore<InstanceRecord> {
+  /** Instances in id (creation) order, of one system or of all. */
+  list(request: PageRequest & { readonly systemId?: string }): Promise<Page<InstanceRecord>> {
+    return this.page(request.systemId === undefined ? {} : { systemId: request.systemId }, request);
+  }
+
+  /** The instance with this name, if any. */
+  async getByName(name: string): Promise<InstanceRecord | undefined> {
+    const doc = await this.collection.findOne({ name });
+    return doc === undefined ? undefined : this.codec.fromDoc(doc);
+  }
+
+  /** How many instances a system has. */
+  countBySystem(systemId: string): Promise<number> {
+    return this.collection.count({ systemId });
+  }
+}
+
+/** Opens the instances store on a backend. */
+export async function openInstanceStore(backend: StoreBackend): Promise<InstanceStore> {
+  return new InstanceStore(instancesCollection.name, await backend.collection(instancesCollection), codec);
+}

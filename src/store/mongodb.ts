@@ -1,0 +1,166 @@
+/**
+ * The MongoDB adapter: the official driver, one collection per aggregate,
+ * `_id` holding the resource id, named indexes created idempotently at start.
+ * Uses no transactions and no change streams, so it also runs on
+ * MongoDB-wire servers that lack them.
+ */
+import {
+  MongoClient,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  type Collection,
+  type Filter,
+} from "mongodb";
+import { ConnectionString } from "mongodb-connection-string-url";
+import {
+  assertScalars,
+  duplicateKeyError,
+  type CollectionSpec,
+  type Document,
+  type DocumentCollection,
+  type ListOptions,
+  type StoreBackend,
+  type Where,
+} from "./collection.js";
+import { DuplicateKeyError, StoreUnavailableError } from "./errors.js";
+
+/** Options of {@link createMongoBackend}. */
+export interface MongoBackendOptions {
+  /** A `mongodb://` or `mongodb+srv://` URL; its path names the database (default `erplink`). */
+  readonly url: string;
+  /** How long an operation waits for a usable server before failing as unavailable. */
+  readonly serverSelectionTimeoutMs: number;
+}
+
+/** The database named by the URL's path, or `erplink`. */
+export function databaseName(url: string): string {
+  const path = new ConnectionString(url).pathname.replace(/^\//, "");
+  return path === "" ? "erplink" : decodeURIComponent(path);
+}
+
+/** Connects to MongoDB. Fails with StoreUnavailableError if no server answers in time. */
+export async function createMongoBackend(options: MongoBackendOptions): Promise<StoreBackend> {
+  const client = new MongoClient(options.url, {
+    appName: "erplink",
+    serverSelectionTimeoutMS: options.serverSelectionTimeoutMs,
+    connectTimeoutMS: options.serverSelectionTimeoutMs,
+  });
+  await guard(() => client.connect());
+  const db = client.db(databaseName(options.url));
+  return {
+    kind: "mongodb",
+    async collection(spec) {
+      const coll = db.collection<Document>(spec.name);
+      if (spec.indexes.length > 0) {
+        await guard(() =>
+          coll.createIndexes(
+            spec.indexes.map((i) => ({ key: { [i.field]: 1 }, name: i.name, unique: i.unique })),
+          ),
+        );
+      }
+      return new MongoCollection(coll, spec);
+    },
+    async ping() {
+      await guard(() => db.command({ ping: 1 }));
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+function isUnavailable(err: unknown): boolean {
+  return (
+    err instanceof MongoNetworkError ||
+    err instanceof MongoServerSelectionError ||
+    err instanceof MongoNotConnectedError ||
+    err instanceof MongoTopologyClosedError
+  );
+}
+
+/** Runs a driver call, turning connectivity failures into StoreUnavailableError. */
+async function guard<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    if (isUnavailable(err)) throw new StoreUnavailableError({ cause: err });
+    throw err;
+  }
+}
+
+/** Equality filter with explicit `$eq`, so a value can never act as an operator. */
+function eqFilter(where: Where): Filter<Document> {
+  assertScalars(where);
+  const filter: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(where)) filter[field] = { $eq: value };
+  return filter as Filter<Document>;
+}
+
+class MongoCollection implements DocumentCollection {
+  constructor(
+    private readonly coll: Collection<Document>,
+    private readonly spec: CollectionSpec,
+  ) {}
+
+  /** Names the field of a duplicate-key error from the server's keyPattern, or finds it. */
+  private async duplicate(err: MongoServerError, doc: Record<string, unknown>, id: string): Promise<DuplicateKeyError> {
+    const keyPattern = (err.keyPattern ?? err.errorResponse?.keyPattern) as Record<string, unknown> | undefined;
+    const field = keyPattern ? Object.keys(keyPattern)[0] : undefined;
+    if (field !== undefined) return new DuplicateKeyError(this.spec.name, field === "_id" ? "id" : field);
+    return duplicateKeyError(this, this.spec, doc, id);
+  }
+
+  async insert(doc: Document): Promise<void> {
+    try {
+      await guard(() => this.coll.insertOne(doc));
+    } catch (err) {
+      if (err instanceof MongoServerError && err.code === 11000) throw await this.duplicate(err, doc, doc._id);
+      throw err;
+    }
+  }
+
+  async get(id: string): Promise<Document | undefined> {
+    return this.findOne({ _id: id });
+  }
+
+  async findOne(where: Where): Promise<Document | undefined> {
+    const filter = eqFilter(where);
+    return (await guard(() => this.coll.findOne(filter))) ?? undefined;
+  }
+
+  async list(where: Where, options: ListOptions): Promise<Document[]> {
+    const filter: Record<string, unknown> = eqFilter(where);
+    if (options.afterId !== undefined) filter._id = { $gt: options.afterId };
+    return guard(() =>
+      this.coll
+        .find(filter as Filter<Document>)
+        .sort({ _id: 1 })
+        .limit(options.limit)
+        .toArray(),
+    );
+  }
+
+  async count(where: Where): Promise<number> {
+    const filter = eqFilter(where);
+    return guard(() => this.coll.countDocuments(filter));
+  }
+
+  async update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
+    try {
+      const doc = await guard(() =>
+        this.coll.findOneAndUpdate({ _id: { $eq: id } }, { $set: set }, { returnDocument: "after" }),
+      );
+      return doc ?? undefined;
+    } catch (err) {
+      if (err instanceof MongoServerError && err.code === 11000) throw await this.duplicate(err, set, id);
+      throw err;
+    }
+  }
+
+  async delete(id: string): Promise<Document | undefined> {
+    return (await guard(() => this.coll.findOneAndDelete({ _id: { $eq: id } }))) ?? undefined;
+  }
+}
