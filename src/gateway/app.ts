@@ -5,10 +5,8 @@
  * services only through a Connect transport.
  */
 import { randomUUID } from "node:crypto";
-import type http from "node:http";
-import type http2 from "node:http2";
 import type net from "node:net";
-import { create, fromJson, toJson, type DescMethodUnary, type JsonValue } from "@bufbuild/protobuf";
+import { ScalarType, create, fromJson, toJson, type DescMethodUnary, type JsonValue } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
@@ -27,6 +25,7 @@ import { GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
 import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
+import type { RequestHandler } from "./server.js";
 
 /** Options of {@link createGateway}. */
 export interface GatewayOptions {
@@ -58,12 +57,6 @@ export interface GatewayOptions {
   readonly publicUrl?: string;
 }
 
-/** Fastify's request handler, as a server factory receives it (HTTP/1.1 or HTTP/2 compat objects). */
-export type RequestHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
-
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
 
@@ -80,7 +73,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     // One access-log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: options.serverFactory ? "idle" : undefined,
-    return503OnClosing: true,
+    // While draining, requests on open connections are still served (with
+    // `Connection: close`), not refused with a bare 503.
+    return503OnClosing: false,
     ajv: {
       customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false },
     },
@@ -89,6 +84,16 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
 
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
+  });
+  // While draining, finish in-flight HTTP/1.1 requests with `Connection:
+  // close`, so their connections end after the response and close() need not
+  // wait for keep-alive timeouts. (HTTP/2 sessions get GOAWAY instead.)
+  let draining = false;
+  app.addHook("preClose", async () => {
+    draining = true;
+  });
+  app.addHook("onSend", async (req, reply) => {
+    if (draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
   });
   // One access-log line per request, written after the response.
   app.addHook("onResponse", async (req, reply) => {
@@ -119,7 +124,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   for (const route of ROUTES) registerRoute(app, route, options);
 
   const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
-  app.get("/api-reference/openapi.json", { schema: { hide: true } }, async () => openapi);
+  app.get("/api-reference/openapi.json", async () => openapi);
   await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });
   await app.register(fastifySwaggerUi, {
     routePrefix: "/api-reference",
@@ -258,8 +263,8 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         const field = method.input.fields.find((f) => f.name === name);
         if (typeof value !== "string") {
           details.push({ field: name, message: "must be given once" });
-        } else if (field?.fieldKind === "scalar" && typeof field.scalar === "number" && field.scalar !== 9) {
-          // Integer query parameter (ScalarType.STRING is 9).
+        } else if (field?.fieldKind === "scalar" && field.scalar !== ScalarType.STRING) {
+          // Integer query parameter (page_size).
           if (!/^\d{1,9}$/.test(value)) details.push({ field: name, message: "must be a non-negative integer" });
           else json[name] = Number(value);
         } else {

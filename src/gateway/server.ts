@@ -9,7 +9,11 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 
-import type { RequestHandler } from "./app.js";
+/** Fastify's request handler, as a server factory receives it (HTTP/1.1 or HTTP/2 compat objects). */
+export type RequestHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 

@@ -1,11 +1,13 @@
 /**
  * Resource ids: a type prefix, `_`, then 26 characters of Crockford base32
  * (48-bit millisecond timestamp + 80 random bits, as in ULID), so ids sort by
- * creation time and reveal nothing else.
+ * creation time and reveal nothing else. Within one millisecond, one
+ * generator increments the random part, so its ids stay in creation order.
  */
 import { randomBytes } from "node:crypto";
 
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const RANDOM_BITS = 80n;
 
 /** The prefixes of erplink's resource ids. */
 export type IdPrefix = "sys" | "ins";
@@ -13,30 +15,31 @@ export type IdPrefix = "sys" | "ins";
 /** Creates ids of a given type. */
 export type IdGenerator = (prefix: IdPrefix) => string;
 
+function base32(value: bigint, length: number): string {
+  let out = "";
+  for (let i = 0; i < length; i++) {
+    out = ALPHABET[Number(value & 31n)] + out;
+    value >>= 5n;
+  }
+  return out;
+}
+
 /** Creates an id generator reading time from `clock`. */
 export function createIdGenerator(clock: () => Date = () => new Date()): IdGenerator {
+  let lastTime = -1;
+  let lastRandom = 0n;
   return (prefix) => {
-    let time = clock().getTime();
-    let timePart = "";
-    for (let i = 0; i < 10; i++) {
-      timePart = ALPHABET[time % 32] + timePart;
-      time = Math.floor(time / 32);
+    let time = Math.max(clock().getTime(), lastTime);
+    if (time === lastTime && lastRandom < (1n << RANDOM_BITS) - 1n) {
+      lastRandom += 1n;
+    } else {
+      // A new millisecond, or (never in practice) the random part is spent:
+      // move to the next millisecond so ids keep increasing.
+      if (time === lastTime) time += 1;
+      lastRandom = BigInt(`0x${randomBytes(10).toString("hex")}`);
     }
-    const random = randomBytes(10);
-    let randomPart = "";
-    // 80 bits = 16 base32 characters, five bits at a time.
-    let buffer = 0;
-    let bits = 0;
-    for (const byte of random) {
-      buffer = (buffer << 8) | byte;
-      bits += 8;
-      while (bits >= 5) {
-        randomPart += ALPHABET[(buffer >> (bits - 5)) & 31];
-        bits -= 5;
-      }
-      buffer &= (1 << bits) - 1;
-    }
-    return `${prefix}_${timePart}${randomPart}`;
+    lastTime = time;
+    return `${prefix}_${base32(BigInt(time), 10)}${base32(lastRandom, 16)}`;
   };
 }
 

@@ -92,6 +92,11 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         createdAt: now,
         updatedAt: now,
       });
+      // The system may have been deleted since it was checked: see DeleteSystem.
+      if ((await this.deps.store.systems.get(req.systemId)) === undefined) {
+        await this.deps.store.instances.delete(rec.id);
+        throw new ConnectError("system not found", Code.NotFound);
+      }
       return create(CreateInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }

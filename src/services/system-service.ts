@@ -109,6 +109,16 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
         );
       }
       const rec = await store.systems.delete(req.id);
+      // Without transactions, an instance may have been added between the
+      // count and the delete. CreateInstance re-checks its system after
+      // inserting; here we re-count after deleting and put the system back if
+      // one slipped in, so one of the two calls fails and no instance is
+      // left without its system.
+      const late = await store.instances.countBySystem(req.id);
+      if (late > 0) {
+        await store.systems.create(rec);
+        throw new ConnectError("system gained an instance while being deleted; delete it first", Code.FailedPrecondition);
+      }
       return create(DeleteSystemResponseSchema, { system: systemToMessage(rec) });
     });
   }

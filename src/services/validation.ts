@@ -49,6 +49,13 @@ function checkString(name: string, value: string, rules: FieldRules, out: Violat
 
 /** Why `value` is not an acceptable back-end URL, or undefined if it is. */
 export function httpUrlProblem(value: string): string | undefined {
+  // The WHATWG parser silently repairs input (trims, drops tabs and newlines,
+  // turns `\` into `/`, adds a missing `//`); what is stored must already be
+  // in the form it parses to, so such input is refused, not repaired.
+  if (/[\s\\\u0000-\u001f\u007f]/.test(value)) {
+    return "must not contain spaces, control characters or backslashes";
+  }
+  if (!/^https?:\/\/[^/]/i.test(value)) return "must be an absolute http or https URL";
   let url: URL;
   try {
     url = new URL(value);

@@ -1,0 +1,554 @@
+/**
+ * The store contract: one uvu suite that every adapter (embedded in memory,
+ * embedded on disk, MongoDB) must pass. Each test opens a fresh store and
+ * disposes of it afterwards, so no test depends on another. Lives outside
+ * test/ because uvu runs every file there.
+ */
+import { inspect } from "node:util";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createIdGenerator, isId, type IdPrefix } from "../src/services/ids.js";
+import type { DocumentCollection } from "../src/store/collection.js";
+import {
+  DuplicateKeyError,
+  NotFoundError,
+  type InstanceRecord,
+  type InstanceStore,
+  type Store,
+  type SystemRecord,
+  type SystemStore,
+} from "../src/store/index.js";
+
+/** A store under test and how to throw it away. */
+export type ContractStore = Store & { dispose(): Promise<void> };
+
+const T0 = new Date("2026-01-02T03:04:05.678Z");
+const T1 = new Date("2026-01-02T03:04:06.789Z");
+const T2 = new Date("2026-03-04T05:06:07.001Z");
+
+/** Values that must never reach a filter: each could act as an operator. */
+const OPERATOR_VALUES: readonly unknown[] = [
+  { $ne: null },
+  { $gt: "" },
+  { $regex: "." },
+  { $exists: true },
+  { $in: ["Prod", "prod"] },
+  ["Prod"],
+  null,
+];
+
+/** Ids in strictly ascending order (one generator on a fixed clock). */
+function idsOf(prefix: IdPrefix, n: number): string[] {
+  const newId = createIdGenerator(() => T0);
+  const ids = Array.from({ length: n }, () => newId(prefix));
+  // Precondition: the paging assertions rely on these being well-formed and ascending.
+  for (const id of ids) assert.ok(isId(prefix, id), `malformed id ${id}`);
+  assert.equal([...ids].sort(), ids, "generated ids are not ascending");
+  assert.is(new Set(ids).size, n, "generated ids are not unique");
+  return ids;
+}
+
+function system(id: string, name: string, fields: Partial<SystemRecord> = {}): SystemRecord {
+  return { id, name, description: `about ${name}`, labels: {}, createdAt: T0, updatedAt: T0, ...fields };
+}
+
+function instance(id: string, systemId: string, name: string, fields: Partial<InstanceRecord> = {}): InstanceRecord {
+  return {
+    id,
+    systemId,
+    name,
+    environment: "production",
+    baseUrl: `https://${name.toLowerCase()}.example.com/sap/opu/odata/sap/`,
+    createdAt: T0,
+    updatedAt: T1,
+    ...fields,
+  };
+}
+
+/** The error `op` rejects (or throws) with; fails the test if it resolves. */
+async function rejection(op: () => Promise<unknown>, what = "the call"): Promise<unknown> {
+  let value: unknown;
+  try {
+    value = await op();
+  } catch (err) {
+    return err;
+  }
+  assert.unreachable(`${what}: expected a rejection, got ${inspect(value, { breakLength: Infinity })}`);
+  return undefined;
+}
+
+/** A one-line description of an error, for assertion messages. */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return inspect(err);
+  const code = (err as { code?: unknown }).code;
+  return `${err.constructor.name}${code === undefined ? "" : ` (code ${String(code)})`}: ${err.message.slice(0, 300)}`;
+}
+
+function assertDuplicate(err: unknown, collection: string, field: string): void {
+  assert.instance(err, DuplicateKeyError, `expected DuplicateKeyError, got ${describe(err)}`);
+  const dup = err as DuplicateKeyError;
+  assert.equal({ name: dup.name, collection: dup.collection, field: dup.field }, { name: "DuplicateKeyError", collection, field });
+}
+
+function assertNotFound(err: unknown, collection: string, id: string): void {
+  assert.instance(err, NotFoundError, `expected NotFoundError, got ${describe(err)}`);
+  const nf = err as NotFoundError;
+  assert.equal({ name: nf.name, collection: nf.collection, id: nf.id }, { name: "NotFoundError", collection, id });
+}
+
+function assertTypeError(err: unknown, what: string): void {
+  assert.instance(err, TypeError, `${what}: expected TypeError, got ${describe(err)}`);
+}
+
+/** Every record of a port, in id order, checking that one big page holds them all. */
+async function all<R>(port: { list(request: { limit: number }): Promise<{ items: R[]; more: boolean }> }): Promise<R[]> {
+  const page = await port.list({ limit: 1000 });
+  assert.is(page.more, false);
+  return page.items;
+}
+
+/**
+ * The adapter's collection under an aggregate port. `collection` is protected
+ * on AggregateStore; the contract reaches through it to test the
+ * DocumentCollection port of the store under test itself.
+ */
+function collectionOf(port: SystemStore | InstanceStore): DocumentCollection {
+  const coll = (port as unknown as { readonly collection?: DocumentCollection }).collection;
+  // Without this, a renamed field would make every "throws TypeError" check pass vacuously.
+  assert.type(coll?.findOne, "function", "aggregate port has no `collection`");
+  return coll as DocumentCollection;
+}
+
+/** Registers and runs the store contract suite on stores from `open`. */
+export function storeContract(name: string, open: () => Promise<ContractStore>): void {
+  const test = suite<{ store?: ContractStore }>(`store contract: ${name}`, {});
+
+  test.before.each(async (ctx) => {
+    ctx.store = await open();
+  });
+  test.after.each(async (ctx) => {
+    const store = ctx.store;
+    ctx.store = undefined;
+    await store?.dispose();
+  });
+
+  const storeOf = (ctx: { store?: ContractStore }): ContractStore => {
+    assert.ok(ctx.store, "store not opened");
+    return ctx.store!;
+  };
+
+  // ---- systems -------------------------------------------------------------
+
+  test("systems: create then get round-trips every field (labels keyed with . and /, empty description, ms dates)", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b] = idsOf("sys", 2);
+    const rec = system(a, "S/4HANA Finance", {
+      description: "",
+      labels: { "app.kubernetes.io/name": "erp", "team.example.com/owner": "fin-ops", "a.b.c": "", cost_centre: "4711" },
+      createdAt: T0,
+      updatedAt: T1,
+    });
+    const bare = system(b, "bare", { labels: {} });
+    assert.equal(await systems.create(rec), rec);
+    assert.equal(await systems.create(bare), bare);
+
+    const got = await systems.get(a);
+    assert.equal(got, rec);
+    assert.instance(got!.createdAt, Date);
+    assert.instance(got!.updatedAt, Date);
+    assert.is(got!.createdAt.toISOString(), "2026-01-02T03:04:05.678Z");
+    assert.is(got!.updatedAt.toISOString(), "2026-01-02T03:04:06.789Z");
+    assert.equal(await systems.get(b), bare);
+  });
+
+  test("systems: get of an unknown id returns undefined", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, unknown] = idsOf("sys", 2);
+    await systems.create(system(a, "erp"));
+    assert.is(await systems.get(unknown), undefined);
+    assert.is(await systems.get(""), undefined);
+    assert.is(await systems.get(a.toLowerCase()), undefined);
+  });
+
+  test("systems: create with a taken name throws DuplicateKeyError(systems, name) and writes nothing", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b] = idsOf("sys", 2);
+    const first = system(a, "erp-prod");
+    await systems.create(first);
+    assertDuplicate(await rejection(() => systems.create(system(b, "erp-prod", { description: "second" }))), "systems", "name");
+    assert.equal(await all(systems), [first]);
+    assert.is(await systems.get(b), undefined);
+  });
+
+  test("systems: create with a taken id throws DuplicateKeyError(systems, id) and keeps the original", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a] = idsOf("sys", 1);
+    const first = system(a, "erp-prod");
+    await systems.create(first);
+    assertDuplicate(await rejection(() => systems.create(system(a, "other-name"))), "systems", "id");
+    assert.equal(await all(systems), [first]);
+  });
+
+  test("systems: update changes only the given fields and returns the updated record", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b] = idsOf("sys", 2);
+    const recA = system(a, "erp-a", { labels: { "app.kubernetes.io/name": "a", tier: "gold" } });
+    const recB = system(b, "erp-b", { labels: { tier: "silver" } });
+    await systems.create(recA);
+    await systems.create(recB);
+
+    const expected: SystemRecord = { ...recA, description: "General ledger", updatedAt: T2 };
+    assert.equal(await systems.update(a, { description: "General ledger", updatedAt: T2 }), expected);
+    assert.equal(await systems.get(a), expected);
+    assert.equal(await systems.get(b), recB);
+  });
+
+  test("systems: update of labels replaces the whole map (keys with . and /), never merges", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a] = idsOf("sys", 1);
+    const rec = system(a, "erp-a", { labels: { "app.kubernetes.io/name": "a", tier: "gold" } });
+    await systems.create(rec);
+
+    const relabelled: SystemRecord = { ...rec, labels: { "x.example.com/zone": "eu-1" } };
+    assert.equal(await systems.update(a, { labels: { "x.example.com/zone": "eu-1" } }), relabelled);
+    assert.equal(await systems.get(a), relabelled);
+
+    const cleared: SystemRecord = { ...rec, labels: {} };
+    assert.equal(await systems.update(a, { labels: {} }), cleared);
+    assert.equal(await systems.get(a), cleared);
+  });
+
+  test("systems: renaming frees the old name; keeping one's own name is no conflict", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b] = idsOf("sys", 2);
+    const rec = system(a, "erp-old");
+    await systems.create(rec);
+
+    assert.equal(await systems.update(a, { name: "erp-old", updatedAt: T1 }), { ...rec, updatedAt: T1 });
+    assert.equal(await systems.update(a, { name: "erp-new" }), { ...rec, name: "erp-new", updatedAt: T1 });
+    const reuse = system(b, "erp-old");
+    assert.equal(await systems.create(reuse), reuse);
+    assert.equal(await all(systems), [{ ...rec, name: "erp-new", updatedAt: T1 }, reuse]);
+  });
+
+  test("systems: update to a name another system holds throws DuplicateKeyError(systems, name) and changes nothing", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b] = idsOf("sys", 2);
+    const recA = system(a, "erp-a");
+    const recB = system(b, "erp-b");
+    await systems.create(recA);
+    await systems.create(recB);
+
+    const err = await rejection(() => systems.update(b, { name: "erp-a", description: "changed", updatedAt: T2 }));
+    assertDuplicate(err, "systems", "name");
+    assert.equal(await systems.get(b), recB);
+    assert.equal(await systems.get(a), recA);
+  });
+
+  test("systems: update of an unknown id throws NotFoundError(systems, id) and creates nothing", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, unknown] = idsOf("sys", 2);
+    const rec = system(a, "erp-a");
+    await systems.create(rec);
+    assertNotFound(await rejection(() => systems.update(unknown, { description: "x" })), "systems", unknown);
+    // The name is taken, but there is nothing to update: not found wins.
+    assertNotFound(await rejection(() => systems.update(unknown, { name: "erp-a" })), "systems", unknown);
+    assert.equal(await all(systems), [rec]);
+  });
+
+  test("systems: delete returns the record as it was, removes it and frees its name", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b, c] = idsOf("sys", 3);
+    const recA = system(a, "erp-a", { labels: { "app.kubernetes.io/name": "a" }, updatedAt: T1 });
+    const recB = system(b, "erp-b");
+    await systems.create(recA);
+    await systems.create(recB);
+
+    assert.equal(await systems.delete(a), recA);
+    assert.is(await systems.get(a), undefined);
+    assert.equal(await all(systems), [recB]);
+    const reuse = system(c, "erp-a");
+    assert.equal(await systems.create(reuse), reuse);
+  });
+
+  test("systems: delete of an unknown (or already deleted) id throws NotFoundError(systems, id)", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b, unknown] = idsOf("sys", 3);
+    const recB = system(b, "erp-b");
+    await systems.create(system(a, "erp-a"));
+    await systems.create(recB);
+    assertNotFound(await rejection(() => systems.delete(unknown)), "systems", unknown);
+    await systems.delete(a);
+    assertNotFound(await rejection(() => systems.delete(a)), "systems", a);
+    assert.equal(await all(systems), [recB]);
+  });
+
+  // ---- paging ----------------------------------------------------------------
+
+  /** Seven systems with ascending ids, inserted out of order; returned in id order. */
+  async function seven(systems: SystemStore): Promise<SystemRecord[]> {
+    const ids = idsOf("sys", 7);
+    const records = ids.map((id, i) => system(id, `erp-${i}`, { createdAt: new Date(T0.getTime() + i) }));
+    // Out of insertion order, so only sorting by id can give the expected order.
+    for (const i of [3, 0, 6, 1, 5, 2, 4]) await systems.create(records[i]);
+    return records;
+  }
+
+  test("systems.list: limit 3 pages through 7 systems in id order; only the last page has more=false", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const records = await seven(systems);
+
+    const p1 = await systems.list({ limit: 3 });
+    assert.equal(p1, { items: records.slice(0, 3), more: true });
+    const p2 = await systems.list({ afterId: p1.items[2].id, limit: 3 });
+    assert.equal(p2, { items: records.slice(3, 6), more: true });
+    const p3 = await systems.list({ afterId: p2.items[2].id, limit: 3 });
+    assert.equal(p3, { items: records.slice(6), more: false });
+    assert.equal([...p1.items, ...p2.items, ...p3.items], records);
+  });
+
+  test("systems.list: more is false exactly when nothing follows (limits 6, 7, 10; empty store)", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    assert.equal(await systems.list({ limit: 5 }), { items: [], more: false });
+    const records = await seven(systems);
+    assert.equal(await systems.list({ limit: 6 }), { items: records.slice(0, 6), more: true });
+    assert.equal(await systems.list({ limit: 7 }), { items: records, more: false });
+    assert.equal(await systems.list({ limit: 10 }), { items: records, more: false });
+    assert.equal(await systems.list({ afterId: records[6].id, limit: 3 }), { items: [], more: false });
+    assert.equal(await systems.list({ afterId: records[5].id, limit: 1 }), { items: records.slice(6), more: false });
+  });
+
+  test("systems.list: afterId need not be a stored id (a deleted one still pages on)", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const records = await seven(systems);
+    await systems.delete(records[2].id);
+    assert.equal(await systems.list({ afterId: records[2].id, limit: 2 }), { items: records.slice(3, 5), more: true });
+    // "sys_" sorts before every id of the type.
+    assert.equal(await systems.list({ afterId: "sys_", limit: 2 }), { items: records.slice(0, 2), more: true });
+  });
+
+  // ---- instances -------------------------------------------------------------
+
+  test("instances: create/get/update/delete round-trip every field", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1] = idsOf("sys", 1);
+    const [i1, unknown] = idsOf("ins", 2);
+    await systems.create(system(s1, "erp"));
+    const rec = instance(i1, s1, "erp-prod", { environment: "" });
+    assert.equal(await instances.create(rec), rec);
+    const got = await instances.get(i1);
+    assert.equal(got, rec);
+    assert.instance(got!.createdAt, Date);
+    assert.is(await instances.get(unknown), undefined);
+
+    const updated: InstanceRecord = { ...rec, baseUrl: "https://new.example.com/odata/", environment: "staging", updatedAt: T2 };
+    assert.equal(
+      await instances.update(i1, { baseUrl: "https://new.example.com/odata/", environment: "staging", updatedAt: T2 }),
+      updated,
+    );
+    assert.equal(await instances.get(i1), updated);
+    assertNotFound(await rejection(() => instances.update(unknown, { environment: "x" })), "instances", unknown);
+
+    assert.equal(await instances.delete(i1), updated);
+    assert.is(await instances.get(i1), undefined);
+    assertNotFound(await rejection(() => instances.delete(i1)), "instances", i1);
+  });
+
+  test("instances: names are unique across systems: DuplicateKeyError(instances, name), nothing written", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1, s2] = idsOf("sys", 2);
+    const [i1, i2, i3] = idsOf("ins", 3);
+    await systems.create(system(s1, "erp-1"));
+    await systems.create(system(s2, "erp-2"));
+    const first = instance(i1, s1, "erp-prod");
+    const other = instance(i3, s2, "erp-test");
+    await instances.create(first);
+    await instances.create(other);
+
+    assertDuplicate(await rejection(() => instances.create(instance(i2, s2, "erp-prod"))), "instances", "name");
+    assert.is(await instances.get(i2), undefined);
+    assert.is(await instances.countBySystem(s2), 1);
+    assertDuplicate(await rejection(() => instances.update(i3, { name: "erp-prod", updatedAt: T2 })), "instances", "name");
+    assert.equal(await all(instances), [first, other]);
+  });
+
+  test("instances.list: filtered by systemId gives only that system's instances, in id order, paged", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1, s2, s3] = idsOf("sys", 3);
+    await systems.create(system(s1, "erp-1"));
+    await systems.create(system(s2, "erp-2"));
+    const ids = idsOf("ins", 6);
+    const owners = [s1, s2, s1, s1, s2, s1];
+    const recs = ids.map((id, i) => instance(id, owners[i], `ins-${i}`));
+    for (const i of [5, 1, 3, 0, 4, 2]) await instances.create(recs[i]);
+
+    const p1 = await instances.list({ systemId: s1, limit: 2 });
+    assert.equal(p1, { items: [recs[0], recs[2]], more: true });
+    // recs[4] (of s2) lies between recs[3] and recs[5]: `more` must look at s1's instances only.
+    const p2 = await instances.list({ systemId: s1, afterId: p1.items[1].id, limit: 2 });
+    assert.equal(p2, { items: [recs[3], recs[5]], more: false });
+    assert.equal(await instances.list({ systemId: s1, afterId: recs[3].id, limit: 1 }), { items: [recs[5]], more: false });
+    assert.equal(await instances.list({ systemId: s2, limit: 10 }), { items: [recs[1], recs[4]], more: false });
+    assert.equal(await instances.list({ systemId: s2, limit: 1 }), { items: [recs[1]], more: true });
+    assert.equal(await instances.list({ systemId: s3, limit: 10 }), { items: [], more: false });
+    assert.equal(await instances.list({ limit: 4 }), { items: recs.slice(0, 4), more: true });
+    assert.equal(await instances.list({ limit: 10 }), { items: recs, more: false });
+  });
+
+  test("instances.countBySystem counts only that system's instances", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1, s2, s3] = idsOf("sys", 3);
+    await systems.create(system(s1, "erp-1"));
+    await systems.create(system(s2, "erp-2"));
+    const ids = idsOf("ins", 5);
+    const owners = [s1, s2, s1, s1, s2];
+    for (const [i, id] of ids.entries()) await instances.create(instance(id, owners[i], `ins-${i}`));
+
+    assert.equal(
+      [await instances.countBySystem(s1), await instances.countBySystem(s2), await instances.countBySystem(s3)],
+      [3, 2, 0],
+    );
+    await instances.delete(ids[2]);
+    assert.is(await instances.countBySystem(s1), 2);
+    assert.is(await instances.countBySystem(""), 0);
+  });
+
+  test("instances.getByName is exact and case-sensitive: Prod and prod are distinct instances", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1] = idsOf("sys", 1);
+    const [i1, i2] = idsOf("ins", 2);
+    await systems.create(system(s1, "erp"));
+    const upper = instance(i1, s1, "Prod");
+    const lower = instance(i2, s1, "prod", { environment: "sandbox" });
+    await instances.create(upper);
+    await instances.create(lower);
+
+    assert.equal(await instances.getByName("Prod"), upper);
+    assert.equal(await instances.getByName("prod"), lower);
+    for (const miss of ["PROD", "Pro", "Prod ", " prod", "P.od", "^Prod$", ".*", ""]) {
+      assert.is(await instances.getByName(miss), undefined, `getByName(${JSON.stringify(miss)})`);
+    }
+    assert.equal(await all(instances), [upper, lower]);
+  });
+
+  // ---- injection -------------------------------------------------------------
+
+  test("injection: operator-looking strings are plain values and match nothing", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1] = idsOf("sys", 1);
+    const [i1] = idsOf("ins", 1);
+    await systems.create(system(s1, "erp"));
+    await instances.create(instance(i1, s1, "Prod"));
+
+    for (const s of ['{"$ne":null}', "$ne", '{"$gt":""}', '{"$regex":".*"}']) {
+      assert.is(await instances.getByName(s), undefined, `getByName(${s})`);
+      assert.is(await systems.get(s), undefined, `systems.get(${s})`);
+      assert.is(await instances.countBySystem(s), 0, `countBySystem(${s})`);
+      assert.equal(await instances.list({ systemId: s, limit: 10 }), { items: [], more: false });
+    }
+  });
+
+  test("injection: DocumentCollection findOne/list/count/get throw TypeError on any object filter value", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1] = idsOf("sys", 1);
+    const [i1] = idsOf("ins", 1);
+    await systems.create(system(s1, "erp"));
+    await instances.create(instance(i1, s1, "Prod"));
+    const coll = collectionOf(instances);
+    // Positive control: the same calls with scalars do find the document.
+    assert.is((await coll.findOne({ name: "Prod" }))?._id, i1);
+    assert.is((await coll.get(i1))?._id, i1);
+    assert.is(await coll.count({ systemId: s1 }), 1);
+    assert.equal((await coll.list({ systemId: s1 }, { limit: 10 })).map((d) => d._id), [i1]);
+
+    for (const bad of OPERATOR_VALUES) {
+      const v = bad as string;
+      const what = inspect(bad);
+      assertTypeError(await rejection(() => coll.findOne({ name: v })), `findOne({name: ${what}})`);
+      assertTypeError(await rejection(() => coll.findOne({ _id: v })), `findOne({_id: ${what}})`);
+      assertTypeError(await rejection(() => coll.list({ systemId: v }, { limit: 10 })), `list({systemId: ${what}})`);
+      assertTypeError(await rejection(() => coll.count({ systemId: v })), `count({systemId: ${what}})`);
+      assertTypeError(await rejection(() => coll.get(v)), `get(${what})`);
+    }
+  });
+
+  test("injection: the aggregate ports throw TypeError on object ids, names and system ids", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1] = idsOf("sys", 1);
+    const [i1] = idsOf("ins", 1);
+    await systems.create(system(s1, "erp"));
+    await instances.create(instance(i1, s1, "Prod"));
+
+    for (const bad of OPERATOR_VALUES) {
+      const v = bad as string;
+      const what = inspect(bad);
+      assertTypeError(await rejection(() => instances.getByName(v)), `getByName(${what})`);
+      assertTypeError(await rejection(() => systems.get(v)), `systems.get(${what})`);
+      assertTypeError(await rejection(() => instances.get(v)), `instances.get(${what})`);
+      assertTypeError(await rejection(() => instances.countBySystem(v)), `countBySystem(${what})`);
+      assertTypeError(await rejection(() => instances.list({ systemId: v, limit: 10 })), `list({systemId: ${what}})`);
+    }
+  });
+
+  test("injection: update and delete with an operator object as id match nothing and change nothing", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1, s2] = idsOf("sys", 2);
+    const [i1] = idsOf("ins", 1);
+    const recS1 = system(s1, "erp-1");
+    const recS2 = system(s2, "erp-2");
+    const recI1 = instance(i1, s1, "Prod");
+    await systems.create(recS1);
+    await systems.create(recS2);
+    await instances.create(recI1);
+    const refused = (err: unknown, what: string) =>
+      assert.ok(
+        err instanceof TypeError || err instanceof NotFoundError,
+        `${what}: expected TypeError or NotFoundError, got ${describe(err)}`,
+      );
+
+    for (const bad of OPERATOR_VALUES) {
+      const v = bad as string;
+      const what = inspect(bad);
+      refused(await rejection(() => systems.update(v, { description: "pwned" }), `systems.update(${what})`), `systems.update(${what})`);
+      refused(await rejection(() => instances.update(v, { baseUrl: "https://evil.example.com/" }), `instances.update(${what})`), `instances.update(${what})`);
+      refused(await rejection(() => systems.delete(v), `systems.delete(${what})`), `systems.delete(${what})`);
+      refused(await rejection(() => instances.delete(v), `instances.delete(${what})`), `instances.delete(${what})`);
+
+      const coll = collectionOf(systems);
+      const updated = await coll.update(v, { description: "pwned" }).catch((err: unknown) => {
+        assertTypeError(err, `collection.update(${what})`);
+        return undefined;
+      });
+      assert.is(updated, undefined, `collection.update(${what}) matched a document`);
+      const deleted = await coll.delete(v).catch((err: unknown) => {
+        assertTypeError(err, `collection.delete(${what})`);
+        return undefined;
+      });
+      assert.is(deleted, undefined, `collection.delete(${what}) matched a document`);
+
+      assert.equal(await all(systems), [recS1, recS2], `systems changed by ${what}`);
+      assert.equal(await all(instances), [recI1], `instances changed by ${what}`);
+    }
+  });
+
+  test("injection: list with an operator object as afterId throws TypeError or matches nothing", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [s1, s2] = idsOf("sys", 2);
+    await systems.create(system(s1, "erp-1"));
+    await systems.create(system(s2, "erp-2"));
+
+    for (const bad of [{ $ne: null }, { $gt: "" }, { $lt: "zzz" }, { $exists: true }]) {
+      const what = inspect(bad);
+      let page: unknown;
+      try {
+        page = await systems.list({ afterId: bad as unknown as string, limit: 10 });
+      } catch (err) {
+        assertTypeError(err, `list({afterId: ${what}})`);
+        continue;
+      }
+      assert.equal(page, { items: [], more: false }, `list({afterId: ${what}})`);
+    }
+  });
+
+  test.run();
+}

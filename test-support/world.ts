@@ -1,0 +1,114 @@
+/**
+ * Builds a fresh erplink world for one test file: a store (embedded in
+ * memory, or a throwaway MongoDB database when ERPLINK_TEST_MONGODB_URL is
+ * set), the services, and the gateway for `inject()`. Lives outside test/
+ * because uvu runs every file there.
+ */
+import { randomBytes } from "node:crypto";
+import { createClient, createRouterTransport, type Client, type Transport } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import type { FastifyInstance } from "fastify";
+import { MongoClient } from "mongodb";
+import { createGateway } from "../src/gateway/app.js";
+import { createAuthInterceptor, createAuthenticator } from "../src/services/auth.js";
+import { createErrorLogInterceptor } from "../src/services/errors.js";
+import { createIdGenerator } from "../src/services/ids.js";
+import { createRoutes } from "../src/services/routes.js";
+import { createStore, type Store } from "../src/store/index.js";
+
+/** The master key every test world uses. */
+export const MASTER_KEY = "erpl_test_master_key_0123456789abcdefghijklmnop";
+/** Authorization header with the master key. */
+export const AUTH = { authorization: `Bearer ${MASTER_KEY}` } as const;
+
+/** The MongoDB server tests run against, if any (set by scripts/test.ts). */
+export function testMongoUrl(): string | undefined {
+  return process.env.ERPLINK_TEST_MONGODB_URL || undefined;
+}
+
+/** A MongoDB URL naming a fresh database on the test server. */
+export function freshMongoUrl(base: string): string {
+  const u = new URL(base);
+  u.pathname = `/erplink_test_${randomBytes(6).toString("hex")}`;
+  return u.toString();
+}
+
+/** Drops the database a URL names. */
+export async function dropMongoDatabase(url: string): Promise<void> {
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
+  try {
+    await client.connect();
+    await client.db().dropDatabase();
+  } finally {
+    await client.close();
+  }
+}
+
+/** Opens the store tests run on: MongoDB when configured, else embedded in memory. */
+export async function openTestStore(): Promise<Store & { readonly dispose: () => Promise<void> }> {
+  const base = testMongoUrl();
+  if (base === undefined) {
+    const store = await createStore({ kind: "embedded", dataDir: ":memory:" });
+    return Object.assign(store, { dispose: () => store.close() });
+  }
+  const url = freshMongoUrl(base);
+  const store = await createStore({ kind: "mongodb", url, serverSelectionTimeoutMs: 5000 });
+  return Object.assign(store, {
+    dispose: async () => {
+      await store.close();
+      await dropMongoDatabase(url);
+    },
+  });
+}
+
+/** A world for one test file. */
+export interface World {
+  readonly store: Store;
+  readonly transport: Transport;
+  readonly app: FastifyInstance;
+  /** A typed Connect client of a service, authenticated as the master key. */
+  client<S extends DescService>(service: S): Client<S>;
+  /** The time the world's clock reads; tests may move it. */
+  now: Date;
+  close(): Promise<void>;
+}
+
+/** Builds a world. Errors the services mask are collected in `errors`. */
+export async function createWorld(): Promise<World & { readonly errors: unknown[] }> {
+  const store = await openTestStore();
+  const errors: unknown[] = [];
+  const world = {
+    now: new Date("2026-01-02T03:04:05.000Z"),
+  } as World & { errors: unknown[] };
+  const clock = () => new Date(world.now.getTime());
+  const routes = createRoutes({ store, clock, newId: createIdGenerator(clock) });
+  const authenticator = createAuthenticator({ masterKey: MASTER_KEY });
+  const interceptors = [
+    createErrorLogInterceptor({ error: (fields) => errors.push(fields.err) }),
+    createAuthInterceptor(authenticator),
+  ];
+  const transport = createRouterTransport(routes, { router: { interceptors } });
+  const app = await createGateway({
+    transport,
+    connect: { routes, interceptors },
+    authenticate: (a) => authenticator.authenticate(a),
+    ready: () => store.ping(),
+    logger: false,
+    bodyLimit: 1024 * 1024,
+  });
+  const authed = createRouterTransport(routes, {
+    router: { interceptors },
+    transport: { interceptors: [(next) => (req) => (req.header.set("authorization", AUTH.authorization), next(req))] },
+  });
+  return Object.assign(world, {
+    store,
+    transport,
+    app,
+    errors,
+    client: <S extends DescService>(service: S) => createClient(service, authed),
+    close: async () => {
+      await app.close();
+      await store.dispose();
+    },
+  });
+}

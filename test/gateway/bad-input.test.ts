@@ -1,0 +1,283 @@
+/**
+ * Bad input on the REST facade: every case answers a 4xx with a clear
+ * message in the envelope, never a 500, and writes nothing.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { AUTH, createWorld, type World } from "../../test-support/world.js";
+import { json, patch, post } from "../../test-support/http.js";
+
+interface Ctx {
+  world: World;
+  systemId: string;
+}
+
+const Bad = suite<Ctx>("bad input");
+
+Bad.before.each(async (ctx) => {
+  ctx.world = await createWorld();
+  ctx.systemId = json(await post(ctx.world.app, "/admin/systems", { name: "Keep", description: "as is" })).data.id;
+});
+Bad.after.each(async (ctx) => {
+  await ctx.world.close();
+});
+
+/** Asserts that the store still holds exactly the one system the test began with, unchanged. */
+async function assertNothingWritten({ world, systemId }: Ctx): Promise<void> {
+  const page = await world.store.systems.list({ limit: 10 });
+  assert.is(page.items.length, 1);
+  assert.is(page.items[0]!.id, systemId);
+  assert.is(page.items[0]!.name, "Keep");
+  assert.is(page.items[0]!.description, "as is");
+  assert.is(await world.store.instances.countBySystem(systemId), 0);
+}
+
+function assertError(
+  res: { statusCode: number; body: string; headers: Record<string, unknown> },
+  status: number,
+  code: string,
+  message: string,
+  details?: { field: string; message: string }[],
+): void {
+  assert.is(res.statusCode, status);
+  const error: Record<string, unknown> = { code, message, requestId: res.headers["x-request-id"] };
+  if (details) error.details = details;
+  assert.equal(JSON.parse(res.body), { error });
+}
+
+const raw = (world: World, method: "POST" | "PATCH", url: string, payload: string, type = "application/json") =>
+  world.app.inject({ method, url, headers: { ...AUTH, "content-type": type }, payload });
+
+Bad("malformed JSON is 400", async (ctx) => {
+  const res = await raw(ctx.world, "POST", "/admin/systems", '{"name": "x",');
+  assertError(res, 400, "VALIDATION_ERROR", "request body is not valid JSON");
+  await assertNothingWritten(ctx);
+});
+
+Bad("an empty JSON body is 400", async (ctx) => {
+  const res = await raw(ctx.world, "POST", "/admin/systems", "");
+  assertError(res, 400, "VALIDATION_ERROR", "request body is empty; send a JSON object");
+  await assertNothingWritten(ctx);
+});
+
+Bad("a JSON array or string where an object belongs is 400", async (ctx) => {
+  for (const payload of ['[{"name":"x"}]', '"name"', "42", "null"]) {
+    const res = await raw(ctx.world, "POST", "/admin/systems", payload);
+    assertError(res, 400, "VALIDATION_ERROR", "body: must be an object", [{ field: "body", message: "must be an object" }]);
+  }
+  await assertNothingWritten(ctx);
+});
+
+Bad("wrong types name each field", async (ctx) => {
+  const res = await post(ctx.world.app, "/admin/systems", { name: 5, description: true, labels: ["a"] });
+  assertError(res, 400, "VALIDATION_ERROR", "3 fields are invalid", [
+    { field: "name", message: "must be a string" },
+    { field: "description", message: "must be a string" },
+    { field: "labels", message: "must be an object" },
+  ]);
+  await assertNothingWritten(ctx);
+});
+
+Bad("an operator object where a string belongs is rejected, not executed", async (ctx) => {
+  const res = await post(ctx.world.app, "/admin/systems", { name: { $ne: 1 } });
+  assertError(res, 400, "VALIDATION_ERROR", "name: must be a string", [{ field: "name", message: "must be a string" }]);
+  const nested = await post(ctx.world.app, "/admin/systems", { name: "n", labels: { team: { $gt: "" } } });
+  assertError(nested, 400, "VALIDATION_ERROR", "labels.team: must be a string", [
+    { field: "labels.team", message: "must be a string" },
+  ]);
+  const key = await post(ctx.world.app, "/admin/systems", { name: "n", labels: { $where: "1" } });
+  assertError(key, 400, "VALIDATION_ERROR", "labels.$where: key must match ^[A-Za-z0-9][A-Za-z0-9_./-]{0,62}$", [
+    { field: "labels.$where", message: "key must match ^[A-Za-z0-9][A-Za-z0-9_./-]{0,62}$" },
+  ]);
+  const patched = await patch(ctx.world.app, `/admin/systems/${ctx.systemId}`, { description: { $set: "x" } });
+  assertError(patched, 400, "VALIDATION_ERROR", "description: must be a string", [
+    { field: "description", message: "must be a string" },
+  ]);
+  await assertNothingWritten(ctx);
+});
+
+Bad("a 10,000-character name is 400", async (ctx) => {
+  const res = await post(ctx.world.app, "/admin/systems", { name: "x".repeat(10_000) });
+  assertError(res, 400, "VALIDATION_ERROR", "name: must be at most 100 characters (got 10000)", [
+    { field: "name", message: "must be at most 100 characters (got 10000)" },
+  ]);
+  await assertNothingWritten(ctx);
+});
+
+Bad("a missing or empty required field is 400", async (ctx) => {
+  const res = await post(ctx.world.app, "/admin/systems", { description: "no name" });
+  assertError(res, 400, "VALIDATION_ERROR", "name: is required", [{ field: "name", message: "is required" }]);
+  const cleared = await patch(ctx.world.app, `/admin/systems/${ctx.systemId}`, { name: "" });
+  assertError(cleared, 400, "VALIDATION_ERROR", "name: is required", [{ field: "name", message: "is required" }]);
+  const nulled = await patch(ctx.world.app, `/admin/systems/${ctx.systemId}`, { name: null });
+  assertError(nulled, 400, "VALIDATION_ERROR", "name: must be a string", [{ field: "name", message: "must be a string" }]);
+  await assertNothingWritten(ctx);
+});
+
+Bad("unknown fields are 400", async (ctx) => {
+  const res = await post(ctx.world.app, "/admin/systems", { name: "n", nmae: "typo" });
+  assertError(res, 400, "VALIDATION_ERROR", "nmae: is not a known field", [{ field: "nmae", message: "is not a known field" }]);
+  const camel = await post(ctx.world.app, `/admin/systems/${ctx.systemId}/instances`, {
+    name: "i",
+    baseUrl: "https://x.example.com/",
+  });
+  assertError(camel, 400, "VALIDATION_ERROR", "baseUrl: is not a known field", [
+    { field: "baseUrl", message: "is not a known field" },
+  ]);
+  await assertNothingWritten(ctx);
+});
+
+Bad("server-set fields in a body are 400", async (ctx) => {
+  const res = await post(ctx.world.app, "/admin/systems", {
+    id: "sys_00000000000000000000000000",
+    name: "n",
+    created_at: "2020-01-01T00:00:00Z",
+  });
+  assertError(res, 400, "VALIDATION_ERROR", "2 fields are invalid", [
+    { field: "id", message: "is set by the server and cannot be written" },
+    { field: "created_at", message: "is set by the server and cannot be written" },
+  ]);
+  const patched = await patch(ctx.world.app, `/admin/systems/${ctx.systemId}`, { updated_at: "2020-01-01T00:00:00Z" });
+  assertError(patched, 400, "VALIDATION_ERROR", "updated_at: is set by the server and cannot be written", [
+    { field: "updated_at", message: "is set by the server and cannot be written" },
+  ]);
+  const bogusTime = await post(ctx.world.app, "/admin/systems", { name: "n", created_at: "yesterday" });
+  assert.is(bogusTime.statusCode, 400);
+  assert.is(json(bogusTime).error.code, "VALIDATION_ERROR");
+  await assertNothingWritten(ctx);
+});
+
+Bad("an empty PATCH body is 400", async (ctx) => {
+  const res = await patch(ctx.world.app, `/admin/systems/${ctx.systemId}`, {});
+  assertError(res, 400, "VALIDATION_ERROR", "body: must name at least one field to change", [
+    { field: "body", message: "must name at least one field to change" },
+  ]);
+  await assertNothingWritten(ctx);
+});
+
+Bad("invalid ids in the path are 400 naming the id", async (ctx) => {
+  const cases: [string, string][] = [
+    ["/admin/systems/nope", "is not a valid system id (sys_…)"],
+    ["/admin/systems/%24ne", "is not a valid system id (sys_…)"],
+    ["/admin/systems/%7B%22%24ne%22%3A1%7D", "is not a valid system id (sys_…)"],
+    ["/admin/systems/ins_00000000000000000000000000", "is not a valid system id (sys_…)"],
+    ["/admin/instances/sys_00000000000000000000000000", "is not a valid instance id (ins_…)"],
+    ["/admin/instances/ins_0000000000000000000000000I", "is not a valid instance id (ins_…)"],
+  ];
+  for (const [url, message] of cases) {
+    const res = await ctx.world.app.inject({ method: "GET", url, headers: AUTH });
+    assertError(res, 400, "VALIDATION_ERROR", `id: ${message}`, [{ field: "id", message }]);
+  }
+  const del = await ctx.world.app.inject({ method: "DELETE", url: "/admin/systems/..%2F..%2Fetc", headers: AUTH });
+  assert.is(del.statusCode, 400);
+  const underBad = await post(ctx.world.app, "/admin/systems/nope/instances", { name: "i", base_url: "https://e.example/" });
+  assertError(underBad, 400, "VALIDATION_ERROR", "system_id: is not a valid system id (sys_…)", [
+    { field: "system_id", message: "is not a valid system id (sys_…)" },
+  ]);
+  await assertNothingWritten(ctx);
+});
+
+Bad("bodies over 1 MiB are 413", async (ctx) => {
+  const res = await raw(ctx.world, "POST", "/admin/systems", JSON.stringify({ name: "n", description: "x".repeat(1024 * 1024) }));
+  assertError(res, 413, "PAYLOAD_TOO_LARGE", "request body is larger than the limit");
+  await assertNothingWritten(ctx);
+});
+
+Bad("POST and PATCH without a JSON media type are 415", async (ctx) => {
+  const none = await ctx.world.app.inject({ method: "POST", url: "/admin/systems", headers: AUTH });
+  assertError(none, 415, "UNSUPPORTED_MEDIA_TYPE", "request body must be application/json");
+  const text = await raw(ctx.world, "POST", "/admin/systems", '{"name":"n"}', "text/plain");
+  assertError(text, 415, "UNSUPPORTED_MEDIA_TYPE", "request body must be application/json");
+  const form = await raw(ctx.world, "PATCH", `/admin/systems/${ctx.systemId}`, "name=n", "application/x-www-form-urlencoded");
+  assertError(form, 415, "UNSUPPORTED_MEDIA_TYPE", "request body must be application/json");
+  const withCharset = await raw(ctx.world, "POST", "/admin/systems", '{"name":"ok"}', "application/json; charset=utf-8");
+  assert.is(withCharset.statusCode, 201);
+});
+
+Bad("bad paging parameters are 400", async (ctx) => {
+  const cases: [string, string, string][] = [
+    ["page_size=abc", "page_size", "must be a non-negative integer"],
+    ["page_size=-1", "page_size", "must be a non-negative integer"],
+    ["page_size=1.5", "page_size", "must be a non-negative integer"],
+    ["page_size=501", "page_size", "must be between 1 and 500"],
+    ["page_token=garbage", "page_token", "is not a token this list returned"],
+    ["page_size=1&page_size=2", "page_size", "must be given once"],
+  ];
+  for (const [query, field, message] of cases) {
+    const res = await ctx.world.app.inject({ method: "GET", url: `/admin/systems?${query}`, headers: AUTH });
+    assertError(res, 400, "VALIDATION_ERROR", `${field}: ${message}`, [{ field, message }]);
+  }
+  const max = await ctx.world.app.inject({ method: "GET", url: "/admin/systems?page_size=500", headers: AUTH });
+  assert.is(max.statusCode, 200);
+});
+
+Bad("instance fields are validated, every violation at once", async (ctx) => {
+  const res = await post(ctx.world.app, `/admin/systems/${ctx.systemId}/instances`, {
+    name: "-bad name",
+    base_url: "https://user:secret@erp.example.com/odata",
+  });
+  assertError(res, 400, "VALIDATION_ERROR", "2 fields are invalid", [
+    { field: "name", message: "must match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" },
+    { field: "base_url", message: "must not contain credentials; configure back-end credentials separately" },
+  ]);
+  assert.not.match(res.body, /secret/);
+  await assertNothingWritten(ctx);
+});
+
+Bad.run();
+
+const Routing = suite<{ world: World }>("routing and request ids");
+
+Routing.before.each(async (ctx) => {
+  ctx.world = await createWorld();
+});
+Routing.after.each(async (ctx) => {
+  await ctx.world.close();
+});
+
+Routing("unknown routes are 404 NOT_FOUND in the envelope", async ({ world }) => {
+  for (const url of ["/admin/nope", "/nope", "/admin/systems/x/y/z", "/odata/x"]) {
+    const res = await world.app.inject({ method: "GET", url, headers: AUTH });
+    assertError(res, 404, "NOT_FOUND", `no route for GET ${url}`);
+  }
+});
+
+Routing("a known path with another method is 405 with Allow", async ({ world }) => {
+  const cases: [string, string, string][] = [
+    ["PUT", "/admin/systems", "GET, POST, HEAD"],
+    ["DELETE", "/admin/systems", "GET, POST, HEAD"],
+    ["POST", "/admin/systems/sys_00000000000000000000000000", "GET, PATCH, DELETE, HEAD"],
+    ["PUT", "/admin/instances/ins_00000000000000000000000000", "GET, PATCH, DELETE, HEAD"],
+    ["PATCH", "/admin/systems/sys_00000000000000000000000000/instances", "GET, POST, HEAD"],
+  ];
+  for (const [method, url, allow] of cases) {
+    const res = await world.app.inject({ method: method as "PUT", url, headers: AUTH });
+    assert.is(res.headers.allow, allow, `${method} ${url}`);
+    assertError(res, 405, "METHOD_NOT_ALLOWED", `method ${method} is not allowed on this path`);
+  }
+});
+
+Routing("a well-formed X-Request-Id is reused; others are replaced", async ({ world }) => {
+  const ok = await world.app.inject({ method: "GET", url: "/admin/systems", headers: { ...AUTH, "x-request-id": "trace-42.a:b_c" } });
+  assert.is(ok.headers["x-request-id"], "trace-42.a:b_c");
+  assert.is(json(ok).meta.requestId, "trace-42.a:b_c");
+  for (const bad of ["has space", "x".repeat(129), "<script>", "a\u00e9"]) {
+    const res = await world.app.inject({ method: "GET", url: "/admin/systems", headers: { ...AUTH, "x-request-id": bad } });
+    assert.match(res.headers["x-request-id"] as string, /^req_[0-9a-f-]{36}$/);
+    assert.is(json(res).meta.requestId, res.headers["x-request-id"]);
+  }
+  const notFound = await world.app.inject({ method: "GET", url: "/nope", headers: { "x-request-id": "rid-1" } });
+  assert.is(notFound.headers["x-request-id"], "rid-1");
+  assert.is(json(notFound).error.requestId, "rid-1");
+});
+
+Routing("health endpoints need no token", async ({ world }) => {
+  const health = await world.app.inject({ method: "GET", url: "/healthz" });
+  assert.is(health.statusCode, 200);
+  assert.equal(json(health), { data: { status: "ok" }, meta: { requestId: health.headers["x-request-id"] } });
+  const ready = await world.app.inject({ method: "GET", url: "/readyz" });
+  assert.is(ready.statusCode, 200);
+  assert.equal(json(ready), { data: { status: "ready" }, meta: { requestId: ready.headers["x-request-id"] } });
+});
+
+Routing.run();

@@ -1,0 +1,230 @@
+/**
+ * The embedded adapter on disk: what survives a close and a reopen, the
+ * files it keeps, and the store contract on a file-backed store.
+ */
+import { rmSync } from "node:fs";
+import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { createIdGenerator } from "../../src/services/ids.js";
+import {
+  createStore,
+  DuplicateKeyError,
+  type InstanceRecord,
+  type Store,
+  type SystemRecord,
+} from "../../src/store/index.js";
+import { storeContract } from "../../test-support/store-contract.js";
+
+// Every directory this file creates lives under one root, removed on exit even if a test fails midway.
+const root = await mkdtemp(join(tmpdir(), "erplink-embedded-test-"));
+process.on("exit", () => rmSync(root, { recursive: true, force: true }));
+
+const T0 = new Date("2026-01-02T03:04:05.678Z");
+const T1 = new Date("2026-01-02T03:04:06.789Z");
+
+function openAt(dataDir: string): Promise<Store> {
+  return createStore({ kind: "embedded", dataDir });
+}
+
+async function rejection(op: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await op();
+  } catch (err) {
+    return err;
+  }
+  assert.unreachable("expected a rejection");
+  return undefined;
+}
+
+function assertDuplicate(err: unknown, collection: string, field: string): void {
+  assert.instance(err, DuplicateKeyError);
+  const dup = err as DuplicateKeyError;
+  assert.equal({ collection: dup.collection, field: dup.field }, { collection, field });
+}
+
+/** Two systems and three instances, with ids in ascending order. */
+function fixture() {
+  const newId = createIdGenerator(() => T0);
+  const [s1, s2] = [newId("sys"), newId("sys")];
+  const systems: SystemRecord[] = [
+    {
+      id: s1,
+      name: "S/4HANA Finance",
+      description: "",
+      labels: { "app.kubernetes.io/name": "s4", "team.example.com/owner": "fin" },
+      createdAt: T0,
+      updatedAt: T0,
+    },
+    { id: s2, name: "ECC Logistics", description: "legacy", labels: {}, createdAt: T0, updatedAt: T1 },
+  ];
+  const instances: InstanceRecord[] = ["Prod", "prod", "qa"].map((name, i) => ({
+    id: newId("ins"),
+    systemId: i < 2 ? s1 : s2,
+    name,
+    environment: i === 0 ? "production" : "",
+    baseUrl: `https://${name.toLowerCase()}-${i}.example.com/odata/`,
+    createdAt: T0,
+    updatedAt: T1,
+  }));
+  return { systems, instances };
+}
+
+async function seed(store: Store, data: ReturnType<typeof fixture>): Promise<void> {
+  for (const s of data.systems) await store.systems.create(s);
+  for (const i of data.instances) await store.instances.create(i);
+}
+
+async function listAll(store: Store): Promise<{ systems: SystemRecord[]; instances: InstanceRecord[] }> {
+  const systems = await store.systems.list({ limit: 100 });
+  const instances = await store.instances.list({ limit: 100 });
+  assert.is(systems.more || instances.more, false);
+  return { systems: systems.items, instances: instances.items };
+}
+
+const persistence = suite<{ dir: string }>("embedded store: file-backed persistence", { dir: "" });
+
+persistence.before.each(async (ctx) => {
+  ctx.dir = await mkdtemp(join(root, "data-"));
+});
+persistence.after.each(async (ctx) => {
+  await rm(ctx.dir, { recursive: true, force: true });
+});
+
+persistence("creates, updates and deletes survive close and reopen, with Dates and labels intact", async ({ dir }) => {
+  const data = fixture();
+  const first = await openAt(dir);
+  await seed(first, data);
+  const relabelled: SystemRecord = {
+    ...data.systems[1],
+    description: "moved to S/4",
+    labels: { "app.kubernetes.io/part-of": "erp" },
+    updatedAt: new Date("2026-05-06T07:08:09.012Z"),
+  };
+  await first.systems.update(relabelled.id, {
+    description: relabelled.description,
+    labels: relabelled.labels,
+    updatedAt: relabelled.updatedAt,
+  });
+  await first.instances.delete(data.instances[1].id);
+  await first.close();
+
+  const second = await openAt(dir);
+  try {
+    assert.equal(await listAll(second), {
+      systems: [data.systems[0], relabelled],
+      instances: [data.instances[0], data.instances[2]],
+    });
+    const got = await second.systems.get(data.systems[0].id);
+    assert.instance(got?.createdAt, Date);
+    assert.is(got?.createdAt.toISOString(), "2026-01-02T03:04:05.678Z");
+    assert.equal(await second.instances.getByName("Prod"), data.instances[0]);
+    assert.is(await second.instances.getByName("prod"), undefined);
+    assert.equal(
+      [await second.instances.countBySystem(data.systems[0].id), await second.instances.countBySystem(data.systems[1].id)],
+      [1, 1],
+    );
+  } finally {
+    await second.close();
+  }
+});
+
+persistence("unique constraints still hold after reopen; refused writes are not persisted", async ({ dir }) => {
+  const data = fixture();
+  const first = await openAt(dir);
+  await seed(first, data);
+  await first.close();
+
+  const newId = createIdGenerator(() => T1);
+  const second = await openAt(dir);
+  try {
+    const sysId = newId("sys");
+    assertDuplicate(
+      await rejection(() =>
+        second.systems.create({ ...data.systems[0], id: sysId, description: "dup" }),
+      ),
+      "systems",
+      "name",
+    );
+    assertDuplicate(
+      await rejection(() => second.systems.create({ ...data.systems[0], name: "fresh name" })),
+      "systems",
+      "id",
+    );
+    assertDuplicate(
+      await rejection(() => second.instances.create({ ...data.instances[2], id: newId("ins"), systemId: data.systems[0].id })),
+      "instances",
+      "name",
+    );
+    assertDuplicate(
+      await rejection(() => second.systems.update(data.systems[1].id, { name: data.systems[0].name })),
+      "systems",
+      "name",
+    );
+  } finally {
+    await second.close();
+  }
+
+  const third = await openAt(dir);
+  try {
+    assert.equal(await listAll(third), data);
+  } finally {
+    await third.close();
+  }
+});
+
+persistence("a name freed by a delete can be taken again after reopen", async ({ dir }) => {
+  const data = fixture();
+  const first = await openAt(dir);
+  await seed(first, data);
+  await first.instances.delete(data.instances[0].id);
+  await first.close();
+
+  const second = await openAt(dir);
+  try {
+    const again: InstanceRecord = { ...data.instances[0], id: createIdGenerator(() => T1)("ins"), systemId: data.systems[1].id };
+    assert.equal(await second.instances.create(again), again);
+    assert.equal(await second.instances.getByName("Prod"), again);
+  } finally {
+    await second.close();
+  }
+});
+
+persistence("creates a missing data directory and keeps one file per collection", async ({ dir }) => {
+  const dataDir = join(dir, "nested", "data");
+  const store = await openAt(dataDir);
+  await seed(store, fixture());
+  await store.close();
+  assert.equal((await readdir(dataDir)).sort(), ["instances.db", "systems.db"]);
+});
+
+persistence("close compacts the data file to one line per live document", async ({ dir }) => {
+  const data = fixture();
+  const store = await openAt(dir);
+  await seed(store, data);
+  for (const description of ["one", "two", "three"]) await store.systems.update(data.systems[0].id, { description });
+  await store.systems.delete(data.systems[1].id);
+  await store.close();
+
+  const lines = (await readFile(join(dir, "systems.db"), "utf8")).split("\n").filter((l) => l !== "");
+  const docs = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((d) => "_id" in d);
+  assert.equal(
+    docs.map((d) => [d._id, d.description]),
+    [[data.systems[0].id, "three"]],
+  );
+});
+
+persistence.run();
+
+storeContract("embedded (file-backed)", async () => {
+  const dir = await mkdtemp(join(root, "contract-"));
+  const store = await openAt(dir);
+  return Object.assign(store, {
+    dispose: async () => {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  });
+});
