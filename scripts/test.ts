@@ -44,6 +44,7 @@ function runUvu(label: string, env: NodeJS.ProcessEnv): Promise<RunResult> {
 
 const base: NodeJS.ProcessEnv = { ...process.env };
 delete base.ERPLINK_TEST_MONGODB_URL;
+delete base.MONGODB_URL;
 const results: RunResult[] = [await runUvu("embedded store", base)];
 const mongoUrl = process.env.MONGODB_URL;
 if (mongoUrl) {

@@ -14,6 +14,7 @@ import {
   NotFoundError,
   type InstanceRecord,
   type InstanceStore,
+  type Page,
   type Store,
   type SystemRecord,
   type SystemStore,
@@ -87,7 +88,10 @@ function describe(err: unknown): string {
 function assertDuplicate(err: unknown, collection: string, field: string): void {
   assert.instance(err, DuplicateKeyError, `expected DuplicateKeyError, got ${describe(err)}`);
   const dup = err as DuplicateKeyError;
-  assert.equal({ name: dup.name, collection: dup.collection, field: dup.field }, { name: "DuplicateKeyError", collection, field });
+  assert.equal(
+    { name: dup.name, collection: dup.collection, field: dup.field },
+    { name: "DuplicateKeyError", collection, field },
+  );
 }
 
 function assertNotFound(err: unknown, collection: string, id: string): void {
@@ -101,7 +105,7 @@ function assertTypeError(err: unknown, what: string): void {
 }
 
 /** Every record of a port, in id order, checking that one big page holds them all. */
-async function all<R>(port: { list(request: { limit: number }): Promise<{ items: R[]; more: boolean }> }): Promise<R[]> {
+async function all<R>(port: { list(request: { limit: number }): Promise<Page<R>> }): Promise<R[]> {
   const page = await port.list({ limit: 1000 });
   assert.is(page.more, false);
   return page.items;
@@ -144,7 +148,12 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     const [a, b] = idsOf("sys", 2);
     const rec = system(a, "S/4HANA Finance", {
       description: "",
-      labels: { "app.kubernetes.io/name": "erp", "team.example.com/owner": "fin-ops", "a.b.c": "", cost_centre: "4711" },
+      labels: {
+        "app.kubernetes.io/name": "erp",
+        "team.example.com/owner": "fin-ops",
+        "a.b.c": "",
+        cost_centre: "4711",
+      },
       createdAt: T0,
       updatedAt: T1,
     });
@@ -175,7 +184,8 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     const [a, b] = idsOf("sys", 2);
     const first = system(a, "erp-prod");
     await systems.create(first);
-    assertDuplicate(await rejection(() => systems.create(system(b, "erp-prod", { description: "second" }))), "systems", "name");
+    const err = await rejection(() => systems.create(system(b, "erp-prod", { description: "second" })));
+    assertDuplicate(err, "systems", "name");
     assert.equal(await all(systems), [first]);
     assert.is(await systems.get(b), undefined);
   });
@@ -341,11 +351,9 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     assert.instance(got!.createdAt, Date);
     assert.is(await instances.get(unknown), undefined);
 
-    const updated: InstanceRecord = { ...rec, baseUrl: "https://new.example.com/odata/", environment: "staging", updatedAt: T2 };
-    assert.equal(
-      await instances.update(i1, { baseUrl: "https://new.example.com/odata/", environment: "staging", updatedAt: T2 }),
-      updated,
-    );
+    const patch = { baseUrl: "https://new.example.com/odata/", environment: "staging", updatedAt: T2 };
+    const updated: InstanceRecord = { ...rec, ...patch };
+    assert.equal(await instances.update(i1, patch), updated);
     assert.equal(await instances.get(i1), updated);
     assertNotFound(await rejection(() => instances.update(unknown, { environment: "x" })), "instances", unknown);
 
@@ -368,7 +376,8 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     assertDuplicate(await rejection(() => instances.create(instance(i2, s2, "erp-prod"))), "instances", "name");
     assert.is(await instances.get(i2), undefined);
     assert.is(await instances.countBySystem(s2), 1);
-    assertDuplicate(await rejection(() => instances.update(i3, { name: "erp-prod", updatedAt: T2 })), "instances", "name");
+    const renamed = await rejection(() => instances.update(i3, { name: "erp-prod", updatedAt: T2 }));
+    assertDuplicate(renamed, "instances", "name");
     assert.equal(await all(instances), [first, other]);
   });
 
@@ -387,7 +396,8 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     // recs[4] (of s2) lies between recs[3] and recs[5]: `more` must look at s1's instances only.
     const p2 = await instances.list({ systemId: s1, afterId: p1.items[1].id, limit: 2 });
     assert.equal(p2, { items: [recs[3], recs[5]], more: false });
-    assert.equal(await instances.list({ systemId: s1, afterId: recs[3].id, limit: 1 }), { items: [recs[5]], more: false });
+    const last = await instances.list({ systemId: s1, afterId: recs[3].id, limit: 1 });
+    assert.equal(last, { items: [recs[5]], more: false });
     assert.equal(await instances.list({ systemId: s2, limit: 10 }), { items: [recs[1], recs[4]], more: false });
     assert.equal(await instances.list({ systemId: s2, limit: 1 }), { items: [recs[1]], more: true });
     assert.equal(await instances.list({ systemId: s3, limit: 10 }), { items: [], more: false });
@@ -500,19 +510,21 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     await systems.create(recS1);
     await systems.create(recS2);
     await instances.create(recI1);
-    const refused = (err: unknown, what: string) =>
+    const refused = async (what: string, op: () => Promise<unknown>) => {
+      const err = await rejection(op, what);
       assert.ok(
         err instanceof TypeError || err instanceof NotFoundError,
         `${what}: expected TypeError or NotFoundError, got ${describe(err)}`,
       );
+    };
 
     for (const bad of OPERATOR_VALUES) {
       const v = bad as string;
       const what = inspect(bad);
-      refused(await rejection(() => systems.update(v, { description: "pwned" }), `systems.update(${what})`), `systems.update(${what})`);
-      refused(await rejection(() => instances.update(v, { baseUrl: "https://evil.example.com/" }), `instances.update(${what})`), `instances.update(${what})`);
-      refused(await rejection(() => systems.delete(v), `systems.delete(${what})`), `systems.delete(${what})`);
-      refused(await rejection(() => instances.delete(v), `instances.delete(${what})`), `instances.delete(${what})`);
+      await refused(`systems.update(${what})`, () => systems.update(v, { description: "pwned" }));
+      await refused(`instances.update(${what})`, () => instances.update(v, { baseUrl: "https://evil.example.com/" }));
+      await refused(`systems.delete(${what})`, () => systems.delete(v));
+      await refused(`instances.delete(${what})`, () => instances.delete(v));
 
       const coll = collectionOf(systems);
       const updated = await coll.update(v, { description: "pwned" }).catch((err: unknown) => {

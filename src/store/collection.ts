@@ -90,20 +90,28 @@ export function assertScalars(where: Where): void {
  * database did not say (nedb never does; some MongoDB-wire servers omit
  * `keyPattern`): the first unique field whose value another document holds.
  */
+export async function findDuplicateField(
+  collection: DocumentCollection,
+  spec: CollectionSpec,
+  doc: Record<string, unknown>,
+  id: string,
+): Promise<string | undefined> {
+  for (const index of spec.indexes) {
+    if (!index.unique) continue;
+    const value = doc[index.field];
+    if (typeof value !== "string" && typeof value !== "number") continue;
+    const other = await collection.findOne({ [index.field]: value });
+    if (other !== undefined && other._id !== id) return index.field;
+  }
+  return undefined;
+}
+
+/** The DuplicateKeyError for a write the database rejected as a duplicate. */
 export async function duplicateKeyError(
   collection: DocumentCollection,
   spec: CollectionSpec,
   doc: Record<string, unknown>,
   id: string,
 ): Promise<DuplicateKeyError> {
-  for (const index of spec.indexes) {
-    if (!index.unique) continue;
-    const value = doc[index.field];
-    if (typeof value !== "string" && typeof value !== "number") continue;
-    const other = await collection.findOne({ [index.field]: value });
-    if (other !== undefined && other._id !== id) {
-      return new DuplicateKeyError(spec.name, index.field);
-    }
-  }
-  return new DuplicateKeyError(spec.name, "id");
+  return new DuplicateKeyError(spec.name, (await findDuplicateField(collection, spec, doc, id)) ?? "id");
 }

@@ -101,6 +101,7 @@ class EmbeddedCollection implements DocumentCollection {
   }
 
   async update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
+    assertScalars({ _id: id });
     try {
       const { affectedDocuments } = await this.ds.updateAsync(
         { _id: id },
@@ -115,6 +116,7 @@ class EmbeddedCollection implements DocumentCollection {
   }
 
   async delete(id: string): Promise<Document | undefined> {
+    assertScalars({ _id: id });
     const doc = await this.get(id);
     if (doc === undefined) return undefined;
     const removed = await this.ds.removeAsync({ _id: id }, { multi: false });

@@ -45,5 +45,11 @@ export async function createStore(options: StoreOptions): Promise<Store> {
     options.kind === "mongodb"
       ? await createMongoBackend(options)
       : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000 });
-  return openStore(backend);
+  try {
+    return await openStore(backend);
+  } catch (err) {
+    // Do not leave a connected client (and its timers) behind.
+    await backend.close().catch(() => undefined);
+    throw err;
+  }
 }

@@ -18,6 +18,7 @@ import { ConnectionString } from "mongodb-connection-string-url";
 import {
   assertScalars,
   duplicateKeyError,
+  findDuplicateField,
   type CollectionSpec,
   type Document,
   type DocumentCollection,
@@ -54,12 +55,10 @@ export async function createMongoBackend(options: MongoBackendOptions): Promise<
     kind: "mongodb",
     async collection(spec) {
       const coll = db.collection<Document>(spec.name);
-      if (spec.indexes.length > 0) {
-        await guard(() =>
-          coll.createIndexes(
-            spec.indexes.map((i) => ({ key: { [i.field]: 1 }, name: i.name, unique: i.unique })),
-          ),
-        );
+      // One call per index: FerretDB 1.24 fails a multi-index createIndexes
+      // when several of them already exist (every restart).
+      for (const i of spec.indexes) {
+        await guard(() => coll.createIndex({ [i.field]: 1 }, { name: i.name, unique: i.unique }));
       }
       return new MongoCollection(coll, spec);
     },
@@ -149,6 +148,7 @@ class MongoCollection implements DocumentCollection {
   }
 
   async update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
+    assertScalars({ _id: id });
     try {
       const doc = await guard(() =>
         this.coll.findOneAndUpdate({ _id: { $eq: id } }, { $set: set }, { returnDocument: "after" }),
@@ -156,11 +156,19 @@ class MongoCollection implements DocumentCollection {
       return doc ?? undefined;
     } catch (err) {
       if (err instanceof MongoServerError && err.code === 11000) throw await this.duplicate(err, set, id);
+      if (err instanceof MongoServerError) {
+        // FerretDB 1.x reports a unique-index violation on update as code 1
+        // (InternalError), not 11000: if another document holds a unique
+        // value this update sets, that was the cause.
+        const field = await findDuplicateField(this, this.spec, set, id);
+        if (field !== undefined) throw new DuplicateKeyError(this.spec.name, field);
+      }
       throw err;
     }
   }
 
   async delete(id: string): Promise<Document | undefined> {
+    assertScalars({ _id: id });
     return (await guard(() => this.coll.findOneAndDelete({ _id: { $eq: id } }))) ?? undefined;
   }
 }

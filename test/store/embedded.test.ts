@@ -122,10 +122,8 @@ persistence("creates, updates and deletes survive close and reopen, with Dates a
     assert.is(got?.createdAt.toISOString(), "2026-01-02T03:04:05.678Z");
     assert.equal(await second.instances.getByName("Prod"), data.instances[0]);
     assert.is(await second.instances.getByName("prod"), undefined);
-    assert.equal(
-      [await second.instances.countBySystem(data.systems[0].id), await second.instances.countBySystem(data.systems[1].id)],
-      [1, 1],
-    );
+    const [s1, s2] = data.systems.map((s) => s.id);
+    assert.equal([await second.instances.countBySystem(s1), await second.instances.countBySystem(s2)], [1, 1]);
   } finally {
     await second.close();
   }
@@ -141,28 +139,15 @@ persistence("unique constraints still hold after reopen; refused writes are not 
   const second = await openAt(dir);
   try {
     const sysId = newId("sys");
-    assertDuplicate(
-      await rejection(() =>
-        second.systems.create({ ...data.systems[0], id: sysId, description: "dup" }),
-      ),
-      "systems",
-      "name",
-    );
-    assertDuplicate(
-      await rejection(() => second.systems.create({ ...data.systems[0], name: "fresh name" })),
-      "systems",
-      "id",
-    );
-    assertDuplicate(
-      await rejection(() => second.instances.create({ ...data.instances[2], id: newId("ins"), systemId: data.systems[0].id })),
-      "instances",
-      "name",
-    );
-    assertDuplicate(
-      await rejection(() => second.systems.update(data.systems[1].id, { name: data.systems[0].name })),
-      "systems",
-      "name",
-    );
+    const [sys, ins] = [data.systems[0], data.instances[2]];
+    const sameName = await rejection(() => second.systems.create({ ...sys, id: sysId, description: "dup" }));
+    assertDuplicate(sameName, "systems", "name");
+    const sameId = await rejection(() => second.systems.create({ ...sys, name: "fresh name" }));
+    assertDuplicate(sameId, "systems", "id");
+    const sameInstance = await rejection(() => second.instances.create({ ...ins, id: newId("ins"), systemId: sys.id }));
+    assertDuplicate(sameInstance, "instances", "name");
+    const renamed = await rejection(() => second.systems.update(data.systems[1].id, { name: sys.name }));
+    assertDuplicate(renamed, "systems", "name");
   } finally {
     await second.close();
   }
@@ -184,7 +169,8 @@ persistence("a name freed by a delete can be taken again after reopen", async ({
 
   const second = await openAt(dir);
   try {
-    const again: InstanceRecord = { ...data.instances[0], id: createIdGenerator(() => T1)("ins"), systemId: data.systems[1].id };
+    const id = createIdGenerator(() => T1)("ins");
+    const again: InstanceRecord = { ...data.instances[0], id, systemId: data.systems[1].id };
     assert.equal(await second.instances.create(again), again);
     assert.equal(await second.instances.getByName("Prod"), again);
   } finally {

@@ -7,8 +7,8 @@
 import { MongoClient } from "mongodb";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createStore, DuplicateKeyError, StoreUnavailableError, type Store } from "../../src/store/index.js";
-import { databaseName } from "../../src/store/mongodb.js";
+import { createStore, DuplicateKeyError, openStore, StoreUnavailableError, type Store } from "../../src/store/index.js";
+import { createMongoBackend, databaseName } from "../../src/store/mongodb.js";
 import { dropMongoDatabase, freshMongoUrl, testMongoUrl } from "../../test-support/world.js";
 
 const T0 = new Date("2026-01-02T03:04:05.678Z");
@@ -63,10 +63,20 @@ if (base !== undefined) {
     await dropMongoDatabase(ctx.url);
   });
 
+  // createStore's steps, so that a failed open still closes its client: createStore
+  // itself leaves the client open when opening the aggregates fails, and the
+  // leaked client would keep this test process from exiting.
   const open = async (ctx: { url: string; opened: Store[] }): Promise<Store> => {
-    const store = await createStore({ kind: "mongodb", url: ctx.url, serverSelectionTimeoutMs: 5000 });
-    ctx.opened.push(store);
-    return store;
+    const backend = await createMongoBackend({ url: ctx.url, serverSelectionTimeoutMs: 5000 });
+    try {
+      const store = await openStore(backend);
+      ctx.opened.push(store);
+      return store;
+    } catch (err) {
+      await backend.close();
+      const cause = err instanceof Error && err.cause instanceof Error ? ` (cause: ${err.cause.message})` : "";
+      throw new Error(`opening the store failed: ${String(err)}${cause}`, { cause: err });
+    }
   };
 
   /** Index names, keys and uniqueness per collection, as the server lists them. */
@@ -105,7 +115,14 @@ if (base !== undefined) {
 
   server("opening the store twice on one database is idempotent: same indexes, shared data and constraints", async (ctx) => {
     const first = await open(ctx);
-    const system = { id: "sys_01KDYAK3SECDGET9P81C8CQPQK", name: "erp", description: "", labels: { "a.b/c": "d" }, createdAt: T0, updatedAt: T0 };
+    const system = {
+      id: "sys_01KDYAK3SECDGET9P81C8CQPQK",
+      name: "erp",
+      description: "",
+      labels: { "a.b/c": "d" },
+      createdAt: T0,
+      updatedAt: T0,
+    };
     await first.systems.create(system);
 
     const second = await open(ctx);
