@@ -37,9 +37,10 @@ export interface ErplinkOptions {
 
 /** Composes erplink from its configuration. */
 export async function createErplink(config: Config, options: ErplinkOptions = {}): Promise<Erplink> {
+  // Asynchronous writes keep logging off the request path; close() flushes.
   const logger = pino(
     { level: config.logLevel, redact: ["req.headers.authorization", "headers.authorization"] },
-    options.logDestination ?? process.stdout,
+    options.logDestination ?? pino.destination({ dest: 1, sync: false }),
   );
   const generatedMasterKey = config.masterKey === undefined;
   const masterKey = config.masterKey ?? `erpl_master_${randomBytes(32).toString("base64url")}`;
@@ -80,6 +81,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
       } finally {
         clearTimeout(force);
         await store.close();
+        logger.flush();
       }
     },
   };

@@ -118,7 +118,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         headers: { allow: allowed.join(", ") },
       }));
     }
-    return sendError(reply, req, new GatewayError(404, `no route for ${req.method} ${req.url.split("?")[0]}`));
+    const path = req.url.split("?")[0]!;
+    const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path;
+    return sendError(reply, req, new GatewayError(404, `no route for ${req.method} ${shown}`));
   });
 
   for (const route of ROUTES) registerRoute(app, route, options);

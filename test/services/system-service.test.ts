@@ -4,67 +4,22 @@
  * uniqueness and authentication.
  */
 import { toJson } from "@bufbuild/protobuf";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { InstanceService } from "../../src/gen/erplink/admin/v1/instance_pb.js";
 import { SystemSchema, SystemService, type System } from "../../src/gen/erplink/admin/v1/system_pb.js";
-import { BadRequestSchema } from "../../src/gen/erplink/errors/v1/bad_request_pb.js";
-import { createWorld, MASTER_KEY } from "../../test-support/world.js";
+import { ms, rejects, tick, violations, worldTests, type TestWorld } from "../../test-support/rpc.js";
+import { MASTER_KEY } from "../../test-support/world.js";
 
-type World = Awaited<ReturnType<typeof createWorld>>;
+type World = TestWorld;
 
 const test = suite("SystemService");
-
-/** Registers a test that runs in a fresh world and fails on any masked internal error. */
-function it(name: string, fn: (w: World) => Promise<void>): void {
-  test(name, async () => {
-    const w = await createWorld();
-    try {
-      await fn(w);
-      assert.equal(w.errors, [], "no masked internal errors");
-    } finally {
-      await w.close();
-    }
-  });
-}
-
-/** Awaits `p`, expecting a ConnectError with `code` (and `message`, if given). */
-async function rejects(p: Promise<unknown>, code: Code, message?: string): Promise<ConnectError> {
-  let caught: unknown;
-  try {
-    await p;
-  } catch (err) {
-    caught = err;
-  }
-  if (caught === undefined) assert.unreachable(`expected ${Code[code]}, but the call succeeded`);
-  assert.instance(caught, ConnectError);
-  const err = caught as ConnectError;
-  assert.is(Code[err.code], Code[code], `code (message: ${err.rawMessage})`);
-  if (message !== undefined) assert.is(err.rawMessage, message);
-  return err;
-}
-
-/** The field violations of an error's BadRequest details. */
-function violations(err: ConnectError): { field: string; description: string }[] {
-  return err
-    .findDetails(BadRequestSchema)
-    .flatMap((d) => d.fieldViolations.map((v) => ({ field: v.field, description: v.description })));
-}
-
-function ms(ts: Timestamp | undefined): number {
-  assert.ok(ts, "timestamp is set");
-  return timestampDate(ts).getTime();
-}
+const it = worldTests(test);
 
 function json(s: System | undefined): unknown {
   assert.ok(s, "system is set");
   return toJson(SystemSchema, s);
-}
-
-function tick(w: World, millis = 1000): void {
-  w.now = new Date(w.now.getTime() + millis);
 }
 
 async function createSystem(w: World, name: string, extra: Partial<Pick<System, "description" | "labels">> = {}) {
