@@ -10,10 +10,7 @@ import { pino, type Logger } from "pino";
 import type { Config } from "./config.js";
 import { createGateway } from "./gateway/app.js";
 import { createDualProtocolServer } from "./gateway/server.js";
-import { createAuthInterceptor, createAuthenticator } from "./services/auth.js";
-import { createErrorLogInterceptor } from "./services/errors.js";
-import { createIdGenerator } from "./services/ids.js";
-import { createRoutes } from "./services/routes.js";
+import { createServiceLayer } from "./services/layer.js";
 import { createStore, type Store } from "./store/index.js";
 
 /** A composed erplink, ready to listen. */
@@ -45,14 +42,25 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
   const generatedMasterKey = config.masterKey === undefined;
   const masterKey = config.masterKey ?? `erpl_master_${randomBytes(32).toString("base64url")}`;
   const store = await createStore(config.store);
-  const routes = createRoutes({ store, clock: () => new Date(), newId: createIdGenerator() });
-  const authenticator = createAuthenticator({ masterKey });
-  const interceptors = [createErrorLogInterceptor(logger), createAuthInterceptor(authenticator)];
+  const layer = createServiceLayer(store, {
+    masterKey,
+    adminLimits: config.adminLimits,
+    dataLimits: config.dataLimits,
+    log: logger,
+  });
+  const { deps, gate } = layer;
+  deps.usage.start(config.usageFlushMs);
+  const purge = setInterval(() => {
+    store.rateWindows.purge(new Date()).catch((err: unknown) => logger.warn({ err }, "rate window purge failed"));
+  }, 5 * 60_000);
+  purge.unref();
 
   const app = await createGateway({
-    transport: createRouterTransport(routes, { router: { interceptors } }),
-    connect: { routes, interceptors },
-    authenticate: (authorization) => authenticator.authenticate(authorization),
+    // The gateway counts REST calls itself, before reading the body; its
+    // in-process transport only authenticates them again.
+    transport: createRouterTransport(layer.routes, { router: { interceptors: [...layer.inProcessInterceptors] } }),
+    connect: { routes: layer.routes, interceptors: layer.publicInterceptors },
+    admit: (authorization) => gate.admit(authorization, { count: true }),
     ready: () => store.ping(),
     logger,
     bodyLimit: config.bodyLimitBytes,
@@ -76,10 +84,12 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
         logger.warn("shutdown timeout: closing open connections");
         (app.server as { closeAllConnections?: () => void }).closeAllConnections?.();
       }, config.shutdownTimeoutMs);
+      clearInterval(purge);
       try {
         await app.close();
       } finally {
         clearTimeout(force);
+        await deps.usage.stop();
         await store.close();
         logger.flush();
       }

@@ -17,6 +17,12 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly shutdownTimeoutMs: number;
   readonly publicUrl: string | undefined;
+  /** Budget of each admin token (the master key and every admin key). */
+  readonly adminLimits: { readonly perMinute: number; readonly perDay: number };
+  /** Limits of data keys that set none of their own. */
+  readonly dataLimits: { readonly perMinute: number; readonly perDay: number };
+  /** How often batched `last_used_at` times are written (ms). */
+  readonly usageFlushMs: number;
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -75,6 +81,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     bodyLimitBytes: int("ERPLINK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     shutdownTimeoutMs: int("ERPLINK_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     publicUrl,
+    adminLimits: {
+      perMinute: int("ERPLINK_ADMIN_RATE_PER_MINUTE", 100, 1, 1_000_000_000),
+      perDay: int("ERPLINK_ADMIN_RATE_PER_DAY", 10_000, 1, 1_000_000_000),
+    },
+    dataLimits: {
+      perMinute: int("ERPLINK_DATA_RATE_PER_MINUTE", 600, 1, 1_000_000_000),
+      perDay: int("ERPLINK_DATA_RATE_PER_DAY", 100_000, 1, 1_000_000_000),
+    },
+    usageFlushMs: int("ERPLINK_USAGE_FLUSH_MS", 30_000, 100, 3_600_000),
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

@@ -10,10 +10,8 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { MongoClient } from "mongodb";
 import { createGateway } from "../src/gateway/app.js";
-import { createAuthInterceptor, createAuthenticator } from "../src/services/auth.js";
-import { createErrorLogInterceptor } from "../src/services/errors.js";
-import { createIdGenerator } from "../src/services/ids.js";
-import { createRoutes } from "../src/services/routes.js";
+import { createServiceLayer, type ServiceLayer } from "../src/services/layer.js";
+import type { Limits } from "../src/services/rate-limiter.js";
 import { createStore, type Store } from "../src/store/index.js";
 
 /** The master key every test world uses. */
@@ -64,6 +62,7 @@ export async function openTestStore(): Promise<Store & { readonly dispose: () =>
 /** A world for one test file. */
 export interface World {
   readonly store: Store;
+  readonly layer: ServiceLayer;
   readonly transport: Transport;
   readonly app: FastifyInstance;
   /** A typed Connect client of a service, authenticated as the master key. */
@@ -73,41 +72,52 @@ export interface World {
   close(): Promise<void>;
 }
 
+/** Options of {@link createWorld}. */
+export interface WorldOptions {
+  readonly adminLimits?: Limits;
+  readonly dataLimits?: Limits;
+}
+
 /** Builds a world. Errors the services mask are collected in `errors`. */
-export async function createWorld(): Promise<World & { readonly errors: unknown[] }> {
+export async function createWorld(options: WorldOptions = {}): Promise<World & { readonly errors: unknown[] }> {
   const store = await openTestStore();
   const errors: unknown[] = [];
   const world = {
     now: new Date("2026-01-02T03:04:05.000Z"),
   } as World & { errors: unknown[] };
   const clock = () => new Date(world.now.getTime());
-  const routes = createRoutes({ store, clock, newId: createIdGenerator(clock) });
-  const authenticator = createAuthenticator({ masterKey: MASTER_KEY });
-  const interceptors = [
-    createErrorLogInterceptor({ error: (fields) => errors.push(fields.err) }),
-    createAuthInterceptor(authenticator),
-  ];
-  const transport = createRouterTransport(routes, { router: { interceptors } });
+  const layer = createServiceLayer(store, {
+    masterKey: MASTER_KEY,
+    adminLimits: options.adminLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
+    dataLimits: options.dataLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
+    clock,
+    log: { error: (fields) => errors.push(fields.err) },
+  });
+  const transport = createRouterTransport(layer.routes, { router: { interceptors: [...layer.inProcessInterceptors] } });
   const app = await createGateway({
     transport,
-    connect: { routes, interceptors },
-    authenticate: (a) => authenticator.authenticate(a),
+    connect: { routes: layer.routes, interceptors: layer.publicInterceptors },
+    admit: (a) => layer.gate.admit(a, { count: true }),
     ready: () => store.ping(),
     logger: false,
     bodyLimit: 1024 * 1024,
   });
-  const authed = createRouterTransport(routes, {
-    router: { interceptors },
+  // Clients of the public router: authenticated with the master key and
+  // counted, as a remote gRPC caller would be.
+  const authed = createRouterTransport(layer.routes, {
+    router: { interceptors: [...layer.publicInterceptors] },
     transport: { interceptors: [(next) => (req) => (req.header.set("authorization", AUTH.authorization), next(req))] },
   });
   return Object.assign(world, {
     store,
+    layer,
     transport,
     app,
     errors,
     client: <S extends DescService>(service: S) => createClient(service, authed),
     close: async () => {
       await app.close();
+      await layer.deps.usage.stop();
       await store.dispose();
     },
   });

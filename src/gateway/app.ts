@@ -6,7 +6,15 @@
  */
 import { randomUUID } from "node:crypto";
 import type net from "node:net";
-import { ScalarType, create, fromJson, toJson, type DescMethodUnary, type JsonValue } from "@bufbuild/protobuf";
+import {
+  ScalarType,
+  create,
+  fromJson,
+  toJson,
+  type DescMethodUnary,
+  type JsonObject,
+  type JsonValue,
+} from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
@@ -24,6 +32,7 @@ import Fastify, {
 import { GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
+import { fromRestJson, toRestJson } from "./rest-json.js";
 import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
 import type { RequestHandler } from "./server.js";
 
@@ -37,11 +46,14 @@ export interface GatewayOptions {
     readonly interceptors: readonly Interceptor[];
   };
   /**
-   * Authenticates an `Authorization` header value before the request body is
-   * read (so a bad token is a 401, whatever the body), throwing the services'
-   * `unauthenticated` error. The services authenticate every call again.
+   * Admits an `/admin` request from its `Authorization` header before the
+   * body is read (so a bad token is a 401 whatever the body): authenticates
+   * and counts the call against the caller's admin budget. Resolves to the
+   * rate-limit headers for the response; throws the services' ConnectError
+   * (`unauthenticated`, `permission_denied`, `resource_exhausted` with the
+   * headers in its metadata) otherwise.
    */
-  readonly authenticate: (authorization: string | undefined) => Promise<unknown>;
+  readonly admit: (authorization: string | undefined) => Promise<{ readonly headers: Readonly<Record<string, string>> }>;
   /** Resolves when the store answers; rejects otherwise (drives `/readyz`). */
   readonly ready: () => Promise<void>;
   /** The logger (a pino instance), or false for none. */
@@ -246,8 +258,10 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
     url: fastifyPath(route.path),
     schema: bodySchema ? { body: bodySchema } : undefined,
     // Authenticate before the body is read: a bad token is a 401 whatever the body.
-    onRequest: async (req) => {
-      await options.authenticate(req.headers.authorization);
+    onRequest: async (req, reply) => {
+      const admission = await options.admit(req.headers.authorization);
+      // Set now, so that every later answer (errors included) carries them.
+      reply.headers(admission.headers);
       if (route.body) {
         const type = req.headers["content-type"];
         if (type === undefined || !JSON_MEDIA_TYPE.test(type)) {
@@ -258,7 +272,7 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
     handler: async (req, reply) => {
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];
-      if (route.body) json[route.body.field] = { ...(req.body as Record<string, unknown>) };
+      if (route.body) json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
       for (const name of route.query ?? []) {
         const value = (req.query as Record<string, unknown>)[name];
         if (value === undefined) continue;
@@ -299,7 +313,9 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       if (route.list && typeof out.next_page_token === "string" && out.next_page_token !== "") {
         meta.nextPageToken = out.next_page_token;
       }
-      return reply.code(route.status).send({ data: out[route.data], meta });
+      const data = toRestJson(route.resource, out[route.data]!) as JsonObject;
+      for (const extra of route.merge ?? []) data[extra] = out[extra]!;
+      return reply.code(route.status).send({ data, meta });
     },
   });
 }

@@ -76,6 +76,16 @@ export class GatewayError extends Error {
   }
 }
 
+/** Headers of a service error that reach the REST client (rate limiting). */
+const PASSED_HEADERS = [
+  "retry-after",
+  "x-ratelimit-limit",
+  "x-ratelimit-remaining",
+  "x-ratelimit-reset",
+  "ratelimit",
+  "ratelimit-policy",
+] as const;
+
 /** Whether an error's message was meant for the client (else it is masked). */
 function isInternal(status: number): boolean {
   return status >= 500 && status !== 502 && status !== 503 && status !== 504;
@@ -88,10 +98,15 @@ export function fromConnectError(err: ConnectError): GatewayError {
   const details = err
     .findDetails(BadRequestSchema)
     .flatMap((b) => b.fieldViolations.map((v) => ({ field: v.field, message: v.description })));
-  const headers = mapped.status === 401 ? { "www-authenticate": "Bearer" } : undefined;
+  const headers: Record<string, string> = {};
+  if (mapped.status === 401) headers["www-authenticate"] = "Bearer";
+  for (const name of PASSED_HEADERS) {
+    const value = err.metadata.get(name);
+    if (value !== null) headers[name] = value;
+  }
   return new GatewayError(mapped.status, err.rawMessage, {
     details: details.length > 0 ? details : undefined,
-    headers,
+    headers: Object.keys(headers).length > 0 ? headers : undefined,
     code: mapped.code,
   });
 }

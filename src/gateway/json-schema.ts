@@ -12,6 +12,7 @@
 import { ScalarType, getOption, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { docs } from "../gen/docs.js";
 import { field as fieldRulesOption } from "../gen/erplink/options/v1/field_rules_pb.js";
+import { restEnumNames } from "./rest-json.js";
 
 /** A JSON Schema object. */
 export type JsonSchema = { [key: string]: unknown };
@@ -35,6 +36,8 @@ export interface SchemaOptions {
 const WELL_KNOWN: Readonly<Record<string, JsonSchema>> = {
   "google.protobuf.Timestamp": { type: "string", format: "date-time" },
   "google.protobuf.FieldMask": { type: "string" },
+  "google.protobuf.Struct": { type: "object" },
+  "google.protobuf.Duration": { type: "string", pattern: "^-?[0-9]+(\\.[0-9]{1,9})?s$" },
 };
 
 function scalarSchema(type: ScalarType): JsonSchema {
@@ -75,7 +78,7 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
       }
       break;
     case "enum":
-      schema = { type: "string", enum: field.enum.values.map((v) => v.name) };
+      schema = { type: "string", enum: restEnumNames(field.enum) };
       break;
     case "message":
       schema = messageSchema(field.message, { ...options, mode: "output" });
@@ -87,7 +90,7 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
           field.listKind === "scalar"
             ? scalarSchema(field.scalar)
             : field.listKind === "enum"
-              ? { type: "string", enum: field.enum.values.map((v) => v.name) }
+              ? { type: "string", enum: restEnumNames(field.enum) }
               : messageSchema(field.message, { ...options, mode: "output" }),
       };
       break;
@@ -96,7 +99,7 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
         field.mapKind === "scalar"
           ? scalarSchema(field.scalar)
           : field.mapKind === "enum"
-            ? { type: "string", enum: field.enum.values.map((v) => v.name) }
+            ? { type: "string", enum: restEnumNames(field.enum) }
             : messageSchema(field.message, { ...options, mode: "output" });
       if (options.constraints && rules.valueMaxLen > 0) value.maxLength = rules.valueMaxLen;
       schema = { type: "object", additionalProperties: value };

@@ -4,7 +4,9 @@
  * the OpenAPI document is generated from it; nothing else defines a route.
  */
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
+import { ApiKeySchema, ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
 import { InstanceSchema, InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
+import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { SystemSchema, SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 
 /** HTTP methods the facade routes. */
@@ -31,6 +33,8 @@ export interface RestRoute {
   readonly body?: { readonly field: string; readonly schema: DescMessage; readonly patch?: string };
   /** The response field that becomes the envelope's `data`. */
   readonly data: string;
+  /** Further response fields added to `data` (the secret of a new API key). */
+  readonly merge?: readonly string[];
   /** The resource message of `data` (an array of it for lists). */
   readonly resource: DescMessage;
   /** Whether `data` is a list whose response has `next_page_token`. */
@@ -173,6 +177,69 @@ export const ROUTES: readonly RestRoute[] = [
     status: 200,
     auth: "admin",
   },
+  {
+    method: "GET",
+    path: "/admin/api-keys",
+    rpc: m(ApiKeyService, "listApiKeys"),
+    summary: "List API keys",
+    tag: "API keys",
+    query: PAGING,
+    data: "api_keys",
+    resource: ApiKeySchema,
+    list: true,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "POST",
+    path: "/admin/api-keys",
+    rpc: m(ApiKeyService, "createApiKey"),
+    summary: "Issue an API key (its secret is returned once, in data.key)",
+    tag: "API keys",
+    body: { field: "api_key", schema: ApiKeySchema },
+    data: "api_key",
+    merge: ["key"],
+    resource: ApiKeySchema,
+    status: 201,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/api-keys/{id}",
+    rpc: m(ApiKeyService, "getApiKey"),
+    summary: "Get an API key (never its secret)",
+    tag: "API keys",
+    params: { id: "id" },
+    data: "api_key",
+    resource: ApiKeySchema,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "PATCH",
+    path: "/admin/api-keys/{id}",
+    rpc: m(ApiKeyService, "updateApiKey"),
+    summary: "Change an API key's name, permissions, rate limits or expiry",
+    tag: "API keys",
+    params: { id: "api_key.id" },
+    body: { field: "api_key", schema: ApiKeySchema, patch: "update_mask" },
+    data: "api_key",
+    resource: ApiKeySchema,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "DELETE",
+    path: "/admin/api-keys/{id}",
+    rpc: m(ApiKeyService, "deleteApiKey"),
+    summary: "Revoke an API key",
+    tag: "API keys",
+    params: { id: "id" },
+    data: "api_key",
+    resource: ApiKeySchema,
+    status: 200,
+    auth: "admin",
+  },
 ];
 
 /**
@@ -180,7 +247,10 @@ export const ROUTES: readonly RestRoute[] = [
  * only), by fully-qualified method name. A test fails for any RPC that is
  * neither routed nor listed here.
  */
-export const INTERNAL_ONLY_RPCS: ReadonlySet<string> = new Set<string>();
+export const INTERNAL_ONLY_RPCS: ReadonlySet<string> = new Set<string>([
+  // Called by internal services over gRPC; the OData gateway uses the same engine.
+  `${AuthorizationService.typeName}.${AuthorizationService.method.authorize.name}`,
+]);
 
 /** The Fastify form of an OpenAPI path: `{id}` -> `:id`. */
 export function fastifyPath(path: string): string {

@@ -1,21 +1,28 @@
 /**
- * Authentication of administrators: who is calling, from the bearer token.
- * One authenticator serves every protocol: the Connect interceptor below runs
- * it for gRPC, gRPC-Web and Connect callers and for the REST gateway's
- * in-process calls alike. API keys (admin and data) plug in here.
+ * Authentication and admission of administrators: who is calling, from the
+ * bearer token, and whether their admin rate limit lets the call through.
+ * One gate serves every protocol: the Connect interceptor below runs it for
+ * gRPC, gRPC-Web and Connect callers, and the REST gateway runs it before it
+ * reads a request body.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { isWellFormedApiKey } from "./api-key-secret.js";
+import type { KeyRegistry } from "./key-registry.js";
+import { rateLimitHeaders, type Limits, type RateLimiter } from "./rate-limiter.js";
+import type { UsageRecorder } from "./usage.js";
 
-/** An authenticated caller. */
-export type Principal = { readonly kind: "master" };
+/** An authenticated administrator. */
+export type Principal =
+  | { readonly kind: "master" }
+  | { readonly kind: "admin_key"; readonly keyId: string };
 
 /** Decides who a bearer token belongs to. */
 export interface Authenticator {
   /**
-   * Resolves the caller of an `Authorization` header value, or throws
-   * `unauthenticated` (missing, malformed or unknown token). Has no side
-   * effects, so it may run more than once per request.
+   * Resolves the administrator of an `Authorization` header value. Throws
+   * `unauthenticated` for a missing, malformed, unknown, revoked or expired
+   * token, and `permission_denied` for a data key. Counts nothing.
    */
   authenticate(authorization: string | null | undefined): Promise<Principal>;
 }
@@ -24,6 +31,10 @@ export interface Authenticator {
 export interface AuthenticatorOptions {
   /** The master key; compared in constant time. */
   readonly masterKey: string;
+  /** Where API keys are looked up; without it only the master key works. */
+  readonly keys?: KeyRegistry;
+  readonly usage?: UsageRecorder;
+  readonly clock?: () => Date;
 }
 
 /** The token of an `Authorization: Bearer <token>` header, if it is one. */
@@ -37,11 +48,13 @@ function digest(s: string): Buffer {
   return createHash("sha256").update(s, "utf8").digest();
 }
 
-/** Creates the authenticator: the master key is, for now, the only credential. */
+/** Creates the authenticator of administrators: the master key and admin API keys. */
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
   // Comparing fixed-length digests keeps the comparison constant-time
-  // whatever the length of the presented token.
+  // whatever the length of the presented token. API keys are found by the
+  // SHA-256 of the secret, which an attacker cannot steer.
   const masterDigest = digest(options.masterKey);
+  const clock = options.clock ?? (() => new Date());
   return {
     async authenticate(authorization) {
       const token = bearerToken(authorization);
@@ -49,22 +62,98 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         throw new ConnectError("missing bearer token: send Authorization: Bearer <token>", Code.Unauthenticated);
       }
       if (timingSafeEqual(digest(token), masterDigest)) return { kind: "master" };
+      if (options.keys && isWellFormedApiKey(token)) {
+        const key = await options.keys.lookup(token);
+        if (key !== undefined) {
+          if (key.expiresAt !== undefined && key.expiresAt.getTime() <= clock().getTime()) {
+            throw new ConnectError("API key expired", Code.Unauthenticated);
+          }
+          if (key.type !== "admin") throw new ConnectError("API key is not an admin key", Code.PermissionDenied);
+          options.usage?.touch(key.id);
+          return { kind: "admin_key", keyId: key.id };
+        }
+      }
       throw new ConnectError("invalid bearer token", Code.Unauthenticated);
     },
   };
 }
 
-/** The authenticated caller of the current call, set by the auth interceptor. */
+/** An admitted administrator and the rate-limit headers of the call. */
+export interface Admission {
+  readonly principal: Principal;
+  /** Rate-limit response headers (empty when the call was not counted). */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Authenticates administrators and counts their calls against their budget. */
+export interface AdminGate {
+  /**
+   * Authenticates; with `count`, also takes one call from the caller's admin
+   * budget and throws `resource_exhausted` (with the headers, `Retry-After`
+   * among them, in the error's metadata) when it is spent.
+   */
+  admit(authorization: string | null | undefined, options: { readonly count: boolean }): Promise<Admission>;
+}
+
+/** Options of {@link createAdminGate}. */
+export interface AdminGateOptions {
+  readonly authenticator: Authenticator;
+  readonly limiter: RateLimiter;
+  /** The budget of each admin token (the master key and every admin key, separately). */
+  readonly limits: Limits;
+  readonly clock: () => Date;
+}
+
+/** Creates the admin gate. */
+export function createAdminGate(options: AdminGateOptions): AdminGate {
+  return {
+    async admit(authorization, { count }) {
+      const principal = await options.authenticator.authenticate(authorization);
+      if (!count) return { principal, headers: {} };
+      const subject = principal.kind === "master" ? "admin:master" : `admin:${principal.keyId}`;
+      const result = await options.limiter.consume(subject, options.limits);
+      const headers = rateLimitHeaders(result, options.clock());
+      if (!result.allowed) {
+        throw new ConnectError(
+          `admin rate limit exceeded; retry in ${result.retryAfterSeconds} s`,
+          Code.ResourceExhausted,
+          headers,
+        );
+      }
+      return { principal, headers };
+    },
+  };
+}
+
+/** The authenticated caller of the current call, set by the admin interceptor. */
 export const kPrincipal = createContextKey<Principal | undefined>(undefined, { description: "erplink principal" });
 
+/** Options of {@link createAdminInterceptor}. */
+export interface AdminInterceptorOptions {
+  /** Count calls against admin budgets (the public server), or only authenticate (in process). */
+  readonly count: boolean;
+  /** Services whose callers need no admin credential (their requests carry their own). */
+  readonly publicServices: ReadonlySet<string>;
+}
+
 /**
- * A server-side interceptor that authenticates every call from its
- * `authorization` header and stores the caller under {@link kPrincipal}.
+ * A server-side interceptor that admits every call to an admin service from
+ * its `authorization` header, stores the caller under {@link kPrincipal} and
+ * returns the rate-limit headers with the response (or the error).
  */
-export function createAuthInterceptor(authenticator: Authenticator): Interceptor {
+export function createAdminInterceptor(gate: AdminGate, options: AdminInterceptorOptions): Interceptor {
   return (next) => async (req) => {
-    const principal = await authenticator.authenticate(req.header.get("authorization"));
-    req.contextValues.set(kPrincipal, principal);
-    return next(req);
+    if (options.publicServices.has(req.service.typeName)) return next(req);
+    const admission = await gate.admit(req.header.get("authorization"), { count: options.count });
+    req.contextValues.set(kPrincipal, admission.principal);
+    try {
+      const res = await next(req);
+      for (const [name, value] of Object.entries(admission.headers)) res.header.set(name, value);
+      return res;
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      for (const [name, value] of Object.entries(admission.headers)) ce.metadata.set(name, value);
+      throw ce;
+    }
   };
 }

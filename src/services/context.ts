@@ -2,7 +2,10 @@
  * What every service is built with: injected, never global.
  */
 import type { Store } from "../store/index.js";
-import type { IdGenerator } from "./ids.js";
+import { createIdGenerator, type IdGenerator } from "./ids.js";
+import { KeyRegistry } from "./key-registry.js";
+import { RateLimiter, type Limits } from "./rate-limiter.js";
+import { UsageRecorder } from "./usage.js";
 
 /** Dependencies shared by the services. */
 export interface ServiceDeps {
@@ -10,4 +13,42 @@ export interface ServiceDeps {
   /** The current time; tests inject a fixed or stepping clock. */
   readonly clock: () => Date;
   readonly newId: IdGenerator;
+  /** API keys by secret hash (the hot path's cache). */
+  readonly keys: KeyRegistry;
+  /** Batched `last_used_at`. */
+  readonly usage: UsageRecorder;
+  readonly limiter: RateLimiter;
+  /** Limits of data keys that set none of their own. */
+  readonly dataLimits: Limits;
+}
+
+/** Settings of {@link createServiceDeps}. */
+export interface ServiceSettings {
+  /** Limits of data keys that set none of their own. */
+  readonly dataLimits: Limits;
+  /** How long an unknown key hash is remembered as unknown (ms). */
+  readonly negativeCacheTtlMs?: number;
+  /** Reports a failed background write (usage times). */
+  readonly onBackgroundError: (err: unknown) => void;
+  readonly clock?: () => Date;
+  readonly newId?: IdGenerator;
+}
+
+/** Builds the services' dependencies over a store. */
+export function createServiceDeps(store: Store, settings: ServiceSettings): ServiceDeps {
+  const clock = settings.clock ?? (() => new Date());
+  return {
+    store,
+    clock,
+    newId: settings.newId ?? createIdGenerator(clock),
+    keys: new KeyRegistry({
+      store: store.apiKeys,
+      clock,
+      negativeTtlMs: settings.negativeCacheTtlMs ?? 30_000,
+      maxEntries: 100_000,
+    }),
+    usage: new UsageRecorder({ store: store.apiKeys, clock, onError: settings.onBackgroundError }),
+    limiter: new RateLimiter(store.rateWindows, clock),
+    dataLimits: settings.dataLimits,
+  };
 }

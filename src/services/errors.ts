@@ -13,13 +13,17 @@ export interface Violation {
   readonly description: string;
 }
 
-/** An `invalid_argument` error carrying every violation as a BadRequest detail. */
-export function validationError(violations: readonly Violation[]): ConnectError {
+/** Most violations one error lists; a huge bad document must not make a huge error. */
+const MAX_VIOLATIONS = 100;
+
+/** An `invalid_argument` error carrying every violation (up to 100) as a BadRequest detail. */
+export function validationError(all: readonly Violation[]): ConnectError {
+  const violations = all.slice(0, MAX_VIOLATIONS);
   const first = violations[0];
   const message =
     violations.length === 1 && first
       ? `${first.field}: ${first.description}`
-      : `${violations.length} fields are invalid`;
+      : `${all.length} fields are invalid${all.length > MAX_VIOLATIONS ? ` (the first ${MAX_VIOLATIONS} are listed)` : ""}`;
   return new ConnectError(message, Code.InvalidArgument, undefined, [
     {
       desc: BadRequestSchema,

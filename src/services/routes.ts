@@ -4,18 +4,32 @@
  * the tests.
  */
 import type { ConnectRouter } from "@connectrpc/connect";
+import { ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
 import { InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
 import { SystemService } from "../gen/erplink/admin/v1/system_pb.js";
+import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
+import { ApiKeyServiceImpl } from "./api-key-service.js";
+import { AuthorizationServiceImpl } from "./authorization-service.js";
 import type { ServiceDeps } from "./context.js";
 import { InstanceServiceImpl } from "./instance-service.js";
 import { SystemServiceImpl } from "./system-service.js";
+
+/**
+ * Services whose callers present no admin credential: Authorize carries the
+ * API key it checks in its request.
+ */
+export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([AuthorizationService.typeName]);
 
 /** Registers every service on a router. */
 export function createRoutes(deps: ServiceDeps): (router: ConnectRouter) => void {
   const systems = new SystemServiceImpl(deps);
   const instances = new InstanceServiceImpl(deps);
+  const apiKeys = new ApiKeyServiceImpl(deps);
+  const authorization = new AuthorizationServiceImpl(deps);
   return (router) => {
     router.service(SystemService, systems);
     router.service(InstanceService, instances);
+    router.service(ApiKeyService, apiKeys);
+    router.service(AuthorizationService, authorization);
   };
 }

@@ -4,6 +4,7 @@
  * the services enforce and the OpenAPI document publishes.
  */
 import { getOption, isFieldSet, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { field as fieldRulesOption, type FieldRules } from "../gen/erplink/options/v1/field_rules_pb.js";
 import { validationError, type Violation } from "./errors.js";
 
@@ -71,9 +72,9 @@ export function httpUrlProblem(value: string): string | undefined {
   return undefined;
 }
 
-function checkField(msg: Message, field: DescField, out: Violation[]): void {
+function checkField(msg: Message, field: DescField, out: Violation[], now: Date, prefix = ""): void {
   const rules = rulesOf(field);
-  const name = field.name;
+  const name = prefix + field.name;
   const value = (msg as unknown as Record<string, unknown>)[field.localName];
   if (field.fieldKind === "scalar" && typeof value === "string") {
     if (rules.required && value === "") {
@@ -81,6 +82,20 @@ function checkField(msg: Message, field: DescField, out: Violation[]): void {
       return;
     }
     checkString(name, value, rules, out);
+    return;
+  }
+  if (field.fieldKind === "scalar" && typeof value === "number") {
+    if (rules.positive && value <= 0) out.push({ field: name, description: "must be greater than zero" });
+    return;
+  }
+  if (field.fieldKind === "message" && value !== undefined) {
+    if (field.message.typeName === "google.protobuf.Timestamp") {
+      if (rules.future && timestampDate(value as Timestamp).getTime() <= now.getTime()) {
+        out.push({ field: name, description: "must be in the future" });
+      }
+    } else if (!field.message.typeName.startsWith("google.protobuf.")) {
+      for (const inner of field.message.fields) checkField(value as Message, inner, out, now, `${name}.`);
+    }
     return;
   }
   if (field.fieldKind === "map") {
@@ -103,14 +118,14 @@ function checkField(msg: Message, field: DescField, out: Violation[]): void {
  * Checks a resource to be created: output-only fields unset, required fields
  * present, every rule met. Throws `invalid_argument` listing every violation.
  */
-export function assertValidForCreate(desc: DescMessage, msg: Message): void {
+export function assertValidForCreate(desc: DescMessage, msg: Message, now: Date = new Date()): void {
   const out: Violation[] = [];
   for (const field of desc.fields) {
     if (rulesOf(field).outputOnly) {
       if (isFieldSet(msg, field)) out.push({ field: field.name, description: "is set by the server and cannot be written" });
       continue;
     }
-    checkField(msg, field, out);
+    checkField(msg, field, out, now);
   }
   if (out.length > 0) throw validationError(out);
 }
@@ -119,7 +134,12 @@ export function assertValidForCreate(desc: DescMessage, msg: Message): void {
  * Checks an update: every mask path names a writable top-level field, and
  * the new value of each meets its rules. Returns the validated paths.
  */
-export function assertValidForUpdate(desc: DescMessage, msg: Message, paths: readonly string[]): DescField[] {
+export function assertValidForUpdate(
+  desc: DescMessage,
+  msg: Message,
+  paths: readonly string[],
+  now: Date = new Date(),
+): DescField[] {
   const out: Violation[] = [];
   const fields: DescField[] = [];
   if (paths.length === 0) {
@@ -131,9 +151,11 @@ export function assertValidForUpdate(desc: DescMessage, msg: Message, paths: rea
       out.push({ field: path, description: "is not a field of this resource" });
     } else if (rulesOf(field).outputOnly) {
       out.push({ field: path, description: "is set by the server and cannot be written" });
+    } else if (rulesOf(field).immutable) {
+      out.push({ field: path, description: "cannot be changed after creation" });
     } else {
       fields.push(field);
-      checkField(msg, field, out);
+      checkField(msg, field, out, now);
     }
   }
   if (out.length > 0) throw validationError(out);

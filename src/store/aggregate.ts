@@ -77,14 +77,21 @@ export class AggregateStore<R extends BaseRecord> {
   }
 }
 
-/** Maps `id` to `_id` and copies the other defined fields, applying per-field encoders. */
+/**
+ * Maps `id` to `_id` and copies the other fields, applying per-field
+ * encoders. A field present with the value `undefined` is stored as `null`
+ * (in a patch: cleared); decoders read `null` as absent.
+ */
 export function encodeFields<R extends BaseRecord>(
   fields: Partial<R>,
   encoders: { [K in keyof R]?: (value: R[K]) => unknown } = {},
 ): Record<string, unknown> {
   const doc: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(fields)) {
-    if (value === undefined) continue;
+    if (value === undefined) {
+      doc[key] = null;
+      continue;
+    }
     const encode = encoders[key as keyof R] as ((v: unknown) => unknown) | undefined;
     doc[key === "id" ? "_id" : key] = encode ? encode(value) : value;
   }

@@ -49,6 +49,13 @@ export interface DocumentCollection {
   update(id: string, set: Record<string, unknown>): Promise<Document | undefined>;
   /** Removes a document; returns it as it was, or undefined if absent. */
   delete(id: string): Promise<Document | undefined>;
+  /**
+   * Atomically adds `delta` to the numeric `field` of a document, creating
+   * the document if absent, and sets `set` on it; returns the new value.
+   */
+  increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number>;
+  /** Removes every document whose date `field` is before `date`; returns how many. */
+  deleteBefore(field: string, date: Date): Promise<number>;
 }
 
 /** A database as the aggregates see it. */

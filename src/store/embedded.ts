@@ -115,6 +115,21 @@ class EmbeddedCollection implements DocumentCollection {
     }
   }
 
+  async increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number> {
+    assertScalars({ _id: id });
+    // nedb runs one operation at a time, so the upsert is atomic.
+    const { affectedDocuments } = await this.ds.updateAsync(
+      { _id: id },
+      { $inc: { [field]: delta }, $set: set },
+      { upsert: true, returnUpdatedDocs: true, multi: false },
+    );
+    return (affectedDocuments as Document)[field] as number;
+  }
+
+  async deleteBefore(field: string, date: Date): Promise<number> {
+    return this.ds.removeAsync({ [field]: { $lt: date } }, { multi: true });
+  }
+
   async delete(id: string): Promise<Document | undefined> {
     assertScalars({ _id: id });
     const doc = await this.get(id);

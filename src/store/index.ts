@@ -1,22 +1,28 @@
 /**
  * The store: every aggregate's port over one backend, chosen by configuration.
  */
+import { openApiKeyStore, type ApiKeyStore } from "./api-keys.js";
 import type { StoreBackend } from "./collection.js";
 import { createEmbeddedBackend } from "./embedded.js";
 import { openInstanceStore, type InstanceStore } from "./instances.js";
 import { createMongoBackend } from "./mongodb.js";
+import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
 
 export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
 export type { Page, PageRequest, Patch } from "./aggregate.js";
 export type { SystemRecord, SystemStore } from "./systems.js";
 export type { InstanceRecord, InstanceStore } from "./instances.js";
+export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
+export type { RateWindowStore } from "./rate-windows.js";
 
 /** Every aggregate's storage port, plus the backend's health and lifecycle. */
 export interface Store {
   readonly kind: StoreBackend["kind"];
   readonly systems: SystemStore;
   readonly instances: InstanceStore;
+  readonly apiKeys: ApiKeyStore;
+  readonly rateWindows: RateWindowStore;
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -29,11 +35,18 @@ export type StoreOptions =
 
 /** Opens every aggregate on a backend. */
 export async function openStore(backend: StoreBackend): Promise<Store> {
-  const [systems, instances] = await Promise.all([openSystemStore(backend), openInstanceStore(backend)]);
+  const [systems, instances, apiKeys, rateWindows] = await Promise.all([
+    openSystemStore(backend),
+    openInstanceStore(backend),
+    openApiKeyStore(backend),
+    openRateWindowStore(backend),
+  ]);
   return {
     kind: backend.kind,
     systems,
     instances,
+    apiKeys,
+    rateWindows,
     ping: () => backend.ping(),
     close: () => backend.close(),
   };

@@ -13,6 +13,7 @@ import {
   MongoTopologyClosedError,
   type Collection,
   type Filter,
+  type UpdateFilter,
 } from "mongodb";
 import { ConnectionString } from "mongodb-connection-string-url";
 import {
@@ -165,6 +166,32 @@ class MongoCollection implements DocumentCollection {
       }
       throw err;
     }
+  }
+
+  async increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number> {
+    assertScalars({ _id: id });
+    const op = () =>
+      guard(() =>
+        this.coll.findOneAndUpdate(
+          { _id: { $eq: id } },
+          { $inc: { [field]: delta }, $set: set } as UpdateFilter<Document>,
+          { upsert: true, returnDocument: "after" },
+        ),
+      );
+    let doc;
+    try {
+      doc = await op();
+    } catch (err) {
+      // Two upserts of a new document can race; the loser retries as an update.
+      if (!(err instanceof MongoServerError && err.code === 11000)) throw err;
+      doc = await op();
+    }
+    return (doc as Document)[field] as number;
+  }
+
+  async deleteBefore(field: string, date: Date): Promise<number> {
+    const result = await guard(() => this.coll.deleteMany({ [field]: { $lt: date } }));
+    return result.deletedCount;
   }
 
   async delete(id: string): Promise<Document | undefined> {

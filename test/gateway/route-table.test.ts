@@ -8,7 +8,7 @@ import { createConnectRouter } from "@connectrpc/connect";
 import { INTERNAL_ONLY_RPCS, ROUTES, fastifyPath } from "../../src/gateway/route-table.js";
 import { createRoutes } from "../../src/services/routes.js";
 import { openTestStore } from "../../test-support/world.js";
-import { createIdGenerator } from "../../src/services/ids.js";
+import { createServiceDeps } from "../../src/services/context.js";
 
 const Table = suite("route table");
 
@@ -16,7 +16,7 @@ Table("every RPC served is routed on the REST facade or marked internal-only", a
   const store = await openTestStore();
   try {
     const router = createConnectRouter();
-    createRoutes({ store, clock: () => new Date(), newId: createIdGenerator() })(router);
+    createRoutes(createServiceDeps(store, { dataLimits: {}, onBackgroundError: () => undefined }))(router);
     const served = router.handlers.map((h) => `${h.service.typeName}.${h.method.name}`).sort();
     assert.ok(served.length >= 10);
     const routed = new Set(ROUTES.map((r) => `${r.rpc.parent.typeName}.${r.rpc.name}`));

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/options/v1/field_rules.proto.
  */
 export const file_erplink_options_v1_field_rules: GenFile = /*@__PURE__*/
-  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSK3AQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDTpVCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzIeLmVycGxpbmsub3B0aW9ucy52MS5GaWVsZFJ1bGVzUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSLsAQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDRIRCglpbW11dGFibGUYCiABKAgSDgoGZnV0dXJlGAsgASgIEhAKCHBvc2l0aXZlGAwgASgIOlUKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMh4uZXJwbGluay5vcHRpb25zLnYxLkZpZWxkUnVsZXNSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * Constraints that erplink enforces on a field of a resource.
@@ -92,6 +92,28 @@ export type FieldRules = Message<"erplink.options.v1.FieldRules"> & {
    * @generated from field: uint32 value_max_len = 9;
    */
   valueMaxLen: number;
+
+  /**
+   * The field is set when the resource is created and never changes: an
+   * update that names it is rejected.
+   *
+   * @generated from field: bool immutable = 10;
+   */
+  immutable: boolean;
+
+  /**
+   * A timestamp that must lie in the future when it is written.
+   *
+   * @generated from field: bool future = 11;
+   */
+  future: boolean;
+
+  /**
+   * An integer that, when set, must be greater than zero.
+   *
+   * @generated from field: bool positive = 12;
+   */
+  positive: boolean;
 };
 
 /**

@@ -1,0 +1,171 @@
+/**
+ * erplink.admin.v1.ApiKeyService: issuing, changing and revoking API keys.
+ * Secrets are generated here, returned once, and stored only as hashes.
+ */
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  ApiKeySchema,
+  ApiKeyType,
+  CreateApiKeyResponseSchema,
+  DeleteApiKeyResponseSchema,
+  GetApiKeyResponseSchema,
+  ListApiKeysResponseSchema,
+  RateLimitsSchema,
+  UpdateApiKeyResponseSchema,
+  type ApiKey,
+  type ApiKeyService,
+  type CreateApiKeyRequest,
+  type DeleteApiKeyRequest,
+  type GetApiKeyRequest,
+  type ListApiKeysRequest,
+  type UpdateApiKeyRequest,
+} from "../gen/erplink/admin/v1/api_key_pb.js";
+import type { ApiKeyRecord, StoredPermissions } from "../store/index.js";
+import { SHOWN_PREFIX_LENGTH, generateApiKeySecret, hashApiKey } from "./api-key-secret.js";
+import type { ServiceDeps } from "./context.js";
+import { translate, validationError, type Violation } from "./errors.js";
+import { nextPageToken, readPaging } from "./paging.js";
+import { parsePermissions } from "./permissions.js";
+import { requireId, requireResource } from "./resource.js";
+import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
+
+const names = { singular: "API key" };
+
+/** The one mapping of a stored key to its message (never the secret or its hash). */
+export function apiKeyToMessage(rec: ApiKeyRecord, pendingUse?: Date): ApiKey {
+  const lastUsed = pendingUse ?? rec.lastUsedAt;
+  return create(ApiKeySchema, {
+    id: rec.id,
+    name: rec.name,
+    type: rec.type === "admin" ? ApiKeyType.ADMIN : ApiKeyType.DATA,
+    permissions: rec.type === "admin" ? undefined : (rec.permissions as JsonObject),
+    rateLimits: create(RateLimitsSchema, rec.rateLimits),
+    prefix: rec.prefix,
+    expiresAt: rec.expiresAt ? timestampFromDate(rec.expiresAt) : undefined,
+    createdAt: timestampFromDate(rec.createdAt),
+    updatedAt: timestampFromDate(rec.updatedAt),
+    lastUsedAt: lastUsed ? timestampFromDate(lastUsed) : undefined,
+  });
+}
+
+/** Validates the permissions of a key of `type`; returns them normalized. */
+function readPermissions(key: ApiKey, type: "data" | "admin"): StoredPermissions {
+  const value = key.permissions ?? {};
+  if (type === "admin") {
+    if (Object.keys(value).length > 0) {
+      throw validationError([{ field: "permissions", description: "admin keys have no permissions: they manage erplink, not data" }]);
+    }
+    return {};
+  }
+  const parsed = parsePermissions(value);
+  if (!parsed.ok) throw validationError(parsed.violations);
+  return parsed.permissions;
+}
+
+function readRateLimits(key: ApiKey): ApiKeyRecord["rateLimits"] {
+  const limits = key.rateLimits;
+  return {
+    ...(limits?.perMinute !== undefined ? { perMinute: limits.perMinute } : {}),
+    ...(limits?.perDay !== undefined ? { perDay: limits.perDay } : {}),
+  };
+}
+
+/** Implements ApiKeyService. */
+export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  private toMessage(rec: ApiKeyRecord): ApiKey {
+    return apiKeyToMessage(rec, this.deps.usage.pendingUse(rec.id));
+  }
+
+  getApiKey(req: GetApiKeyRequest) {
+    return translate(names, async () => {
+      requireId("key", req.id);
+      const rec = await this.deps.store.apiKeys.get(req.id);
+      if (rec === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      return create(GetApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
+    });
+  }
+
+  listApiKeys(req: ListApiKeysRequest) {
+    return translate(names, async () => {
+      const paging = readPaging(req.pageSize, req.pageToken, "key");
+      const page = await this.deps.store.apiKeys.list(paging);
+      return create(ListApiKeysResponseSchema, {
+        apiKeys: page.items.map((r) => this.toMessage(r)),
+        nextPageToken: nextPageToken(page),
+      });
+    });
+  }
+
+  createApiKey(req: CreateApiKeyRequest) {
+    return translate(names, async () => {
+      const key = requireResource(req.apiKey, "api_key");
+      const now = this.deps.clock();
+      assertValidForCreate(ApiKeySchema, key, now);
+      const type = key.type === ApiKeyType.ADMIN ? "admin" : "data";
+      const permissions = readPermissions(key, type);
+      const secret = generateApiKeySecret();
+      const rec = await this.deps.store.apiKeys.create({
+        id: this.deps.newId("key"),
+        name: key.name,
+        type,
+        keyHash: hashApiKey(secret),
+        prefix: secret.slice(0, SHOWN_PREFIX_LENGTH),
+        permissions,
+        rateLimits: readRateLimits(key),
+        ...(key.expiresAt ? { expiresAt: timestampDate(key.expiresAt) } : {}),
+        createdAt: now,
+        updatedAt: now,
+      });
+      this.deps.keys.remember(rec);
+      return create(CreateApiKeyResponseSchema, { apiKey: this.toMessage(rec), key: secret });
+    });
+  }
+
+  updateApiKey(req: UpdateApiKeyRequest) {
+    return translate(names, async () => {
+      const key = requireResource(req.apiKey, "api_key");
+      requireId("key", key.id);
+      const now = this.deps.clock();
+      const fields = assertValidForUpdate(ApiKeySchema, key, req.updateMask?.paths ?? [], now);
+      const current = await this.deps.store.apiKeys.get(key.id);
+      if (current === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      const patch: Partial<ApiKeyRecord> = { updatedAt: now };
+      const violations: Violation[] = [];
+      for (const field of fields) {
+        switch (field.name) {
+          case "name":
+            Object.assign(patch, { name: key.name });
+            break;
+          case "permissions":
+            Object.assign(patch, { permissions: readPermissions(key, current.type) });
+            break;
+          case "rate_limits":
+            Object.assign(patch, { rateLimits: readRateLimits(key) });
+            break;
+          case "expires_at":
+            Object.assign(patch, { expiresAt: key.expiresAt ? timestampDate(key.expiresAt) : undefined });
+            break;
+          default:
+            violations.push({ field: field.name, description: "cannot be changed" });
+        }
+      }
+      if (violations.length > 0) throw validationError(violations);
+      const rec = await this.deps.store.apiKeys.update(key.id, patch);
+      this.deps.keys.remember(rec);
+      return create(UpdateApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
+    });
+  }
+
+  deleteApiKey(req: DeleteApiKeyRequest) {
+    return translate(names, async () => {
+      requireId("key", req.id);
+      const rec = await this.deps.store.apiKeys.delete(req.id);
+      this.deps.keys.forget(rec.keyHash);
+      return create(DeleteApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
+    });
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * erplink.authz.v1.AuthorizationService: the decision engine behind every
+ * data request. On a warm key it reads nothing from the store: the key comes
+ * from the registry, the permissions are evaluated in memory, and only the
+ * rate-limit counters (shared by every process) are written.
+ */
+import { create } from "@bufbuild/protobuf";
+import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  AuthorizeResponseSchema,
+  DenialStep,
+  Operation as OperationEnum,
+  RateLimitStatusSchema,
+  RateLimitWindowSchema,
+  type AuthorizationService,
+  type AuthorizeRequest,
+  type AuthorizeResponse,
+  type RateLimitStatus,
+} from "../gen/erplink/authz/v1/authorization_pb.js";
+import { isWellFormedApiKey } from "./api-key-secret.js";
+import type { ServiceDeps } from "./context.js";
+import { translate, validationError, type Violation } from "./errors.js";
+import { evaluate, type DenialStep as Step, type Operation } from "./permissions.js";
+import { tightestWindow, type RateLimitResult } from "./rate-limiter.js";
+
+const names = { singular: "API key" };
+
+const OPERATIONS: Readonly<Partial<Record<OperationEnum, Operation>>> = {
+  [OperationEnum.LIST]: "list",
+  [OperationEnum.GET]: "get",
+  [OperationEnum.CREATE]: "create",
+  [OperationEnum.UPDATE]: "update",
+  [OperationEnum.DELETE]: "delete",
+};
+
+const STEPS: Readonly<Record<Step, DenialStep>> = {
+  instance: DenialStep.INSTANCE,
+  service: DenialStep.SERVICE,
+  entity: DenialStep.ENTITY,
+  operation: DenialStep.OPERATION,
+};
+
+/** The rate-limit state of a result, as the response carries it. */
+export function rateLimitStatus(result: RateLimitResult): RateLimitStatus | undefined {
+  const tightest = tightestWindow(result);
+  if (tightest === undefined) return undefined;
+  return create(RateLimitStatusSchema, {
+    limit: BigInt(tightest.limit),
+    remaining: BigInt(tightest.remaining),
+    resetTime: timestampFromDate(tightest.resetAt),
+    retryAfter:
+      !result.allowed && result.retryAfterSeconds !== undefined ? durationFromMs(result.retryAfterSeconds * 1000) : undefined,
+    windows: result.windows.map((w) =>
+      create(RateLimitWindowSchema, {
+        name: w.name,
+        limit: BigInt(w.limit),
+        remaining: BigInt(w.remaining),
+        resetTime: timestampFromDate(w.resetAt),
+      }),
+    ),
+  });
+}
+
+function deny(step: DenialStep, code: string, message: string, keyId = "", rateLimit?: RateLimitStatus): AuthorizeResponse {
+  return create(AuthorizeResponseSchema, { allowed: false, denialStep: step, code, message, keyId, rateLimit });
+}
+
+function checkName(field: string, value: string, out: Violation[]): void {
+  if (value === "") out.push({ field, description: "is required" });
+  else if (value === "*") out.push({ field, description: "must name one item, not '*'" });
+  else if (value.length > 256) out.push({ field, description: "must be at most 256 characters" });
+}
+
+/** Implements AuthorizationService. */
+export class AuthorizationServiceImpl implements ServiceImpl<typeof AuthorizationService> {
+  constructor(private readonly deps: ServiceDeps) {}
+
+  authorize(req: AuthorizeRequest) {
+    return translate(names, async () => {
+      const violations: Violation[] = [];
+      if (req.apiKey === "") violations.push({ field: "api_key", description: "is required" });
+      checkName("instance", req.instance, violations);
+      checkName("service", req.service, violations);
+      checkName("entity", req.entity, violations);
+      const operation = OPERATIONS[req.operation];
+      if (operation === undefined) violations.push({ field: "operation", description: "must be LIST, GET, CREATE, UPDATE or DELETE" });
+      if (violations.length > 0) throw validationError(violations);
+
+      // Malformed tokens are refused without a lookup.
+      const key = isWellFormedApiKey(req.apiKey) ? await this.deps.keys.lookup(req.apiKey) : undefined;
+      if (key === undefined) return deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key");
+      if (key.expiresAt !== undefined && key.expiresAt.getTime() <= this.deps.clock().getTime()) {
+        return deny(DenialStep.KEY_EXPIRED, "UNAUTHORIZED", "API key expired", key.id);
+      }
+      if (key.type !== "data") {
+        return deny(DenialStep.KEY_INVALID, "FORBIDDEN", "API key is not a data key: data access needs a data key", key.id);
+      }
+      const decision = evaluate(key.permissions, {
+        instance: req.instance,
+        service: req.service,
+        entity: req.entity,
+        operation: operation!,
+      });
+      if (!decision.allowed) return deny(STEPS[decision.step], "FORBIDDEN", decision.message, key.id);
+
+      this.deps.usage.touch(key.id);
+      const limits = {
+        perMinute: key.rateLimits.perMinute ?? this.deps.dataLimits.perMinute,
+        perDay: key.rateLimits.perDay ?? this.deps.dataLimits.perDay,
+      };
+      const subject = `data:${key.id}`;
+      const result = req.dryRun
+        ? await this.deps.limiter.peek(subject, limits)
+        : await this.deps.limiter.consume(subject, limits);
+      const rateLimit = rateLimitStatus(result);
+      if (!result.allowed) {
+        const exhausted = result.windows.find((w) => w.remaining === 0);
+        return deny(
+          DenialStep.RATE_LIMITED,
+          "RATE_LIMITED",
+          `rate limit exceeded: ${exhausted?.limit ?? 0} requests per ${exhausted?.name ?? "window"}`,
+          key.id,
+          rateLimit,
+        );
+      }
+      return create(AuthorizeResponseSchema, { allowed: true, keyId: key.id, rateLimit });
+    });
+  }
+}
