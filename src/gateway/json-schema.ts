@@ -126,9 +126,11 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
   const required: string[] = [];
   for (const field of desc.fields) {
     const rules = getOption(field, fieldRulesOption);
-    // Output-only fields stay in input schemas when only types are checked, so
-    // that the service can answer "is set by the server" rather than "unknown".
-    if (options.mode !== "output" && rules.outputOnly && options.constraints) continue;
+    // Output-only (and, in patches, immutable) fields stay in input schemas
+    // when only types are checked, so that the service can say why they are
+    // refused rather than "unknown field".
+    if (options.constraints && options.mode !== "output" && rules.outputOnly) continue;
+    if (options.constraints && options.mode === "patch" && rules.immutable) continue;
     properties[field.name] = fieldSchema(field, options);
     if (options.constraints && rules.required && options.mode !== "patch") required.push(field.name);
   }

@@ -14,14 +14,28 @@ export interface OpenApiOptions {
 
 const ERROR_RESPONSES: Readonly<Record<string, string>> = {
   "400": "The request is invalid (`VALIDATION_ERROR`); `details` names each bad field.",
-  "401": "Missing or invalid bearer token (`UNAUTHORIZED`).",
+  "401": "Missing, invalid, revoked or expired bearer token (`UNAUTHORIZED`).",
+  "403": "A data key, which cannot manage erplink (`FORBIDDEN`).",
   "404": "No such resource or route (`NOT_FOUND`).",
   "405": "The path exists but not with this method (`METHOD_NOT_ALLOWED`).",
   "409": "A unique field is taken, or the resource is still in use (`CONFLICT`).",
   "413": "The body is larger than 1 MiB (`PAYLOAD_TOO_LARGE`).",
   "415": "The body is not `application/json` (`UNSUPPORTED_MEDIA_TYPE`).",
+  "429": "The admin token's rate limit is spent (`RATE_LIMITED`); see `Retry-After`.",
   "500": "Unexpected error (`INTERNAL`); the message is masked.",
   "503": "The store is unavailable (`UNAVAILABLE`).",
+};
+
+const header = (description: string, type = "string") => ({ description, schema: { type } });
+
+/** Headers of every counted /admin response. */
+const RESPONSE_HEADERS: Readonly<Record<string, unknown>> = {
+  "X-Request-Id": header("Id of this request (a well-formed incoming one is reused)."),
+  "X-RateLimit-Limit": header("Limit of the admin rate-limit window with the fewest requests remaining.", "integer"),
+  "X-RateLimit-Remaining": header("Requests remaining in that window.", "integer"),
+  "X-RateLimit-Reset": header("Unix time, in seconds, at which that window ends.", "integer"),
+  "RateLimit-Policy": header('Every window, as the IETF draft field: `"minute";q=100;w=60, "day";q=10000;w=86400`.'),
+  RateLimit: header('Every window\'s state, as the IETF draft field: `"minute";r=99;t=23, "day";r=9999;t=56603`.'),
 };
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -109,13 +123,17 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     const responses: Record<string, unknown> = {
       [String(route.status)]: {
         description: route.status === 201 ? "Created." : "OK.",
-        headers: { "X-Request-Id": { schema: { type: "string" } } },
+        headers: RESPONSE_HEADERS,
         content: { "application/json": { schema: envelope(data, route.list === true) } },
       },
     };
     for (const [status, text] of Object.entries(ERROR_RESPONSES)) {
       if (!route.body && (status === "413" || status === "415")) continue;
-      responses[status] = { description: text, content: { "application/json": { schema: ref("Error") } } };
+      responses[status] = {
+        description: text,
+        ...(status === "401" || status === "403" ? {} : { headers: RESPONSE_HEADERS }),
+        content: { "application/json": { schema: ref("Error") } },
+      };
     }
     operation.responses = responses;
     (paths[route.path] ??= {})[route.method.toLowerCase()] = operation;
@@ -135,7 +153,11 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     components: {
       schemas,
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", description: "The master key (`ERPLINK_MASTER_KEY`)." },
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          description: "The master key (`ERPLINK_MASTER_KEY`) or an admin API key (`erpl_…`).",
+        },
       },
     },
     security: [{ bearer: [] }],

@@ -50,7 +50,7 @@ OpenApi("describes bodies, envelopes, errors and the bearer scheme", ({ doc }) =
   const create = doc.paths["/admin/systems"].post;
   assert.is(create.operationId, "CreateSystem");
   assert.equal(create.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/SystemCreate" });
-  assert.equal(Object.keys(create.responses).sort(), ["201", "400", "401", "404", "405", "409", "413", "415", "500", "503"]);
+  assert.equal(Object.keys(create.responses).sort(), ["201", "400", "401", "403", "404", "405", "409", "413", "415", "429", "500", "503"]);
   const envelope = create.responses["201"].content["application/json"].schema;
   assert.equal(envelope.properties.data, { $ref: "#/components/schemas/System" });
   assert.equal(envelope.required, ["data", "meta"]);
@@ -72,6 +72,23 @@ OpenApi("describes bodies, envelopes, errors and the bearer scheme", ({ doc }) =
   assert.is(instancePatch.required, undefined);
   assert.is(doc.components.schemas.InstanceCreate.properties.name.pattern, "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
   assert.equal(doc.components.schemas.Error.properties.error.required, ["code", "message", "requestId"]);
+  const keyCreate = doc.components.schemas.ApiKeyCreate;
+  assert.equal(keyCreate.properties.type, {
+    type: "string",
+    enum: ["data", "admin"],
+    description: "`data` (the default) or `admin`. Set at creation; never changes.",
+  });
+  assert.equal(Object.keys(keyCreate.properties), ["name", "type", "permissions", "rate_limits", "expires_at"]);
+  assert.is(doc.components.schemas.ApiKeyUpdate.properties.type, undefined);
+  const created = doc.paths["/admin/api-keys"].post.responses["201"];
+  assert.equal(Object.keys(created.headers), [
+    "X-Request-Id",
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+    "RateLimit-Policy",
+    "RateLimit",
+  ]);
 });
 
 OpenApi("serves a browsable reference page without a token", async ({ world }) => {

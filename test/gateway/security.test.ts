@@ -56,6 +56,44 @@ for (const route of ROUTES) {
   });
 }
 
+Security("every /admin route refuses a data key with 403 and revoked or expired admin keys with 401", async ({ world }) => {
+  const create = async (body: object) => {
+    const res = await world.app.inject({
+      method: "POST",
+      url: "/admin/api-keys",
+      headers: { authorization: `Bearer ${MASTER_KEY}`, "content-type": "application/json" },
+      payload: body,
+    });
+    assert.is(res.statusCode, 201);
+    return JSON.parse(res.body).data as { id: string; key: string };
+  };
+  const dataKey = await create({ name: "app", permissions: { prod: { "*": { "*": ["list"] } } } });
+  const revoked = await create({ name: "old admin", type: "admin" });
+  const expiring = await create({ name: "temp admin", type: "admin", expires_at: new Date(world.now.getTime() + 60_000).toISOString() });
+  const del = await world.app.inject({ method: "DELETE", url: `/admin/api-keys/${revoked.id}`, headers: { authorization: `Bearer ${MASTER_KEY}` } });
+  assert.is(del.statusCode, 200);
+  const cases: [string, number, string, string][] = [
+    ["a data key", 403, "FORBIDDEN", "API key is not an admin key"],
+    ["a revoked admin key", 401, "UNAUTHORIZED", "invalid bearer token"],
+    ["an expired admin key", 401, "UNAUTHORIZED", "API key expired"],
+  ];
+  world.now = new Date(world.now.getTime() + 61_000);
+  for (const route of ROUTES) {
+    for (const [[what, status, code, message], token] of cases.map((c, i) => [c, [dataKey.key, revoked.key, expiring.key][i]!] as const)) {
+      const res = await world.app.inject({
+        method: route.method,
+        url: urlOf(route.path),
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        payload: route.body ? "{not json" : undefined,
+      });
+      assert.is(res.statusCode, status, `${route.method} ${route.path}, ${what}`);
+      assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
+      assert.is(res.headers["www-authenticate"], status === 401 ? "Bearer" : undefined);
+      assert.is(res.headers["x-ratelimit-limit"], undefined, "not counted");
+    }
+  }
+});
+
 Security("the bearer scheme is case-insensitive and the master key works on every route", async ({ world }) => {
   for (const route of ROUTES) {
     const res = await world.app.inject({
