@@ -212,8 +212,9 @@ function ajvDetail(e: AjvError): ErrorDetail {
     case "additionalProperties":
       return { field: path ? `${path}.${String(e.params.additionalProperty)}` : String(e.params.additionalProperty), message: "is not a known field" };
     case "type": {
-      const type = String(e.params.type);
-      return { field: path || "body", message: `must be ${type === "object" || type === "integer" ? "an" : "a"} ${type}` };
+      const types = String(e.params.type).split(",").filter((t) => t !== "null");
+      const article = (t: string) => (t === "object" || t === "integer" || t === "array" ? "an" : "a");
+      return { field: path || "body", message: `must be ${types.map((t) => `${article(t)} ${t}`).join(" or ")}` };
     }
     case "minProperties":
       return { field: path || "body", message: "must name at least one field to change" };

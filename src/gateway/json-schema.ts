@@ -131,7 +131,12 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
     // refused rather than "unknown field".
     if (options.constraints && options.mode !== "output" && rules.outputOnly) continue;
     if (options.constraints && options.mode === "patch" && rules.immutable) continue;
-    properties[field.name] = fieldSchema(field, options);
+    const schema = fieldSchema(field, options);
+    // In a patch, null clears an optional field (as proto JSON reads it).
+    if (options.mode === "patch" && !rules.required && typeof schema.type === "string") {
+      schema.type = [schema.type, "null"];
+    }
+    properties[field.name] = schema;
     if (options.constraints && rules.required && options.mode !== "patch") required.push(field.name);
   }
   const schema: JsonSchema = { type: "object", properties, additionalProperties: false };

@@ -22,7 +22,8 @@ export interface KeyRegistryOptions {
 export class KeyRegistry {
   private readonly known = new Map<string, ApiKeyRecord>();
   private readonly unknown = new Map<string, number>();
-  private readonly loading = new Map<string, Promise<ApiKeyRecord | undefined>>();
+  /** Store reads in flight; `stale` is set when the key changes meanwhile. */
+  private readonly loading = new Map<string, { promise: Promise<ApiKeyRecord | undefined>; stale: boolean }>();
 
   constructor(private readonly options: KeyRegistryOptions) {}
 
@@ -36,16 +37,20 @@ export class KeyRegistry {
       if (until > this.options.clock().getTime()) return undefined;
       this.unknown.delete(hash);
     }
-    let pending = this.loading.get(hash);
-    if (pending === undefined) {
-      // Concurrent misses for one hash share one store read.
-      pending = this.options.store.getByHash(hash).then(
+    const inFlight = this.loading.get(hash);
+    if (inFlight !== undefined) return inFlight.promise;
+    // Concurrent misses for one hash share one store read.
+    const load = {
+      stale: false,
+      promise: this.options.store.getByHash(hash).then(
         (record) => {
           this.loading.delete(hash);
+          // A revoke or update while the read was in flight wins over it.
+          if (load.stale) return this.known.get(hash);
           if (record === undefined) {
             bounded(this.unknown, this.options.maxEntries).set(hash, this.options.clock().getTime() + this.options.negativeTtlMs);
           } else {
-            this.remember(record);
+            bounded(this.known, this.options.maxEntries).set(hash, record);
           }
           return record;
         },
@@ -53,21 +58,29 @@ export class KeyRegistry {
           this.loading.delete(hash);
           throw err;
         },
-      );
-      this.loading.set(hash, pending);
-    }
-    return pending;
+      ),
+    };
+    this.loading.set(hash, load);
+    return load.promise;
   }
 
   /** Caches a key as it now is (after create or update). */
   remember(record: ApiKeyRecord): void {
+    this.markStale(record.keyHash);
     this.unknown.delete(record.keyHash);
-    bounded(this.known, this.options.maxEntries).set(record.keyHash, record);
+    if (this.known.has(record.keyHash)) this.known.set(record.keyHash, record);
+    else bounded(this.known, this.options.maxEntries).set(record.keyHash, record);
   }
 
   /** Drops a key (after revoke): it stops working at once in this process. */
   forget(keyHash: string): void {
+    this.markStale(keyHash);
     this.known.delete(keyHash);
+  }
+
+  private markStale(keyHash: string): void {
+    const load = this.loading.get(keyHash);
+    if (load !== undefined) load.stale = true;
   }
 }
 

@@ -1,10 +1,10 @@
 /**
  * Fixed-window rate limiting, per UTC minute and per UTC day, counted in the
- * store with atomic increments so that every process on one database shares
- * the windows. With a limit of L, exactly L requests of a window pass:
- * each request increments first and passes only if the new count is at most
- * L. A request refused by a later window gives back what it took from the
- * earlier ones.
+ * store so that every process on one database shares the windows. With a
+ * limit of L, exactly L requests of a window pass, however many arrive at
+ * once: each takes one of the window's L places or is refused (see
+ * src/store/rate-windows.ts). A request refused by a later window gives back
+ * the place it took in an earlier one.
  */
 import type { RateWindowStore } from "../store/index.js";
 
@@ -53,7 +53,13 @@ export class RateLimiter {
     const add = (name: "minute" | "day", limit: number | undefined, seconds: number) => {
       if (limit === undefined) return;
       const start = Math.floor(now.getTime() / 1000 / seconds) * seconds;
-      defs.push({ name, limit, seconds, id: `${subject}|${name}|${start}`, end: new Date((start + seconds) * 1000) });
+      defs.push({
+        name,
+        limit,
+        seconds,
+        id: `${subject}|${name}|${start}|${seconds}`,
+        end: new Date((start + seconds) * 1000),
+      });
     };
     add("minute", limits.perMinute, 60);
     add("day", limits.perDay, 86_400);
@@ -78,23 +84,23 @@ export class RateLimiter {
   async consume(subject: string, limits: Limits): Promise<RateLimitResult> {
     const now = this.clock();
     const defs = this.windows(subject, limits, now);
-    const counts: number[] = [];
+    const used: number[] = [];
     for (const [i, def] of defs.entries()) {
       // Kept a minute past the window's end, then purged.
-      const count = await this.store.add(def.id, 1, new Date(def.end.getTime() + 60_000));
-      if (count > def.limit) {
+      const take = await this.store.take(def.id, def.limit, new Date(def.end.getTime() + 60_000));
+      if (!take.taken) {
         const windows: WindowState[] = [];
         for (const [j, earlier] of defs.slice(0, i).entries()) {
-          await this.store.add(earlier.id, -1, new Date(earlier.end.getTime() + 60_000));
-          windows.push(this.state(earlier, counts[j]! - 1));
+          await this.store.giveBack(earlier.id, used[j]!);
+          windows.push(this.state(earlier, used[j]! - 1));
         }
-        windows.push(this.state(def, count));
-        for (const later of defs.slice(i + 1)) windows.push(this.state(later, await this.store.count(later.id)));
+        windows.push(this.state(def, take.used));
+        for (const later of defs.slice(i + 1)) windows.push(this.state(later, await this.store.used(later.id)));
         return { allowed: false, windows, retryAfterSeconds: this.retryAfter(def, now) };
       }
-      counts.push(count);
+      used.push(take.used);
     }
-    return { allowed: true, windows: defs.map((d, i) => this.state(d, counts[i]!)) };
+    return { allowed: true, windows: defs.map((d, i) => this.state(d, used[i]!)) };
   }
 
   /** Reports the windows of `subject` without counting a request. */
@@ -104,7 +110,7 @@ export class RateLimiter {
     const windows: WindowState[] = [];
     let exhausted: WindowDef | undefined;
     for (const def of defs) {
-      const count = await this.store.count(def.id);
+      const count = await this.store.used(def.id);
       if (count >= def.limit && exhausted === undefined) exhausted = def;
       windows.push(this.state(def, count));
     }

@@ -14,7 +14,7 @@ export type { Page, PageRequest, Patch } from "./aggregate.js";
 export type { SystemRecord, SystemStore } from "./systems.js";
 export type { InstanceRecord, InstanceStore } from "./instances.js";
 export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
-export type { RateWindowStore } from "./rate-windows.js";
+export type { RateWindowStore, Take } from "./rate-windows.js";
 
 /** Every aggregate's storage port, plus the backend's health and lifecycle. */
 export interface Store {
