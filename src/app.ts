@@ -50,6 +50,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
   });
   const { deps, gate } = layer;
   deps.usage.start(config.usageFlushMs);
+  deps.keys.start(config.keySyncMs, (err) => logger.warn({ err }, "API key sync failed"));
   const purge = setInterval(() => {
     store.rateWindows.purge(new Date()).catch((err: unknown) => logger.warn({ err }, "rate window purge failed"));
   }, 5 * 60_000);
@@ -85,6 +86,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
         (app.server as { closeAllConnections?: () => void }).closeAllConnections?.();
       }, config.shutdownTimeoutMs);
       clearInterval(purge);
+      deps.keys.stop();
       try {
         await app.close();
       } finally {

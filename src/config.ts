@@ -23,6 +23,8 @@ export interface Config {
   readonly dataLimits: { readonly perMinute: number; readonly perDay: number };
   /** How often batched `last_used_at` times are written (ms). */
   readonly usageFlushMs: number;
+  /** How often each process reads the API keys other processes changed (ms). */
+  readonly keySyncMs: number;
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -90,6 +92,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       perDay: int("ERPLINK_DATA_RATE_PER_DAY", 100_000, 1, 1_000_000_000),
     },
     usageFlushMs: int("ERPLINK_USAGE_FLUSH_MS", 30_000, 100, 3_600_000),
+    keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

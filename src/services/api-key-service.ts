@@ -163,7 +163,8 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
   deleteApiKey(req: DeleteApiKeyRequest) {
     return translate(names, async () => {
       requireId("key", req.id);
-      const rec = await this.deps.store.apiKeys.delete(req.id);
+      // Revoked, not removed: other processes learn of it by polling changes.
+      const rec = await this.deps.store.apiKeys.revoke(req.id, this.deps.clock());
       this.deps.keys.forget(rec.keyHash);
       return create(DeleteApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
     });

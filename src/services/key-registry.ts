@@ -4,6 +4,11 @@
  * the store. Keys are cached on first use and on create/update, dropped on
  * revoke; unknown hashes are remembered briefly, so a flood of bad tokens
  * costs one store read per token per TTL, not one per request.
+ *
+ * Other processes' changes arrive by polling: every sync reads the keys
+ * changed since the previous one (with an overlap for clock skew between
+ * processes) and replaces or drops the cached entries, so a revoke or an
+ * update made anywhere takes effect everywhere within one sync interval.
  */
 import type { ApiKeyRecord, ApiKeyStore } from "../store/index.js";
 import { hashApiKey } from "./api-key-secret.js";
@@ -17,6 +22,11 @@ export interface KeyRegistryOptions {
   /** Most entries of each cache; the oldest go first beyond it. */
   readonly maxEntries: number;
 }
+
+/** How far back each sync looks beyond the previous one, for clock skew between processes (ms). */
+export const SYNC_OVERLAP_MS = 10_000;
+/** Most changed keys one sync reads. */
+const SYNC_BATCH = 10_000;
 
 /** Cache of API keys by secret hash. */
 export class KeyRegistry {
@@ -76,6 +86,42 @@ export class KeyRegistry {
   forget(keyHash: string): void {
     this.markStale(keyHash);
     this.known.delete(keyHash);
+    // Known to be dead: answer from memory, like an unknown token.
+    bounded(this.unknown, this.options.maxEntries).set(keyHash, this.options.clock().getTime() + this.options.negativeTtlMs);
+  }
+
+  private lastSync: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  /** Applies the keys changed in the store since the previous sync (by any process). */
+  async sync(): Promise<void> {
+    const now = this.options.clock().getTime();
+    const from = new Date((this.lastSync ?? now) - SYNC_OVERLAP_MS);
+    const changed = await this.options.store.changedSince(from, SYNC_BATCH);
+    this.lastSync = now;
+    for (const record of changed) {
+      if (record.revokedAt !== undefined) {
+        this.forget(record.keyHash);
+        continue;
+      }
+      const cached = this.known.get(record.keyHash);
+      // Only replace what is cached, and never with an older version.
+      if (cached !== undefined && cached.updatedAt.getTime() <= record.updatedAt.getTime()) {
+        this.known.set(record.keyHash, record);
+      }
+    }
+  }
+
+  /** Syncs every `intervalMs` until {@link stop}; failures go to `onError` and are retried. */
+  start(intervalMs: number, onError: (err: unknown) => void): void {
+    this.lastSync = this.options.clock().getTime();
+    this.timer = setInterval(() => this.sync().catch(onError), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops syncing. */
+  stop(): void {
+    clearInterval(this.timer);
   }
 
   private markStale(keyHash: string): void {

@@ -11,7 +11,8 @@ import {
   type Page,
   type PageRequest,
 } from "./aggregate.js";
-import { uniqueIndex, type CollectionSpec, type StoreBackend } from "./collection.js";
+import { plainIndex, uniqueIndex, type CollectionSpec, type StoreBackend } from "./collection.js";
+import { NotFoundError } from "./errors.js";
 
 /** Operations a grant may list. */
 export type StoredOperation = "list" | "get" | "create" | "update" | "delete";
@@ -31,12 +32,14 @@ export interface ApiKeyRecord extends BaseRecord {
   readonly rateLimits: { readonly perMinute?: number; readonly perDay?: number };
   readonly expiresAt?: Date;
   readonly lastUsedAt?: Date;
+  /** When the key was revoked; revoked keys are kept (so other processes learn of it) but never returned as active. */
+  readonly revokedAt?: Date;
 }
 
 /** The api_keys collection and its indexes. */
 export const apiKeysCollection: CollectionSpec = {
   name: "api_keys",
-  indexes: [uniqueIndex("api_keys", "keyHash")],
+  indexes: [uniqueIndex("api_keys", "keyHash"), plainIndex("api_keys", "updatedAt")],
 };
 
 interface StoredGrant {
@@ -74,7 +77,12 @@ function decodePermissions(value: unknown): StoredPermissions {
 }
 
 const codec: Codec<ApiKeyRecord> = {
-  toDoc: (fields) => encodeFields(fields, { permissions: encodePermissions }),
+  toDoc: (fields) => {
+    const doc = encodeFields(fields, { permissions: encodePermissions });
+    // A plain flag, so that active keys can be found by equality.
+    if ("revokedAt" in fields || "id" in fields) doc.revoked = fields.revokedAt !== undefined;
+    return doc;
+  },
   fromDoc: (doc) => {
     const limits = (doc.rateLimits ?? {}) as { perMinute?: number; perDay?: number };
     return {
@@ -90,23 +98,46 @@ const codec: Codec<ApiKeyRecord> = {
       },
       ...(doc.expiresAt ? { expiresAt: decodeDate(doc.expiresAt) } : {}),
       ...(doc.lastUsedAt ? { lastUsedAt: decodeDate(doc.lastUsedAt) } : {}),
+      ...(doc.revokedAt ? { revokedAt: decodeDate(doc.revokedAt) } : {}),
       createdAt: decodeDate(doc.createdAt),
       updatedAt: decodeDate(doc.updatedAt),
     };
   },
 };
 
-/** Storage port of API keys. */
+/** Storage port of API keys. Revoked keys stay stored, marked, and are never returned as active. */
 export class ApiKeyStore extends AggregateStore<ApiKeyRecord> {
-  /** Keys in id (creation) order. */
-  list(request: PageRequest): Promise<Page<ApiKeyRecord>> {
-    return this.page({}, request);
+  /** The active key with this id, if any. */
+  override async get(id: string): Promise<ApiKeyRecord | undefined> {
+    const rec = await super.get(id);
+    return rec?.revokedAt === undefined ? rec : undefined;
   }
 
-  /** The key whose secret hashes to `keyHash`, if any. */
+  /** Active keys in id (creation) order. */
+  list(request: PageRequest): Promise<Page<ApiKeyRecord>> {
+    return this.page({ revoked: false }, request);
+  }
+
+  /** The active key whose secret hashes to `keyHash`, if any. */
   async getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    const doc = await this.collection.findOne({ keyHash });
+    const doc = await this.collection.findOne({ keyHash, revoked: false });
     return doc === undefined ? undefined : this.codec.fromDoc(doc);
+  }
+
+  /** Revokes an active key; returns it as it was. Throws NotFoundError if there is none. */
+  async revoke(id: string, at: Date): Promise<ApiKeyRecord> {
+    const current = await this.get(id);
+    if (current === undefined) throw new NotFoundError(this.name, id);
+    await this.update(id, { revokedAt: at, updatedAt: at });
+    return current;
+  }
+
+  /**
+   * Keys (revoked ones included) changed at or after `from`, oldest change
+   * first, at most `limit`: how other processes learn of changes.
+   */
+  async changedSince(from: Date, limit: number): Promise<ApiKeyRecord[]> {
+    return (await this.collection.since("updatedAt", from, limit)).map((d) => this.codec.fromDoc(d));
   }
 }
 

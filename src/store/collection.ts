@@ -54,6 +54,8 @@ export interface DocumentCollection {
    * the document if absent, and sets `set` on it; returns the new value.
    */
   increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number>;
+  /** Documents whose date `field` is at or after `from`, oldest first, at most `limit`. */
+  since(field: string, from: Date, limit: number): Promise<Document[]>;
   /** Removes every document whose date `field` is before `date`; returns how many. */
   deleteBefore(field: string, date: Date): Promise<number>;
 }

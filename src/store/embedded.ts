@@ -126,6 +126,10 @@ class EmbeddedCollection implements DocumentCollection {
     return (affectedDocuments as Document)[field] as number;
   }
 
+  async since(field: string, from: Date, limit: number): Promise<Document[]> {
+    return (await this.ds.findAsync({ [field]: { $gte: from } }).sort({ [field]: 1 }).limit(limit)) as Document[];
+  }
+
   async deleteBefore(field: string, date: Date): Promise<number> {
     return this.ds.removeAsync({ [field]: { $lt: date } }, { multi: true });
   }

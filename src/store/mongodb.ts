@@ -189,6 +189,16 @@ class MongoCollection implements DocumentCollection {
     return (doc as Document)[field] as number;
   }
 
+  async since(field: string, from: Date, limit: number): Promise<Document[]> {
+    return guard(() =>
+      this.coll
+        .find({ [field]: { $gte: from } } as Filter<Document>)
+        .sort({ [field]: 1 })
+        .limit(limit)
+        .toArray(),
+    );
+  }
+
   async deleteBefore(field: string, date: Date): Promise<number> {
     const result = await guard(() => this.coll.deleteMany({ [field]: { $lt: date } }));
     return result.deletedCount;

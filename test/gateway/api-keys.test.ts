@@ -177,7 +177,7 @@ it("the store keeps only the SHA-256 of the secret, never the secret", async (w)
   assert.not.ok(JSON.stringify(doc).includes(secret.slice(12)), "document holds no part of the secret past its prefix");
   assert.equal(
     Object.keys(doc).sort(),
-    ["_id", "createdAt", "keyHash", "name", "permissions", "prefix", "rateLimits", "type", "updatedAt"],
+    ["_id", "createdAt", "keyHash", "name", "permissions", "prefix", "rateLimits", "revoked", "type", "updatedAt"],
   );
 });
 
