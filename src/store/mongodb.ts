@@ -22,6 +22,7 @@ import {
   findDuplicateField,
   type CollectionSpec,
   type Document,
+  type IndexSpec,
   type DocumentCollection,
   type ListOptions,
   type StoreBackend,
@@ -56,11 +57,7 @@ export async function createMongoBackend(options: MongoBackendOptions): Promise<
     kind: "mongodb",
     async collection(spec) {
       const coll = db.collection<Document>(spec.name);
-      // One call per index: FerretDB 1.24 fails a multi-index createIndexes
-      // when several of them already exist (every restart).
-      for (const i of spec.indexes) {
-        await guard(() => coll.createIndex({ [i.field]: 1 }, { name: i.name, unique: i.unique }));
-      }
+      await guard(() => ensureIndexes(coll, spec.indexes));
       return new MongoCollection(coll, spec);
     },
     async ping() {
@@ -70,6 +67,36 @@ export async function createMongoBackend(options: MongoBackendOptions): Promise<
       await client.close();
     },
   };
+}
+
+/**
+ * Creates the declared indexes, or brings older ones in line: an index of
+ * the same name but another key or uniqueness (an earlier release's) is
+ * replaced; an index on the same key under another name is kept if it is as
+ * unique as ours, else replaced. Compares with what exists first, because
+ * some servers (FerretDB) silently keep an index whose options differ.
+ */
+async function ensureIndexes(coll: Collection<Document>, indexes: readonly IndexSpec[]): Promise<void> {
+  let existing: { name?: string; key: Record<string, unknown>; unique?: boolean }[];
+  try {
+    existing = await coll.listIndexes().toArray();
+  } catch (err) {
+    // NamespaceNotFound: a new collection has no indexes yet.
+    if (!(err instanceof MongoServerError && err.code === 26)) throw err;
+    existing = [];
+  }
+  for (const index of indexes) {
+    const sameKey = (i: { key: Record<string, unknown> }) =>
+      Object.keys(i.key).length === 1 && i.key[index.field] === 1;
+    const byName = existing.find((i) => i.name === index.name);
+    if (byName !== undefined && sameKey(byName) && Boolean(byName.unique) === index.unique) continue;
+    const byKey = existing.find((i) => i.name !== index.name && sameKey(i));
+    if (byName === undefined && byKey !== undefined && Boolean(byKey.unique) === index.unique) continue;
+    // One call per index: FerretDB 1.24 fails a multi-index createIndexes
+    // when several of them already exist.
+    for (const stale of [byName, byKey]) if (stale?.name !== undefined) await coll.dropIndex(stale.name);
+    await coll.createIndex({ [index.field]: 1 }, { name: index.name, unique: index.unique });
+  }
 }
 
 function isUnavailable(err: unknown): boolean {
