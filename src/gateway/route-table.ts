@@ -46,200 +46,142 @@ export interface RestRoute {
 }
 
 const PAGING = ["page_size", "page_token"] as const;
-const m = <S extends { method: Record<string, DescMethod> }>(s: S, name: keyof S["method"]) =>
-  s.method[name as string]!;
+
+/** How one resource's five standard routes (AIP-style CRUD) are laid out. */
+interface ResourceLayout {
+  readonly service: { readonly method: Readonly<Record<string, DescMethod>> };
+  readonly resource: DescMessage;
+  readonly tag: string;
+  /** "system", for summaries. */
+  readonly singular: string;
+  /** Path of the collection (list, create): `/admin/systems`. */
+  readonly collection: string;
+  /** Path parameters of the collection path -> request fields (list and create). */
+  readonly collectionParams?: Readonly<Record<string, string>>;
+  /** Path of one item (get, update, delete); its `{id}` fills `id`. */
+  readonly item: string;
+  /** Request field the body fills and the response field of one resource: `system`. */
+  readonly field: string;
+  /** Response field of a page: `systems`. */
+  readonly listField: string;
+  /** RPC local names: listSystems, createSystem, getSystem, updateSystem, deleteSystem. */
+  readonly rpcs: readonly [list: string, create: string, get: string, update: string, remove: string];
+  /** Summaries that differ from the generated ones. */
+  readonly summaries?: Partial<Record<"list" | "create" | "get" | "update" | "delete", string>>;
+  /** Extra response fields of create merged into `data`. */
+  readonly createMerge?: readonly string[];
+}
+
+/** The five routes of a resource. */
+function resourceRoutes(r: ResourceLayout): RestRoute[] {
+  const [list, create, get, update, remove] = r.rpcs.map((name) => r.service.method[name]!);
+  const a = /^[aeiou]/i.test(r.singular) ? "an" : "a";
+  const common = { tag: r.tag, resource: r.resource, auth: "admin" as const };
+  return [
+    {
+      ...common,
+      method: "GET",
+      path: r.collection,
+      rpc: list!,
+      summary: r.summaries?.list ?? `List ${r.listField.replace(/_/g, " ")}`,
+      params: r.collectionParams,
+      query: PAGING,
+      data: r.listField,
+      list: true,
+      status: 200,
+    },
+    {
+      ...common,
+      method: "POST",
+      path: r.collection,
+      rpc: create!,
+      summary: r.summaries?.create ?? `Create ${a} ${r.singular}`,
+      params: r.collectionParams,
+      body: { field: r.field, schema: r.resource },
+      data: r.field,
+      merge: r.createMerge,
+      status: 201,
+    },
+    {
+      ...common,
+      method: "GET",
+      path: r.item,
+      rpc: get!,
+      summary: r.summaries?.get ?? `Get ${a} ${r.singular}`,
+      params: { id: "id" },
+      data: r.field,
+      status: 200,
+    },
+    {
+      ...common,
+      method: "PATCH",
+      path: r.item,
+      rpc: update!,
+      summary: r.summaries?.update ?? `Update ${a} ${r.singular}`,
+      params: { id: `${r.field}.id` },
+      body: { field: r.field, schema: r.resource, patch: "update_mask" },
+      data: r.field,
+      status: 200,
+    },
+    {
+      ...common,
+      method: "DELETE",
+      path: r.item,
+      rpc: remove!,
+      summary: r.summaries?.delete ?? `Delete ${a} ${r.singular}`,
+      params: { id: "id" },
+      data: r.field,
+      status: 200,
+    },
+  ];
+}
 
 /** Every REST route. */
 export const ROUTES: readonly RestRoute[] = [
-  {
-    method: "GET",
-    path: "/admin/systems",
-    rpc: m(SystemService, "listSystems"),
-    summary: "List systems",
-    tag: "Systems",
-    query: PAGING,
-    data: "systems",
+  ...resourceRoutes({
+    service: SystemService,
     resource: SystemSchema,
-    list: true,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "POST",
-    path: "/admin/systems",
-    rpc: m(SystemService, "createSystem"),
-    summary: "Create a system",
     tag: "Systems",
-    body: { field: "system", schema: SystemSchema },
-    data: "system",
-    resource: SystemSchema,
-    status: 201,
-    auth: "admin",
-  },
-  {
-    method: "GET",
-    path: "/admin/systems/{id}",
-    rpc: m(SystemService, "getSystem"),
-    summary: "Get a system",
-    tag: "Systems",
-    params: { id: "id" },
-    data: "system",
-    resource: SystemSchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "PATCH",
-    path: "/admin/systems/{id}",
-    rpc: m(SystemService, "updateSystem"),
-    summary: "Update a system",
-    tag: "Systems",
-    params: { id: "system.id" },
-    body: { field: "system", schema: SystemSchema, patch: "update_mask" },
-    data: "system",
-    resource: SystemSchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "DELETE",
-    path: "/admin/systems/{id}",
-    rpc: m(SystemService, "deleteSystem"),
-    summary: "Delete a system (it must have no instances)",
-    tag: "Systems",
-    params: { id: "id" },
-    data: "system",
-    resource: SystemSchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "GET",
-    path: "/admin/systems/{id}/instances",
-    rpc: m(InstanceService, "listInstances"),
-    summary: "List the instances of a system",
-    tag: "Instances",
-    params: { id: "system_id" },
-    query: PAGING,
-    data: "instances",
+    singular: "system",
+    collection: "/admin/systems",
+    item: "/admin/systems/{id}",
+    field: "system",
+    listField: "systems",
+    rpcs: ["listSystems", "createSystem", "getSystem", "updateSystem", "deleteSystem"],
+    summaries: { delete: "Delete a system (it must have no instances)" },
+  }),
+  ...resourceRoutes({
+    service: InstanceService,
     resource: InstanceSchema,
-    list: true,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "POST",
-    path: "/admin/systems/{id}/instances",
-    rpc: m(InstanceService, "createInstance"),
-    summary: "Add an instance to a system",
     tag: "Instances",
-    params: { id: "system_id" },
-    body: { field: "instance", schema: InstanceSchema },
-    data: "instance",
-    resource: InstanceSchema,
-    status: 201,
-    auth: "admin",
-  },
-  {
-    method: "GET",
-    path: "/admin/instances/{id}",
-    rpc: m(InstanceService, "getInstance"),
-    summary: "Get an instance",
-    tag: "Instances",
-    params: { id: "id" },
-    data: "instance",
-    resource: InstanceSchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "PATCH",
-    path: "/admin/instances/{id}",
-    rpc: m(InstanceService, "updateInstance"),
-    summary: "Update an instance",
-    tag: "Instances",
-    params: { id: "instance.id" },
-    body: { field: "instance", schema: InstanceSchema, patch: "update_mask" },
-    data: "instance",
-    resource: InstanceSchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "DELETE",
-    path: "/admin/instances/{id}",
-    rpc: m(InstanceService, "deleteInstance"),
-    summary: "Delete an instance",
-    tag: "Instances",
-    params: { id: "id" },
-    data: "instance",
-    resource: InstanceSchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "GET",
-    path: "/admin/api-keys",
-    rpc: m(ApiKeyService, "listApiKeys"),
-    summary: "List API keys",
-    tag: "API keys",
-    query: PAGING,
-    data: "api_keys",
+    singular: "instance",
+    collection: "/admin/systems/{id}/instances",
+    collectionParams: { id: "system_id" },
+    item: "/admin/instances/{id}",
+    field: "instance",
+    listField: "instances",
+    rpcs: ["listInstances", "createInstance", "getInstance", "updateInstance", "deleteInstance"],
+    summaries: { list: "List the instances of a system", create: "Add an instance to a system" },
+  }),
+  ...resourceRoutes({
+    service: ApiKeyService,
     resource: ApiKeySchema,
-    list: true,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "POST",
-    path: "/admin/api-keys",
-    rpc: m(ApiKeyService, "createApiKey"),
-    summary: "Issue an API key (its secret is returned once, in data.key)",
     tag: "API keys",
-    body: { field: "api_key", schema: ApiKeySchema },
-    data: "api_key",
-    merge: ["key"],
-    resource: ApiKeySchema,
-    status: 201,
-    auth: "admin",
-  },
-  {
-    method: "GET",
-    path: "/admin/api-keys/{id}",
-    rpc: m(ApiKeyService, "getApiKey"),
-    summary: "Get an API key (never its secret)",
-    tag: "API keys",
-    params: { id: "id" },
-    data: "api_key",
-    resource: ApiKeySchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "PATCH",
-    path: "/admin/api-keys/{id}",
-    rpc: m(ApiKeyService, "updateApiKey"),
-    summary: "Change an API key's name, permissions, rate limits or expiry",
-    tag: "API keys",
-    params: { id: "api_key.id" },
-    body: { field: "api_key", schema: ApiKeySchema, patch: "update_mask" },
-    data: "api_key",
-    resource: ApiKeySchema,
-    status: 200,
-    auth: "admin",
-  },
-  {
-    method: "DELETE",
-    path: "/admin/api-keys/{id}",
-    rpc: m(ApiKeyService, "deleteApiKey"),
-    summary: "Revoke an API key",
-    tag: "API keys",
-    params: { id: "id" },
-    data: "api_key",
-    resource: ApiKeySchema,
-    status: 200,
-    auth: "admin",
-  },
+    singular: "API key",
+    collection: "/admin/api-keys",
+    item: "/admin/api-keys/{id}",
+    field: "api_key",
+    listField: "api_keys",
+    rpcs: ["listApiKeys", "createApiKey", "getApiKey", "updateApiKey", "deleteApiKey"],
+    summaries: {
+      list: "List API keys",
+      create: "Issue an API key (its secret is returned once, in data.key)",
+      get: "Get an API key (never its secret)",
+      update: "Change an API key's name, permissions, rate limits or expiry",
+      delete: "Revoke an API key",
+    },
+    createMerge: ["key"],
+  }),
 ];
 
 /**
