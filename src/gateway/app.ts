@@ -253,6 +253,12 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
   const bodySchema = route.body
     ? messageSchema(route.body.schema, { mode: route.body.patch ? "patch" : "create", constraints: false })
     : undefined;
+  // Worked out once per route, not per request.
+  const queryParams = (route.query ?? []).map((name) => {
+    const field = method.input.fields.find((f) => f.name === name);
+    return { name, integer: field?.fieldKind === "scalar" && field.scalar !== ScalarType.STRING };
+  });
+  const maskField = route.body?.patch ? method.input.fields.find((f) => f.name === route.body!.patch) : undefined;
 
   app.route({
     method: route.method,
@@ -274,14 +280,12 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];
       if (route.body) json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
-      for (const name of route.query ?? []) {
+      for (const { name, integer } of queryParams) {
         const value = (req.query as Record<string, unknown>)[name];
         if (value === undefined) continue;
-        const field = method.input.fields.find((f) => f.name === name);
         if (typeof value !== "string") {
           details.push({ field: name, message: "must be given once" });
-        } else if (field?.fieldKind === "scalar" && field.scalar !== ScalarType.STRING) {
-          // Integer query parameter (page_size).
+        } else if (integer) {
           if (!/^\d{1,9}$/.test(value)) details.push({ field: name, message: "must be a non-negative integer" });
           else json[name] = Number(value);
         } else {
@@ -300,8 +304,7 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       } catch {
         throw new GatewayError(400, "the request does not match the resource's schema");
       }
-      if (route.body?.patch) {
-        const maskField = method.input.fields.find((f) => f.name === route.body!.patch)!;
+      if (maskField !== undefined) {
         (input as unknown as Record<string, unknown>)[maskField.localName] = create(FieldMaskSchema, {
           paths: Object.keys(req.body as object),
         });
