@@ -8,6 +8,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import { isWellFormedApiKey } from "./api-key-secret.js";
+import { translate } from "./errors.js";
 import type { KeyRegistry } from "./key-registry.js";
 import { rateLimitHeaders, type Limits, type RateLimiter } from "./rate-limiter.js";
 import type { UsageRecorder } from "./usage.js";
@@ -106,22 +107,25 @@ export interface AdminGateOptions {
 
 /** Creates the admin gate. */
 export function createAdminGate(options: AdminGateOptions): AdminGate {
+  const admit = async (authorization: string | null | undefined, count: boolean): Promise<Admission> => {
+    const principal = await options.authenticator.authenticate(authorization);
+    if (!count) return { principal, headers: {} };
+    const subject = principal.kind === "master" ? "admin:master" : `admin:${principal.keyId}`;
+    const result = await options.limiter.consume(subject, options.limits);
+    const headers = rateLimitHeaders(result, options.clock());
+    if (!result.allowed) {
+      throw new ConnectError(
+        `admin rate limit exceeded; retry in ${result.retryAfterSeconds} s`,
+        Code.ResourceExhausted,
+        headers,
+      );
+    }
+    return { principal, headers };
+  };
   return {
-    async admit(authorization, { count }) {
-      const principal = await options.authenticator.authenticate(authorization);
-      if (!count) return { principal, headers: {} };
-      const subject = principal.kind === "master" ? "admin:master" : `admin:${principal.keyId}`;
-      const result = await options.limiter.consume(subject, options.limits);
-      const headers = rateLimitHeaders(result, options.clock());
-      if (!result.allowed) {
-        throw new ConnectError(
-          `admin rate limit exceeded; retry in ${result.retryAfterSeconds} s`,
-          Code.ResourceExhausted,
-          headers,
-        );
-      }
-      return { principal, headers };
-    },
+    // Store failures (a cold key lookup, the rate-limit windows) become
+    // `unavailable`, as in any service call.
+    admit: (authorization, { count }) => translate({ singular: "API key" }, () => admit(authorization, count)),
   };
 }
 
