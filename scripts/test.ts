@@ -1,12 +1,14 @@
 /**
  * The test command (`npm test`): runs the whole uvu suite on the embedded
- * store, then again on MongoDB when one is configured (MONGODB_URL), and
+ * store, then again on MongoDB when one is available (MONGODB_URL, or a
+ * throwaway FerretDB when its binary is built), and
  * ends with one line `N passed, M failed` totalling every run. Exits
  * non-zero if any test failed or a run crashed.
  *
  * Usage: node --import tsx scripts/test.ts [uvu dir] [uvu pattern]
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 
 interface RunResult {
   readonly passed: number;
@@ -42,15 +44,36 @@ function runUvu(label: string, env: NodeJS.ProcessEnv): Promise<RunResult> {
   });
 }
 
+/**
+ * Starts a throwaway FerretDB when its binary is already built (it is not
+ * built here: that takes a minute and needs Go). Returns its URL.
+ */
+function startThrowawayFerretDb(): string | undefined {
+  const built = existsSync(".tmp/bin/erplink-ferretdb") || spawnSync("sh", ["-c", "command -v erplink-ferretdb"]).status === 0;
+  if (!built) return undefined;
+  const started = spawnSync("bash", ["scripts/ferretdb.sh", "start"], { encoding: "utf8" });
+  const url = started.stdout.trim();
+  if (started.status !== 0 || !url.startsWith("mongodb://")) return undefined;
+  return `${url}erplink_test`;
+}
+
 const base: NodeJS.ProcessEnv = { ...process.env };
 delete base.ERPLINK_TEST_MONGODB_URL;
 delete base.MONGODB_URL;
 const results: RunResult[] = [await runUvu("embedded store", base)];
-const mongoUrl = process.env.MONGODB_URL;
+const mongoUrl = process.env.MONGODB_URL || startThrowawayFerretDb();
 if (mongoUrl) {
-  results.push(await runUvu("MongoDB store", { ...base, ERPLINK_TEST_MONGODB_URL: mongoUrl }));
+  try {
+    results.push(await runUvu("MongoDB store", { ...base, ERPLINK_TEST_MONGODB_URL: mongoUrl }));
+  } finally {
+    // Stop only the instance started here.
+    const port = /:(\d+)\//.exec(mongoUrl)?.[1];
+    if (!process.env.MONGODB_URL && port) spawnSync("bash", ["scripts/ferretdb.sh", "stop", port], { stdio: "ignore" });
+  }
 } else {
-  process.stdout.write("\n(MONGODB_URL is not set: the MongoDB run is skipped)\n");
+  process.stdout.write(
+    "\n(no MongoDB: set MONGODB_URL, or build FerretDB with `npm run db:ferret -- install`, to run the suite on it too)\n",
+  );
 }
 const sum = (k: keyof RunResult) => results.reduce((n, r) => n + r[k], 0);
 const skipped = sum("skipped");
