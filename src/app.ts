@@ -4,6 +4,8 @@
  * listens; the end-to-end tests call it with theirs.
  */
 import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { createRouterTransport } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
@@ -11,6 +13,7 @@ import type { Config } from "./config.js";
 import { createGateway } from "./gateway/app.js";
 import { createDualProtocolServer } from "./gateway/server.js";
 import { createServiceLayer } from "./services/layer.js";
+import { parseEncryptionKey } from "./services/secret-box.js";
 import { createStore, type Store } from "./store/index.js";
 
 /** A composed erplink, ready to listen. */
@@ -32,6 +35,28 @@ export interface ErplinkOptions {
   readonly logDestination?: NodeJS.WritableStream;
 }
 
+/**
+ * The embedded store's encryption key when ERPLINK_ENCRYPTION_KEY is unset:
+ * read from, or generated into, `<data dir>/encryption.key` (mode 0600),
+ * with a warning; in memory, a fresh one (the data dies with the process).
+ */
+async function localEncryptionKey(config: Config, logger: Logger): Promise<Buffer> {
+  if (config.store.kind !== "embedded" || config.store.dataDir === ":memory:") return randomBytes(32);
+  const file = join(config.store.dataDir, "encryption.key");
+  try {
+    const key = parseEncryptionKey(await readFile(file, "utf8"));
+    if (key === undefined) throw new Error(`${file} does not hold a 32-byte key`);
+    return key;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  await mkdir(config.store.dataDir, { recursive: true });
+  const key = randomBytes(32);
+  await writeFile(file, `${key.toString("hex")}\n`, { mode: 0o600, flag: "wx" });
+  logger.warn({ file }, "ERPLINK_ENCRYPTION_KEY is not set: generated a key for back-end credentials; back it up with the data");
+  return key;
+}
+
 /** Composes erplink from its configuration. */
 export async function createErplink(config: Config, options: ErplinkOptions = {}): Promise<Erplink> {
   // Asynchronous writes keep logging off the request path; close() flushes.
@@ -41,9 +66,11 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
   );
   const generatedMasterKey = config.masterKey === undefined;
   const masterKey = config.masterKey ?? `erpl_master_${randomBytes(32).toString("base64url")}`;
+  const encryptionKey = config.encryptionKey ?? (await localEncryptionKey(config, logger));
   const store = await createStore(config.store);
   const layer = createServiceLayer(store, {
     masterKey,
+    encryptionKey,
     adminLimits: config.adminLimits,
     dataLimits: config.dataLimits,
     log: logger,

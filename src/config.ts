@@ -4,6 +4,8 @@
  * passes `process.env`; tests pass their own.
  */
 
+import { parseEncryptionKey } from "./services/secret-box.js";
+
 /** erplink's configuration. */
 export interface Config {
   readonly host: string;
@@ -25,6 +27,8 @@ export interface Config {
   readonly usageFlushMs: number;
   /** How often each process reads the API keys other processes changed (ms). */
   readonly keySyncMs: number;
+  /** The key that seals back-end credentials; when unset, main makes or reads one in the data dir. */
+  readonly encryptionKey: Buffer | undefined;
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -68,6 +72,15 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push("ERPLINK_PUBLIC_URL must be an http(s) URL");
   }
 
+  const encryptionKeyText = env.ERPLINK_ENCRYPTION_KEY || undefined;
+  const encryptionKey = encryptionKeyText === undefined ? undefined : parseEncryptionKey(encryptionKeyText);
+  if (encryptionKeyText !== undefined && encryptionKey === undefined) {
+    problems.push("ERPLINK_ENCRYPTION_KEY must be 32 bytes: 64 hex characters or 44 base64 characters");
+  }
+  if (mongoUrl !== undefined && encryptionKeyText === undefined) {
+    problems.push("ERPLINK_ENCRYPTION_KEY is required with MONGODB_URL: every process must seal credentials with the same key");
+  }
+
   const config: Config = {
     host: env.HOST || "localhost",
     port: int("PORT", 8080, 0, 65535),
@@ -93,6 +106,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     },
     usageFlushMs: int("ERPLINK_USAGE_FLUSH_MS", 30_000, 100, 3_600_000),
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
+    encryptionKey,
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

@@ -60,6 +60,7 @@ function instance(id: string, systemId: string, name: string, fields: Partial<In
     name,
     environment: "production",
     baseUrl: `https://${name.toLowerCase()}.example.com/sap/opu/odata/sap/`,
+    services: {},
     createdAt: T0,
     updatedAt: T1,
     ...fields,

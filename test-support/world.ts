@@ -16,6 +16,8 @@ import { createStore, type Store } from "../src/store/index.js";
 
 /** The master key every test world uses. */
 export const MASTER_KEY = "erpl_test_master_key_0123456789abcdefghijklmnop";
+/** The key back-end credentials are sealed with in test worlds. */
+export const ENCRYPTION_KEY = Buffer.alloc(32, 7);
 /** Authorization header with the master key. */
 export const AUTH = { authorization: `Bearer ${MASTER_KEY}` } as const;
 
@@ -88,6 +90,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
   const clock = () => new Date(world.now.getTime());
   const layer = createServiceLayer(store, {
     masterKey: MASTER_KEY,
+    encryptionKey: ENCRYPTION_KEY,
     adminLimits: options.adminLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
     dataLimits: options.dataLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
     clock,

@@ -114,6 +114,7 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
     const description = docs[`${field.parent.typeName}.${field.name}`];
     if (description) schema.description = description;
     if (rules.outputOnly) schema.readOnly = true;
+    if (rules.secret) schema.writeOnly = true;
   }
   return schema;
 }

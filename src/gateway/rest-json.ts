@@ -1,10 +1,12 @@
 /**
- * The REST facade's JSON differs from proto JSON in one way: enum values are
- * written without their type prefix and in lower case (`"admin"` for
- * `API_KEY_TYPE_ADMIN`), as REST clients expect. These walk a message's JSON
- * by its descriptor and convert enum values each way.
+ * The REST facade's JSON differs from proto JSON in a few ways REST clients
+ * expect: enum values are written without their type prefix and in lower
+ * case (`"admin"` for `API_KEY_TYPE_ADMIN`); write-only (`secret`) fields
+ * never appear in responses; nested messages leave out empty strings. These
+ * walk a message's JSON by its descriptor, each way.
  */
-import type { DescEnum, DescField, DescMessage, JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { getOption, type DescEnum, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { field as fieldRulesOption } from "../gen/erplink/options/v1/field_rules_pb.js";
 
 /** The REST name of an enum value (`API_KEY_TYPE_ADMIN` -> `admin`). */
 export function restEnumName(value: { readonly localName: string }): string {
@@ -33,23 +35,30 @@ function isObject(v: JsonValue | undefined): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function convertField(field: DescField, value: JsonValue, map: EnumMapper): JsonValue {
+/** The direction of a conversion. */
+interface Direction {
+  readonly map: EnumMapper;
+  /** Responses: drop secrets, and empty strings of nested messages. */
+  readonly outbound: boolean;
+}
+
+function convertField(field: DescField, value: JsonValue, dir: Direction): JsonValue {
   switch (field.fieldKind) {
     case "enum":
-      return map(field.enum, value);
+      return dir.map(field.enum, value);
     case "message":
-      return convertMessage(field.message, value, map);
+      return convertMessage(field.message, value, dir, true);
     case "list":
       if (!Array.isArray(value)) return value;
-      if (field.listKind === "enum") return value.map((v) => map(field.enum, v));
-      if (field.listKind === "message") return value.map((v) => convertMessage(field.message, v, map));
+      if (field.listKind === "enum") return value.map((v) => dir.map(field.enum, v));
+      if (field.listKind === "message") return value.map((v) => convertMessage(field.message, v, dir, true));
       return value;
     case "map":
       if (!isObject(value) || field.mapKind === "scalar") return value;
       return Object.fromEntries(
         Object.entries(value).map(([k, v]) => [
           k,
-          field.mapKind === "enum" ? map(field.enum, v) : convertMessage(field.message, v, map),
+          field.mapKind === "enum" ? dir.map(field.enum, v) : convertMessage(field.message, v, dir, true),
         ]),
       );
     default:
@@ -57,23 +66,33 @@ function convertField(field: DescField, value: JsonValue, map: EnumMapper): Json
   }
 }
 
-function convertMessage(desc: DescMessage, value: JsonValue, map: EnumMapper): JsonValue {
+function convertMessage(desc: DescMessage, value: JsonValue, dir: Direction, nested: boolean): JsonValue {
   // Well-known types (Struct, Timestamp, ...) have JSON forms of their own.
   if (!isObject(value) || desc.typeName.startsWith("google.protobuf.")) return value;
   const out: JsonObject = { ...value };
   for (const field of desc.fields) {
     const v = value[field.name];
-    if (v !== undefined) out[field.name] = convertField(field, v, map);
+    if (v === undefined) continue;
+    if (dir.outbound && (getOption(field, fieldRulesOption).secret || (nested && v === ""))) {
+      delete out[field.name];
+      continue;
+    }
+    out[field.name] = convertField(field, v, dir);
   }
   return out;
 }
 
+const OUTBOUND: Direction = { map: toRest, outbound: true };
+const INBOUND: Direction = { map: fromRest, outbound: false };
+
 /** Proto JSON (proto field names) -> REST JSON. */
 export function toRestJson(desc: DescMessage, value: JsonValue): JsonValue {
-  return Array.isArray(value) ? value.map((v) => convertMessage(desc, v, toRest)) : convertMessage(desc, value, toRest);
+  return Array.isArray(value)
+    ? value.map((v) => convertMessage(desc, v, OUTBOUND, false))
+    : convertMessage(desc, value, OUTBOUND, false);
 }
 
 /** REST JSON -> proto JSON (proto field names). */
 export function fromRestJson(desc: DescMessage, value: JsonValue): JsonValue {
-  return convertMessage(desc, value, fromRest);
+  return convertMessage(desc, value, INBOUND, false);
 }

@@ -5,6 +5,7 @@ import type { Store } from "../store/index.js";
 import { createIdGenerator, type IdGenerator } from "./ids.js";
 import { KeyRegistry } from "./key-registry.js";
 import { RateLimiter, type Limits } from "./rate-limiter.js";
+import { createSecretBox, type SecretBox } from "./secret-box.js";
 import { UsageRecorder } from "./usage.js";
 
 /** Dependencies shared by the services. */
@@ -20,12 +21,16 @@ export interface ServiceDeps {
   readonly limiter: RateLimiter;
   /** Limits of data keys that set none of their own. */
   readonly dataLimits: Limits;
+  /** Seals back-end credentials at rest. */
+  readonly secrets: SecretBox;
 }
 
 /** Settings of {@link createServiceDeps}. */
 export interface ServiceSettings {
   /** Limits of data keys that set none of their own. */
   readonly dataLimits: Limits;
+  /** The 32-byte key that seals back-end credentials. */
+  readonly encryptionKey: Buffer;
   /** How long an unknown key hash is remembered as unknown (ms). */
   readonly negativeCacheTtlMs?: number;
   /** Reports a failed background write (usage times). */
@@ -50,5 +55,6 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
     usage: new UsageRecorder({ store: store.apiKeys, clock, onError: settings.onBackgroundError }),
     limiter: new RateLimiter(store.rateWindows, clock),
     dataLimits: settings.dataLimits,
+    secrets: createSecretBox(settings.encryptionKey),
   };
 }

@@ -19,7 +19,8 @@ import {
   type ListInstancesRequest,
   type UpdateInstanceRequest,
 } from "../gen/erplink/admin/v1/instance_pb.js";
-import type { InstanceRecord } from "../store/index.js";
+import type { InstanceRecord, Patch } from "../store/index.js";
+import { backendAuthToMessage, sealBackendAuth } from "./backend-auth.js";
 import type { ServiceDeps } from "./context.js";
 import { translate } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
@@ -27,6 +28,11 @@ import { requireId, requireResource, toPatch } from "./resource.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
 const names = { singular: "instance" };
+
+/** The services map of a message, as the record keeps it. */
+function servicesOf(instance: Instance): InstanceRecord["services"] {
+  return Object.fromEntries(Object.entries(instance.services).map(([name, route]) => [name, { path: route.path }]));
+}
 
 /** The one mapping of a stored instance to its message. */
 export function instanceToMessage(rec: InstanceRecord): Instance {
@@ -36,6 +42,8 @@ export function instanceToMessage(rec: InstanceRecord): Instance {
     name: rec.name,
     environment: rec.environment,
     baseUrl: rec.baseUrl,
+    services: Object.fromEntries(Object.entries(rec.services).map(([name, { path }]) => [name, { path }])),
+    auth: rec.auth ? backendAuthToMessage(rec.auth) : undefined,
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
   });
@@ -83,12 +91,15 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       assertValidForCreate(InstanceSchema, instance);
       await this.requireSystem(req.systemId);
       const now = this.deps.clock();
+      const id = this.deps.newId("ins");
       const rec = await this.deps.store.instances.create({
-        id: this.deps.newId("ins"),
+        id,
         systemId: req.systemId,
         name: instance.name,
         environment: instance.environment,
         baseUrl: instance.baseUrl,
+        services: servicesOf(instance),
+        ...(instance.auth ? { auth: sealBackendAuth(instance.auth, id, this.deps.secrets) } : {}),
         createdAt: now,
         updatedAt: now,
       });
@@ -106,10 +117,16 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       const instance = requireResource(req.instance, "instance");
       requireId("ins", instance.id);
       const fields = assertValidForUpdate(InstanceSchema, instance, req.updateMask?.paths ?? []);
-      const rec = await this.deps.store.instances.update(instance.id, {
-        ...toPatch<InstanceRecord>(instance, fields),
-        updatedAt: this.deps.clock(),
-      });
+      const patch: Patch<InstanceRecord> = { updatedAt: this.deps.clock() };
+      for (const field of fields) {
+        if (field.name === "services") Object.assign(patch, { services: servicesOf(instance) });
+        else if (field.name === "auth") {
+          Object.assign(patch, {
+            auth: instance.auth ? sealBackendAuth(instance.auth, instance.id, this.deps.secrets) : undefined,
+          });
+        } else Object.assign(patch, toPatch<InstanceRecord>(instance, [field]));
+      }
+      const rec = await this.deps.store.instances.update(instance.id, patch);
       return create(UpdateInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }

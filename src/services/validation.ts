@@ -109,6 +109,8 @@ function checkField(msg: Message, field: DescField, out: Violation[], now: Date,
         out.push({ field: `${name}.${key}`, description: `key must match ${rules.keyPattern}` });
       } else if (typeof v === "string" && rules.valueMaxLen > 0 && length(v) > rules.valueMaxLen) {
         out.push({ field: `${name}.${key}`, description: `must be at most ${rules.valueMaxLen} characters` });
+      } else if (field.mapKind === "message") {
+        for (const inner of field.message.fields) checkField(v as Message, inner, out, now, `${name}.${key}.`);
       }
     }
   }

@@ -12,7 +12,7 @@ import { openSystemStore, type SystemStore } from "./systems.js";
 export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
 export type { Page, PageRequest, Patch } from "./aggregate.js";
 export type { SystemRecord, SystemStore } from "./systems.js";
-export type { InstanceRecord, InstanceStore } from "./instances.js";
+export type { InstanceRecord, InstanceStore, StoredBackendAuth } from "./instances.js";
 export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
 export type { RateWindowStore, Take } from "./rate-windows.js";
 

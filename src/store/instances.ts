@@ -13,12 +13,26 @@ import {
 } from "./aggregate.js";
 import { plainIndex, uniqueIndex, type CollectionSpec, type StoreBackend } from "./collection.js";
 
+/** Back-end credentials as stored: non-secret fields in clear, secrets sealed together. */
+export interface StoredBackendAuth {
+  readonly type: "none" | "basic" | "bearer" | "oauth2_client_credentials";
+  readonly username?: string;
+  readonly tokenUrl?: string;
+  readonly clientId?: string;
+  readonly scope?: string;
+  /** The secrets (JSON), encrypted by the services; the store never sees them in clear. */
+  readonly sealed?: string;
+}
+
 /** A stored instance. */
 export interface InstanceRecord extends BaseRecord {
   readonly systemId: string;
   readonly name: string;
   readonly environment: string;
   readonly baseUrl: string;
+  /** Service name -> path under `baseUrl`. */
+  readonly services: Readonly<Record<string, { readonly path: string }>>;
+  readonly auth?: StoredBackendAuth;
 }
 
 /** The instances collection and its indexes. */
@@ -27,14 +41,28 @@ export const instancesCollection: CollectionSpec = {
   indexes: [uniqueIndex("instances", "name"), plainIndex("instances", "systemId")],
 };
 
+// Service names may contain `.`, which field names may not: stored as a list.
+function encodeServices(services: InstanceRecord["services"]): { n: string; p: string }[] {
+  return Object.entries(services).map(([n, { path }]) => ({ n, p: path }));
+}
+
+function decodeServices(value: unknown): Record<string, { path: string }> {
+  // fromEntries defines own properties: a service named `__proto__` stays a name.
+  return Array.isArray(value)
+    ? Object.fromEntries((value as { n: string; p: string }[]).map(({ n, p }) => [n, { path: p }]))
+    : {};
+}
+
 const codec: Codec<InstanceRecord> = {
-  toDoc: (fields) => encodeFields(fields),
+  toDoc: (fields) => encodeFields(fields, { services: encodeServices }),
   fromDoc: (doc) => ({
     id: doc._id,
     systemId: doc.systemId as string,
     name: doc.name as string,
     environment: (doc.environment as string | undefined) ?? "",
     baseUrl: doc.baseUrl as string,
+    services: decodeServices(doc.services),
+    ...(doc.auth ? { auth: doc.auth as StoredBackendAuth } : {}),
     createdAt: decodeDate(doc.createdAt),
     updatedAt: decodeDate(doc.updatedAt),
   }),

@@ -86,6 +86,7 @@ if (base !== undefined) {
       const env = {
         MONGODB_URL: ctx.url,
         ERPLINK_MASTER_KEY: MASTER,
+        ERPLINK_ENCRYPTION_KEY: "ab".repeat(32),
         LOG_LEVEL: "warn",
         // The master key's admin budget is shared by both processes; the
         // tests below make a few hundred admin calls in one minute.

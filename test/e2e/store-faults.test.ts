@@ -93,6 +93,7 @@ if (base !== undefined) {
       ctx.erplink = await startErplinkProcess({
         MONGODB_URL: `${ctx.ferret.url}erplink_faults`,
         ERPLINK_MASTER_KEY: MASTER,
+        ERPLINK_ENCRYPTION_KEY: "ab".repeat(32),
         ERPLINK_MONGODB_TIMEOUT_MS: "1000",
         LOG_LEVEL: "warn",
       });

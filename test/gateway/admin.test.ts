@@ -155,6 +155,7 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
     id: created.id,
     system_id: systemId,
     ...PROD,
+    services: {},
     created_at: "2026-01-02T03:04:05Z",
     updated_at: "2026-01-02T03:04:05Z",
   });

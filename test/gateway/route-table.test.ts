@@ -16,7 +16,7 @@ Table("every RPC served is routed on the REST facade or marked internal-only", a
   const store = await openTestStore();
   try {
     const router = createConnectRouter();
-    createRoutes(createServiceDeps(store, { dataLimits: {}, onBackgroundError: () => undefined }))(router);
+    createRoutes(createServiceDeps(store, { dataLimits: {}, encryptionKey: Buffer.alloc(32), onBackgroundError: () => undefined }))(router);
     const served = router.handlers.map((h) => `${h.service.typeName}.${h.method.name}`).sort();
     assert.ok(served.length >= 10);
     const routed = new Set(ROUTES.map((r) => `${r.rpc.parent.typeName}.${r.rpc.name}`));

@@ -66,6 +66,7 @@ function fixture() {
     name,
     environment: i === 0 ? "production" : "",
     baseUrl: `https://${name.toLowerCase()}-${i}.example.com/odata/`,
+    services: {},
     createdAt: T0,
     updatedAt: T1,
   }));

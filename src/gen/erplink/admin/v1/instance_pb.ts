@@ -2,8 +2,8 @@
 // @generated from file erplink/admin/v1/instance.proto (package erplink.admin.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_erplink_options_v1_field_rules } from "../../options/v1/field_rules_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/instance.proto.
  */
 export const file_erplink_admin_v1_instance: GenFile = /*@__PURE__*/
-  fileDesc("Ch9lcnBsaW5rL2FkbWluL3YxL2luc3RhbmNlLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIqICCghJbnN0YW5jZRISCgJpZBgBIAEoCUIGyvMYAhABEhkKCXN5c3RlbV9pZBgCIAEoCUIGyvMYAhABEjsKBG5hbWUYAyABKAlCLcrzGCkIARgBIEAqIV5bQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjN9JBIbCgtlbnZpcm9ubWVudBgEIAEoCUIGyvMYAiBAEh0KCGJhc2VfdXJsGAUgASgJQgvK8xgHCAEggBAwARI2CgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAEiIAoSR2V0SW5zdGFuY2VSZXF1ZXN0EgoKAmlkGAEgASgJIkMKE0dldEluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlIlAKFExpc3RJbnN0YW5jZXNSZXF1ZXN0EhEKCXN5c3RlbV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJfChVMaXN0SW5zdGFuY2VzUmVzcG9uc2USLQoJaW5zdGFuY2VzGAEgAygLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiWAoVQ3JlYXRlSW5zdGFuY2VSZXF1ZXN0EhEKCXN5c3RlbV9pZBgBIAEoCRIsCghpbnN0YW5jZRgCIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiRgoWQ3JlYXRlSW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UidgoVVXBkYXRlSW5zdGFuY2VSZXF1ZXN0EiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siRgoWVXBkYXRlSW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiIwoVRGVsZXRlSW5zdGFuY2VSZXF1ZXN0EgoKAmlkGAEgASgJIkYKFkRlbGV0ZUluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlMv4DCg9JbnN0YW5jZVNlcnZpY2USWgoLR2V0SW5zdGFuY2USJC5lcnBsaW5rLmFkbWluLnYxLkdldEluc3RhbmNlUmVxdWVzdBolLmVycGxpbmsuYWRtaW4udjEuR2V0SW5zdGFuY2VSZXNwb25zZRJgCg1MaXN0SW5zdGFuY2VzEiYuZXJwbGluay5hZG1pbi52MS5MaXN0SW5zdGFuY2VzUmVxdWVzdBonLmVycGxpbmsuYWRtaW4udjEuTGlzdEluc3RhbmNlc1Jlc3BvbnNlEmMKDkNyZWF0ZUluc3RhbmNlEicuZXJwbGluay5hZG1pbi52MS5DcmVhdGVJbnN0YW5jZVJlcXVlc3QaKC5lcnBsaW5rLmFkbWluLnYxLkNyZWF0ZUluc3RhbmNlUmVzcG9uc2USYwoOVXBkYXRlSW5zdGFuY2USJy5lcnBsaW5rLmFkbWluLnYxLlVwZGF0ZUluc3RhbmNlUmVxdWVzdBooLmVycGxpbmsuYWRtaW4udjEuVXBkYXRlSW5zdGFuY2VSZXNwb25zZRJjCg5EZWxldGVJbnN0YW5jZRInLmVycGxpbmsuYWRtaW4udjEuRGVsZXRlSW5zdGFuY2VSZXF1ZXN0GiguZXJwbGluay5hZG1pbi52MS5EZWxldGVJbnN0YW5jZVJlc3BvbnNlYgZwcm90bzM", [file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ch9lcnBsaW5rL2FkbWluL3YxL2luc3RhbmNlLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIowECghJbnN0YW5jZRISCgJpZBgBIAEoCUIGyvMYAhABEhkKCXN5c3RlbV9pZBgCIAEoCUIGyvMYAhABEjsKBG5hbWUYAyABKAlCLcrzGCkIARgBIEAqIV5bQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjN9JBIbCgtlbnZpcm9ubWVudBgEIAEoCUIGyvMYAiBAEh0KCGJhc2VfdXJsGAUgASgJQgvK8xgHCAEggBAwARI2CgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAESagoIc2VydmljZXMYCCADKAsyKC5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlLlNlcnZpY2VzRW50cnlCLsrzGCo49ANCJV5bQS1aYS16MC05X11bQS1aYS16MC05Xy47PS1dezAsMTI3fSQSKwoEYXV0aBgJIAEoCzIdLmVycGxpbmsuYWRtaW4udjEuQmFja2VuZEF1dGgaTwoNU2VydmljZXNFbnRyeRILCgNrZXkYASABKAkSLQoFdmFsdWUYAiABKAsyHi5lcnBsaW5rLmFkbWluLnYxLlNlcnZpY2VSb3V0ZToCOAEigAEKDFNlcnZpY2VSb3V0ZRJwCgRwYXRoGAEgASgJQmLK8xheCAEggAQqV14oPyEuKihefC8pXC57MSwyfSgvfCQpKVtBLVphLXowLTlffiEkJicoKSorLDs9OkAuLV0rKC9bQS1aYS16MC05X34hJCYnKCkqKyw7PTpALi1dKykqJCKEAgoLQmFja2VuZEF1dGgSLwoEdHlwZRgBIAEoDjIhLmVycGxpbmsuYWRtaW4udjEuQmFja2VuZEF1dGhUeXBlEhkKCHVzZXJuYW1lGAIgASgJQgfK8xgDIIACEhsKCHBhc3N3b3JkGAMgASgJQgnK8xgFIIAIaAESGAoFdG9rZW4YBCABKAlCCcrzGAUggEBoARIcCgl0b2tlbl91cmwYBSABKAlCCcrzGAUggBAwARIaCgljbGllbnRfaWQYBiABKAlCB8rzGAMggAQSIAoNY2xpZW50X3NlY3JldBgHIAEoCUIJyvMYBSCACGgBEhYKBXNjb3BlGAggASgJQgfK8xgDIIAIIiAKEkdldEluc3RhbmNlUmVxdWVzdBIKCgJpZBgBIAEoCSJDChNHZXRJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSJQChRMaXN0SW5zdGFuY2VzUmVxdWVzdBIRCglzeXN0ZW1faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiXwoVTGlzdEluc3RhbmNlc1Jlc3BvbnNlEi0KCWluc3RhbmNlcxgBIAMoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlgKFUNyZWF0ZUluc3RhbmNlUmVxdWVzdBIRCglzeXN0ZW1faWQYASABKAkSLAoIaW5zdGFuY2UYAiABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlIkYKFkNyZWF0ZUluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlInYKFVVwZGF0ZUluc3RhbmNlUmVxdWVzdBIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2USLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkYKFlVwZGF0ZUluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlIiMKFURlbGV0ZUluc3RhbmNlUmVxdWVzdBIKCgJpZBgBIAEoCSJGChZEZWxldGVJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSq8AQoPQmFja2VuZEF1dGhUeXBlEiEKHUJBQ0tFTkRfQVVUSF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWQkFDS0VORF9BVVRIX1RZUEVfTk9ORRABEhsKF0JBQ0tFTkRfQVVUSF9UWVBFX0JBU0lDEAISHAoYQkFDS0VORF9BVVRIX1RZUEVfQkVBUkVSEAMSLworQkFDS0VORF9BVVRIX1RZUEVfT0FVVEgyX0NMSUVOVF9DUkVERU5USUFMUxAEMv4DCg9JbnN0YW5jZVNlcnZpY2USWgoLR2V0SW5zdGFuY2USJC5lcnBsaW5rLmFkbWluLnYxLkdldEluc3RhbmNlUmVxdWVzdBolLmVycGxpbmsuYWRtaW4udjEuR2V0SW5zdGFuY2VSZXNwb25zZRJgCg1MaXN0SW5zdGFuY2VzEiYuZXJwbGluay5hZG1pbi52MS5MaXN0SW5zdGFuY2VzUmVxdWVzdBonLmVycGxpbmsuYWRtaW4udjEuTGlzdEluc3RhbmNlc1Jlc3BvbnNlEmMKDkNyZWF0ZUluc3RhbmNlEicuZXJwbGluay5hZG1pbi52MS5DcmVhdGVJbnN0YW5jZVJlcXVlc3QaKC5lcnBsaW5rLmFkbWluLnYxLkNyZWF0ZUluc3RhbmNlUmVzcG9uc2USYwoOVXBkYXRlSW5zdGFuY2USJy5lcnBsaW5rLmFkbWluLnYxLlVwZGF0ZUluc3RhbmNlUmVxdWVzdBooLmVycGxpbmsuYWRtaW4udjEuVXBkYXRlSW5zdGFuY2VSZXNwb25zZRJjCg5EZWxldGVJbnN0YW5jZRInLmVycGxpbmsuYWRtaW4udjEuRGVsZXRlSW5zdGFuY2VSZXF1ZXN0GiguZXJwbGluay5hZG1pbi52MS5EZWxldGVJbnN0YW5jZVJlc3BvbnNlYgZwcm90bzM", [file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * One deployment of a system, such as its production tenant, reached at its
@@ -78,6 +78,25 @@ export type Instance = Message<"erplink.admin.v1.Instance"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 7;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Where each OData service lives under `base_url`, by service name, for
+   * SAP-style paths such as `srvd_a2x/sap/purchaseorder/0001`. A service not
+   * listed here is reached at `base_url` + `/` + its name. At most 500
+   * entries; names as in API-key permissions.
+   *
+   * @generated from field: map<string, erplink.admin.v1.ServiceRoute> services = 8;
+   */
+  services: { [key: string]: ServiceRoute };
+
+  /**
+   * How erplink authenticates to the back end. Write-only secrets: responses
+   * show the type and the non-secret fields only; secrets are stored
+   * encrypted (AES-256-GCM).
+   *
+   * @generated from field: erplink.admin.v1.BackendAuth auth = 9;
+   */
+  auth?: BackendAuth | undefined;
 };
 
 /**
@@ -86,6 +105,101 @@ export type Instance = Message<"erplink.admin.v1.Instance"> & {
  */
 export const InstanceSchema: GenMessage<Instance> = /*@__PURE__*/
   messageDesc(file_erplink_admin_v1_instance, 0);
+
+/**
+ * Where one OData service of an instance lives.
+ *
+ * @generated from message erplink.admin.v1.ServiceRoute
+ */
+export type ServiceRoute = Message<"erplink.admin.v1.ServiceRoute"> & {
+  /**
+   * Path of the service root relative to the instance's `base_url`, without
+   * a leading `/`, such as `sap/opu/odata/sap/API_BUSINESS_PARTNER` or
+   * `srvd_a2x/sap/purchaseorder/0001`. 1 to 512 characters of URL path
+   * segments; no `.` or `..` segments, no query or fragment.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message erplink.admin.v1.ServiceRoute.
+ * Use `create(ServiceRouteSchema)` to create a new message.
+ */
+export const ServiceRouteSchema: GenMessage<ServiceRoute> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 1);
+
+/**
+ * How erplink authenticates to an instance's back end.
+ *
+ * @generated from message erplink.admin.v1.BackendAuth
+ */
+export type BackendAuth = Message<"erplink.admin.v1.BackendAuth"> & {
+  /**
+   * The kind of credentials.
+   *
+   * @generated from field: erplink.admin.v1.BackendAuthType type = 1;
+   */
+  type: BackendAuthType;
+
+  /**
+   * `basic`: the user name.
+   *
+   * @generated from field: string username = 2;
+   */
+  username: string;
+
+  /**
+   * `basic`: the password. Write-only.
+   *
+   * @generated from field: string password = 3;
+   */
+  password: string;
+
+  /**
+   * `bearer`: the token sent as `Authorization: Bearer <token>`. Write-only.
+   *
+   * @generated from field: string token = 4;
+   */
+  token: string;
+
+  /**
+   * `oauth2_client_credentials`: the token endpoint, an absolute `http` or
+   * `https` URL.
+   *
+   * @generated from field: string token_url = 5;
+   */
+  tokenUrl: string;
+
+  /**
+   * `oauth2_client_credentials`: the client id.
+   *
+   * @generated from field: string client_id = 6;
+   */
+  clientId: string;
+
+  /**
+   * `oauth2_client_credentials`: the client secret. Write-only.
+   *
+   * @generated from field: string client_secret = 7;
+   */
+  clientSecret: string;
+
+  /**
+   * `oauth2_client_credentials`: the scope to request, if any.
+   *
+   * @generated from field: string scope = 8;
+   */
+  scope: string;
+};
+
+/**
+ * Describes the message erplink.admin.v1.BackendAuth.
+ * Use `create(BackendAuthSchema)` to create a new message.
+ */
+export const BackendAuthSchema: GenMessage<BackendAuth> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 2);
 
 /**
  * Request of InstanceService.GetInstance.
@@ -106,7 +220,7 @@ export type GetInstanceRequest = Message<"erplink.admin.v1.GetInstanceRequest"> 
  * Use `create(GetInstanceRequestSchema)` to create a new message.
  */
 export const GetInstanceRequestSchema: GenMessage<GetInstanceRequest> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 1);
+  messageDesc(file_erplink_admin_v1_instance, 3);
 
 /**
  * Response of InstanceService.GetInstance.
@@ -127,7 +241,7 @@ export type GetInstanceResponse = Message<"erplink.admin.v1.GetInstanceResponse"
  * Use `create(GetInstanceResponseSchema)` to create a new message.
  */
 export const GetInstanceResponseSchema: GenMessage<GetInstanceResponse> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 2);
+  messageDesc(file_erplink_admin_v1_instance, 4);
 
 /**
  * Request of InstanceService.ListInstances.
@@ -165,7 +279,7 @@ export type ListInstancesRequest = Message<"erplink.admin.v1.ListInstancesReques
  * Use `create(ListInstancesRequestSchema)` to create a new message.
  */
 export const ListInstancesRequestSchema: GenMessage<ListInstancesRequest> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 3);
+  messageDesc(file_erplink_admin_v1_instance, 5);
 
 /**
  * Response of InstanceService.ListInstances.
@@ -193,7 +307,7 @@ export type ListInstancesResponse = Message<"erplink.admin.v1.ListInstancesRespo
  * Use `create(ListInstancesResponseSchema)` to create a new message.
  */
 export const ListInstancesResponseSchema: GenMessage<ListInstancesResponse> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 4);
+  messageDesc(file_erplink_admin_v1_instance, 6);
 
 /**
  * Request of InstanceService.CreateInstance.
@@ -222,7 +336,7 @@ export type CreateInstanceRequest = Message<"erplink.admin.v1.CreateInstanceRequ
  * Use `create(CreateInstanceRequestSchema)` to create a new message.
  */
 export const CreateInstanceRequestSchema: GenMessage<CreateInstanceRequest> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 5);
+  messageDesc(file_erplink_admin_v1_instance, 7);
 
 /**
  * Response of InstanceService.CreateInstance.
@@ -243,7 +357,7 @@ export type CreateInstanceResponse = Message<"erplink.admin.v1.CreateInstanceRes
  * Use `create(CreateInstanceResponseSchema)` to create a new message.
  */
 export const CreateInstanceResponseSchema: GenMessage<CreateInstanceResponse> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 6);
+  messageDesc(file_erplink_admin_v1_instance, 8);
 
 /**
  * Request of InstanceService.UpdateInstance.
@@ -260,8 +374,8 @@ export type UpdateInstanceRequest = Message<"erplink.admin.v1.UpdateInstanceRequ
   instance?: Instance | undefined;
 
   /**
-   * The fields to change: `name`, `environment`, `base_url`. An empty mask is
-   * rejected. A field in the mask that is unset in `instance` is cleared
+   * The fields to change: `name`, `environment`, `base_url`, `services`,
+   * `auth`. An empty mask is rejected. A field in the mask that is unset in `instance` is cleared
    * (a required field cannot be cleared).
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 2;
@@ -274,7 +388,7 @@ export type UpdateInstanceRequest = Message<"erplink.admin.v1.UpdateInstanceRequ
  * Use `create(UpdateInstanceRequestSchema)` to create a new message.
  */
 export const UpdateInstanceRequestSchema: GenMessage<UpdateInstanceRequest> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 7);
+  messageDesc(file_erplink_admin_v1_instance, 9);
 
 /**
  * Response of InstanceService.UpdateInstance.
@@ -295,7 +409,7 @@ export type UpdateInstanceResponse = Message<"erplink.admin.v1.UpdateInstanceRes
  * Use `create(UpdateInstanceResponseSchema)` to create a new message.
  */
 export const UpdateInstanceResponseSchema: GenMessage<UpdateInstanceResponse> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 8);
+  messageDesc(file_erplink_admin_v1_instance, 10);
 
 /**
  * Request of InstanceService.DeleteInstance.
@@ -316,7 +430,7 @@ export type DeleteInstanceRequest = Message<"erplink.admin.v1.DeleteInstanceRequ
  * Use `create(DeleteInstanceRequestSchema)` to create a new message.
  */
 export const DeleteInstanceRequestSchema: GenMessage<DeleteInstanceRequest> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 9);
+  messageDesc(file_erplink_admin_v1_instance, 11);
 
 /**
  * Response of InstanceService.DeleteInstance.
@@ -337,7 +451,56 @@ export type DeleteInstanceResponse = Message<"erplink.admin.v1.DeleteInstanceRes
  * Use `create(DeleteInstanceResponseSchema)` to create a new message.
  */
 export const DeleteInstanceResponseSchema: GenMessage<DeleteInstanceResponse> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 10);
+  messageDesc(file_erplink_admin_v1_instance, 12);
+
+/**
+ * Kinds of back-end credentials.
+ *
+ * @generated from enum erplink.admin.v1.BackendAuthType
+ */
+export enum BackendAuthType {
+  /**
+   * Not set: rejected when `auth` is given.
+   *
+   * @generated from enum value: BACKEND_AUTH_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * No credentials.
+   *
+   * @generated from enum value: BACKEND_AUTH_TYPE_NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * HTTP basic authentication with `username` and `password`.
+   *
+   * @generated from enum value: BACKEND_AUTH_TYPE_BASIC = 2;
+   */
+  BASIC = 2,
+
+  /**
+   * A static bearer `token`.
+   *
+   * @generated from enum value: BACKEND_AUTH_TYPE_BEARER = 3;
+   */
+  BEARER = 3,
+
+  /**
+   * OAuth 2.0 client credentials: tokens from `token_url` for `client_id`
+   * and `client_secret`, cached until shortly before they expire.
+   *
+   * @generated from enum value: BACKEND_AUTH_TYPE_OAUTH2_CLIENT_CREDENTIALS = 4;
+   */
+  OAUTH2_CLIENT_CREDENTIALS = 4,
+}
+
+/**
+ * Describes the enum erplink.admin.v1.BackendAuthType.
+ */
+export const BackendAuthTypeSchema: GenEnum<BackendAuthType> = /*@__PURE__*/
+  enumDesc(file_erplink_admin_v1_instance, 0);
 
 /**
  * Manages instances: the deployments of a system (production, development,

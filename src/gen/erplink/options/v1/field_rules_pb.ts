@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/options/v1/field_rules.proto.
  */
 export const file_erplink_options_v1_field_rules: GenFile = /*@__PURE__*/
-  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSLsAQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDRIRCglpbW11dGFibGUYCiABKAgSDgoGZnV0dXJlGAsgASgIEhAKCHBvc2l0aXZlGAwgASgIOlUKBWZpZWxkEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi5jgMgASgLMh4uZXJwbGluay5vcHRpb25zLnYxLkZpZWxkUnVsZXNSBWZpZWxkYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSL8AQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDRIRCglpbW11dGFibGUYCiABKAgSDgoGZnV0dXJlGAsgASgIEhAKCHBvc2l0aXZlGAwgASgIEg4KBnNlY3JldBgNIAEoCDpVCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzIeLmVycGxpbmsub3B0aW9ucy52MS5GaWVsZFJ1bGVzUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * Constraints that erplink enforces on a field of a resource.
@@ -114,6 +114,13 @@ export type FieldRules = Message<"erplink.options.v1.FieldRules"> & {
    * @generated from field: bool positive = 12;
    */
   positive: boolean;
+
+  /**
+   * A secret: accepted on writes, stored encrypted, never returned.
+   *
+   * @generated from field: bool secret = 13;
+   */
+  secret: boolean;
 };
 
 /**
