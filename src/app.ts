@@ -4,16 +4,15 @@
  * listens; the end-to-end tests call it with theirs.
  */
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createRouterTransport } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
-import type { Config } from "./config.js";
+import { parseEncryptionKey, type Config } from "./config.js";
 import { createGateway } from "./gateway/app.js";
 import { createDualProtocolServer } from "./gateway/server.js";
 import { createServiceLayer } from "./services/layer.js";
-import { parseEncryptionKey } from "./services/secret-box.js";
 import { createStore, type Store } from "./store/index.js";
 
 /** A composed erplink, ready to listen. */
@@ -39,8 +38,10 @@ export interface ErplinkOptions {
  * The embedded store's encryption key when ERPLINK_ENCRYPTION_KEY is unset:
  * read from, or generated into, `<data dir>/encryption.key` (mode 0600),
  * with a warning; in memory, a fresh one (the data dies with the process).
+ * Refuses to generate a key for a store that already holds sealed
+ * credentials: they were sealed with a key that has gone missing.
  */
-async function localEncryptionKey(config: Config, logger: Logger): Promise<Buffer> {
+async function localEncryptionKey(config: Config, store: Store, logger: Logger): Promise<Buffer> {
   if (config.store.kind !== "embedded" || config.store.dataDir === ":memory:") return randomBytes(32);
   const file = join(config.store.dataDir, "encryption.key");
   try {
@@ -50,7 +51,11 @@ async function localEncryptionKey(config: Config, logger: Logger): Promise<Buffe
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
-  await mkdir(config.store.dataDir, { recursive: true });
+  if (await store.instances.hasSealedCredentials()) {
+    throw new Error(
+      `${file} is missing but the store holds sealed back-end credentials: restore the file or set ERPLINK_ENCRYPTION_KEY`,
+    );
+  }
   const key = randomBytes(32);
   await writeFile(file, `${key.toString("hex")}\n`, { mode: 0o600, flag: "wx" });
   logger.warn({ file }, "ERPLINK_ENCRYPTION_KEY is not set: generated a key for back-end credentials; back it up with the data");
@@ -66,8 +71,14 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
   );
   const generatedMasterKey = config.masterKey === undefined;
   const masterKey = config.masterKey ?? `erpl_master_${randomBytes(32).toString("base64url")}`;
-  const encryptionKey = config.encryptionKey ?? (await localEncryptionKey(config, logger));
   const store = await createStore(config.store);
+  let encryptionKey: Buffer;
+  try {
+    encryptionKey = config.encryptionKey ?? (await localEncryptionKey(config, store, logger));
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
   const layer = createServiceLayer(store, {
     masterKey,
     encryptionKey,

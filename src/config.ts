@@ -4,8 +4,6 @@
  * passes `process.env`; tests pass their own.
  */
 
-import { parseEncryptionKey } from "./services/secret-box.js";
-
 /** erplink's configuration. */
 export interface Config {
   readonly host: string;
@@ -40,6 +38,17 @@ export class ConfigError extends Error {
 export const MIN_MASTER_KEY_LENGTH = 32;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+/** Reads a 32-byte key given as 64 hex characters or as base64; undefined if malformed. */
+export function parseEncryptionKey(text: string): Buffer | undefined {
+  const t = text.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, "hex");
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(t)) {
+    const b = Buffer.from(t.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+    return b.length === 32 ? b : undefined;
+  }
+  return undefined;
+}
 
 /** Reads the configuration from an environment. */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {

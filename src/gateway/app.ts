@@ -70,6 +70,8 @@ export interface GatewayOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Most field details one error lists (as the services do). */
+const MAX_DETAILS = 100;
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
 
 /** Builds the gateway. Call `listen()` on the result to serve. */
@@ -117,10 +119,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
 
   app.setErrorHandler((err: unknown, req, reply) => {
     const e = toGatewayError(err);
-    if (e.status === 500) {
-      const cause = err instanceof ConnectError && err.cause !== undefined ? err.cause : err;
-      req.log.error({ err: cause }, "request failed");
-    }
+    // A service's internal error was logged with its cause (and this request
+    // id) by the services' error interceptor; log only the gateway's own.
+    if (e.status === 500 && !(err instanceof ConnectError)) req.log.error({ err }, "request failed");
     return sendError(reply, req, e);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -158,6 +159,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   await app.register(fastifyConnectPlugin, {
     routes: options.connect.routes,
     interceptors: [...options.connect.interceptors],
+    // The same body limit as REST, for every protocol.
+    readMaxBytes: options.bodyLimit,
   });
   return app;
 }
@@ -176,8 +179,13 @@ function toGatewayError(err: unknown): GatewayError {
   if (err instanceof ConnectError) return fromConnectError(err);
   const fe = err as FastifyError & { validation?: AjvError[] };
   if (Array.isArray(fe.validation)) {
-    const details = fe.validation.map(ajvDetail);
-    return new GatewayError(400, details.length === 1 ? `${details[0]!.field}: ${details[0]!.message}` : `${details.length} fields are invalid`, { details });
+    const all = fe.validation;
+    const details = all.slice(0, MAX_DETAILS).map(ajvDetail);
+    const message =
+      all.length === 1
+        ? `${details[0]!.field}: ${details[0]!.message}`
+        : `${all.length} fields are invalid${all.length > MAX_DETAILS ? ` (the first ${MAX_DETAILS} are listed)` : ""}`;
+    return new GatewayError(400, message, { details });
   }
   switch (fe.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
@@ -228,7 +236,7 @@ function ajvDetail(e: AjvError): ErrorDetail {
 /** Compiled route patterns, for telling 405 from 404. */
 const PATTERNS = ROUTES.map((r) => ({
   method: r.method,
-  re: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, "[^/]+")}/?$`),
+  re: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, "[^/]+")}$`),
 }));
 
 function allowedMethods(url: string): string[] {
@@ -266,6 +274,10 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
     schema: bodySchema ? { body: bodySchema } : undefined,
     // Authenticate before the body is read: a bad token is a 401 whatever the body.
     onRequest: async (req, reply) => {
+      // `/admin/systems//instances` or `/admin/systems/`: no such resource.
+      for (const value of Object.values(req.params as Record<string, string>)) {
+        if (value === "") throw new GatewayError(404, `no route for ${req.method} ${req.url.split("?")[0]}`);
+      }
       const admission = await options.admit(req.headers.authorization);
       // Set now, so that every later answer (errors included) carries them.
       reply.headers(admission.headers);
@@ -274,6 +286,10 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         if (type === undefined || !JSON_MEDIA_TYPE.test(type)) {
           throw new GatewayError(415, "request body must be application/json");
         }
+      } else {
+        // A route without a body ignores any: clients that always send
+        // `Content-Type: application/json` must not get "empty body".
+        delete req.headers["content-type"];
       }
     },
     handler: async (req, reply) => {

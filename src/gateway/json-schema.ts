@@ -9,9 +9,9 @@
  * the rules for every protocol, give the same messages to REST and gRPC
  * callers).
  */
-import { ScalarType, getOption, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { docs } from "../gen/docs.js";
-import { field as fieldRulesOption } from "../gen/erplink/options/v1/field_rules_pb.js";
+import { rulesOf } from "../schema/field-rules.js";
 import { restEnumNames } from "./rest-json.js";
 
 /** A JSON Schema object. */
@@ -65,7 +65,7 @@ function scalarSchema(type: ScalarType): JsonSchema {
 }
 
 function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
-  const rules = getOption(field, fieldRulesOption);
+  const rules = rulesOf(field);
   let schema: JsonSchema;
   switch (field.fieldKind) {
     case "scalar":
@@ -126,7 +126,7 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
   const properties: Record<string, JsonSchema> = {};
   const required: string[] = [];
   for (const field of desc.fields) {
-    const rules = getOption(field, fieldRulesOption);
+    const rules = rulesOf(field);
     // Output-only (and, in patches, immutable) fields stay in input schemas
     // when only types are checked, so that the service can say why they are
     // refused rather than "unknown field".

@@ -5,8 +5,8 @@
  * never appear in responses; nested messages leave out empty strings. These
  * walk a message's JSON by its descriptor, each way.
  */
-import { getOption, type DescEnum, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { field as fieldRulesOption } from "../gen/erplink/options/v1/field_rules_pb.js";
+import type { DescEnum, DescField, DescMessage, JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { rulesOf } from "../schema/field-rules.js";
 
 /** The REST name of an enum value (`API_KEY_TYPE_ADMIN` -> `admin`). */
 export function restEnumName(value: { readonly localName: string }): string {
@@ -73,7 +73,7 @@ function convertMessage(desc: DescMessage, value: JsonValue, dir: Direction, nes
   for (const field of desc.fields) {
     const v = value[field.name];
     if (v === undefined) continue;
-    if (dir.outbound && (getOption(field, fieldRulesOption).secret || (nested && v === ""))) {
+    if (dir.outbound && (rulesOf(field).secret || (nested && v === ""))) {
       delete out[field.name];
       continue;
     }

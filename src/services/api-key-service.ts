@@ -155,6 +155,11 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       }
       if (violations.length > 0) throw validationError(violations);
       const rec = await this.deps.store.apiKeys.update(key.id, patch);
+      if (rec.revokedAt !== undefined) {
+        // Revoked between the read above and this write: it stays revoked.
+        this.deps.keys.forget(rec.keyHash);
+        throw new ConnectError("API key not found", Code.NotFound);
+      }
       this.deps.keys.remember(rec);
       return create(UpdateApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
     });

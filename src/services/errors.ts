@@ -94,7 +94,14 @@ export function createErrorLogInterceptor(log: ErrorLog): Interceptor {
     } catch (err) {
       const ce = ConnectError.from(err);
       if (ce.code === Code.Internal || ce.code === Code.Unknown) {
-        log.error({ err: ce.cause ?? err, rpc: `${req.service.typeName}/${req.method.name}` }, "rpc failed");
+        log.error(
+          {
+            err: ce.cause ?? err,
+            rpc: `${req.service.typeName}/${req.method.name}`,
+            requestId: req.header.get("x-request-id") ?? undefined,
+          },
+          "rpc failed",
+        );
       }
       throw err;
     }

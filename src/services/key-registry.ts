@@ -21,6 +21,14 @@ export interface KeyRegistryOptions {
   readonly negativeTtlMs: number;
   /** Most entries of each cache; the oldest go first beyond it. */
   readonly maxEntries: number;
+  /**
+   * Most store reads per second for tokens not in memory. Anyone can forge
+   * well-formed tokens (the checksum is public), so distinct bogus tokens
+   * must not buy one store read each: past this budget a cold token is
+   * answered as unknown (and not remembered, so a real key works once the
+   * flood passes).
+   */
+  readonly coldReadsPerSecond?: number;
 }
 
 /** How far back each sync looks beyond the previous one, for clock skew between processes (ms). */
@@ -49,6 +57,7 @@ export class KeyRegistry {
     }
     const inFlight = this.loading.get(hash);
     if (inFlight !== undefined) return inFlight.promise;
+    if (!this.takeColdRead()) return undefined;
     // Concurrent misses for one hash share one store read.
     const load = {
       stale: false,
@@ -76,6 +85,7 @@ export class KeyRegistry {
 
   /** Caches a key as it now is (after create or update). */
   remember(record: ApiKeyRecord): void {
+    if (record.revokedAt !== undefined) return this.forget(record.keyHash);
     this.markStale(record.keyHash);
     this.unknown.delete(record.keyHash);
     if (this.known.has(record.keyHash)) this.known.set(record.keyHash, record);
@@ -88,6 +98,20 @@ export class KeyRegistry {
     this.known.delete(keyHash);
     // Known to be dead: answer from memory, like an unknown token.
     bounded(this.unknown, this.options.maxEntries).set(keyHash, this.options.clock().getTime() + this.options.negativeTtlMs);
+  }
+
+  private coldTokens = 0;
+  private coldRefilledAt = 0;
+
+  /** A token bucket over cold store reads. */
+  private takeColdRead(): boolean {
+    const rate = this.options.coldReadsPerSecond ?? 200;
+    const now = this.options.clock().getTime();
+    this.coldTokens = Math.min(rate, this.coldTokens + ((now - this.coldRefilledAt) / 1000) * rate);
+    this.coldRefilledAt = now;
+    if (this.coldTokens < 1) return false;
+    this.coldTokens -= 1;
+    return true;
   }
 
   private lastSync: number | undefined;

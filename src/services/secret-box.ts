@@ -32,21 +32,14 @@ export function createSecretBox(key: Buffer): SecretBox {
       if (version !== VERSION || iv === undefined || tag === undefined || data === undefined) {
         throw new Error("not a sealed value");
       }
-      const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"));
+      const nonce = Buffer.from(iv, "base64url");
+      const authTag = Buffer.from(tag, "base64url");
+      // GCM would accept a truncated tag: insist on the full 128 bits.
+      if (nonce.length !== 12 || authTag.length !== 16) throw new Error("not a sealed value");
+      const decipher = createDecipheriv("aes-256-gcm", key, nonce, { authTagLength: 16 });
       decipher.setAAD(Buffer.from(owner, "utf8"));
-      decipher.setAuthTag(Buffer.from(tag, "base64url"));
+      decipher.setAuthTag(authTag);
       return Buffer.concat([decipher.update(Buffer.from(data, "base64url")), decipher.final()]).toString("utf8");
     },
   };
-}
-
-/** Reads a key given as 64 hex characters or 32 bytes of base64; undefined if malformed. */
-export function parseEncryptionKey(text: string): Buffer | undefined {
-  const t = text.trim();
-  if (/^[0-9a-fA-F]{64}$/.test(t)) return Buffer.from(t, "hex");
-  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(t)) {
-    const b = Buffer.from(t.replace(/-/g, "+").replace(/_/g, "/"), "base64");
-    return b.length === 32 ? b : undefined;
-  }
-  return undefined;
 }

@@ -30,8 +30,15 @@ export class UsageRecorder {
     return this.pending.get(keyId);
   }
 
-  /** Writes every pending use. */
-  async flush(): Promise<void> {
+  private flushing: Promise<void> | undefined;
+
+  /** Writes every pending use (one flush at a time). */
+  flush(): Promise<void> {
+    this.flushing ??= this.write().finally(() => (this.flushing = undefined));
+    return this.flushing;
+  }
+
+  private async write(): Promise<void> {
     const batch = this.pending;
     this.pending = new Map();
     for (const [keyId, at] of batch) {
@@ -52,9 +59,17 @@ export class UsageRecorder {
     this.timer.unref();
   }
 
-  /** Stops the timer and writes what is pending. */
-  async stop(): Promise<void> {
+  /** Stops the timer and writes what is pending, waiting at most `timeoutMs`. */
+  async stop(timeoutMs = 5_000): Promise<void> {
     clearInterval(this.timer);
-    await this.flush();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    try {
+      await Promise.race([this.flush(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

@@ -3,15 +3,17 @@
  * rules declared in the proto files: the one source of the constraints that
  * the services enforce and the OpenAPI document publishes.
  */
-import { getOption, isFieldSet, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { isFieldSet, type DescField, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { field as fieldRulesOption, type FieldRules } from "../gen/erplink/options/v1/field_rules_pb.js";
+import type { FieldRules } from "../gen/erplink/options/v1/field_rules_pb.js";
+import { rulesOf } from "../schema/field-rules.js";
+
+export { rulesOf };
 import { validationError, type Violation } from "./errors.js";
 
-/** The rules declared on a field (all defaults when none are). */
-export function rulesOf(field: DescField): FieldRules {
-  return getOption(field, fieldRulesOption);
-}
+/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in ms (Date.UTC maps years below 100 to 19xx). */
+const MIN_TIME = -62_135_596_800_000;
+const MAX_TIME = 253_402_300_799_000;
 
 const compiled = new Map<string, RegExp>();
 function regex(source: string): RegExp {
@@ -90,7 +92,12 @@ function checkField(msg: Message, field: DescField, out: Violation[], now: Date,
   }
   if (field.fieldKind === "message" && value !== undefined) {
     if (field.message.typeName === "google.protobuf.Timestamp") {
-      if (rules.future && timestampDate(value as Timestamp).getTime() <= now.getTime()) {
+      const ts = value as Timestamp;
+      const ms = timestampDate(ts).getTime();
+      // Within what RFC 3339 (and every client) can represent, whole milliseconds apart.
+      if (ts.nanos < 0 || ts.nanos >= 1e9 || !(ms >= MIN_TIME && ms <= MAX_TIME)) {
+        out.push({ field: name, description: "must be between 0001-01-01 and 9999-12-31" });
+      } else if (rules.future && ms <= now.getTime()) {
         out.push({ field: name, description: "must be in the future" });
       }
     } else if (!field.message.typeName.startsWith("google.protobuf.")) {

@@ -81,6 +81,17 @@ export class InstanceStore extends AggregateStore<InstanceRecord> {
     return doc === undefined ? undefined : this.codec.fromDoc(doc);
   }
 
+  /** Whether any instance holds sealed back-end credentials (checked at start). */
+  async hasSealedCredentials(): Promise<boolean> {
+    let afterId: string | undefined;
+    for (;;) {
+      const page = await this.page({}, { afterId, limit: 500 });
+      if (page.items.some((i) => i.auth?.sealed !== undefined)) return true;
+      if (!page.more) return false;
+      afterId = page.items[page.items.length - 1]!.id;
+    }
+  }
+
   /** How many instances a system has. */
   countBySystem(systemId: string): Promise<number> {
     return this.collection.count({ systemId });

@@ -6,6 +6,7 @@
  */
 import {
   MongoClient,
+  MongoError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoServerError,
@@ -50,6 +51,9 @@ export async function createMongoBackend(options: MongoBackendOptions): Promise<
     appName: "erplink",
     serverSelectionTimeoutMS: options.serverSelectionTimeoutMs,
     connectTimeoutMS: options.serverSelectionTimeoutMs,
+    // A connection that went silent fails the operation instead of hanging it.
+    socketTimeoutMS: Math.max(10_000, 2 * options.serverSelectionTimeoutMs),
+    waitQueueTimeoutMS: options.serverSelectionTimeoutMs,
   });
   await guard(() => client.connect());
   const db = client.db(databaseName(options.url));
@@ -99,12 +103,25 @@ async function ensureIndexes(coll: Collection<Document>, indexes: readonly Index
   }
 }
 
+/** Server codes of a primary stepping down or a server shutting down: retry elsewhere, later. */
+const TRANSIENT_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
+
 function isUnavailable(err: unknown): boolean {
-  return (
+  if (
     err instanceof MongoNetworkError ||
     err instanceof MongoServerSelectionError ||
     err instanceof MongoNotConnectedError ||
-    err instanceof MongoTopologyClosedError
+    err instanceof MongoTopologyClosedError ||
+    // Not exported by the driver: no pooled connection came free in time.
+    (err instanceof MongoError && err.name === "MongoWaitQueueTimeoutError")
+  ) {
+    return true;
+  }
+  return (
+    err instanceof MongoError &&
+    (err.hasErrorLabel("ResetPool") ||
+      err.hasErrorLabel("RetryableWriteError") ||
+      (typeof err.code === "number" && TRANSIENT_CODES.has(err.code)))
   );
 }
 

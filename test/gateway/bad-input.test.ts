@@ -224,6 +224,18 @@ Bad("instance fields are validated, every violation at once", async (ctx) => {
   await assertNothingWritten(ctx);
 });
 
+Bad("timestamps outside 0001..9999 are 400, not a stored value that breaks later reads", async (ctx) => {
+  const late = await post(ctx.world.app, "/admin/api-keys", { name: "k", expires_at: "9999-12-31T23:59:59.999999999Z" });
+  assert.is(late.statusCode, 400);
+  assert.equal(json(late).error.details, [{ field: "expires_at", message: "must be between 0001-01-01 and 9999-12-31" }]);
+  const early = await post(ctx.world.app, "/admin/api-keys", { name: "k", expires_at: "0000-01-01T00:00:00Z" });
+  assert.is(early.statusCode, 400);
+  assert.is(json(early).error.code, "VALIDATION_ERROR");
+  assert.is((await ctx.world.store.apiKeys.list({ limit: 10 })).items.length, 0);
+  const list = await ctx.world.app.inject({ method: "GET", url: "/admin/api-keys", headers: AUTH });
+  assert.is(list.statusCode, 200);
+});
+
 Bad.run();
 
 const Routing = suite<{ world: World }>("routing and request ids");
@@ -255,6 +267,33 @@ Routing("a known path with another method is 405 with Allow", async ({ world }) 
     assert.is(res.headers.allow, allow, `${method} ${url}`);
     assertError(res, 405, "METHOD_NOT_ALLOWED", `method ${method} is not allowed on this path`);
   }
+});
+
+Routing("empty path segments and trailing slashes are 404, not a wider list or a 405", async ({ world }) => {
+  for (const url of ["/admin/systems//instances", "/admin/systems/", "/admin/instances/", "/admin/systems/sys_00000000000000000000000000/"]) {
+    const res = await world.app.inject({ method: "GET", url, headers: AUTH });
+    assertError(res, 404, "NOT_FOUND", `no route for GET ${url}`);
+  }
+});
+
+Routing("GET and DELETE ignore a JSON Content-Type without a body", async ({ world }) => {
+  const created = json(await post(world.app, "/admin/systems", { name: "n" })).data;
+  const headers = { ...AUTH, "content-type": "application/json" };
+  const got = await world.app.inject({ method: "GET", url: `/admin/systems/${created.id}`, headers });
+  assert.is(got.statusCode, 200);
+  const del = await world.app.inject({ method: "DELETE", url: `/admin/systems/${created.id}`, headers });
+  assert.is(del.statusCode, 200);
+});
+
+Routing("a body with thousands of bad fields lists at most 100 of them", async ({ world }) => {
+  const labels: Record<string, number> = {};
+  for (let i = 0; i < 500; i++) labels[`k${i}`] = i;
+  const res = await post(world.app, "/admin/systems", { name: "n", labels });
+  assert.is(res.statusCode, 400);
+  const error = json(res).error;
+  assert.is(error.message, "500 fields are invalid (the first 100 are listed)");
+  assert.is(error.details.length, 100);
+  assert.equal(error.details[0], { field: "labels.k0", message: "must be a string" });
 });
 
 Routing("a well-formed X-Request-Id is reused; others are replaced", async ({ world }) => {

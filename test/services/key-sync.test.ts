@@ -5,6 +5,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { ApiKeyService } from "../../src/gen/erplink/admin/v1/api_key_pb.js";
+import { generateApiKeySecret } from "../../src/services/api-key-secret.js";
 import { KeyRegistry, SYNC_OVERLAP_MS } from "../../src/services/key-registry.js";
 import { createWorld } from "../../test-support/world.js";
 import type { ApiKeyStore } from "../../src/store/index.js";
@@ -79,6 +80,28 @@ Sync("a sync never replaces a cached key with an older version, and looks back o
     await other.sync();
     assert.is(await other.lookup(k.key), undefined);
     other.stop();
+  } finally {
+    await w.close();
+  }
+});
+
+Sync("forged well-formed tokens cost at most coldReadsPerSecond store reads", async () => {
+  const w = await createWorld();
+  try {
+    const store = countingStore(w.store.apiKeys);
+    let now = w.now.getTime();
+    const registry = new KeyRegistry({ store, clock: () => new Date(now), negativeTtlMs: 30_000, maxEntries: 100, coldReadsPerSecond: 5 });
+    const forged = Array.from({ length: 20 }, () => generateApiKeySecret());
+    for (const token of forged) assert.is(await registry.lookup(token), undefined);
+    assert.is(store.reads, 5);
+    // A real key presented during the flood is refused but not remembered as unknown...
+    const real = await w.client(ApiKeyService).createApiKey({ apiKey: { name: "real" } });
+    assert.is(await registry.lookup(real.key), undefined);
+    assert.is(store.reads, 5);
+    // ...so once the budget refills it works.
+    now += 1000;
+    assert.is((await registry.lookup(real.key))?.id, real.apiKey!.id);
+    assert.is(store.reads, 6);
   } finally {
     await w.close();
   }

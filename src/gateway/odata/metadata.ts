@@ -1,0 +1,702 @@
+/**
+ * The service model the OData authorizer needs from a back end's `$metadata`
+ * document: entity sets and singletons, the structure of entity and complex
+ * types, and where every navigation property leads. Pure: the caller fetches
+ * and caches the XML; this module only reads it.
+ *
+ * Both families of CSDL are read:
+ * - OData V4 (EDMX 4.0 / 4.01): a navigation leads to the entity set named by
+ *   the `NavigationPropertyBinding` of the entity set (or singleton) it starts
+ *   from; a containment navigation (`ContainsTarget="true"`) stays in the
+ *   entity set that contains it.
+ * - OData V2 (EDMX 1.0, `DataServiceVersion` 1.0 to 3.0): a navigation names
+ *   an association and two roles; the `AssociationSet` of that association
+ *   whose `FromRole` end is the starting entity set names the target set.
+ *
+ * Whatever the document does not say is left unknown, never guessed: a V4
+ * navigation without a binding, or a V2 one whose association set is missing
+ * or ambiguous, has no target, and the request analyzer denies requests that
+ * would need it.
+ */
+import { XMLParser, XMLValidator } from "fast-xml-parser";
+
+/**
+ * Largest `$metadata` document accepted, in UTF-16 code units (about 16 MB of
+ * ASCII XML). The largest SAP S/4HANA service documents are a few megabytes;
+ * parsing one of this size takes well under a second, and anything larger is
+ * refused before any parsing work is done.
+ */
+export const MAX_METADATA_LENGTH = 16 * 1024 * 1024;
+
+/** Deepest element nesting accepted; CSDL needs about 12 even with deep annotations. */
+const MAX_NESTED_TAGS = 100;
+
+/** Longest base-type chain followed; longer chains are treated as a cycle. */
+const MAX_TYPE_DEPTH = 32;
+
+/** Why a `$metadata` document could not be turned into a {@link ServiceModel}. */
+export class MetadataError extends Error {
+  override readonly name = "MetadataError";
+}
+
+/**
+ * Where a path stands in the model: the entity set whose permissions apply,
+ * the structured type reached, and whether it is a collection.
+ *
+ * Inside a containment navigation or a complex property, `entitySet` stays
+ * the entity set the path started from (contained entities have no entity set
+ * of their own) and `bindingPath` records the way in from it, which is how V4
+ * `NavigationPropertyBinding` paths are written.
+ */
+export interface Position {
+  /** The entity set (or singleton) whose permissions apply here. */
+  readonly entitySet: string;
+  /** Qualified name of the entity or complex type reached. */
+  readonly type: string;
+  /** Path from `entitySet` to here, through containment, complex properties and casts. */
+  readonly bindingPath: readonly string[];
+  /** Whether this addresses a collection (of entities or complex values). */
+  readonly collection: boolean;
+  /** Whether `type` is a complex type (no key, not an entity). */
+  readonly complex: boolean;
+}
+
+/** What a name means at a {@link Position}, as answered by {@link ServiceModel.step}. */
+export type Step =
+  /** A structural property; `position` is set when its type is complex. */
+  | {
+      readonly kind: "property";
+      readonly name: string;
+      readonly collection: boolean;
+      readonly position?: Position;
+      /** A dynamic property of an open type, not declared in the document. */
+      readonly dynamic?: true;
+    }
+  /**
+   * A navigation property; `target` is undefined when the document does not
+   * say which entity set it leads to.
+   */
+  | {
+      readonly kind: "navigation";
+      readonly name: string;
+      readonly collection: boolean;
+      readonly contained: boolean;
+      readonly target: Position | undefined;
+    }
+  /** A type cast to the named (derived) type. */
+  | { readonly kind: "cast"; readonly name: string; readonly position: Position }
+  /** A bound function or action applicable here, by its qualified name. */
+  | { readonly kind: "function" | "action"; readonly name: string }
+  /** Nothing of that name exists here. */
+  | { readonly kind: "unknown" };
+
+/** What the first segment of a resource path names, as answered by {@link ServiceModel.root}. */
+export type Root =
+  | { readonly kind: "entitySet" | "singleton"; readonly name: string; readonly position: Position }
+  | { readonly kind: "functionImport" | "actionImport"; readonly name: string };
+
+/** A bound function or action, as answered by {@link ServiceModel.boundOperation}. */
+export interface BoundOperation {
+  readonly kind: "function" | "action";
+  /** Namespace-qualified name. */
+  readonly name: string;
+  /** The binding parameter types of every overload. */
+  readonly bindings: readonly { readonly type: string; readonly collection: boolean }[];
+}
+
+/**
+ * A parsed `$metadata` document. Name lookups try the exact name first and
+ * then a unique case-insensitive match, because some services (OData 4.01)
+ * resolve identifiers case-insensitively: an authorizer that matched only the
+ * exact spelling could be walked around by changing the case of a name.
+ */
+export interface ServiceModel {
+  /** Protocol family: `"4.0"` for EDMX 4.0/4.01, `"2.0"` for EDMX 1.0 (OData V1 to V3). */
+  readonly version: "2.0" | "4.0";
+  /** Entity set names of the service's entity container, in document order. */
+  readonly entitySets: readonly string[];
+  /** Singleton names (V4), in document order. */
+  readonly singletons: readonly string[];
+  /** What the first segment of a resource path names, if anything. */
+  root(name: string): Root | undefined;
+  /** What `name` means at `position`. */
+  step(position: Position, name: string): Step;
+  /**
+   * Every navigation reachable from `position` without passing another
+   * entity: those of the type and its base types, and those inside its
+   * complex properties (nested up to four levels). Each as a path of names.
+   */
+  navigationPaths(position: Position): readonly (readonly string[])[];
+  /** Key property names of the type at `position` (empty for complex types). */
+  keyOf(position: Position): readonly string[];
+  /**
+   * Where the navigation path `navPath` (navigation and complex property
+   * names, casts allowed) leads from `entitySet`, or undefined when it does
+   * not end in a navigation or its target is unknown.
+   */
+  navigationTarget(entitySet: string, navPath: readonly string[]): { entitySet: string; collection: boolean } | undefined;
+  /** Whether `name` is a structural property of the entity type of `entitySet`. */
+  isProperty(entitySet: string, name: string): boolean;
+  /** Key property names of the entity type of `entitySet`, or undefined when there is no such set. */
+  keyProperties(entitySet: string): readonly string[] | undefined;
+  /** A bound function or action by qualified (namespace or alias) or, if unique, unqualified name. */
+  boundOperation(name: string): BoundOperation | undefined;
+}
+
+interface PropertyDef {
+  readonly type: string;
+  readonly collection: boolean;
+}
+
+interface NavigationDef {
+  readonly type: string;
+  readonly collection: boolean;
+  readonly containsTarget: boolean;
+  // V2 only.
+  readonly relationship?: string;
+  readonly fromRole?: string;
+  readonly toRole?: string;
+}
+
+interface StructuredType {
+  readonly name: string;
+  readonly kind: "entity" | "complex";
+  readonly baseType?: string;
+  readonly open: boolean;
+  readonly keys?: readonly string[];
+  readonly properties: Map<string, PropertyDef>;
+  readonly navigations: Map<string, NavigationDef>;
+}
+
+interface SetDef {
+  readonly name: string;
+  readonly type: string;
+  readonly singleton: boolean;
+  /** V4 NavigationPropertyBinding: path -> target, exactly as written. */
+  readonly bindings: Map<string, string>;
+  /** Same, keyed by the path without its type casts; several targets = ambiguous. */
+  readonly looseBindings: Map<string, Set<string>>;
+}
+
+interface AssociationSetDef {
+  readonly association: string;
+  readonly ends: Map<string, string>; // role -> entity set
+}
+
+type XNode = { readonly "@"?: Record<string, string> } & { readonly [child: string]: unknown };
+
+function children(node: XNode, name: string): XNode[] {
+  const value = node[name];
+  return Array.isArray(value) ? (value as XNode[]) : [];
+}
+
+function attr(node: XNode, name: string): string | undefined {
+  const attrs = node["@"];
+  return attrs !== undefined && Object.hasOwn(attrs, name) ? attrs[name] : undefined;
+}
+
+function requiredAttr(node: XNode, name: string, element: string): string {
+  const value = attr(node, name);
+  if (value === undefined || value === "") throw new MetadataError(`${element} without ${name}`);
+  return value;
+}
+
+/** `Collection(NS.T)` -> { type: "NS.T", collection: true } */
+function splitCollection(type: string): { type: string; collection: boolean } {
+  const m = /^Collection\((.+)\)$/.exec(type);
+  return m ? { type: m[1], collection: true } : { type, collection: false };
+}
+
+/** Exact lookup, then a unique case-insensitive one. Returns the map's own spelling. */
+function findName<T>(map: ReadonlyMap<string, T>, name: string): [string, T] | undefined {
+  const exact = map.get(name);
+  if (exact !== undefined) return [name, exact];
+  const lower = name.toLowerCase();
+  let found: [string, T] | undefined;
+  for (const [key, value] of map) {
+    if (key.toLowerCase() === lower) {
+      if (found !== undefined) return undefined; // ambiguous: refuse to pick
+      found = [key, value];
+    }
+  }
+  return found;
+}
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributesGroupName: "@",
+  attributeNamePrefix: "",
+  removeNSPrefix: true,
+  // No entity of any kind is expanded: CSDL names never need one, and a DTD
+  // is refused before parsing anyway.
+  processEntities: false,
+  htmlEntities: false,
+  parseAttributeValue: false,
+  parseTagValue: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  maxNestedTags: MAX_NESTED_TAGS,
+  isArray: (_name: string, _path: unknown, _leaf: boolean, isAttribute: boolean) => !isAttribute,
+});
+
+/**
+ * Parses a `$metadata` document (OData V4 EDMX 4.0/4.01, or V2 EDMX 1.0).
+ *
+ * Refuses, with a {@link MetadataError}: documents longer than
+ * {@link MAX_METADATA_LENGTH}; any document type declaration (`<!DOCTYPE`),
+ * so that no entity is ever declared, expanded or fetched (XXE, "billion
+ * laughs"); XML that is not well-formed; and EDMX versions other than those
+ * above. Predefined entities such as `&amp;` are not decoded either; CSDL
+ * names and paths never contain them.
+ *
+ * @throws MetadataError when the document is refused.
+ */
+export function parseMetadata(xml: string): ServiceModel {
+  if (xml.length > MAX_METADATA_LENGTH) {
+    throw new MetadataError(`metadata document is larger than ${MAX_METADATA_LENGTH} characters`);
+  }
+  if (/<!DOCTYPE/i.test(xml) || /<!ENTITY/i.test(xml)) {
+    throw new MetadataError("metadata document contains a document type declaration, which is not accepted");
+  }
+  const valid = XMLValidator.validate(xml);
+  if (valid !== true) {
+    throw new MetadataError(`metadata document is not well-formed XML (line ${valid.err.line}: ${valid.err.msg})`);
+  }
+  let doc: XNode;
+  try {
+    doc = parser.parse(xml) as XNode;
+  } catch (cause) {
+    throw new MetadataError(`metadata document could not be parsed: ${(cause as Error).message}`);
+  }
+  const edmx = children(doc, "Edmx")[0];
+  if (edmx === undefined) throw new MetadataError("metadata document has no Edmx root element");
+  const edmxVersion = attr(edmx, "Version");
+  let version: "2.0" | "4.0";
+  if (edmxVersion === "4.0" || edmxVersion === "4.01") version = "4.0";
+  else if (edmxVersion === "1.0") version = "2.0";
+  else throw new MetadataError(`unsupported EDMX version '${edmxVersion ?? ""}'`);
+  const schemas = children(edmx, "DataServices").flatMap((ds) => children(ds, "Schema"));
+  if (schemas.length === 0) throw new MetadataError("metadata document has no Schema");
+  return new Model(version, schemas);
+}
+
+class Model implements ServiceModel {
+  readonly version: "2.0" | "4.0";
+  readonly entitySets: string[] = [];
+  readonly singletons: string[] = [];
+
+  readonly #aliases = new Map<string, string>(); // alias -> namespace
+  readonly #types = new Map<string, StructuredType>();
+  readonly #sets = new Map<string, SetDef>();
+  readonly #operations = new Map<string, BoundOperation>();
+  readonly #imports = new Map<string, "functionImport" | "actionImport">();
+  readonly #associations = new Map<string, Map<string, { type: string; many: boolean }>>();
+  readonly #associationSets: AssociationSetDef[] = [];
+  /** Qualified names of the entity container (V4: targets may be `Container/Set`). */
+  readonly #containerNames = new Set<string>();
+
+  constructor(version: "2.0" | "4.0", schemas: XNode[]) {
+    this.version = version;
+    for (const schema of schemas) {
+      const namespace = requiredAttr(schema, "Namespace", "Schema");
+      const alias = attr(schema, "Alias");
+      if (alias !== undefined) this.#aliases.set(alias, namespace);
+    }
+    for (const schema of schemas) this.#readSchema(schema);
+    for (const schema of schemas) {
+      const namespace = requiredAttr(schema, "Namespace", "Schema");
+      for (const container of children(schema, "EntityContainer")) this.#readContainer(namespace, container);
+    }
+  }
+
+  /** Replaces a leading schema alias with its namespace. */
+  #qualify(name: string): string {
+    const dot = name.lastIndexOf(".");
+    if (dot <= 0) return name;
+    const prefix = name.slice(0, dot);
+    const namespace = this.#aliases.get(prefix);
+    return namespace === undefined ? name : `${namespace}${name.slice(dot)}`;
+  }
+
+  #readSchema(schema: XNode): void {
+    const namespace = requiredAttr(schema, "Namespace", "Schema");
+    for (const [element, kind] of [
+      ["EntityType", "entity"],
+      ["ComplexType", "complex"],
+    ] as const) {
+      for (const node of children(schema, element)) {
+        const name = `${namespace}.${requiredAttr(node, "Name", element)}`;
+        const keyNode = children(node, "Key")[0];
+        const keys = keyNode
+          ? children(keyNode, "PropertyRef").map((ref) => requiredAttr(ref, "Name", "PropertyRef"))
+          : undefined;
+        const properties = new Map<string, PropertyDef>();
+        for (const p of children(node, "Property")) {
+          properties.set(requiredAttr(p, "Name", "Property"), splitCollection(this.#qualifyType(requiredAttr(p, "Type", "Property"))));
+        }
+        const navigations = new Map<string, NavigationDef>();
+        for (const n of children(node, "NavigationProperty")) {
+          const navName = requiredAttr(n, "Name", "NavigationProperty");
+          const relationship = attr(n, "Relationship");
+          if (relationship !== undefined) {
+            navigations.set(navName, {
+              type: "",
+              collection: false,
+              containsTarget: false,
+              relationship: this.#qualify(relationship),
+              fromRole: requiredAttr(n, "FromRole", "NavigationProperty"),
+              toRole: requiredAttr(n, "ToRole", "NavigationProperty"),
+            });
+          } else {
+            const t = splitCollection(this.#qualifyType(requiredAttr(n, "Type", "NavigationProperty")));
+            navigations.set(navName, { ...t, containsTarget: attr(n, "ContainsTarget") === "true" });
+          }
+        }
+        const baseType = attr(node, "BaseType");
+        this.#types.set(name, {
+          name,
+          kind,
+          ...(baseType !== undefined ? { baseType: this.#qualify(baseType) } : {}),
+          open: attr(node, "OpenType") === "true",
+          ...(keys !== undefined ? { keys } : {}),
+          properties,
+          navigations,
+        });
+      }
+    }
+    for (const [element, kind] of [
+      ["Function", "function"],
+      ["Action", "action"],
+    ] as const) {
+      for (const node of children(schema, element)) {
+        if (attr(node, "IsBound") !== "true") continue;
+        const name = `${namespace}.${requiredAttr(node, "Name", element)}`;
+        const first = children(node, "Parameter")[0];
+        if (first === undefined) continue; // malformed: a bound operation needs its binding parameter
+        const binding = splitCollection(this.#qualifyType(requiredAttr(first, "Type", "Parameter")));
+        const existing = this.#operations.get(name);
+        if (existing !== undefined && existing.kind !== kind) {
+          throw new MetadataError(`'${name}' is declared both as a function and as an action`);
+        }
+        this.#operations.set(name, { kind, name, bindings: [...(existing?.bindings ?? []), binding] });
+      }
+    }
+    for (const node of children(schema, "Association")) {
+      const name = `${namespace}.${requiredAttr(node, "Name", "Association")}`;
+      const ends = new Map<string, { type: string; many: boolean }>();
+      for (const end of children(node, "End")) {
+        ends.set(requiredAttr(end, "Role", "End"), {
+          type: this.#qualify(requiredAttr(end, "Type", "End")),
+          many: attr(end, "Multiplicity") === "*",
+        });
+      }
+      this.#associations.set(name, ends);
+    }
+  }
+
+  #qualifyType(type: string): string {
+    const t = splitCollection(type);
+    const q = this.#qualify(t.type);
+    return t.collection ? `Collection(${q})` : q;
+  }
+
+  #readContainer(namespace: string, container: XNode): void {
+    const containerName = requiredAttr(container, "Name", "EntityContainer");
+    this.#containerNames.add(`${namespace}.${containerName}`);
+    for (const [alias, ns] of this.#aliases) if (ns === namespace) this.#containerNames.add(`${alias}.${containerName}`);
+    for (const [element, singleton] of [
+      ["EntitySet", false],
+      ["Singleton", true],
+    ] as const) {
+      for (const node of children(container, element)) {
+        const name = requiredAttr(node, "Name", element);
+        if (this.#sets.has(name)) throw new MetadataError(`entity set '${name}' is declared twice`);
+        const type = this.#qualify(requiredAttr(node, singleton ? "Type" : "EntityType", element));
+        const bindings = new Map<string, string>();
+        const looseBindings = new Map<string, Set<string>>();
+        for (const b of children(node, "NavigationPropertyBinding")) {
+          const path = requiredAttr(b, "Path", "NavigationPropertyBinding");
+          const target = requiredAttr(b, "Target", "NavigationPropertyBinding");
+          bindings.set(path, target);
+          const loose = withoutCasts(path.split("/")).join("/");
+          let targets = looseBindings.get(loose);
+          if (targets === undefined) looseBindings.set(loose, (targets = new Set()));
+          targets.add(target);
+        }
+        this.#sets.set(name, { name, type, singleton, bindings, looseBindings });
+        (singleton ? this.singletons : this.entitySets).push(name);
+      }
+    }
+    for (const [element, kind] of [
+      ["FunctionImport", "functionImport"],
+      ["ActionImport", "actionImport"],
+    ] as const) {
+      for (const node of children(container, element)) this.#imports.set(requiredAttr(node, "Name", element), kind);
+    }
+    for (const node of children(container, "AssociationSet")) {
+      const ends = new Map<string, string>();
+      for (const end of children(node, "End")) {
+        ends.set(requiredAttr(end, "Role", "End"), requiredAttr(end, "EntitySet", "End"));
+      }
+      this.#associationSets.push({ association: this.#qualify(requiredAttr(node, "Association", "AssociationSet")), ends });
+    }
+  }
+
+  /** The type and its base types, most derived first; bounded against cycles. */
+  #chain(typeName: string): StructuredType[] {
+    const out: StructuredType[] = [];
+    let name: string | undefined = typeName;
+    while (name !== undefined && out.length < MAX_TYPE_DEPTH) {
+      const t = this.#types.get(name);
+      if (t === undefined || out.includes(t)) break;
+      out.push(t);
+      name = t.baseType;
+    }
+    return out;
+  }
+
+  #derivesFrom(typeName: string, ancestor: string): boolean {
+    return this.#chain(typeName).some((t) => t.name === ancestor);
+  }
+
+  /**
+   * A member of the type chain by exact name, or with `loose` by unique
+   * case-insensitive name.
+   */
+  #member<T>(typeName: string, pick: (t: StructuredType) => Map<string, T>, name: string, loose: boolean): [string, T] | undefined {
+    const chain = this.#chain(typeName);
+    if (!loose) {
+      for (const t of chain) {
+        const v = pick(t).get(name);
+        if (v !== undefined) return [name, v];
+      }
+      return undefined;
+    }
+    let found: [string, T] | undefined;
+    for (const t of chain) {
+      const hit = findName(pick(t), name);
+      if (hit !== undefined) {
+        if (found !== undefined && found[0] !== hit[0]) return undefined;
+        found = hit;
+      }
+    }
+    return found;
+  }
+
+  #setPosition(set: SetDef): Position {
+    return { entitySet: set.name, type: set.type, bindingPath: [], collection: !set.singleton, complex: false };
+  }
+
+  root(name: string): Root | undefined {
+    const set = findName(this.#sets, name);
+    if (set !== undefined) {
+      const def = set[1];
+      return { kind: def.singleton ? "singleton" : "entitySet", name: def.name, position: this.#setPosition(def) };
+    }
+    const imp = findName(this.#imports, name);
+    return imp === undefined ? undefined : { kind: imp[1], name: imp[0] };
+  }
+
+  step(position: Position, name: string): Step {
+    if (name.includes(".")) return this.#qualifiedStep(position, name);
+    // Exact spellings of either kind win over case-insensitive matches.
+    for (const loose of [false, true]) {
+      const step = this.#memberStep(position, name, loose);
+      if (step !== undefined) return step;
+    }
+    if (this.version === "4.0") {
+      // OData 4.01 lets bound operations in a default namespace go unqualified.
+      const op = this.#unqualifiedOperation(name);
+      if (op !== undefined && this.#applies(op, position)) return { kind: op.kind, name: op.name };
+    }
+    if (this.#chain(position.type).some((t) => t.open)) {
+      return { kind: "property", name, collection: false, dynamic: true };
+    }
+    return { kind: "unknown" };
+  }
+
+  #memberStep(position: Position, name: string, loose: boolean): Step | undefined {
+    const prop = this.#member(position.type, (t) => t.properties, name, loose);
+    if (prop !== undefined) {
+      const [propName, def] = prop;
+      const complex = this.#types.get(def.type);
+      if (complex !== undefined && complex.kind === "complex") {
+        return {
+          kind: "property",
+          name: propName,
+          collection: def.collection,
+          position: {
+            entitySet: position.entitySet,
+            type: complex.name,
+            bindingPath: [...position.bindingPath, propName],
+            collection: def.collection,
+            complex: true,
+          },
+        };
+      }
+      return { kind: "property", name: propName, collection: def.collection };
+    }
+    const nav = this.#member(position.type, (t) => t.navigations, name, loose);
+    return nav === undefined ? undefined : this.#navigate(position, nav[0], nav[1]);
+  }
+
+  #qualifiedStep(position: Position, name: string): Step {
+    const typeName = this.#qualify(name);
+    const type = this.#types.get(typeName);
+    if (type !== undefined) {
+      if (!this.#derivesFrom(type.name, position.type)) return { kind: "unknown" };
+      return {
+        kind: "cast",
+        name: type.name,
+        position: { ...position, type: type.name, bindingPath: [...position.bindingPath, type.name] },
+      };
+    }
+    const op = this.boundOperation(name);
+    if (op !== undefined && this.#applies(op, position)) return { kind: op.kind, name: op.name };
+    return { kind: "unknown" };
+  }
+
+  /** Whether some overload of `op` binds to the type (or a base type) and cardinality at `position`. */
+  #applies(op: BoundOperation, position: Position): boolean {
+    return op.bindings.some((b) => b.collection === position.collection && this.#derivesFrom(position.type, b.type));
+  }
+
+  #unqualifiedOperation(name: string): BoundOperation | undefined {
+    let found: BoundOperation | undefined;
+    for (const op of this.#operations.values()) {
+      if (op.name.slice(op.name.lastIndexOf(".") + 1) === name) {
+        if (found !== undefined) return undefined;
+        found = op;
+      }
+    }
+    return found;
+  }
+
+  #navigate(position: Position, name: string, nav: NavigationDef): Step {
+    if (nav.relationship !== undefined) return this.#navigateV2(position, name, nav);
+    const path = [...position.bindingPath, name];
+    if (nav.containsTarget) {
+      return {
+        kind: "navigation",
+        name,
+        collection: nav.collection,
+        contained: true,
+        target: { entitySet: position.entitySet, type: nav.type, bindingPath: path, collection: nav.collection, complex: false },
+      };
+    }
+    const set = this.#sets.get(position.entitySet);
+    let target = set?.bindings.get(path.join("/"));
+    if (target === undefined && set !== undefined) {
+      const loose = set.looseBindings.get(withoutCasts(path).join("/"));
+      if (loose !== undefined && loose.size === 1) target = [...loose][0];
+    }
+    return {
+      kind: "navigation",
+      name,
+      collection: nav.collection,
+      contained: false,
+      target: target === undefined ? undefined : this.#bindingTarget(target, nav),
+    };
+  }
+
+  /** Resolves a V4 binding target: `Set`, `Container/Set` or `Set/Contained/Path`. */
+  #bindingTarget(target: string, nav: NavigationDef): Position | undefined {
+    let parts = target.split("/");
+    if (parts.length > 1 && parts[0].includes(".")) {
+      if (!this.#containerNames.has(parts[0])) return undefined; // another service's container
+      parts = parts.slice(1);
+    }
+    const set = this.#sets.get(parts[0]);
+    if (set === undefined) return undefined;
+    return { entitySet: set.name, type: nav.type, bindingPath: parts.slice(1), collection: nav.collection, complex: false };
+  }
+
+  #navigateV2(position: Position, name: string, nav: NavigationDef): Step {
+    const ends = this.#associations.get(nav.relationship ?? "");
+    const toEnd = ends?.get(nav.toRole ?? "");
+    const collection = toEnd?.many ?? false;
+    let targetSet: string | undefined;
+    let matches = 0;
+    for (const s of this.#associationSets) {
+      if (s.association !== nav.relationship || s.ends.get(nav.fromRole ?? "") !== position.entitySet) continue;
+      matches++;
+      targetSet = s.ends.get(nav.toRole ?? "");
+    }
+    const set = matches === 1 && targetSet !== undefined ? this.#sets.get(targetSet) : undefined;
+    return {
+      kind: "navigation",
+      name,
+      collection,
+      contained: false,
+      target:
+        set === undefined || toEnd === undefined
+          ? undefined
+          : { entitySet: set.name, type: toEnd.type, bindingPath: [], collection, complex: false },
+    };
+  }
+
+  navigationPaths(position: Position): readonly (readonly string[])[] {
+    const out: string[][] = [];
+    const visit = (typeName: string, prefix: string[], depth: number): void => {
+      for (const t of this.#chain(typeName)) {
+        for (const navName of t.navigations.keys()) out.push([...prefix, navName]);
+        if (depth >= 4) continue;
+        for (const [propName, def] of t.properties) {
+          const complex = this.#types.get(def.type);
+          if (complex !== undefined && complex.kind === "complex") visit(complex.name, [...prefix, propName], depth + 1);
+        }
+      }
+    };
+    visit(position.type, [], 0);
+    return out;
+  }
+
+  keyOf(position: Position): readonly string[] {
+    for (const t of this.#chain(position.type)) if (t.keys !== undefined) return t.keys;
+    return [];
+  }
+
+  navigationTarget(entitySet: string, navPath: readonly string[]): { entitySet: string; collection: boolean } | undefined {
+    const root = this.root(entitySet);
+    if (root === undefined || !("position" in root)) return undefined;
+    let position = root.position;
+    let last: Step | undefined;
+    for (const name of navPath) {
+      last = this.step(position, name);
+      if (last.kind === "navigation") {
+        if (last.target === undefined) return undefined;
+        position = last.target;
+      } else if (last.kind === "cast") {
+        position = last.position;
+      } else if (last.kind === "property" && last.position !== undefined) {
+        position = last.position;
+      } else {
+        return undefined;
+      }
+    }
+    return last?.kind === "navigation" ? { entitySet: position.entitySet, collection: last.collection } : undefined;
+  }
+
+  isProperty(entitySet: string, name: string): boolean {
+    const root = this.root(entitySet);
+    if (root === undefined || !("position" in root)) return false;
+    const step = this.step(root.position, name);
+    return step.kind === "property" && step.dynamic === undefined;
+  }
+
+  keyProperties(entitySet: string): readonly string[] | undefined {
+    const root = this.root(entitySet);
+    return root === undefined || !("position" in root) ? undefined : this.keyOf(root.position);
+  }
+
+  boundOperation(name: string): BoundOperation | undefined {
+    if (!name.includes(".")) return this.#unqualifiedOperation(name);
+    const qualified = this.#qualify(name);
+    return this.#operations.get(qualified) ?? findName(this.#operations, qualified)?.[1];
+  }
+}
+
+/** A path without its type-cast segments (the qualified ones). */
+function withoutCasts(path: readonly string[]): string[] {
+  return path.filter((s) => !s.includes("."));
+}

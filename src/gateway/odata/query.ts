@@ -1,0 +1,585 @@
+/**
+ * The query half of the OData authorizer: parses a query string into system
+ * query options and parameter aliases, and finds every navigation that
+ * `$expand`, `$select`, `$filter`, `$orderby` and `$compute` would follow,
+ * recording the entity set each one reaches. Pure, like the rest of
+ * `src/gateway/odata/`.
+ *
+ * Navigation targets are authorized as reads: `list` when the navigation is
+ * collection-valued (the related entities are enumerated, filtered or
+ * counted), `get` when it is single-valued (one related entity is read or
+ * compared). That holds for `$expand`, for member paths in expressions and
+ * for lambda operators (`Items/any(...)` lists Items).
+ */
+import type { Operation } from "../../services/permissions.js";
+import type { Position, ServiceModel, Step } from "./metadata.js";
+import {
+  MAX_NESTING,
+  decodeOnce,
+  denied,
+  excerpt,
+  hasControlCharacter,
+  invalid,
+  isSimpleIdentifier,
+  skipDoubleQuoted,
+  skipSingleQuoted,
+  splitCall,
+  splitTopLevel,
+  walkTopLevel,
+} from "./syntax.js";
+
+/** One (entity set, operation) pair a request needs, with why. */
+export interface Access {
+  readonly entitySet: string;
+  readonly operation: Operation;
+  /** What in the request needs it, e.g. `resource path` or `$expand Items/Product`. */
+  readonly reason: string;
+}
+
+/** Collects accesses in order of discovery, keeping the first of equal (entity set, operation) pairs. */
+export class AccessList {
+  readonly items: Access[] = [];
+  readonly #seen = new Set<string>();
+
+  /** Records a pair unless an equal one is already recorded. */
+  add(entitySet: string, operation: Operation, reason: string): void {
+    const key = `${operation}\u0000${entitySet}`;
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    this.items.push({ entitySet, operation, reason });
+  }
+}
+
+/** Longest query string accepted, in characters (before decoding). */
+export const MAX_QUERY_LENGTH = 32 * 1024;
+
+/** Most rounds of `$levels` followed before giving up (invalid) when new targets still appear. */
+const MAX_LEVELS = 32;
+
+/** Most parameter aliases followed inside one another. */
+const MAX_ALIAS_DEPTH = 8;
+
+/** Work units (tokens and path steps) one request may cost; beyond it the request is refused. */
+const MAX_WORK = 200_000;
+
+/** The system query options, by their canonical name (lower case, no `$`). */
+const SYSTEM_OPTIONS = new Set([
+  "filter",
+  "expand",
+  "select",
+  "orderby",
+  "top",
+  "skip",
+  "count",
+  "inlinecount",
+  "search",
+  "format",
+  "skiptoken",
+  "deltatoken",
+  "apply",
+  "compute",
+  "index",
+  "schemaversion",
+  "id",
+  "levels",
+]);
+
+/** Options allowed inside `$expand=Nav(...)` and `$select=Prop(...)`. */
+const NESTED_OPTIONS = new Set(["filter", "expand", "select", "orderby", "top", "skip", "count", "search", "levels", "compute", "apply"]);
+
+/**
+ * The canonical name of a system query option, matched case-insensitively
+ * and with or without `$` (OData 4.01), or undefined for a custom option.
+ * An unknown name starting with `$` is invalid.
+ */
+export function systemOptionName(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  const bare = lower.startsWith("$") ? lower.slice(1) : lower;
+  if (SYSTEM_OPTIONS.has(bare)) return bare;
+  if (lower.startsWith("$")) invalid(`unknown system query option '${excerpt(name)}'`);
+  return undefined;
+}
+
+/** A parsed query string. */
+export interface ParsedQuery {
+  /** System query options by canonical name (see {@link systemOptionName}), values decoded. */
+  readonly options: ReadonlyMap<string, string>;
+  /** Parameter aliases (`@p`, with the `@`) -> decoded value. */
+  readonly aliases: ReadonlyMap<string, string>;
+}
+
+function decodeQueryPart(raw: string, what: string): string {
+  // Form encoding: a `+` is a space. Reading it so can only split tokens,
+  // never join them, whatever the back end makes of it.
+  const decoded = decodeOnce(raw.replaceAll("+", " "));
+  if (decoded === undefined) invalid(`malformed percent-encoding in ${what}`);
+  if (hasControlCharacter(decoded)) invalid(`control character in ${what}`);
+  return decoded;
+}
+
+/**
+ * Splits a raw query string (without `?`) on `&`, decodes every name and
+ * value exactly once, and keeps the system options and aliases. A system
+ * option or alias given twice (in any spelling) is invalid: the back end
+ * might honour either one.
+ */
+export function parseQuery(query: string): ParsedQuery {
+  if (query.length > MAX_QUERY_LENGTH) invalid(`query string is longer than ${MAX_QUERY_LENGTH} characters`);
+  const options = new Map<string, string>();
+  const aliases = new Map<string, string>();
+  if (query === "") return { options, aliases };
+  for (const part of query.split("&")) {
+    if (part === "") continue;
+    const eq = part.indexOf("=");
+    const name = decodeQueryPart(eq < 0 ? part : part.slice(0, eq), "a query option name");
+    const value = eq < 0 ? "" : decodeQueryPart(part.slice(eq + 1), `query option '${excerpt(name)}'`);
+    if (name.startsWith("@")) {
+      if (!isSimpleIdentifier(name.slice(1))) invalid(`malformed parameter alias '${excerpt(name)}'`);
+      if (aliases.has(name)) invalid(`parameter alias '${excerpt(name)}' is given more than once`);
+      aliases.set(name, value);
+      continue;
+    }
+    const canonical = systemOptionName(name);
+    if (canonical === undefined) continue;
+    if (options.has(canonical)) invalid(`system query option $${canonical} is given more than once`);
+    options.set(canonical, value);
+  }
+  return { options, aliases };
+}
+
+/**
+ * Where query options apply. `position` is undefined when the model cannot
+ * say what is there; `missing` then says why, for the denial message.
+ */
+export interface Scope {
+  readonly position: Position | undefined;
+  readonly missing?: "metadata" | "function" | "primitive";
+  /** Navigation path from the request's target to here, for reasons (`""` or `Items/`). */
+  readonly label: string;
+}
+
+/** Everything the query analysis reads and writes. */
+export interface QueryContext {
+  readonly model: ServiceModel | undefined;
+  readonly aliases: ReadonlyMap<string, string>;
+  readonly accesses: AccessList;
+  /** Work spent so far; see MAX_WORK. */
+  work: number;
+}
+
+function spend(ctx: QueryContext, units: number): void {
+  ctx.work += units;
+  if (ctx.work > MAX_WORK) invalid("request is too complex to authorize");
+}
+
+function cannotAuthorize(scope: Scope, what: string): never {
+  switch (scope.missing) {
+    case "function":
+      denied(`cannot authorize ${what}: the result of a bound operation has no known entity set`);
+    case "primitive":
+      invalid(`cannot apply ${what} to a primitive value`);
+    default:
+      denied(`cannot authorize ${what}: the service metadata is unavailable`);
+  }
+}
+
+/** Applies the system query options to `scope`, in a fixed order so that equal queries give equal answers. */
+export function applyOptions(ctx: QueryContext, scope: Scope, options: ReadonlyMap<string, string>, nested: boolean): void {
+  if (options.has("apply")) denied("$apply is not allowed");
+  if (!nested && options.has("levels")) invalid("$levels is only allowed inside $expand");
+  const expand = options.get("expand");
+  if (expand !== undefined) applyExpand(ctx, scope, expand, 0);
+  const select = options.get("select");
+  if (select !== undefined) applySelect(ctx, scope, select);
+  for (const name of ["filter", "orderby", "compute"]) {
+    const value = options.get(name);
+    if (value !== undefined) scanExpression(ctx, scope, value, `$${name}`, new Map(), 0);
+  }
+}
+
+/** Parses `name=value;name=value` inside `$expand=Nav(...)` or `$select=Prop(...)`. */
+function parseNestedOptions(text: string, what: string): Map<string, string> {
+  const options = new Map<string, string>();
+  if (text.trim() === "") return options;
+  for (const part of splitTopLevel(text, ";", what)) {
+    const eq = part.indexOf("=");
+    if (eq < 0) invalid(`malformed option '${excerpt(part)}' in ${what}`);
+    const name = part.slice(0, eq).trim();
+    const canonical = systemOptionName(name);
+    if (canonical === undefined || !NESTED_OPTIONS.has(canonical)) {
+      invalid(`option '${excerpt(name)}' is not allowed in ${what}`);
+    }
+    if (options.has(canonical)) invalid(`option $${canonical} is given more than once in ${what}`);
+    options.set(canonical, part.slice(eq + 1));
+  }
+  return options;
+}
+
+function splitPath(text: string, what: string): string[] {
+  const segs = text.split("/").map((s) => s.trim());
+  if (segs.some((s) => s === "")) invalid(`malformed path '${excerpt(text)}' in ${what}`);
+  return segs;
+}
+
+/**
+ * Follows `segs` from `scope`, recording a read for every navigation
+ * crossed, and returns where the path ends (with the last step taken).
+ * `what` names the option (for reasons and messages). `lenient` lets a
+ * single unknown name pass as something the model does not describe (an
+ * enum member, a computed property); otherwise unknown names are invalid.
+ */
+function walk(
+  ctx: QueryContext,
+  scope: Scope,
+  segs: readonly string[],
+  what: string,
+  lenient: boolean,
+): { scope: Scope; crossed: boolean } {
+  let { position, label } = scope;
+  let missing = scope.missing;
+  let crossed = false;
+  for (let k = 0; k < segs.length; k++) {
+    const name = segs[k];
+    spend(ctx, 1);
+    if (position === undefined) {
+      // Without a model, a lone name is taken for a property: only a path
+      // (`A/B`) can navigate.
+      if (lenient && segs.length === 1 && missing !== "primitive") return { scope, crossed };
+      if (missing === "primitive") invalid(`'${excerpt(name)}' cannot follow a primitive value in ${what}`);
+      cannotAuthorize({ position, label, ...(missing ? { missing } : {}) }, `'${excerpt([...segs].join("/"))}' in ${what}`);
+    }
+    if (name === "$count") {
+      if (k !== segs.length - 1) invalid(`$count must end the path in ${what}`);
+      break;
+    }
+    const step: Step = ctx.model!.step(position, name);
+    switch (step.kind) {
+      case "property":
+        label = `${label}${step.name}/`;
+        if (step.position !== undefined) position = step.position;
+        else {
+          position = undefined;
+          missing = "primitive";
+        }
+        break;
+      case "navigation": {
+        const navLabel = `${label}${step.name}`;
+        if (step.target === undefined) {
+          denied(`cannot authorize navigation '${excerpt(navLabel)}' in ${what}: the service metadata does not say which entity set it leads to`);
+        }
+        ctx.accesses.add(step.target.entitySet, step.collection ? "list" : "get", `${what} ${navLabel}`);
+        crossed = true;
+        position = step.target;
+        label = `${navLabel}/`;
+        break;
+      }
+      case "cast":
+        position = step.position;
+        label = `${label}${step.name}/`;
+        break;
+      case "function":
+      case "action":
+        if (k !== segs.length - 1) denied(`cannot authorize the path after bound operation '${step.name}' in ${what}`);
+        return { scope: { position: undefined, missing: "function", label }, crossed };
+      case "unknown":
+        if (lenient && segs.length === 1) return { scope, crossed };
+        invalid(`'${excerpt(name)}' is not a property or navigation of '${position.type}' in ${what}`);
+    }
+  }
+  return { scope: { position, label, ...(missing && position === undefined ? { missing } : {}) }, crossed };
+}
+
+function positionKey(p: Position): string {
+  return `${p.entitySet}\u0000${p.type}\u0000${p.bindingPath.join("/")}\u0000${p.collection}`;
+}
+
+/**
+ * `$expand`: every item's navigations are read (see the module comment);
+ * `*` expands every navigation of the type; nested options apply to the
+ * target; `$levels=n|max` repeats the item from each target until no new
+ * target appears.
+ */
+function applyExpand(ctx: QueryContext, scope: Scope, text: string, depth: number): void {
+  if (depth > MAX_NESTING) invalid(`$expand is nested more than ${MAX_NESTING} levels deep`);
+  for (const raw of splitTopLevel(text, ",", "$expand")) {
+    const item = raw.trim();
+    if (item === "") invalid("empty item in $expand");
+    const { name: pathText, args } = splitCall(item, "$expand");
+    const segs = splitPath(pathText, "$expand");
+    const options = args === undefined ? new Map<string, string>() : parseNestedOptions(args, `$expand ${excerpt(pathText)}`);
+    const levelsText = options.get("levels");
+    options.delete("levels");
+    let levels = 1;
+    if (levelsText !== undefined) {
+      const t = levelsText.trim();
+      if (t.toLowerCase() === "max") levels = Infinity;
+      else if (/^[1-9][0-9]{0,8}$/.test(t)) levels = Number(t);
+      else invalid(`malformed $levels '${excerpt(t)}' in $expand`);
+    }
+    let frontier: Scope[] = [scope];
+    const seen = new Set<string>();
+    for (let level = 1; level <= levels && frontier.length > 0; level++) {
+      if (level > MAX_LEVELS) invalid(`$levels in $expand ${excerpt(pathText)} reaches new targets beyond ${MAX_LEVELS} levels`);
+      const next: Scope[] = [];
+      for (const from of frontier) {
+        // Repeating an item stops quietly where the target type lacks its first name.
+        if (level > 1 && from.position !== undefined && ctx.model!.step(from.position, segs[0]).kind === "unknown" && segs[0] !== "*") {
+          continue;
+        }
+        for (const target of expandTargets(ctx, from, segs)) {
+          if (target.position === undefined) continue;
+          const key = positionKey(target.position);
+          if (seen.has(key)) continue;
+          seen.add(key);
+          applyNested(ctx, target, options, depth);
+          next.push(target);
+        }
+      }
+      frontier = next;
+    }
+  }
+}
+
+/** Options nested in an `$expand` or `$select` item, applied at the item's target. */
+function applyNested(ctx: QueryContext, scope: Scope, options: ReadonlyMap<string, string>, depth: number): void {
+  if (options.has("apply")) denied("$apply is not allowed");
+  const expand = options.get("expand");
+  if (expand !== undefined) applyExpand(ctx, scope, expand, depth + 1);
+  const select = options.get("select");
+  if (select !== undefined) applySelect(ctx, scope, select);
+  for (const name of ["filter", "orderby", "compute"]) {
+    const value = options.get(name);
+    if (value !== undefined) scanExpression(ctx, scope, value, `$${name}`, new Map(), 0);
+  }
+}
+
+/** The scopes one `$expand` item reaches from `scope`, recording their reads. */
+function expandTargets(ctx: QueryContext, scope: Scope, segs: readonly string[]): Scope[] {
+  let path = segs;
+  const tail = path[path.length - 1];
+  if (tail === "$ref" || tail === "$count") path = path.slice(0, -1);
+  if (path.length === 0 || path.some((s) => s === "$ref" || s === "$count" || s === "$levels")) {
+    invalid(`malformed $expand item '${excerpt(segs.join("/"))}'`);
+  }
+  if (scope.position === undefined) cannotAuthorize(scope, `$expand ${excerpt(segs.join("/"))}`);
+  if (path[path.length - 1] === "*") {
+    const prefix = walk(ctx, scope, path.slice(0, -1), "$expand", false);
+    const at = prefix.scope;
+    if (at.position === undefined) cannotAuthorize(at, "$expand *");
+    const out: Scope[] = [];
+    for (const navPath of ctx.model!.navigationPaths(at.position)) {
+      const reached = walk(ctx, at, navPath, "$expand", false);
+      out.push(reached.scope);
+    }
+    return out;
+  }
+  const reached = walk(ctx, scope, path, "$expand", false);
+  // Expanding a property (a stream, or a V2 complex property) reaches no entity.
+  return reached.crossed ? [reached.scope] : [];
+}
+
+/** `$select`: paths through navigations (V2 `Nav/Prop`) are reads; nested options (4.01) apply at the item. */
+function applySelect(ctx: QueryContext, scope: Scope, text: string): void {
+  for (const raw of splitTopLevel(text, ",", "$select")) {
+    const item = raw.trim();
+    if (item === "") invalid("empty item in $select");
+    const { name: pathText, args } = splitCall(item, "$select");
+    const segs = splitPath(pathText, "$select");
+    const last = segs[segs.length - 1];
+    // `*` and `NS.*` select properties or operations, never a navigation.
+    const path = last === "*" || last.endsWith(".*") ? segs.slice(0, -1) : segs;
+    if (path.length === 0) continue;
+    const reached = walk(ctx, scope, path, "$select", true);
+    if (args !== undefined) applyNested(ctx, reached.scope, parseNestedOptions(args, `$select ${excerpt(pathText)}`), 0);
+  }
+}
+
+type Token =
+  | { readonly t: "path"; readonly segs: string[]; readonly start: number; readonly end: number }
+  | { readonly t: "(" | ")" | ":" | "/" | "other"; readonly start: number; readonly end: number };
+
+const KEYWORDS = new Set([
+  "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "has", "in", "add", "sub", "mul", "div", "divby", "mod",
+  "asc", "desc", "true", "false", "null", "inf", "nan", "as",
+]);
+
+const PATH_CHAR = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}_.$@*]/u;
+const PATH_START = /[\p{L}\p{Nl}_$@]/u;
+const NUMBER_CHAR = /[0-9A-Za-z.:+-]/;
+
+function skipSpace(s: string, i: number): number {
+  while (i < s.length && (s[i] === " " || s[i] === "\t")) i++;
+  return i;
+}
+
+/**
+ * Tokenizes an expression. Member paths are joined across whitespace around
+ * `/` (`Customer / Name`), because lenient parsers accept that spelling;
+ * literals (single- or double-quoted, typed like `guid'…'`, numbers) become
+ * `other`, so that nothing inside them is taken for a path.
+ */
+function tokenize(ctx: QueryContext, s: string, what: string): Token[] {
+  // Balance and depth first: the scan below may then assume both.
+  walkTopLevel(s, what, () => {});
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < s.length) {
+    spend(ctx, 1);
+    const c = s[i];
+    if (c === " " || c === "\t") {
+      i++;
+    } else if (c === "'" || c === '"') {
+      const end = c === "'" ? skipSingleQuoted(s, i) : skipDoubleQuoted(s, i);
+      tokens.push({ t: "other", start: i, end });
+      i = end;
+    } else if (/[0-9]/.test(c) || (c === "-" && /[0-9]/.test(s[i + 1] ?? ""))) {
+      const start = i;
+      i++;
+      while (i < s.length && NUMBER_CHAR.test(s[i])) i++;
+      tokens.push({ t: "other", start, end: i });
+    } else if (PATH_START.test(c)) {
+      const start = i;
+      const segs: string[] = [];
+      for (;;) {
+        const segStart = i;
+        while (i < s.length && PATH_CHAR.test(s[i])) i++;
+        segs.push(s.slice(segStart, i));
+        const after = skipSpace(s, i);
+        if (s[after] !== "/") break;
+        i = skipSpace(s, after + 1);
+        if (i >= s.length || !PATH_START.test(s[i])) invalid(`malformed path '${excerpt(s.slice(start, i + 1))}' in ${what}`);
+      }
+      if (s[i] === "'" && segs.length === 1) {
+        // A typed literal: guid'…', datetime'…', X'…', Namespace.Enum'Member'.
+        const end = skipSingleQuoted(s, i);
+        tokens.push({ t: "other", start, end });
+        i = end;
+      } else {
+        tokens.push({ t: "path", segs, start, end: i });
+      }
+    } else if (c === "(" || c === ")" || c === ":" || c === "/") {
+      tokens.push({ t: c, start: i, end: i + 1 });
+      i++;
+    } else {
+      tokens.push({ t: "other", start: i, end: i + 1 });
+      i++;
+    }
+  }
+  return tokens;
+}
+
+/** Index of the `)` token matching the `(` token at `open`. */
+function matchingParen(tokens: readonly Token[], open: number): number {
+  let depth = 0;
+  for (let j = open; j < tokens.length; j++) {
+    if (tokens[j].t === "(") depth++;
+    else if (tokens[j].t === ")" && --depth === 0) return j;
+  }
+  return invalid("unbalanced '('"); // unreachable after walkTopLevel
+}
+
+/**
+ * Finds the navigations an expression (`$filter`, `$orderby`, `$compute`,
+ * or an alias value) follows from `scope`. Lambda variables (`d` in
+ * `Items/any(d:d/Product/Name eq 'x')`) start from their collection's
+ * target; `$it` and `$this` from `scope`; parameter aliases are scanned in
+ * place; `$root` is refused.
+ */
+export function scanExpression(
+  ctx: QueryContext,
+  scope: Scope,
+  text: string,
+  what: string,
+  env: ReadonlyMap<string, Scope>,
+  aliasDepth: number,
+): void {
+  const tokens = tokenize(ctx, text, what);
+  scanTokens(ctx, scope, tokens, 0, tokens.length, what, env, aliasDepth);
+}
+
+function scanTokens(
+  ctx: QueryContext,
+  scope: Scope,
+  tokens: readonly Token[],
+  from: number,
+  to: number,
+  what: string,
+  env: ReadonlyMap<string, Scope>,
+  aliasDepth: number,
+): void {
+  for (let i = from; i < to; i++) {
+    const tok = tokens[i];
+    if (tok.t === "/") invalid(`unexpected '/' in ${what}`);
+    if (tok.t !== "path") continue;
+    const segs = tok.segs;
+    const first = segs[0];
+    if (segs.length === 1 && KEYWORDS.has(first.toLowerCase())) continue;
+    if (first.startsWith("@")) {
+      if (segs.length > 1) invalid(`parameter alias '${excerpt(first)}' cannot start a path in ${what}`);
+      const value = ctx.aliases.get(first);
+      if (value === undefined) continue; // an alias without a value is null
+      if (aliasDepth >= MAX_ALIAS_DEPTH) invalid(`parameter aliases are nested more than ${MAX_ALIAS_DEPTH} levels deep`);
+      scanExpression(ctx, scope, value, what, env, aliasDepth + 1);
+      continue;
+    }
+    let start: Scope = scope;
+    let rest: readonly string[] = segs;
+    if (first === "$it" || first === "$this") {
+      rest = segs.slice(1);
+    } else if (first === "$root") {
+      denied(`$root is not allowed in ${what}`);
+    } else if (first.startsWith("$")) {
+      invalid(`unexpected '${excerpt(first)}' in ${what}`);
+    } else if (env.has(first)) {
+      start = env.get(first)!;
+      rest = segs.slice(1);
+    }
+    const next = tokens[i + 1];
+    const call = next !== undefined && next.t === "(" && i + 1 < to;
+    // A lone name may be an enum member, a computed property or a literal
+    // the tokenizer cannot tell from a name; a path must resolve.
+    const lenient = segs.length === 1;
+    if (!call) {
+      if (rest.length > 0) walk(ctx, start, rest, what, lenient);
+      continue;
+    }
+    const close = matchingParen(tokens, i + 1);
+    const after = tokens[close + 1];
+    if (after !== undefined && after.t === "/" && close + 1 < to) {
+      denied(`cannot authorize a path after a function call in ${what}`);
+    }
+    const last = rest[rest.length - 1];
+    if (rest.length >= 2 && (last === "any" || last === "all")) {
+      const collection = walk(ctx, start, rest.slice(0, -1), what, false).scope;
+      if (close > i + 2) {
+        const variable = tokens[i + 2];
+        const colon = tokens[i + 3];
+        if (variable.t !== "path" || variable.segs.length !== 1 || !isSimpleIdentifier(variable.segs[0]) || colon?.t !== ":") {
+          invalid(`malformed lambda expression in ${what}`);
+        }
+        const inner = new Map(env);
+        inner.set(variable.segs[0], collection);
+        if (inner.size > MAX_NESTING) invalid(`lambda expressions are nested too deeply in ${what}`);
+        // Names without the variable still start from the outer scope ($it).
+        scanTokens(ctx, scope, tokens, i + 4, close, what, inner, aliasDepth);
+      }
+      i = close;
+      continue;
+    }
+    if (rest.length === 0 || (rest.length === 1 && start === scope && !rest[0].includes("."))) {
+      // A built-in function (contains, cast, isof, …): its arguments are scanned in turn.
+      continue;
+    }
+    // A bound function on a path (`Customer/NS.Rating()`): the path is read.
+    walk(ctx, start, rest, what, lenient);
+  }
+}
+
+/**
+ * Scans parameter aliases used by a resource path (function parameters),
+ * so that an alias value referring to a navigation is authorized too.
+ */
+export function scanAliasValue(ctx: QueryContext, scope: Scope, alias: string): void {
+  const value = ctx.aliases.get(alias);
+  if (value !== undefined) scanExpression(ctx, scope, value, `parameter alias ${excerpt(alias)}`, new Map(), 1);
+}

@@ -1,0 +1,526 @@
+/**
+ * Maps an OData request to every (entity set, operation) pair it touches, so
+ * that the gateway can authorize each one with `evaluate` before anything is
+ * forwarded. Pure: no Fastify, no I/O; the caller passes the service's
+ * parsed `$metadata` (or nothing when it cannot be had).
+ *
+ * Decisions the protocol leaves open, taken here:
+ * - Every entity the resource path passes through is read (`get`), and so is
+ *   every navigation target in `$expand`, `$select`, `$filter`, `$orderby`
+ *   and `$compute` (`list` when collection-valued, `get` when single-valued).
+ * - A contained entity (V4 `ContainsTarget`) belongs to the entity set that
+ *   contains it: `POST /SalesOrders(1)/Items` needs `create` on SalesOrders.
+ *   A singleton is authorized under its own name, like an entity set.
+ * - Writing a property (`PUT /E(1)/Name`, `DELETE /E(1)/Name`, a media
+ *   `$value`) is `update` of the entity. Changing a link (`$ref`, V2
+ *   `$links`) is `update` of the source and `get` of the target.
+ * - A bound function is `get` of its binding entity set (`list` when bound
+ *   to a collection); a bound action is `update`, whatever it is bound to.
+ * - `PUT` or `PATCH` of an entity may create it (upsert). Unless the request
+ *   already carries `If-Match`, the analysis names the entity set in
+ *   `upsertEntitySet`, and {@link needsIfMatchStar} tells the gateway whether
+ *   to add `If-Match: *` for a key without `create`. With `If-None-Match: *`
+ *   the request can only create, so it is authorized as `create`.
+ * - Without metadata, only requests that cannot navigate are analyzed:
+ *   anything after a key, `$expand`, and member paths (`A/B`) in expressions
+ *   are denied. Names the model does not know are invalid.
+ * - Bulk and cross-entity-set constructs (`$each`, `$filter` path segments,
+ *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`), unbound
+ *   function and action imports, and collection-wide `PUT`/`PATCH`/`DELETE`
+ *   are denied with a message naming them. `$batch` is handed back as its
+ *   own kind, for the batch module.
+ */
+import type { Operation } from "../../services/permissions.js";
+import type { Position, ServiceModel } from "./metadata.js";
+import { AccessList, applyOptions, parseQuery, type Access, type QueryContext, type Scope } from "./query.js";
+import {
+  Refusal,
+  decodeOnce,
+  denied,
+  excerpt,
+  hasControlCharacter,
+  invalid,
+  isQualifiedName,
+  isSimpleIdentifier,
+  skipSingleQuoted,
+  splitCall,
+  splitTopLevel,
+  walkTopLevel,
+} from "./syntax.js";
+
+export type { Access } from "./query.js";
+
+/** Longest resource path accepted, in characters (before decoding). */
+export const MAX_PATH_LENGTH = 8 * 1024;
+
+/** Most segments in a resource path. */
+const MAX_SEGMENTS = 64;
+
+/** A request as the gateway sees it, below the service root. */
+export interface RequestInput {
+  /** The HTTP method, as received (`GET`, `POST`, `MERGE`, …). */
+  readonly method: string;
+  /** The path after the service root, raw (still percent-encoded); may be `""` or `"/"`. */
+  readonly path: string;
+  /** The raw query string, without `?`. */
+  readonly query: string;
+  /** Request headers; names are matched case-insensitively. */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  /** The service's parsed `$metadata`; undefined when it is unavailable. */
+  readonly model?: ServiceModel;
+}
+
+/** The outcome of {@link analyzeRequest}. */
+export type Analysis =
+  /** Authorize every access (in order); the first denial answers 403 and nothing is forwarded. */
+  | {
+      readonly kind: "access";
+      readonly accesses: readonly Access[];
+      /** The method the back end will act on: the request's, or the one tunnelled with `X-HTTP-Method`. */
+      readonly effectiveMethod: string;
+      /** Set when the request may create the entity it updates (upsert); see {@link needsIfMatchStar}. */
+      readonly upsertEntitySet?: string;
+    }
+  /** `$metadata` or the service document: allowed when the key has any permission on the service. */
+  | { readonly kind: "metadata" }
+  /** A `POST $batch`: each part must be analyzed by the batch module. */
+  | { readonly kind: "batch" }
+  /** Well-formed but not allowed through the gateway (403). */
+  | { readonly kind: "denied"; readonly message: string }
+  /** Malformed path or query (400). */
+  | { readonly kind: "invalid"; readonly message: string };
+
+/**
+ * Whether the gateway must add `If-Match: *` to the forwarded request so that
+ * it cannot create the entity it updates: true for an upserting request
+ * (see {@link Analysis}) when the key may not `create` in that entity set.
+ */
+export function needsIfMatchStar(analysis: Analysis, mayCreate: (entitySet: string) => boolean): boolean {
+  return analysis.kind === "access" && analysis.upsertEntitySet !== undefined && !mayCreate(analysis.upsertEntitySet);
+}
+
+/**
+ * Analyzes one request. Never throws: malformed input is `invalid`, anything
+ * the gateway will not let through is `denied`.
+ */
+export function analyzeRequest(input: RequestInput): Analysis {
+  try {
+    return analyze(input);
+  } catch (error) {
+    if (error instanceof Refusal) return { kind: error.kind, message: error.message };
+    // A bug here must not let the request through.
+    return { kind: "denied", message: "the request could not be analyzed" };
+  }
+}
+
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "MERGE", "DELETE"]);
+const TUNNELLED = new Set(["MERGE", "PUT", "PATCH", "DELETE"]);
+
+function lowerCaseHeaders(headers: Readonly<Record<string, string | undefined>>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out.set(name.toLowerCase(), value);
+  }
+  return out;
+}
+
+function effectiveMethodOf(method: string, headers: ReadonlyMap<string, string>): string {
+  const tunnel = headers.get("x-http-method");
+  const override = headers.get("x-http-method-override");
+  if (tunnel !== undefined && override !== undefined && tunnel.trim().toUpperCase() !== override.trim().toUpperCase()) {
+    invalid("X-HTTP-Method and X-HTTP-Method-Override disagree");
+  }
+  const tunnelled = tunnel ?? override;
+  if (tunnelled !== undefined) {
+    if (method !== "POST") denied(`X-HTTP-Method is only allowed on POST, not on ${excerpt(method)}`);
+    const upper = tunnelled.trim().toUpperCase();
+    if (!TUNNELLED.has(upper)) denied(`X-HTTP-Method '${excerpt(tunnelled)}' is not allowed`);
+    return upper;
+  }
+  if (!METHODS.has(method)) denied(`method ${excerpt(method)} is not allowed`);
+  return method;
+}
+
+/** Splits the raw path on `/`, then decodes each segment exactly once. */
+function decodeSegments(path: string): string[] {
+  if (path.length > MAX_PATH_LENGTH) invalid(`path is longer than ${MAX_PATH_LENGTH} characters`);
+  const body = path.startsWith("/") ? path.slice(1) : path;
+  if (body === "") return [];
+  const raw = body.split("/");
+  if (raw.length > MAX_SEGMENTS) invalid(`path has more than ${MAX_SEGMENTS} segments`);
+  return raw.map((r, i) => {
+    if (r === "") invalid(`empty path segment at position ${i + 1}`);
+    const s = decodeOnce(r);
+    if (s === undefined) invalid(`malformed percent-encoding in path segment '${excerpt(r)}'`);
+    if (hasControlCharacter(s)) invalid(`control character in path segment ${i + 1}`);
+    if (s === "." || s === "..") invalid("dot segments are not allowed in the path");
+    return s;
+  });
+}
+
+// Unquoted key values: numbers, dates, times, GUIDs, booleans, enum members.
+const BARE_KEY_VALUE = /^-?[A-Za-z0-9_.:+-]+$/;
+// V2 typed literals (guid'…', datetime'…', X'…') and V4 enum/duration literals.
+const TYPED_PREFIX = /^[A-Za-z][A-Za-z0-9_.]*$/;
+
+function checkKeyValue(value: string, what: string): void {
+  const v = value.trim();
+  if (v === "") invalid(`empty key value in ${what}`);
+  const quote = v.indexOf("'");
+  if (quote >= 0) {
+    if (quote > 0 && !TYPED_PREFIX.test(v.slice(0, quote))) invalid(`malformed key value '${excerpt(v)}' in ${what}`);
+    if (skipSingleQuoted(v, quote) !== v.length) invalid(`malformed string literal '${excerpt(v)}' in ${what}`);
+    return;
+  }
+  if (v.startsWith("@")) {
+    if (!isSimpleIdentifier(v.slice(1))) invalid(`malformed parameter alias '${excerpt(v)}' in ${what}`);
+    return;
+  }
+  if (!BARE_KEY_VALUE.test(v)) invalid(`malformed key value '${excerpt(v)}' in ${what}`);
+}
+
+/**
+ * Checks a key predicate (the text between the parentheses): one unnamed
+ * value, or `Name=value` pairs; with a model, its names must be exactly the
+ * key properties of the type at `position`.
+ */
+function checkKeyPredicate(args: string, what: string, model: ServiceModel | undefined, position: Position | undefined): void {
+  const parts = splitTopLevel(args, ",", what);
+  const named = new Map<string, string>();
+  for (const part of parts) {
+    let eq = -1;
+    walkTopLevel(part, what, (i) => {
+      if (part[i] === "=" && eq < 0) eq = i;
+    });
+    if (eq < 0) {
+      if (parts.length > 1) invalid(`a composite key must name every value in ${what}`);
+      checkKeyValue(part, what);
+      if (model && position && model.keyOf(position).length !== 1) {
+        invalid(`${what} needs a named value for each key property (${model.keyOf(position).join(", ")})`);
+      }
+      return;
+    }
+    const name = part.slice(0, eq).trim();
+    if (!name.split("/").every(isSimpleIdentifier)) invalid(`malformed key property name '${excerpt(name)}' in ${what}`);
+    if (named.has(name)) invalid(`key property '${excerpt(name)}' is given twice in ${what}`);
+    checkKeyValue(part.slice(eq + 1), what);
+    named.set(name, part);
+  }
+  if (model && position) {
+    const keys = model.keyOf(position);
+    const lower = new Set([...named.keys()].map((k) => k.toLowerCase()));
+    if (keys.length !== named.size || !keys.every((k) => named.has(k) || lower.has(k.toLowerCase()))) {
+      invalid(`${what} must name exactly the key properties ${keys.join(", ")}`);
+    }
+  }
+}
+
+type Shape = "collection" | "entity" | "complex" | "complexCollection" | "primitive" | "primitiveCollection";
+
+type Tail =
+  | { readonly kind: "count" | "value" | "ref" }
+  | { readonly kind: "function" | "action"; readonly name: string };
+
+/** Where the walk along the resource path stands. */
+interface PathState {
+  /** Entity sets reached, in order; the last is the target. */
+  readonly hops: string[];
+  position: Position | undefined;
+  shape: Shape;
+  /** Whether the last step addressed a property of the target (or its `$value`). */
+  property: boolean;
+  tail: Tail | undefined;
+  /** Set after V2 `$links`: the next segment must be a navigation. */
+  links: boolean;
+}
+
+function analyze(input: RequestInput): Analysis {
+  const headers = lowerCaseHeaders(input.headers);
+  const method = effectiveMethodOf(input.method, headers);
+  const segments = decodeSegments(input.path);
+  const query = parseQuery(input.query);
+  const { model } = input;
+
+  if (segments.length === 0) {
+    if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on the service document`);
+    return { kind: "metadata" };
+  }
+  const first = segments[0];
+  if (first.startsWith("$")) {
+    if (first === "$metadata" || first === "$batch") {
+      if (segments.length > 1) invalid(`${first} cannot be followed by another path segment`);
+      if (first === "$batch") {
+        if (method !== "POST") denied(`$batch requires POST, not ${method}`);
+        return { kind: "batch" };
+      }
+      if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on $metadata`);
+      return { kind: "metadata" };
+    }
+    const name = first.split("(")[0];
+    if (name === "$all" || name === "$crossjoin" || name === "$entity") denied(`${name} is not allowed`);
+    invalid(`unknown path segment '${excerpt(first)}'`);
+  }
+
+  const state = walkPath(segments, model);
+  const accesses = new AccessList();
+  const scope = finish(state, method, headers, model, accesses);
+  const ctx: QueryContext = { model, aliases: query.aliases, accesses, work: 0 };
+  applyOptions(ctx, scope, query.options, false);
+
+  const upsert =
+    (method === "PUT" || method === "PATCH") &&
+    state.tail === undefined &&
+    !state.property &&
+    state.shape === "entity" &&
+    !headers.has("if-match") &&
+    headers.get("if-none-match")?.trim() !== "*";
+  return {
+    kind: "access",
+    accesses: accesses.items,
+    effectiveMethod: method,
+    ...(upsert ? { upsertEntitySet: state.hops[state.hops.length - 1] } : {}),
+  };
+}
+
+/** Walks the resource path: entity sets crossed, and what the last segment addresses. */
+function walkPath(segments: readonly string[], model: ServiceModel | undefined): PathState {
+  const { name, args } = splitCall(segments[0], "the first path segment");
+  if (!isSimpleIdentifier(name)) invalid(`'${excerpt(name)}' is not an entity set name`);
+  let state: PathState;
+  if (model) {
+    const root = model.root(name);
+    if (root === undefined) invalid(`'${excerpt(name)}' is not an entity set of this service`);
+    if (root.kind === "functionImport") denied(`unbound function import '${root.name}' is not allowed`);
+    if (root.kind === "actionImport") denied(`unbound action import '${root.name}' is not allowed`);
+    state = {
+      hops: [root.name],
+      position: root.position,
+      shape: root.kind === "singleton" ? "entity" : "collection",
+      property: false,
+      tail: undefined,
+      links: false,
+    };
+  } else {
+    state = { hops: [name], position: undefined, shape: "collection", property: false, tail: undefined, links: false };
+  }
+  if (args !== undefined) {
+    if (state.shape !== "collection") invalid(`singleton '${name}' cannot take a key`);
+    checkKeyPredicate(args, `the key of ${name}`, model, state.position);
+    state.shape = "entity";
+  }
+  for (let i = 1; i < segments.length; i++) step(state, segments[i], model);
+  if (state.links) invalid("$links must be followed by a navigation property");
+  return state;
+}
+
+function metadataUnavailable(segment: string): never {
+  denied(`cannot authorize '${excerpt(segment)}': the service metadata is unavailable`);
+}
+
+/** Applies one path segment after the first to `state`. */
+function step(state: PathState, segment: string, model: ServiceModel | undefined): void {
+  if (state.tail !== undefined) {
+    if (state.tail.kind === "function" || state.tail.kind === "action") {
+      denied(`path segments after bound operation '${state.tail.name}' are not allowed`);
+    }
+    invalid(`$${state.tail.kind} must be the last path segment`);
+  }
+  if (segment.startsWith("$")) {
+    dollarSegment(state, segment, model);
+    return;
+  }
+  const { name, args } = splitCall(segment, `path segment '${excerpt(segment)}'`);
+  const what = `path segment '${excerpt(segment)}'`;
+  if (state.links) {
+    if (args !== undefined && args.trim() === "") invalid(`malformed ${what}`);
+  }
+
+  if (state.shape === "collection" && !state.links) {
+    collectionSegment(state, segment, name, args, model);
+    return;
+  }
+  if (state.shape !== "entity" && state.shape !== "complex") {
+    invalid(`'${excerpt(segment)}' cannot follow a ${state.shape === "primitive" ? "primitive value" : "collection property"}`);
+  }
+  if (!model || state.position === undefined) metadataUnavailable(segment);
+  const found = model.step(state.position, name);
+  if (state.links && found.kind !== "navigation") invalid("$links must be followed by a navigation property");
+  switch (found.kind) {
+    case "property":
+      if (args !== undefined) invalid(`property '${found.name}' cannot take a key`);
+      state.property = true;
+      if (found.position !== undefined) {
+        state.position = found.position;
+        state.shape = found.collection ? "complexCollection" : "complex";
+      } else {
+        state.position = undefined;
+        state.shape = found.collection ? "primitiveCollection" : "primitive";
+      }
+      return;
+    case "navigation": {
+      if (found.target === undefined) {
+        denied(
+          `cannot authorize navigation '${found.name}' of '${state.hops[state.hops.length - 1]}': ` +
+            "the service metadata does not say which entity set it leads to",
+        );
+      }
+      state.hops.push(found.target.entitySet);
+      state.position = found.target;
+      state.property = false;
+      state.shape = found.collection ? "collection" : "entity";
+      if (args !== undefined) {
+        if (!found.collection) invalid(`single-valued navigation '${found.name}' cannot take a key`);
+        checkKeyPredicate(args, `the key of ${found.name}`, model, found.target);
+        state.shape = "entity";
+      }
+      if (state.links) {
+        state.links = false;
+        state.tail = { kind: "ref" };
+      }
+      return;
+    }
+    case "cast":
+      if (args !== undefined) invalid(`type cast '${found.name}' cannot take a key here`);
+      state.position = found.position;
+      return;
+    case "function":
+      state.tail = { kind: "function", name: found.name };
+      return;
+    case "action":
+      if (args !== undefined) invalid(`bound action '${found.name}' cannot take parameters in the path`);
+      state.tail = { kind: "action", name: found.name };
+      return;
+    case "unknown":
+      invalid(`'${excerpt(name)}' is not a property or navigation of '${state.position.type}'`);
+  }
+}
+
+/** A segment after a collection of entities: a cast, a bound operation, or a key (key-as-segment). */
+function collectionSegment(state: PathState, segment: string, name: string, args: string | undefined, model: ServiceModel | undefined): void {
+  if (!model || state.position === undefined) {
+    // Only a value that cannot be a name is surely a key.
+    if (args !== undefined || isSimpleIdentifier(name) || isQualifiedName(name) || /^[\p{L}_@]/u.test(name)) {
+      metadataUnavailable(segment);
+    }
+    checkKeyValue(segment, "the key segment");
+    state.shape = "entity";
+    return;
+  }
+  const found = model.step(state.position, name);
+  switch (found.kind) {
+    case "cast":
+      state.position = found.position;
+      if (args !== undefined) {
+        checkKeyPredicate(args, `the key of ${found.name}`, model, found.position);
+        state.shape = "entity";
+      }
+      return;
+    case "function":
+      state.tail = { kind: "function", name: found.name };
+      return;
+    case "action":
+      if (args !== undefined) invalid(`bound action '${found.name}' cannot take parameters in the path`);
+      state.tail = { kind: "action", name: found.name };
+      return;
+    case "property":
+    case "navigation":
+      if (found.kind === "property" && found.dynamic) break; // open type: not a declared name
+      invalid(`'${excerpt(name)}' cannot follow a collection: address one entity with a key first`);
+  }
+  if (args !== undefined) invalid(`'${excerpt(name)}' is not a type cast or bound operation of '${state.position.type}'`);
+  const keys = model.keyOf(state.position);
+  if (keys.length !== 1) invalid(`key-as-segment '${excerpt(segment)}' needs a single key property, but the key is ${keys.join(", ")}`);
+  if (segment.includes("'")) invalid(`malformed key segment '${excerpt(segment)}'`);
+  state.shape = "entity";
+}
+
+function dollarSegment(state: PathState, segment: string, model: ServiceModel | undefined): void {
+  const isEntityTyped = state.shape === "collection" || state.shape === "entity";
+  switch (segment) {
+    case "$count":
+      if (state.shape !== "collection" && state.shape !== "complexCollection" && state.shape !== "primitiveCollection") {
+        invalid("$count must follow a collection");
+      }
+      state.tail = { kind: "count" };
+      return;
+    case "$value":
+      if (state.shape !== "entity" && state.shape !== "primitive") invalid("$value must follow an entity or a primitive property");
+      state.tail = { kind: "value" };
+      return;
+    case "$ref":
+      if (!isEntityTyped || state.property) invalid("$ref must follow an entity or a collection of entities");
+      state.tail = { kind: "ref" };
+      return;
+    case "$links":
+      if (state.shape !== "entity") invalid("$links must follow an entity");
+      if (!model) metadataUnavailable(segment);
+      state.links = true;
+      return;
+    case "$each":
+      denied("$each bulk operations are not allowed");
+  }
+  const name = segment.split("(")[0];
+  if (name === "$filter") denied("$filter path segments are not allowed");
+  if (name === "$query") denied("$query is not allowed");
+  invalid(`unknown path segment '${excerpt(segment)}'`);
+}
+
+/**
+ * Records the accesses of the resource path for `method`, and returns the
+ * scope the query options apply to.
+ */
+function finish(state: PathState, method: string, headers: ReadonlyMap<string, string>, model: ServiceModel | undefined, accesses: AccessList): Scope {
+  const { hops, tail } = state;
+  const target = hops[hops.length - 1];
+  for (let h = 0; h < hops.length - 1; h++) accesses.add(hops[h], "get", "navigation source in resource path");
+  const read: Operation = state.shape === "collection" ? "list" : "get";
+  const linkChange = (): void => {
+    if (hops.length < 2) invalid("a link can only be changed through a navigation property");
+    accesses.add(hops[hops.length - 2], "update", "link change");
+    accesses.add(target, "get", "link target");
+  };
+  const read_ = method === "GET" || method === "HEAD";
+
+  if (tail?.kind === "function") {
+    if (!read_) denied(`bound function '${tail.name}' must be called with GET, not ${method}`);
+    accesses.add(target, read, `bound function ${tail.name}`);
+    return { position: undefined, missing: "function", label: "" };
+  }
+  if (tail?.kind === "action") {
+    if (method !== "POST") denied(`bound action '${tail.name}' must be called with POST, not ${method}`);
+    accesses.add(target, "update", `bound action ${tail.name}`);
+    return { position: undefined, missing: "function", label: "" };
+  }
+
+  const propertyLike = state.property || tail?.kind === "value";
+  if (read_) {
+    accesses.add(target, read, "resource path");
+  } else if (tail?.kind === "count") {
+    denied(`${method} is not allowed on $count`);
+  } else if (tail?.kind === "ref") {
+    if (method === "POST" && state.shape !== "collection") denied("POST to $ref needs a collection-valued navigation");
+    if (method !== "POST" && method !== "DELETE" && state.shape !== "entity") denied(`${method} to $ref needs a single-valued navigation`);
+    linkChange();
+  } else if (propertyLike) {
+    if (method === "POST" && state.shape !== "complexCollection" && state.shape !== "primitiveCollection") {
+      denied("POST is only allowed on collections");
+    }
+    accesses.add(target, "update", "resource path");
+  } else if (method === "POST") {
+    if (state.shape !== "collection") denied("POST is only allowed on collections");
+    accesses.add(target, "create", "resource path");
+  } else if (state.shape === "collection") {
+    denied(`${method} on a whole collection is not allowed`);
+  } else if (method === "DELETE") {
+    accesses.add(target, "delete", "resource path");
+  } else if (headers.get("if-none-match")?.trim() === "*") {
+    accesses.add(target, "create", "resource path (If-None-Match: *)");
+  } else {
+    accesses.add(target, "update", "resource path");
+  }
+
+  if (!model || state.position === undefined) {
+    return { position: undefined, missing: model ? "primitive" : "metadata", label: "" };
+  }
+  return { position: state.position, label: "" };
+}
