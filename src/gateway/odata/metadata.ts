@@ -93,7 +93,8 @@ export type Step =
 /** What the first segment of a resource path names, as answered by {@link ServiceModel.root}. */
 export type Root =
   | { readonly kind: "entitySet" | "singleton"; readonly name: string; readonly position: Position }
-  | { readonly kind: "functionImport" | "actionImport"; readonly name: string };
+  | { readonly kind: "functionImport"; readonly name: string }
+  | { readonly kind: "actionImport"; readonly name: string };
 
 /** A bound function or action, as answered by {@link ServiceModel.boundOperation}. */
 export interface BoundOperation {
@@ -494,7 +495,8 @@ class Model implements ServiceModel {
       return { kind: def.singleton ? "singleton" : "entitySet", name: def.name, position: this.#setPosition(def) };
     }
     const imp = findName(this.#imports, name);
-    return imp === undefined ? undefined : { kind: imp[1], name: imp[0] };
+    if (imp === undefined) return undefined;
+    return imp[1] === "functionImport" ? { kind: "functionImport", name: imp[0] } : { kind: "actionImport", name: imp[0] };
   }
 
   step(position: Position, name: string): Step {

@@ -165,6 +165,12 @@ export interface QueryContext {
   readonly accesses: AccessList;
   /** Work spent so far; see MAX_WORK. */
   work: number;
+  /**
+   * Nested options already applied at a position: applying them again would
+   * find the same accesses, and `*` or `$levels` inside one another would
+   * otherwise multiply the work.
+   */
+  readonly applied: Set<string>;
 }
 
 function spend(ctx: QueryContext, units: number): void {
@@ -183,14 +189,19 @@ function cannotAuthorize(scope: Scope, what: string): never {
   }
 }
 
-/** Applies the system query options to `scope`, in a fixed order so that equal queries give equal answers. */
-export function applyOptions(ctx: QueryContext, scope: Scope, options: ReadonlyMap<string, string>, nested: boolean): void {
+/** Applies the request's system query options (from {@link parseQuery}) at `scope`. */
+export function applyOptions(ctx: QueryContext, scope: Scope, options: ReadonlyMap<string, string>): void {
+  if (options.has("levels")) invalid("$levels is only allowed inside $expand");
+  applyOptionSet(ctx, scope, options, 0);
+}
+
+/** Applies options in a fixed order, so that equal queries give equal answers whatever their order. */
+function applyOptionSet(ctx: QueryContext, scope: Scope, options: ReadonlyMap<string, string>, depth: number): void {
   if (options.has("apply")) denied("$apply is not allowed");
-  if (!nested && options.has("levels")) invalid("$levels is only allowed inside $expand");
   const expand = options.get("expand");
-  if (expand !== undefined) applyExpand(ctx, scope, expand, 0);
+  if (expand !== undefined) applyExpand(ctx, scope, expand, depth);
   const select = options.get("select");
-  if (select !== undefined) applySelect(ctx, scope, select);
+  if (select !== undefined) applySelect(ctx, scope, select, depth);
   for (const name of ["filter", "orderby", "compute"]) {
     const value = options.get(name);
     if (value !== undefined) scanExpression(ctx, scope, value, `$${name}`, new Map(), 0);
@@ -223,7 +234,7 @@ function splitPath(text: string, what: string): string[] {
 
 /**
  * Follows `segs` from `scope`, recording a read for every navigation
- * crossed, and returns where the path ends (with the last step taken).
+ * crossed, and returns where the path ends and whether it crossed one.
  * `what` names the option (for reasons and messages). `lenient` lets a
  * single unknown name pass as something the model does not describe (an
  * enum member, a computed property); otherwise unknown names are invalid.
@@ -241,16 +252,16 @@ function walk(
   for (let k = 0; k < segs.length; k++) {
     const name = segs[k];
     spend(ctx, 1);
+    if (name === "$count") {
+      if (k !== segs.length - 1) invalid(`$count must end the path in ${what}`);
+      break;
+    }
     if (position === undefined) {
       // Without a model, a lone name is taken for a property: only a path
       // (`A/B`) can navigate.
       if (lenient && segs.length === 1 && missing !== "primitive") return { scope, crossed };
       if (missing === "primitive") invalid(`'${excerpt(name)}' cannot follow a primitive value in ${what}`);
       cannotAuthorize({ position, label, ...(missing ? { missing } : {}) }, `'${excerpt([...segs].join("/"))}' in ${what}`);
-    }
-    if (name === "$count") {
-      if (k !== segs.length - 1) invalid(`$count must end the path in ${what}`);
-      break;
     }
     const step: Step = ctx.model!.step(position, name);
     switch (step.kind) {
@@ -301,6 +312,7 @@ function positionKey(p: Position): string {
  */
 function applyExpand(ctx: QueryContext, scope: Scope, text: string, depth: number): void {
   if (depth > MAX_NESTING) invalid(`$expand is nested more than ${MAX_NESTING} levels deep`);
+  spend(ctx, text.length);
   for (const raw of splitTopLevel(text, ",", "$expand")) {
     const item = raw.trim();
     if (item === "") invalid("empty item in $expand");
@@ -340,17 +352,15 @@ function applyExpand(ctx: QueryContext, scope: Scope, text: string, depth: numbe
   }
 }
 
-/** Options nested in an `$expand` or `$select` item, applied at the item's target. */
+/** Options nested in an `$expand` or `$select` item, applied at the item's target (once per target). */
 function applyNested(ctx: QueryContext, scope: Scope, options: ReadonlyMap<string, string>, depth: number): void {
-  if (options.has("apply")) denied("$apply is not allowed");
-  const expand = options.get("expand");
-  if (expand !== undefined) applyExpand(ctx, scope, expand, depth + 1);
-  const select = options.get("select");
-  if (select !== undefined) applySelect(ctx, scope, select);
-  for (const name of ["filter", "orderby", "compute"]) {
-    const value = options.get(name);
-    if (value !== undefined) scanExpression(ctx, scope, value, `$${name}`, new Map(), 0);
+  if (options.size === 0) return;
+  if (scope.position !== undefined) {
+    const key = `${positionKey(scope.position)}\u0000${JSON.stringify([...options])}`;
+    if (ctx.applied.has(key)) return;
+    ctx.applied.add(key);
   }
+  applyOptionSet(ctx, scope, options, depth + 1);
 }
 
 /** The scopes one `$expand` item reaches from `scope`, recording their reads. */
@@ -379,7 +389,8 @@ function expandTargets(ctx: QueryContext, scope: Scope, segs: readonly string[])
 }
 
 /** `$select`: paths through navigations (V2 `Nav/Prop`) are reads; nested options (4.01) apply at the item. */
-function applySelect(ctx: QueryContext, scope: Scope, text: string): void {
+function applySelect(ctx: QueryContext, scope: Scope, text: string, depth: number): void {
+  spend(ctx, text.length);
   for (const raw of splitTopLevel(text, ",", "$select")) {
     const item = raw.trim();
     if (item === "") invalid("empty item in $select");
@@ -390,7 +401,7 @@ function applySelect(ctx: QueryContext, scope: Scope, text: string): void {
     const path = last === "*" || last.endsWith(".*") ? segs.slice(0, -1) : segs;
     if (path.length === 0) continue;
     const reached = walk(ctx, scope, path, "$select", true);
-    if (args !== undefined) applyNested(ctx, reached.scope, parseNestedOptions(args, `$select ${excerpt(pathText)}`), 0);
+    if (args !== undefined) applyNested(ctx, reached.scope, parseNestedOptions(args, `$select ${excerpt(pathText)}`), depth);
   }
 }
 
@@ -519,6 +530,12 @@ function scanTokens(
       const value = ctx.aliases.get(first);
       if (value === undefined) continue; // an alias without a value is null
       if (aliasDepth >= MAX_ALIAS_DEPTH) invalid(`parameter aliases are nested more than ${MAX_ALIAS_DEPTH} levels deep`);
+      // Outside lambdas an alias means the same wherever it is used: scan it once per scope.
+      if (env.size === 0 && scope.position !== undefined) {
+        const key = `${first}\u0000${positionKey(scope.position)}`;
+        if (ctx.applied.has(key)) continue;
+        ctx.applied.add(key);
+      }
       scanExpression(ctx, scope, value, what, env, aliasDepth + 1);
       continue;
     }

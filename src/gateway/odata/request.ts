@@ -23,7 +23,12 @@
  *   the request can only create, so it is authorized as `create`.
  * - Without metadata, only requests that cannot navigate are analyzed:
  *   anything after a key, `$expand`, and member paths (`A/B`) in expressions
- *   are denied. Names the model does not know are invalid.
+ *   are denied. With metadata, names the model does not know are invalid
+ *   (a lone unknown name in an expression passes: it may be an enum member
+ *   or a `$compute` alias), and navigations whose entity set the document
+ *   does not name are denied.
+ * - Names are matched exactly, then case-insensitively (4.01 services may
+ *   do so); access is always reported under the model's spelling.
  * - Bulk and cross-entity-set constructs (`$each`, `$filter` path segments,
  *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`), unbound
  *   function and action imports, and collection-wide `PUT`/`PATCH`/`DELETE`
@@ -32,7 +37,7 @@
  */
 import type { Operation } from "../../services/permissions.js";
 import type { Position, ServiceModel } from "./metadata.js";
-import { AccessList, applyOptions, parseQuery, type Access, type QueryContext, type Scope } from "./query.js";
+import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type QueryContext, type Scope } from "./query.js";
 import {
   Refusal,
   decodeOnce,
@@ -264,8 +269,10 @@ function analyze(input: RequestInput): Analysis {
   const state = walkPath(segments, model);
   const accesses = new AccessList();
   const scope = finish(state, method, headers, model, accesses);
-  const ctx: QueryContext = { model, aliases: query.aliases, accesses, work: 0 };
-  applyOptions(ctx, scope, query.options, false);
+  const ctx: QueryContext = { model, aliases: query.aliases, accesses, work: 0, applied: new Set() };
+  applyOptions(ctx, scope, query.options);
+  // Aliases used by keys and function parameters in the path are expressions too.
+  for (const alias of aliasesIn(segments.join("/"))) scanAliasValue(ctx, scope, alias);
 
   const upsert =
     (method === "PUT" || method === "PATCH") &&
@@ -282,6 +289,22 @@ function analyze(input: RequestInput): Analysis {
   };
 }
 
+/** The parameter aliases (`@p`) a text refers to outside string literals. */
+function aliasesIn(text: string): Set<string> {
+  let unquoted = "";
+  for (let i = 0; i < text.length; ) {
+    const quote = text.indexOf("'", i);
+    if (quote < 0) {
+      unquoted += text.slice(i);
+      break;
+    }
+    unquoted += `${text.slice(i, quote)} `;
+    const end = skipSingleQuoted(text, quote);
+    i = end < 0 ? text.length : end;
+  }
+  return new Set(unquoted.match(/@[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]*/gu) ?? []);
+}
+
 /** Walks the resource path: entity sets crossed, and what the last segment addresses. */
 function walkPath(segments: readonly string[], model: ServiceModel | undefined): PathState {
   const { name, args } = splitCall(segments[0], "the first path segment");
@@ -290,8 +313,9 @@ function walkPath(segments: readonly string[], model: ServiceModel | undefined):
   if (model) {
     const root = model.root(name);
     if (root === undefined) invalid(`'${excerpt(name)}' is not an entity set of this service`);
-    if (root.kind === "functionImport") denied(`unbound function import '${root.name}' is not allowed`);
-    if (root.kind === "actionImport") denied(`unbound action import '${root.name}' is not allowed`);
+    if (root.kind === "functionImport" || root.kind === "actionImport") {
+      denied(`unbound ${root.kind === "functionImport" ? "function" : "action"} import '${root.name}' is not allowed`);
+    }
     state = {
       hops: [root.name],
       position: root.position,
@@ -306,11 +330,17 @@ function walkPath(segments: readonly string[], model: ServiceModel | undefined):
   if (args !== undefined) {
     if (state.shape !== "collection") invalid(`singleton '${name}' cannot take a key`);
     checkKeyPredicate(args, `the key of ${name}`, model, state.position);
-    state.shape = "entity";
+    addressOne(state);
   }
   for (let i = 1; i < segments.length; i++) step(state, segments[i], model);
   if (state.links) invalid("$links must be followed by a navigation property");
   return state;
+}
+
+/** A key was applied: one entity of the collection is addressed. */
+function addressOne(state: PathState): void {
+  state.shape = "entity";
+  if (state.position !== undefined) state.position = { ...state.position, collection: false };
 }
 
 function metadataUnavailable(segment: string): never {
@@ -330,11 +360,6 @@ function step(state: PathState, segment: string, model: ServiceModel | undefined
     return;
   }
   const { name, args } = splitCall(segment, `path segment '${excerpt(segment)}'`);
-  const what = `path segment '${excerpt(segment)}'`;
-  if (state.links) {
-    if (args !== undefined && args.trim() === "") invalid(`malformed ${what}`);
-  }
-
   if (state.shape === "collection" && !state.links) {
     collectionSegment(state, segment, name, args, model);
     return;
@@ -371,7 +396,7 @@ function step(state: PathState, segment: string, model: ServiceModel | undefined
       if (args !== undefined) {
         if (!found.collection) invalid(`single-valued navigation '${found.name}' cannot take a key`);
         checkKeyPredicate(args, `the key of ${found.name}`, model, found.target);
-        state.shape = "entity";
+        addressOne(state);
       }
       if (state.links) {
         state.links = false;
@@ -402,8 +427,8 @@ function collectionSegment(state: PathState, segment: string, name: string, args
     if (args !== undefined || isSimpleIdentifier(name) || isQualifiedName(name) || /^[\p{L}_@]/u.test(name)) {
       metadataUnavailable(segment);
     }
-    checkKeyValue(segment, "the key segment");
-    state.shape = "entity";
+    checkKeySegment(segment);
+    addressOne(state);
     return;
   }
   const found = model.step(state.position, name);
@@ -412,7 +437,7 @@ function collectionSegment(state: PathState, segment: string, name: string, args
       state.position = found.position;
       if (args !== undefined) {
         checkKeyPredicate(args, `the key of ${found.name}`, model, found.position);
-        state.shape = "entity";
+        addressOne(state);
       }
       return;
     case "function":
@@ -430,8 +455,16 @@ function collectionSegment(state: PathState, segment: string, name: string, args
   if (args !== undefined) invalid(`'${excerpt(name)}' is not a type cast or bound operation of '${state.position.type}'`);
   const keys = model.keyOf(state.position);
   if (keys.length !== 1) invalid(`key-as-segment '${excerpt(segment)}' needs a single key property, but the key is ${keys.join(", ")}`);
-  if (segment.includes("'")) invalid(`malformed key segment '${excerpt(segment)}'`);
-  state.shape = "entity";
+  checkKeySegment(segment);
+  addressOne(state);
+}
+
+// A key-as-segment value is unquoted; quotes, parentheses and slashes would
+// make it read differently elsewhere.
+const KEY_SEGMENT = /^[^'"()\\/]+$/;
+
+function checkKeySegment(segment: string): void {
+  if (!KEY_SEGMENT.test(segment)) invalid(`malformed key segment '${excerpt(segment)}'`);
 }
 
 function dollarSegment(state: PathState, segment: string, model: ServiceModel | undefined): void {
@@ -479,10 +512,10 @@ function finish(state: PathState, method: string, headers: ReadonlyMap<string, s
     accesses.add(hops[hops.length - 2], "update", "link change");
     accesses.add(target, "get", "link target");
   };
-  const read_ = method === "GET" || method === "HEAD";
+  const isRead = method === "GET" || method === "HEAD";
 
   if (tail?.kind === "function") {
-    if (!read_) denied(`bound function '${tail.name}' must be called with GET, not ${method}`);
+    if (!isRead) denied(`bound function '${tail.name}' must be called with GET, not ${method}`);
     accesses.add(target, read, `bound function ${tail.name}`);
     return { position: undefined, missing: "function", label: "" };
   }
@@ -493,7 +526,7 @@ function finish(state: PathState, method: string, headers: ReadonlyMap<string, s
   }
 
   const propertyLike = state.property || tail?.kind === "value";
-  if (read_) {
+  if (isRead) {
     accesses.add(target, read, "resource path");
   } else if (tail?.kind === "count") {
     denied(`${method} is not allowed on $count`);

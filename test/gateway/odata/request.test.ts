@@ -1,0 +1,954 @@
+/**
+ * Unit tests of src/gateway/odata/request.ts: every request maps to the exact
+ * Analysis (accesses in order, with reasons) on the V4 and V2 sample
+ * services of test-support/odata/fixtures.ts and without metadata, table-driven; then hostile
+ * input, which must answer quickly and never throw.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { Operation } from "../../../src/services/permissions.js";
+import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
+import {
+  analyzeRequest,
+  needsIfMatchStar,
+  type Access,
+  type Analysis,
+  type RequestInput,
+} from "../../../src/gateway/odata/request.js";
+import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
+
+const MODELS: Record<"v4" | "v2" | "none", ServiceModel | undefined> = {
+  v4: parseMetadata(V4_METADATA),
+  v2: parseMetadata(V2_METADATA),
+  none: undefined,
+};
+
+interface Case {
+  readonly model: keyof typeof MODELS;
+  readonly method?: string;
+  readonly path: string;
+  readonly query?: string;
+  readonly headers?: Record<string, string>;
+  readonly expect: Analysis;
+}
+
+const PATH = "resource path";
+const SOURCE = "navigation source in resource path";
+
+function acc(entitySet: string, operation: Operation, reason: string): Access {
+  return { entitySet, operation, reason };
+}
+function ok(method: string, ...accesses: Access[]): Analysis {
+  return { kind: "access", accesses, effectiveMethod: method };
+}
+function upsert(method: string, entitySet: string, ...accesses: Access[]): Analysis {
+  return { kind: "access", accesses, effectiveMethod: method, upsertEntitySet: entitySet };
+}
+const get = (...accesses: Access[]): Analysis => ok("GET", ...accesses);
+const denied = (message: string): Analysis => ({ kind: "denied", message });
+const invalid = (message: string): Analysis => ({ kind: "invalid", message });
+const noNav = (what: string): Analysis =>
+  denied(`cannot authorize navigation ${what}: the service metadata does not say which entity set it leads to`);
+
+function input(c: Case): RequestInput {
+  return {
+    method: c.method ?? "GET",
+    path: c.path,
+    query: c.query ?? "",
+    headers: c.headers ?? {},
+    ...(MODELS[c.model] ? { model: MODELS[c.model] } : {}),
+  };
+}
+
+function title(c: Case): string {
+  const headers = c.headers ? ` ${JSON.stringify(c.headers)}` : "";
+  return `${c.model} ${c.method ?? "GET"} ${c.path}${c.query ? `?${c.query}` : ""}${headers}`.slice(0, 160);
+}
+
+function table(name: string, cases: readonly Case[]): void {
+  const test = suite(name);
+  for (const c of cases) {
+    test(title(c), () => {
+      assert.equal(analyzeRequest(input(c)), c.expect);
+    });
+  }
+  test.run();
+}
+
+// Reading entity sets: list for collections, get for one entity, keys of every form.
+table("request: reads and keys", [
+  { model: "v4", path: "/SalesOrders", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "SalesOrders", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders/$count", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders", query: "$count=true", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders", query: "$top=5&$skip=10&$format=json&sap-client=100", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", method: "HEAD", path: "/SalesOrders", expect: ok("HEAD", acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(ID=1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(@k)", query: "@k=1", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/Customers('O''Neil')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/Customers('O%27%27Neil')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/PriceConditions(OrderID=1,Type='a,b')", expect: get(acc("PriceConditions", "get", PATH)) },
+  { model: "v4", path: "/PriceConditions(Type='x',OrderID=1)", expect: get(acc("PriceConditions", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/Customers/O%20Neil", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(1)/Note", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(1)/Note/$value", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(1)/ShipTo/City", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(1)/Tags/$count", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/Products('A')/$value", expect: get(acc("Products", "get", PATH)) },
+  { model: "v4", path: "/Extensions(1)/Anything", expect: get(acc("Extensions", "get", PATH)) },
+  { model: "v4", path: "/Me", expect: get(acc("Me", "get", PATH)) },
+  // Names are canonicalized to the model's spelling when only the case differs.
+  { model: "v4", path: "/salesorders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  // A %2F inside a key stays in its segment; %252F decodes once, to %2F.
+  { model: "v4", path: "/Customers('a%2Fb')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/Customers('a%252Fb')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/Customers('a%2F..%2F..%2FSalesOrders')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v2", path: "/SalesOrderSet", query: "$inlinecount=allpages", expect: get(acc("SalesOrderSet", "list", PATH)) },
+  { model: "v2", path: "/SalesOrderSet('1')", expect: get(acc("SalesOrderSet", "get", PATH)) },
+  { model: "v2", path: "/SalesOrderSet(guid'0050568d-393c-1ed4-9d97-e65f0f3fcc23')", expect: get(acc("SalesOrderSet", "get", PATH)) },
+  {
+    model: "v2",
+    path: "/SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
+    expect: get(acc("SalesOrderItemSet", "get", PATH)),
+  },
+  { model: "v2", path: "/SalesOrderSet/$count", expect: get(acc("SalesOrderSet", "list", PATH)) },
+  { model: "none", path: "/SalesOrders", query: "$count=true", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "none", path: "/SalesOrders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "none", path: "/SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "none", path: "/SalesOrders(1)/$value", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "none", path: "/SalesOrders/$count", expect: get(acc("SalesOrders", "list", PATH)) },
+]);
+
+// Writes: create, update (tunnelled or not), delete, properties, upserts.
+table("request: writes", [
+  { model: "v4", method: "POST", path: "/SalesOrders", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
+  { model: "v4", method: "PUT", path: "/SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "PATCH", path: "/SalesOrders(1)", expect: upsert("PATCH", "SalesOrders", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "MERGE", path: "/SalesOrders(1)", expect: ok("MERGE", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "DELETE", path: "/SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
+  {
+    model: "v4",
+    method: "PUT",
+    path: "/SalesOrders(1)",
+    headers: { "If-Match": 'W/"1"' },
+    expect: ok("PUT", acc("SalesOrders", "update", PATH)),
+  },
+  {
+    model: "v4",
+    method: "PUT",
+    path: "/SalesOrders(1)",
+    headers: { "if-none-match": "*" },
+    expect: ok("PUT", acc("SalesOrders", "create", "resource path (If-None-Match: *)")),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)",
+    headers: { "X-HTTP-Method": "DELETE" },
+    expect: ok("DELETE", acc("SalesOrders", "delete", PATH)),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)",
+    headers: { "x-http-method": "put" },
+    expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)",
+    headers: { "X-HTTP-Method-Override": "PATCH" },
+    expect: upsert("PATCH", "SalesOrders", acc("SalesOrders", "update", PATH)),
+  },
+  { model: "v4", method: "PUT", path: "/SalesOrders(1)/Note", expect: ok("PUT", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "DELETE", path: "/SalesOrders(1)/Note", expect: ok("DELETE", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "PATCH", path: "/SalesOrders(1)/ShipTo", expect: ok("PATCH", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "POST", path: "/SalesOrders(1)/Tags", expect: ok("POST", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "PUT", path: "/Products('A')/$value", expect: ok("PUT", acc("Products", "update", PATH)) },
+  { model: "v4", method: "DELETE", path: "/Products('A')/$value", expect: ok("DELETE", acc("Products", "update", PATH)) },
+  { model: "v4", method: "PUT", path: "/SalesOrders(1)/Note/$value", expect: ok("PUT", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "PATCH", path: "/Me", expect: upsert("PATCH", "Me", acc("Me", "update", PATH)) },
+  { model: "v4", method: "POST", path: "/SalesOrders(1)/Customer", expect: denied("POST is only allowed on collections") },
+  { model: "v4", method: "PATCH", path: "/SalesOrders", expect: denied("PATCH on a whole collection is not allowed") },
+  { model: "v4", method: "DELETE", path: "/SalesOrders", expect: denied("DELETE on a whole collection is not allowed") },
+  { model: "v4", method: "POST", path: "/SalesOrders/$count", expect: denied("POST is not allowed on $count") },
+  { model: "v4", method: "OPTIONS", path: "/SalesOrders", expect: denied("method OPTIONS is not allowed") },
+  {
+    model: "v4",
+    method: "GET",
+    path: "/SalesOrders(1)",
+    headers: { "X-HTTP-Method": "DELETE" },
+    expect: denied("X-HTTP-Method is only allowed on POST, not on GET"),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)",
+    headers: { "X-HTTP-Method": "GET" },
+    expect: denied("X-HTTP-Method 'GET' is not allowed"),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)",
+    headers: { "X-HTTP-Method": "PUT", "X-HTTP-Method-Override": "DELETE" },
+    expect: invalid("X-HTTP-Method and X-HTTP-Method-Override disagree"),
+  },
+  { model: "v2", method: "POST", path: "/SalesOrderSet", expect: ok("POST", acc("SalesOrderSet", "create", PATH)) },
+  {
+    model: "v2",
+    method: "MERGE",
+    path: "/SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
+    expect: ok("MERGE", acc("SalesOrderItemSet", "update", PATH)),
+  },
+  {
+    model: "v2",
+    method: "POST",
+    path: "/SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
+    headers: { "X-HTTP-Method": "MERGE" },
+    expect: ok("MERGE", acc("SalesOrderItemSet", "update", PATH)),
+  },
+  { model: "v2", method: "DELETE", path: "/SalesOrderSet('1')", expect: ok("DELETE", acc("SalesOrderSet", "delete", PATH)) },
+  { model: "none", method: "POST", path: "/SalesOrders", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
+  { model: "none", method: "PUT", path: "/SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
+  { model: "none", method: "DELETE", path: "/SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
+]);
+
+// Navigation in the resource path: every entity passed is read, then the target.
+table("request: navigation in the path", [
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/Customer",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Customers", "get", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/Customer/Orders",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Customers", "get", SOURCE), acc("SalesOrders", "list", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/Customers('A')/Orders(5)/Customer/Name",
+    expect: get(acc("Customers", "get", SOURCE), acc("SalesOrders", "get", SOURCE)),
+  },
+  {
+    model: "v4",
+    path: "/Customers('A')/Orders/$count",
+    expect: get(acc("Customers", "get", SOURCE), acc("SalesOrders", "list", PATH)),
+  },
+  // Contained items belong to the order's entity set.
+  { model: "v4", path: "/SalesOrders(1)/Items", expect: get(acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "list", PATH)) },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/Items(2)/Product",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Products", "get", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/Items/2/Product/Category",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Products", "get", SOURCE), acc("Categories", "get", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/ShipTo/CountryInfo",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Countries", "get", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/Sales.SpecialOrder/Escalation",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Employees", "get", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders/Sales.SpecialOrder(1)/Escalation",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Employees", "get", PATH)),
+  },
+  { model: "v4", path: "/Me/Orders", expect: get(acc("Me", "get", SOURCE), acc("SalesOrders", "list", PATH)) },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/customer",
+    expect: get(acc("SalesOrders", "get", SOURCE), acc("Customers", "get", PATH)),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)/Items",
+    expect: ok("POST", acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "create", PATH)),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/Customers('A')/Orders",
+    expect: ok("POST", acc("Customers", "get", SOURCE), acc("SalesOrders", "create", PATH)),
+  },
+  {
+    model: "v4",
+    method: "PATCH",
+    path: "/SalesOrders(1)/Customer",
+    expect: upsert("PATCH", "Customers", acc("SalesOrders", "get", SOURCE), acc("Customers", "update", PATH)),
+  },
+  {
+    model: "v4",
+    method: "DELETE",
+    path: "/SalesOrders(1)/Customer",
+    expect: ok("DELETE", acc("SalesOrders", "get", SOURCE), acc("Customers", "delete", PATH)),
+  },
+  // Links: update of the source, get of the target.
+  {
+    model: "v4",
+    path: "/Customers('A')/Orders/$ref",
+    expect: get(acc("Customers", "get", SOURCE), acc("SalesOrders", "list", PATH)),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/Customers('A')/Orders/$ref",
+    expect: ok("POST", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "get", "link target")),
+  },
+  {
+    model: "v4",
+    method: "DELETE",
+    path: "/Customers('A')/Orders(1)/$ref",
+    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "get", "link target")),
+  },
+  {
+    model: "v4",
+    method: "PUT",
+    path: "/SalesOrders(1)/Customer/$ref",
+    expect: ok("PUT", acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "update", "link change"), acc("Customers", "get", "link target")),
+  },
+  { model: "v4", method: "POST", path: "/SalesOrders/$ref", expect: invalid("a link can only be changed through a navigation property") },
+  {
+    model: "v2",
+    path: "/SalesOrderSet('1')/ToItems",
+    expect: get(acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderItemSet", "list", PATH)),
+  },
+  {
+    model: "v2",
+    path: "/SalesOrderSet('1')/ToCustomer/Address/City",
+    expect: get(acc("SalesOrderSet", "get", SOURCE), acc("CustomerSet", "get", PATH)),
+  },
+  {
+    model: "v2",
+    path: "/CustomerSet('C')/ToOrders('1')/ToItems(SalesOrderID='1',ItemPosition='10')/ToProduct",
+    expect: get(
+      acc("CustomerSet", "get", SOURCE),
+      acc("SalesOrderSet", "get", SOURCE),
+      acc("SalesOrderItemSet", "get", SOURCE),
+      acc("ProductSet", "get", PATH),
+    ),
+  },
+  {
+    model: "v2",
+    method: "POST",
+    path: "/SalesOrderSet('1')/ToItems",
+    expect: ok("POST", acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderItemSet", "create", PATH)),
+  },
+  {
+    model: "v2",
+    path: "/SalesOrderSet('1')/$links/ToCustomer",
+    expect: get(acc("SalesOrderSet", "get", SOURCE), acc("CustomerSet", "get", PATH)),
+  },
+  {
+    model: "v2",
+    method: "PUT",
+    path: "/SalesOrderSet('1')/$links/ToCustomer",
+    expect: ok("PUT", acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderSet", "update", "link change"), acc("CustomerSet", "get", "link target")),
+  },
+  {
+    model: "v2",
+    method: "DELETE",
+    path: "/SalesOrderSet('1')/$links/ToItems(SalesOrderID='1',ItemPosition='10')",
+    expect: ok(
+      "DELETE",
+      acc("SalesOrderSet", "get", SOURCE),
+      acc("SalesOrderSet", "update", "link change"),
+      acc("SalesOrderItemSet", "get", "link target"),
+    ),
+  },
+  // Fail closed: no binding, no association set, no metadata.
+  { model: "v4", path: "/SalesOrders(1)/Approver", expect: noNav("'Approver' of 'SalesOrders'") },
+  { model: "v2", path: "/CustomerSet('1')/ToContacts", expect: noNav("'ToContacts' of 'CustomerSet'") },
+  { model: "none", path: "/SalesOrders(1)/Customer", expect: denied("cannot authorize 'Customer': the service metadata is unavailable") },
+  { model: "none", path: "/SalesOrders(1)/Note", expect: denied("cannot authorize 'Note': the service metadata is unavailable") },
+  { model: "none", path: "/SalesOrders/ABC", expect: denied("cannot authorize 'ABC': the service metadata is unavailable") },
+  { model: "none", path: "/SalesOrders(1)/$links/Customer", expect: denied("cannot authorize '$links': the service metadata is unavailable") },
+]);
+
+// Metadata, service document, batch, operations and the constructs that are refused.
+table("request: special resources and operations", [
+  { model: "v4", path: "", expect: { kind: "metadata" } },
+  { model: "v4", path: "/", expect: { kind: "metadata" } },
+  { model: "v4", path: "/$metadata", expect: { kind: "metadata" } },
+  { model: "v4", path: "/$metadata", query: "$format=json", expect: { kind: "metadata" } },
+  { model: "none", path: "/$metadata", expect: { kind: "metadata" } },
+  { model: "none", method: "HEAD", path: "/", expect: { kind: "metadata" } },
+  { model: "v4", method: "POST", path: "/$batch", expect: { kind: "batch" } },
+  { model: "none", method: "POST", path: "/$batch", expect: { kind: "batch" } },
+  { model: "v4", method: "GET", path: "/$batch", expect: denied("$batch requires POST, not GET") },
+  { model: "v4", method: "POST", path: "/$metadata", expect: denied("POST is not allowed on $metadata") },
+  { model: "v4", method: "POST", path: "/", expect: denied("POST is not allowed on the service document") },
+  { model: "v4", path: "/SalesOrders(1)/Sales.GetTotal()", expect: get(acc("SalesOrders", "get", "bound function Sales.GetTotal")) },
+  { model: "v4", path: "/SalesOrders(1)/S.GetTotal()", expect: get(acc("SalesOrders", "get", "bound function Sales.GetTotal")) },
+  { model: "v4", path: "/SalesOrders(1)/GetTotal()", expect: get(acc("SalesOrders", "get", "bound function Sales.GetTotal")) },
+  {
+    model: "v4",
+    path: "/SalesOrders/Sales.TopOrders(count=@c)",
+    query: "@c=3",
+    expect: get(acc("SalesOrders", "list", "bound function Sales.TopOrders")),
+  },
+  {
+    model: "v4",
+    path: "/Customers('A')/Orders/Sales.TopOrders(count=3)",
+    expect: get(acc("Customers", "get", SOURCE), acc("SalesOrders", "list", "bound function Sales.TopOrders")),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)/Sales.Approve",
+    expect: ok("POST", acc("SalesOrders", "update", "bound action Sales.Approve")),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/Customers('A')/Orders(1)/Sales.Approve",
+    expect: ok("POST", acc("Customers", "get", SOURCE), acc("SalesOrders", "update", "bound action Sales.Approve")),
+  },
+  { model: "v4", path: "/SalesOrders(1)/Sales.Approve", expect: denied("bound action 'Sales.Approve' must be called with POST, not GET") },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders(1)/Sales.GetTotal()",
+    expect: denied("bound function 'Sales.GetTotal' must be called with GET, not POST"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/Sales.GetTotal()/Foo",
+    expect: denied("path segments after bound operation 'Sales.GetTotal' are not allowed"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders/Sales.TopOrders(count=1)",
+    query: "$expand=Customer",
+    expect: denied("cannot authorize $expand Customer: the result of a bound operation has no known entity set"),
+  },
+  { model: "v4", path: "/Search(text='a')", expect: denied("unbound function import 'Search' is not allowed") },
+  { model: "v4", method: "POST", path: "/ResetAll", expect: denied("unbound action import 'ResetAll' is not allowed") },
+  { model: "v2", method: "POST", path: "/ReleaseOrder", query: "SalesOrderID='1'", expect: denied("unbound function import 'ReleaseOrder' is not allowed") },
+  { model: "v4", path: "/$all", expect: denied("$all is not allowed") },
+  { model: "v4", path: "/$crossjoin(SalesOrders,Customers)", expect: denied("$crossjoin is not allowed") },
+  { model: "v4", path: "/$entity", query: "$id=SalesOrders(1)", expect: denied("$entity is not allowed") },
+  { model: "v4", method: "PATCH", path: "/SalesOrders/$each", expect: denied("$each bulk operations are not allowed") },
+  { model: "v4", method: "DELETE", path: "/SalesOrders/$filter(Amount%20gt%201)/$each", expect: denied("$filter path segments are not allowed") },
+  { model: "v4", method: "POST", path: "/SalesOrders/$query", expect: denied("$query is not allowed") },
+  { model: "v4", path: "/SalesOrders", query: "$apply=groupby((Customer/Name))", expect: denied("$apply is not allowed") },
+  { model: "none", path: "/SalesOrders/Sales.TopOrders()", expect: denied("cannot authorize 'Sales.TopOrders()': the service metadata is unavailable") },
+]);
+
+// Query options: $expand (nested, *, $levels), member paths in $filter, $orderby, $select, aliases.
+table("request: query options", [
+  {
+    model: "v4",
+    path: "/SalesOrders(1)",
+    query: "$expand=Customer",
+    expect: get(acc("SalesOrders", "get", PATH), acc("Customers", "get", "$expand Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)",
+    query: "$expand=Items",
+    expect: get(acc("SalesOrders", "get", PATH), acc("SalesOrders", "list", "$expand Items")),
+  },
+  {
+    model: "v4",
+    path: "/Customers('A')",
+    query: "$expand=Orders($expand=Items($expand=Product;$select=Quantity);$select=Note),Address/CountryInfo",
+    expect: get(
+      acc("Customers", "get", PATH),
+      acc("SalesOrders", "list", "$expand Orders"),
+      acc("Products", "get", "$expand Orders/Items/Product"),
+      acc("Countries", "get", "$expand Address/CountryInfo"),
+    ),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "$EXPAND=Orders",
+    expect: get(acc("Customers", "list", PATH), acc("SalesOrders", "list", "$expand Orders")),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "expand=Orders",
+    expect: get(acc("Customers", "list", PATH), acc("SalesOrders", "list", "$expand Orders")),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "%24expand=Orders",
+    expect: get(acc("Customers", "list", PATH), acc("SalesOrders", "list", "$expand Orders")),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "$expand=*",
+    expect: get(
+      acc("Customers", "list", PATH),
+      acc("SalesOrders", "list", "$expand Orders"),
+      acc("Countries", "get", "$expand Address/CountryInfo"),
+    ),
+  },
+  {
+    model: "v4",
+    path: "/Products",
+    query: "$expand=*($levels=max)",
+    expect: get(
+      acc("Products", "list", PATH),
+      acc("Categories", "get", "$expand Category"),
+      acc("Categories", "list", "$expand Category/Children"),
+    ),
+  },
+  {
+    model: "v4",
+    path: "/Categories(1)",
+    query: "$expand=Children($levels=2)",
+    expect: get(acc("Categories", "get", PATH), acc("Categories", "list", "$expand Children")),
+  },
+  {
+    model: "v4",
+    path: "/Products('A')",
+    query: "$expand=Category($expand=Children($levels=max))",
+    expect: get(acc("Products", "get", PATH), acc("Categories", "get", "$expand Category"), acc("Categories", "list", "$expand Category/Children")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)",
+    query: "$expand=Customer/$ref",
+    expect: get(acc("SalesOrders", "get", PATH), acc("Customers", "get", "$expand Customer")),
+  },
+  {
+    model: "v4",
+    path: "/Customers('A')",
+    query: "$expand=Orders/$count",
+    expect: get(acc("Customers", "get", PATH), acc("SalesOrders", "list", "$expand Orders")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$expand=Sales.SpecialOrder/Escalation",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Employees", "get", "$expand Sales.SpecialOrder/Escalation")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$expand=Customer($filter=Address/CountryInfo/Name%20eq%20'DE')",
+    expect: get(
+      acc("SalesOrders", "list", PATH),
+      acc("Customers", "get", "$expand Customer"),
+      acc("Countries", "get", "$filter Customer/Address/CountryInfo"),
+    ),
+  },
+  // A property named in $expand (a stream) reaches no entity.
+  { model: "v4", path: "/SalesOrders", query: "$expand=Note", expect: get(acc("SalesOrders", "list", PATH)) },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Customer/Name%20eq%20'x'",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Customer%20/%20Name%20eq%20'x'",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "filter=contains(customer/name,'x')",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Note%20eq%20'O''Neil%20Customer/Name'",
+    expect: get(acc("SalesOrders", "list", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Note%20eq%20\"Customer/Name\"",
+    expect: get(acc("SalesOrders", "list", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "$filter=Orders/any(o:o/Items/any(i:i/Product/Category/Name%20eq%20'x'))",
+    expect: get(
+      acc("Customers", "list", PATH),
+      acc("SalesOrders", "list", "$filter Orders"),
+      acc("Products", "get", "$filter Orders/Items/Product"),
+      acc("Categories", "get", "$filter Orders/Items/Product/Category"),
+    ),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Items/all(i:i/Quantity%20gt%201%20and%20Customer/Name%20eq%20'a')",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "$filter=Orders/$count%20gt%202",
+    expect: get(acc("Customers", "list", PATH), acc("SalesOrders", "list", "$filter Orders")),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "$filter=Orders/any()",
+    expect: get(acc("Customers", "list", PATH), acc("SalesOrders", "list", "$filter Orders")),
+  },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Tags/any(t:t%20eq%20'x')", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Tags/$count%20gt%201", expect: get(acc("SalesOrders", "list", PATH)) },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Customer/Orders/$count/foo%20gt%201",
+    expect: invalid("$count must end the path in $filter"),
+  },
+  {
+    model: "v4",
+    path: "/Products",
+    query: "$expand=*",
+    expect: get(acc("Products", "list", PATH), acc("Categories", "get", "$expand Category")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Note%20eq%20@p&@p=Customer/Name",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "@f=Customer/Name%20eq%20'a'&$filter=@f",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20@missing", expect: get(acc("SalesOrders", "list", PATH)) },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$orderby=Customer/Name%20desc,Amount",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$orderby Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$select=Note,ShipTo/CountryInfo/Name",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Countries", "get", "$select ShipTo/CountryInfo")),
+  },
+  { model: "v4", path: "/SalesOrders", query: "$select=*,Sales.*,Note", expect: get(acc("SalesOrders", "list", PATH)) },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$compute=Amount%20mul%202%20as%20Twice&$select=Twice",
+    expect: get(acc("SalesOrders", "list", PATH)),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$compute=Customer/Name%20as%20CustomerName",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$compute Customer")),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders",
+    query: "$expand=Customer",
+    expect: ok("POST", acc("SalesOrders", "create", PATH), acc("Customers", "get", "$expand Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders/$count",
+    query: "$filter=Customer/Name%20eq%20'a'",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=$it/Customer/Name%20eq%20'a'",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  { model: "v4", path: "/SalesOrders", query: "$search=Customer/Name", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders", query: "foo=Customer/Name&sap-language=EN", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders", query: "$expand=*", expect: noNav("'Approver' in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Approver", expect: noNav("'Approver' in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Approver/ID%20eq%201", expect: noNav("'Approver' in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=$root/Customers('a')/Name%20eq%20Note", expect: denied("$root is not allowed in $filter") },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=cast(Customer,Sales.Customer)/Name%20eq%20'a'",
+    expect: denied("cannot authorize a path after a function call in $filter"),
+  },
+  {
+    model: "v2",
+    path: "/SalesOrderSet",
+    query: "$expand=ToItems/ToProduct,ToCustomer&$inlinecount=allpages",
+    expect: get(
+      acc("SalesOrderSet", "list", PATH),
+      acc("SalesOrderItemSet", "list", "$expand ToItems"),
+      acc("ProductSet", "get", "$expand ToItems/ToProduct"),
+      acc("CustomerSet", "get", "$expand ToCustomer"),
+    ),
+  },
+  {
+    model: "v2",
+    path: "/SalesOrderSet",
+    query: "$filter=substringof('x',Note)%20and%20ToCustomer/Name%20eq%20'y'",
+    expect: get(acc("SalesOrderSet", "list", PATH), acc("CustomerSet", "get", "$filter ToCustomer")),
+  },
+  {
+    model: "v2",
+    path: "/SalesOrderSet",
+    query: "$filter=CreatedAt%20gt%20datetime'2020-01-01T00:00:00'",
+    expect: get(acc("SalesOrderSet", "list", PATH)),
+  },
+  {
+    model: "v2",
+    path: "/SalesOrderSet",
+    query: "$select=Note,ToCustomer/Name",
+    expect: get(acc("SalesOrderSet", "list", PATH), acc("CustomerSet", "get", "$select ToCustomer")),
+  },
+  { model: "v2", path: "/CustomerSet", query: "$expand=ToContacts", expect: noNav("'ToContacts' in $expand") },
+  { model: "none", path: "/SalesOrders", query: "$select=Note,Amount&$orderby=Amount%20desc&$filter=Amount%20gt%205", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "none", path: "/SalesOrders", query: "$expand=Customer", expect: denied("cannot authorize $expand Customer: the service metadata is unavailable") },
+  {
+    model: "none",
+    path: "/SalesOrders",
+    query: "$filter=Customer/Name%20eq%20'x'",
+    expect: denied("cannot authorize 'Customer/Name' in $filter: the service metadata is unavailable"),
+  },
+  {
+    model: "none",
+    path: "/SalesOrders",
+    query: "$filter=Note%20eq%20@p&@p=Customer/Name",
+    expect: denied("cannot authorize 'Customer/Name' in $filter: the service metadata is unavailable"),
+  },
+  {
+    model: "none",
+    path: "/SalesOrders",
+    query: "$orderby=Customer/Name",
+    expect: denied("cannot authorize 'Customer/Name' in $orderby: the service metadata is unavailable"),
+  },
+  {
+    model: "none",
+    path: "/SalesOrders",
+    query: "$select=Customer/Name",
+    expect: denied("cannot authorize 'Customer/Name' in $select: the service metadata is unavailable"),
+  },
+  {
+    model: "none",
+    path: "/SalesOrders",
+    query: "$filter=Items/any(d:d/Quantity%20gt%201)",
+    expect: denied("cannot authorize 'Items' in $filter: the service metadata is unavailable"),
+  },
+]);
+
+// Malformed requests: 400 with a message naming the problem.
+table("request: invalid requests", [
+  { model: "v4", path: "/Nope", expect: invalid("'Nope' is not an entity set of this service") },
+  { model: "v4", path: "/SalesOrders(1)/Nope", expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrder'") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Nope", expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrder' in $expand") },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Nope/Name%20eq%201",
+    expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrder' in $filter"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Items/any(i:i/Nope%20eq%201)",
+    expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrderItem' in $filter"),
+  },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Nope%20eq%201", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders(1,2)", expect: invalid("a composite key must name every value in the key of SalesOrders") },
+  { model: "v4", path: "/SalesOrders(ID=1,ID=2)", expect: invalid("key property 'ID' is given twice in the key of SalesOrders") },
+  { model: "v4", path: "/SalesOrders(Foo=1)", expect: invalid("the key of SalesOrders must name exactly the key properties ID") },
+  {
+    model: "v4",
+    path: "/PriceConditions(1)",
+    expect: invalid("the key of PriceConditions needs a named value for each key property (OrderID, Type)"),
+  },
+  {
+    model: "v4",
+    path: "/PriceConditions/1",
+    expect: invalid("key-as-segment '1' needs a single key property, but the key is OrderID, Type"),
+  },
+  { model: "v4", path: "/SalesOrders()", expect: invalid("empty key value in the key of SalesOrders") },
+  { model: "v4", path: "/SalesOrders(1)/Customer(1)", expect: invalid("single-valued navigation 'Customer' cannot take a key") },
+  { model: "v4", path: "/Me(1)", expect: invalid("singleton 'Me' cannot take a key") },
+  { model: "v4", path: "/SalesOrders/Note", expect: invalid("'Note' cannot follow a collection: address one entity with a key first") },
+  { model: "v4", path: "/Extensions(1)/Anything/More", expect: invalid("'More' cannot follow a primitive value") },
+  { model: "v4", path: "/SalesOrders(1)/$count", expect: invalid("$count must follow a collection") },
+  { model: "v4", path: "/SalesOrders/$count/$count", expect: invalid("$count must be the last path segment") },
+  { model: "v4", path: "/SalesOrders/$value", expect: invalid("$value must follow an entity or a primitive property") },
+  { model: "v4", path: "/SalesOrders(1)/Customer/$ref/Orders", expect: invalid("$ref must be the last path segment") },
+  { model: "v4", path: "/$metadata/x", expect: invalid("$metadata cannot be followed by another path segment") },
+  { model: "v4", path: "/$foo", expect: invalid("unknown path segment '$foo'") },
+  { model: "v4", path: "/Sales.Container", expect: invalid("'Sales.Container' is not an entity set name") },
+  { model: "v2", path: "/SalesOrderItemSet('1')", expect: invalid("the key of SalesOrderItemSet needs a named value for each key property (SalesOrderID, ItemPosition)") },
+  { model: "v2", path: "/SalesOrderSet('1')/$links/Note", expect: invalid("$links must be followed by a navigation property") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer&expand=Items", expect: invalid("system query option $expand is given more than once") },
+  { model: "v4", path: "/SalesOrders", query: "@p=1&@p=2", expect: invalid("parameter alias '@p' is given more than once") },
+  { model: "v4", path: "/SalesOrders", query: "$foo=1", expect: invalid("unknown system query option '$foo'") },
+  { model: "v4", path: "/SalesOrders", query: "$levels=2", expect: invalid("$levels is only allowed inside $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer($foo=1)", expect: invalid("unknown system query option '$foo'") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer($top)", expect: invalid("malformed option '$top' in $expand Customer") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer($levels=abc)", expect: invalid("malformed $levels 'abc' in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=,", expect: invalid("empty item in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer//Orders", expect: invalid("malformed path 'Customer//Orders' in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Customer/", expect: invalid("malformed path 'Customer/' in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=/Customer", expect: invalid("unexpected '/' in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Items/any(d%20d/Quantity)", expect: invalid("malformed lambda expression in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Amount%20gt%20$foo", expect: invalid("unexpected '$foo' in $filter") },
+]);
+
+// Hostile input: refused as invalid, never thrown, and fast.
+table("request: adversarial input", [
+  { model: "v4", path: "/SalesOrders/..", expect: invalid("dot segments are not allowed in the path") },
+  { model: "v4", path: "/SalesOrders/../Customers", expect: invalid("dot segments are not allowed in the path") },
+  { model: "v4", path: "/SalesOrders/%2E%2E/Customers", expect: invalid("dot segments are not allowed in the path") },
+  { model: "v4", path: "/./SalesOrders", expect: invalid("dot segments are not allowed in the path") },
+  { model: "v4", path: "/SalesOrders//1", expect: invalid("empty path segment at position 2") },
+  { model: "v4", path: "/SalesOrders/", expect: invalid("empty path segment at position 2") },
+  { model: "v4", path: "//", expect: invalid("empty path segment at position 1") },
+  { model: "v4", path: "/SalesOrders(1)%00", expect: invalid("control character in path segment 1") },
+  { model: "none", path: "/Customers('a%00b')", expect: invalid("control character in path segment 1") },
+  { model: "v4", path: "/Customers('a%0D%0AX-Injected:%201')", expect: invalid("control character in path segment 1") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20'%00'", expect: invalid("control character in query option '$filter'") },
+  { model: "v4", path: "/SalesOrders%ZZ", expect: invalid("malformed percent-encoding in path segment 'SalesOrders%ZZ'") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=%E0%A4%A", expect: invalid("malformed percent-encoding in query option '$filter'") },
+  { model: "v4", path: "/SalesOrders(1)%2FCustomer", expect: invalid("unexpected characters after ')' in the first path segment") },
+  { model: "v4", path: "/SalesOrders(1", expect: invalid("unbalanced '(' in the first path segment") },
+  { model: "v4", path: "/SalesOrders(1))", expect: invalid("unbalanced ')' in the first path segment") },
+  { model: "v4", path: "/SalesOrders1)", expect: invalid("unbalanced ')' in the first path segment") },
+  { model: "v4", path: "/Customers('abc)", expect: invalid("unterminated string literal in the first path segment") },
+  { model: "v4", path: "/Customers('O'Neil')", expect: invalid("unterminated string literal in the first path segment") },
+  { model: "v4", path: "/Customers('a'b)", expect: invalid("malformed string literal ''a'b' in the key of Customers") },
+  { model: "v4", path: "/SalesOrders(1%20or%201)", expect: invalid("malformed key value '1 or 1' in the key of SalesOrders") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=(Note%20eq%20'x'", expect: invalid("unbalanced '(' in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20'x", expect: invalid("unterminated string literal in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer(", expect: invalid("unbalanced '(' in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer)", expect: invalid("unbalanced ')' in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Items/any(d:(d/Quantity%20gt%201)", expect: invalid("unbalanced '(' in $filter") },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: `$filter=${"(".repeat(10_000)}1${")".repeat(10_000)}`,
+    expect: invalid("$filter is nested more than 32 levels deep"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: `$filter=${"%28".repeat(5_000)}1${"%29".repeat(5_000)}`,
+    expect: invalid("$filter is nested more than 32 levels deep"),
+  },
+  {
+    model: "v4",
+    path: "/Categories",
+    query: `$expand=${"Children($expand=".repeat(10_000)}Parent${")".repeat(10_000)}`,
+    expect: invalid("query string is longer than 32768 characters"),
+  },
+  {
+    model: "v4",
+    path: "/Categories",
+    query: `$expand=${"Children($expand=".repeat(40)}Parent${")".repeat(40)}`,
+    expect: invalid("$expand is nested more than 32 levels deep"),
+  },
+  { model: "v4", path: `/SalesOrders${"(".repeat(10_000)}`, expect: invalid("path is longer than 8192 characters") },
+  {
+    model: "v4",
+    path: `/Customers('${"(".repeat(5_000)}')`,
+    expect: get(acc("Customers", "get", PATH)),
+  },
+  { model: "v4", path: "/SalesOrders", query: `$filter=${"a".repeat(1024 * 1024)}`, expect: invalid("query string is longer than 32768 characters") },
+  { model: "v4", path: `/SalesOrders(1)${"/Customer/Orders(1)".repeat(40)}`, expect: invalid("path has more than 64 segments") },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: `$filter=@a0&${Array.from({ length: 9 }, (_, i) => `@a${i}=@a${i + 1}`).join("&")}&@a9=Customer/Name`,
+    expect: invalid("parameter aliases are nested more than 8 levels deep"),
+  },
+  {
+    // Eight uses per level over seven levels would be 8^7 scans without sharing.
+    model: "v4",
+    path: "/SalesOrders",
+    query: `$filter=@a0&${Array.from({ length: 7 }, (_, i) => `@a${i}=${Array(8).fill(`@a${i + 1}`).join("%20or%20")}`).join("&")}&@a7=Customer/Name`,
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+  {
+    model: "v4",
+    path: "/Categories",
+    query: `$expand=${"*($levels=max;$expand=".repeat(30)}*${")".repeat(30)}`,
+    expect: get(acc("Categories", "list", PATH), acc("Categories", "get", "$expand Parent")),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: `$filter=${Array(1_500).fill("Customer/Name%20eq%20'x'").join("%20or%20").slice(0, 32_000)}`,
+    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+  },
+]);
+
+const timing = suite("request: hostile input answers quickly");
+
+timing("every adversarial shape answers within 250 ms and never throws", () => {
+  const model = MODELS.v4;
+  const shapes: RequestInput[] = [
+    { method: "GET", path: "/SalesOrders", query: `$filter=${"a".repeat(1024 * 1024)}`, headers: {}, ...(model ? { model } : {}) },
+    { method: "GET", path: "/SalesOrders", query: `$filter=${"(".repeat(16_000)}`, headers: {}, ...(model ? { model } : {}) },
+    { method: "GET", path: "/SalesOrders", query: `$filter=${"'".repeat(30_000)}`, headers: {}, ...(model ? { model } : {}) },
+    { method: "GET", path: "/SalesOrders", query: `$expand=${"*,".repeat(16_000)}*`, headers: {}, ...(model ? { model } : {}) },
+    { method: "GET", path: `/Customers('${"''".repeat(4_000)}')`, query: "", headers: {}, ...(model ? { model } : {}) },
+    { method: "GET", path: "/SalesOrders", query: "&".repeat(32_000), headers: {}, ...(model ? { model } : {}) },
+    { method: "GET", path: `/${"a/".repeat(4_000)}`, query: "", headers: {}, ...(model ? { model } : {}) },
+    { method: "GET", path: "/Categories", query: `$expand=${"*($expand=".repeat(32)}*${")".repeat(32)}`, headers: {}, ...(model ? { model } : {}) },
+  ];
+  for (const shape of shapes) {
+    const started = performance.now();
+    const analysis = analyzeRequest(shape);
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 250, `${shape.path}?${shape.query.slice(0, 40)} took ${elapsed.toFixed(0)} ms`);
+    assert.ok(["access", "invalid", "denied"].includes(analysis.kind));
+  }
+});
+
+timing.run();
+
+const ifMatch = suite("request: needsIfMatchStar");
+
+const mayCreate = (sets: string[]) => (entitySet: string) => sets.includes(entitySet);
+const cases: [string, RequestInput, string[], boolean][] = [
+  ["PUT by a key without create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {} }, [], true],
+  ["PUT by a key with create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {} }, ["SalesOrders"], false],
+  ["PATCH through a navigation, create only on the source", { method: "PATCH", path: "/SalesOrders(1)/Customer", query: "", headers: {}, model: MODELS.v4! }, ["SalesOrders"], true],
+  ["tunnelled PUT", { method: "POST", path: "/SalesOrders(1)", query: "", headers: { "X-HTTP-Method": "PUT" } }, [], true],
+  ["PUT that already carries If-Match", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: { "If-Match": "*" } }, [], false],
+  ["MERGE never upserts", { method: "MERGE", path: "/SalesOrders(1)", query: "", headers: {} }, [], false],
+  ["PUT of a property", { method: "PUT", path: "/SalesOrders(1)/Note", query: "", headers: {}, model: MODELS.v4! }, [], false],
+  ["GET", { method: "GET", path: "/SalesOrders(1)", query: "", headers: {} }, [], false],
+  ["denied request", { method: "PUT", path: "/SalesOrders", query: "", headers: {} }, [], false],
+];
+for (const [name, request, sets, expected] of cases) {
+  ifMatch(name, () => {
+    assert.is(needsIfMatchStar(analyzeRequest(request), mayCreate(sets)), expected);
+  });
+}
+
+ifMatch.run();
