@@ -84,22 +84,18 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     encryptionKey,
     adminLimits: config.adminLimits,
     dataLimits: config.dataLimits,
+    logRetentionMs: config.logRetentionDays * 86_400_000,
     log: logger,
   });
-  const { deps, gate } = layer;
-  deps.usage.start(config.usageFlushMs);
-  deps.keys.start(config.keySyncMs, (err) => logger.warn({ err }, "API key sync failed"));
-  const purge = setInterval(() => {
-    store.rateWindows.purge(new Date()).catch((err: unknown) => logger.warn({ err }, "rate window purge failed"));
-  }, 5 * 60_000);
-  purge.unref();
+  layer.start({ usageFlushMs: config.usageFlushMs, keySyncMs: config.keySyncMs, logFlushMs: 1_000, purgeMs: 5 * 60_000 });
 
   const app = await createGateway({
     // The gateway counts REST calls itself, before reading the body; its
     // in-process transport only authenticates them again.
     transport: createRouterTransport(layer.routes, { router: { interceptors: [...layer.inProcessInterceptors] } }),
     connect: { routes: layer.routes, interceptors: layer.publicInterceptors },
-    admit: (authorization) => gate.admit(authorization, { count: true }),
+    admit: (authorization) => layer.admitRest(authorization),
+    record: (entry) => layer.logWriter.record(entry),
     ready: () => store.ping(),
     logger,
     bodyLimit: config.bodyLimitBytes,
@@ -123,13 +119,12 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
         logger.warn("shutdown timeout: closing open connections");
         (app.server as { closeAllConnections?: () => void }).closeAllConnections?.();
       }, config.shutdownTimeoutMs);
-      clearInterval(purge);
-      deps.keys.stop();
       try {
         await app.close();
       } finally {
         clearTimeout(force);
-        await deps.usage.stop();
+        // Pending usage times and request-log entries are written before the store closes.
+        await layer.stop();
         await store.close();
         logger.flush();
       }

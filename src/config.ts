@@ -27,6 +27,8 @@ export interface Config {
   readonly keySyncMs: number;
   /** The key that seals back-end credentials; when unset, main makes or reads one in the data dir. */
   readonly encryptionKey: Buffer | undefined;
+  /** How long request-log entries are kept (days). */
+  readonly logRetentionDays: number;
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -116,6 +118,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     usageFlushMs: int("ERPLINK_USAGE_FLUSH_MS", 30_000, 100, 3_600_000),
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
     encryptionKey,
+    logRetentionDays: int("ERPLINK_LOG_RETENTION_DAYS", 30, 1, 3650),
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

@@ -93,6 +93,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     encryptionKey: ENCRYPTION_KEY,
     adminLimits: options.adminLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
     dataLimits: options.dataLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
+    logRetentionMs: 30 * 86_400_000,
     clock,
     log: { error: (fields) => errors.push(fields.err) },
   });
@@ -100,7 +101,8 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
   const app = await createGateway({
     transport,
     connect: { routes: layer.routes, interceptors: layer.publicInterceptors },
-    admit: (a) => layer.gate.admit(a, { count: true }),
+    admit: (a) => layer.admitRest(a),
+    record: (entry) => layer.logWriter.record(entry),
     ready: () => store.ping(),
     logger: false,
     bodyLimit: 1024 * 1024,
@@ -120,7 +122,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     client: <S extends DescService>(service: S) => createClient(service, authed),
     close: async () => {
       await app.close();
-      await layer.deps.usage.stop();
+      await layer.stop();
       await store.dispose();
     },
   });

@@ -53,7 +53,11 @@ export interface GatewayOptions {
    * (`unauthenticated`, `permission_denied`, `resource_exhausted` with the
    * headers in its metadata) otherwise.
    */
-  readonly admit: (authorization: string | undefined) => Promise<{ readonly headers: Readonly<Record<string, string>> }>;
+  readonly admit: (
+    authorization: string | undefined,
+  ) => Promise<{ readonly headers: Readonly<Record<string, string>>; readonly principalId: string }>;
+  /** Receives one entry per `/admin` request, after its response (queued, never awaited). */
+  readonly record?: (entry: AccessLogEntry) => void;
   /** Resolves when the store answers; rejects otherwise (drives `/readyz`). */
   readonly ready: () => Promise<void>;
   /** The logger (a pino instance), or false for none. */
@@ -69,10 +73,37 @@ export interface GatewayOptions {
   readonly publicUrl?: string;
 }
 
+/** What the gateway reports of each request for the request log. */
+export interface AccessLogEntry {
+  readonly requestId: string;
+  readonly timestamp: Date;
+  /** `master`, a key id, or "" when no credential was recognised. */
+  readonly apiKeyId: string;
+  readonly method: string;
+  readonly path: string;
+  readonly status: number;
+  readonly durationMs: number;
+  readonly instance: string;
+  readonly service: string;
+  readonly accesses: readonly { readonly entity: string; readonly operation: string }[];
+  readonly denialStep: string;
+  readonly errorCode: string;
+  readonly upstreamStatus: number;
+  readonly upstreamDurationMs: number;
+  readonly clientIp: string;
+  readonly userAgent: string;
+}
+
+/** Who each admitted request was (for the request log). */
+const principals = new WeakMap<object, string>();
+/** The envelope code each failed request was answered with. */
+const errorCodes = new WeakMap<object, string>();
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Most field details one error lists (as the services do). */
 const MAX_DETAILS = 100;
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 
 /** Builds the gateway. Call `listen()` on the result to serve. */
 export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -109,12 +140,33 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   app.addHook("onSend", async (req, reply) => {
     if (draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
   });
-  // One access-log line per request, written after the response.
+  // One access-log line per request, and one request-log entry per /admin
+  // request, both after the response.
+  const record = options.record;
   app.addHook("onResponse", async (req, reply) => {
-    req.log.info(
-      { method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      "request",
-    );
+    const ms = reply.elapsedTime;
+    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
+    if (record !== undefined && (req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?"))) {
+      const ua = req.headers["user-agent"];
+      record({
+        requestId: req.id,
+        timestamp: new Date(Date.now() - ms),
+        apiKeyId: principals.get(req) ?? "",
+        method: req.method,
+        path: req.url,
+        status: reply.statusCode,
+        durationMs: Math.round(ms * 1000) / 1000,
+        instance: "",
+        service: "",
+        accesses: [],
+        denialStep: "",
+        errorCode: errorCodes.get(req) ?? "",
+        upstreamStatus: 0,
+        upstreamDurationMs: 0,
+        clientIp: req.ip,
+        userAgent: typeof ua === "string" ? ua.slice(0, 512) : "",
+      });
+    }
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
@@ -167,6 +219,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
 
 /** Sends an error in the envelope. */
 function sendError(reply: FastifyReply, req: FastifyRequest, e: GatewayError): FastifyReply {
+  errorCodes.set(req, e.code);
   if (e.headers) reply.headers(e.headers);
   const error: Record<string, unknown> = { code: e.code, message: e.message, requestId: req.id };
   if (e.details && e.details.length > 0) error.details = e.details;
@@ -264,7 +317,13 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
   // Worked out once per route, not per request.
   const queryParams = (route.query ?? []).map((name) => {
     const field = method.input.fields.find((f) => f.name === name);
-    return { name, integer: field?.fieldKind === "scalar" && field.scalar !== ScalarType.STRING };
+    const kind =
+      field?.fieldKind === "scalar" && field.scalar !== ScalarType.STRING
+        ? "integer"
+        : field?.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp"
+          ? "timestamp"
+          : "string";
+    return { name, kind };
   });
   const maskField = route.body?.patch ? method.input.fields.find((f) => f.name === route.body!.patch) : undefined;
 
@@ -279,6 +338,7 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         if (value === "") throw new GatewayError(404, `no route for ${req.method} ${req.url.split("?")[0]}`);
       }
       const admission = await options.admit(req.headers.authorization);
+      principals.set(req, admission.principalId);
       // Set now, so that every later answer (errors included) carries them.
       reply.headers(admission.headers);
       if (route.body) {
@@ -296,14 +356,18 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];
       if (route.body) json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
-      for (const { name, integer } of queryParams) {
+      for (const { name, kind } of queryParams) {
         const value = (req.query as Record<string, unknown>)[name];
         if (value === undefined) continue;
         if (typeof value !== "string") {
           details.push({ field: name, message: "must be given once" });
-        } else if (integer) {
+        } else if (kind === "integer") {
           if (!/^\d{1,9}$/.test(value)) details.push({ field: name, message: "must be a non-negative integer" });
           else json[name] = Number(value);
+        } else if (kind === "timestamp") {
+          if (!RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
+            details.push({ field: name, message: "must be an RFC 3339 date-time, such as 2026-01-02T03:04:05Z" });
+          } else json[name] = value;
         } else {
           json[name] = value;
         }

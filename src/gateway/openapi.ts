@@ -101,7 +101,13 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     }
     for (const q of route.query ?? []) {
       const doc = docs[`${route.rpc.input.typeName}.${q}`];
-      const schema = q === "page_size" ? { type: "integer", minimum: 1, maximum: 500, default: 50 } : { type: "string" };
+      const field = route.rpc.input.fields.find((f) => f.name === q);
+      const schema =
+        q === "page_size"
+          ? { type: "integer", minimum: 1, maximum: route.maxPageSize ?? 500, default: route.maxPageSize === 1000 ? 100 : 50 }
+          : field?.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp"
+            ? { type: "string", format: "date-time" }
+            : { type: "string" };
       parameters.push({ name: q, in: "query", required: false, schema, description: doc });
     }
     if (parameters.length > 0) operation.parameters = parameters;

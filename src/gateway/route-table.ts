@@ -6,6 +6,7 @@
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { ApiKeySchema, ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
 import { InstanceSchema, InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
+import { LogService, RequestLogSchema } from "../gen/erplink/admin/v1/request_log_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { SystemSchema, SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 
@@ -24,8 +25,10 @@ export interface RestRoute {
   readonly tag: string;
   /** Path parameter -> dot path of the request field it fills. */
   readonly params?: Readonly<Record<string, string>>;
-  /** Query parameters -> request fields of the same name (integers or strings). */
+  /** Query parameters -> request fields of the same name (integers, timestamps or strings). */
   readonly query?: readonly string[];
+  /** Largest `page_size` of a list (default 500). */
+  readonly maxPageSize?: number;
   /**
    * The request field the JSON body fills, and its message. With `patch`, the
    * body's top-level keys become the update mask named by `patch`.
@@ -182,6 +185,44 @@ export const ROUTES: readonly RestRoute[] = [
     },
     createMerge: ["key"],
   }),
+  {
+    method: "GET",
+    path: "/admin/logs",
+    rpc: LogService.method.queryLogs,
+    summary: "Query the request log, newest first",
+    tag: "Request logs",
+    query: [
+      "from",
+      "to",
+      "api_key_id",
+      "instance",
+      "service",
+      "entity",
+      "operation",
+      "method",
+      "status",
+      "request_id",
+      ...PAGING,
+    ],
+    maxPageSize: 1000,
+    data: "logs",
+    resource: RequestLogSchema,
+    list: true,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/logs/{id}",
+    rpc: LogService.method.getLog,
+    summary: "Get a request-log entry",
+    tag: "Request logs",
+    params: { id: "id" },
+    data: "log",
+    resource: RequestLogSchema,
+    status: 200,
+    auth: "admin",
+  },
 ];
 
 /**

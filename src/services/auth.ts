@@ -18,6 +18,11 @@ export type Principal =
   | { readonly kind: "master" }
   | { readonly kind: "admin_key"; readonly keyId: string };
 
+/** How logs name a principal: `master` or the key id. */
+export function principalId(principal: Principal): string {
+  return principal.kind === "master" ? "master" : principal.keyId;
+}
+
 /** Decides who a bearer token belongs to. */
 export interface Authenticator {
   /**

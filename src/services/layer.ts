@@ -5,9 +5,10 @@
  */
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { Store } from "../store/index.js";
-import { createAdminGate, createAdminInterceptor, createAuthenticator, type AdminGate } from "./auth.js";
+import { createAdminGate, createAdminInterceptor, createAuthenticator, principalId, type AdminGate } from "./auth.js";
 import { createServiceDeps, type ServiceDeps, type ServiceSettings } from "./context.js";
 import { createErrorLogInterceptor, type ErrorLog } from "./errors.js";
+import { LogWriter } from "./log-writer.js";
 import type { Limits } from "./rate-limiter.js";
 import { PUBLIC_SERVICES, createRoutes } from "./routes.js";
 
@@ -18,6 +19,8 @@ export interface ServiceLayerOptions extends Omit<ServiceSettings, "onBackground
   readonly adminLimits: Limits;
   /** Where masked errors and failed background writes are reported. */
   readonly log: ErrorLog;
+  /** How long request-log entries are kept (ms). */
+  readonly logRetentionMs: number;
 }
 
 /** The assembled service layer. */
@@ -27,11 +30,27 @@ export interface ServiceLayer {
   readonly gate: AdminGate;
   /** For the public server: admin calls are authenticated and counted. */
   readonly publicInterceptors: readonly Interceptor[];
+  /** Writes the request log in batches. */
+  readonly logWriter: LogWriter;
+  /** Admits a REST admin request, counted: its rate-limit headers and who it is (`master` or a key id). */
+  admitRest(authorization: string | undefined): Promise<{ headers: Readonly<Record<string, string>>; principalId: string }>;
+  /** Starts the background jobs: usage and log flushes, key sync, purges. */
+  start(intervals: BackgroundIntervals): void;
+  /** Stops them and writes what is pending (bounded). */
+  stop(): Promise<void>;
   /**
    * For the gateway's in-process transport: admin calls are authenticated
    * only, since the gateway counted them before reading the body.
    */
   readonly inProcessInterceptors: readonly Interceptor[];
+}
+
+/** How often the background jobs run (ms). */
+export interface BackgroundIntervals {
+  readonly usageFlushMs: number;
+  readonly keySyncMs: number;
+  readonly logFlushMs: number;
+  readonly purgeMs: number;
 }
 
 /** Assembles the service layer over a store. */
@@ -47,8 +66,39 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     clock: deps.clock,
   });
   const errorLog = createErrorLogInterceptor(options.log);
+  const logWriter = new LogWriter({
+    store: store.logs,
+    newId: deps.newId,
+    retentionMs: options.logRetentionMs,
+    maxQueued: 10_000,
+    batchSize: 500,
+    onProblem: (fields, message) => options.log.error(fields, message),
+  });
+  let purge: NodeJS.Timeout | undefined;
   return {
     deps,
+    logWriter,
+    async admitRest(authorization) {
+      const admission = await gate.admit(authorization, { count: true });
+      return { headers: admission.headers, principalId: principalId(admission.principal) };
+    },
+    start(intervals) {
+      deps.usage.start(intervals.usageFlushMs);
+      deps.keys.start(intervals.keySyncMs, (err) => options.log.error({ err }, "API key sync failed"));
+      logWriter.start(intervals.logFlushMs);
+      purge = setInterval(() => {
+        const now = deps.clock();
+        Promise.all([store.rateWindows.purge(now), store.logs.purge(now)]).catch((err: unknown) =>
+          options.log.error({ err }, "purge failed"),
+        );
+      }, intervals.purgeMs);
+      purge.unref();
+    },
+    async stop() {
+      clearInterval(purge);
+      deps.keys.stop();
+      await Promise.all([deps.usage.stop(), logWriter.stop()]);
+    },
     routes: createRoutes(deps),
     gate,
     publicInterceptors: [errorLog, createAdminInterceptor(gate, { count: true, publicServices: PUBLIC_SERVICES })],

@@ -17,10 +17,11 @@ export function readPaging(
   pageSize: number,
   pageToken: string,
   prefix: IdPrefix,
+  sizes: { readonly default: number; readonly max: number } = { default: DEFAULT_PAGE_SIZE, max: MAX_PAGE_SIZE },
 ): { limit: number; afterId: string | undefined } {
   const violations = [];
-  if (pageSize < 0 || pageSize > MAX_PAGE_SIZE) {
-    violations.push({ field: "page_size", description: `must be between 1 and ${MAX_PAGE_SIZE}` });
+  if (pageSize < 0 || pageSize > sizes.max) {
+    violations.push({ field: "page_size", description: `must be between 1 and ${sizes.max}` });
   }
   let afterId: string | undefined;
   if (pageToken !== "") {
@@ -33,7 +34,7 @@ export function readPaging(
     }
   }
   if (violations.length > 0) throw validationError(violations);
-  return { limit: pageSize === 0 ? DEFAULT_PAGE_SIZE : pageSize, afterId };
+  return { limit: pageSize === 0 ? sizes.default : pageSize, afterId };
 }
 
 /** The token of the page after `page`, or "" when it is the last. */

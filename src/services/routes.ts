@@ -6,12 +6,14 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
 import { InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
+import { LogService } from "../gen/erplink/admin/v1/request_log_pb.js";
 import { SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { ApiKeyServiceImpl } from "./api-key-service.js";
 import { AuthorizationServiceImpl } from "./authorization-service.js";
 import type { ServiceDeps } from "./context.js";
 import { InstanceServiceImpl } from "./instance-service.js";
+import { LogServiceImpl } from "./log-service.js";
 import { SystemServiceImpl } from "./system-service.js";
 
 /**
@@ -26,10 +28,12 @@ export function createRoutes(deps: ServiceDeps): (router: ConnectRouter) => void
   const instances = new InstanceServiceImpl(deps);
   const apiKeys = new ApiKeyServiceImpl(deps);
   const authorization = new AuthorizationServiceImpl(deps);
+  const logs = new LogServiceImpl(deps);
   return (router) => {
     router.service(SystemService, systems);
     router.service(InstanceService, instances);
     router.service(ApiKeyService, apiKeys);
     router.service(AuthorizationService, authorization);
+    router.service(LogService, logs);
   };
 }

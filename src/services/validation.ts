@@ -15,6 +15,14 @@ import { validationError, type Violation } from "./errors.js";
 const MIN_TIME = -62_135_596_800_000;
 const MAX_TIME = 253_402_300_799_000;
 
+/** Why a timestamp is unusable (outside what RFC 3339 and every client can represent), or undefined. */
+export function timestampProblem(ts: Timestamp): string | undefined {
+  const ms = timestampDate(ts).getTime();
+  return ts.nanos < 0 || ts.nanos >= 1e9 || !(ms >= MIN_TIME && ms <= MAX_TIME)
+    ? "must be between 0001-01-01 and 9999-12-31"
+    : undefined;
+}
+
 const compiled = new Map<string, RegExp>();
 function regex(source: string): RegExp {
   let re = compiled.get(source);
@@ -92,12 +100,9 @@ function checkField(msg: Message, field: DescField, out: Violation[], now: Date,
   }
   if (field.fieldKind === "message" && value !== undefined) {
     if (field.message.typeName === "google.protobuf.Timestamp") {
-      const ts = value as Timestamp;
-      const ms = timestampDate(ts).getTime();
-      // Within what RFC 3339 (and every client) can represent, whole milliseconds apart.
-      if (ts.nanos < 0 || ts.nanos >= 1e9 || !(ms >= MIN_TIME && ms <= MAX_TIME)) {
-        out.push({ field: name, description: "must be between 0001-01-01 and 9999-12-31" });
-      } else if (rules.future && ms <= now.getTime()) {
+      const problem = timestampProblem(value as Timestamp);
+      if (problem !== undefined) out.push({ field: name, description: problem });
+      else if (rules.future && timestampDate(value as Timestamp).getTime() <= now.getTime()) {
         out.push({ field: name, description: "must be in the future" });
       }
     } else if (!field.message.typeName.startsWith("google.protobuf.")) {

@@ -36,6 +36,17 @@ export interface ListOptions {
   readonly limit: number;
 }
 
+/** A query of {@link DocumentCollection.findNewest}. */
+export interface NewestQuery {
+  /** Equality conditions; a dotted field (`accesses.entity`) matches any element of an array. */
+  readonly where: Where;
+  /** Half-open ranges `[gte, lt)` on fields. */
+  readonly ranges?: readonly { readonly field: string; readonly gte?: Date | number; readonly lt?: Date | number }[];
+  /** Only documents whose id sorts before this one. */
+  readonly beforeId?: string;
+  readonly limit: number;
+}
+
 /** A collection of documents, as each adapter provides it. */
 export interface DocumentCollection {
   /** Inserts a new document; throws {@link DuplicateKeyError} on a unique field. */
@@ -54,6 +65,10 @@ export interface DocumentCollection {
    * the document if absent, and sets `set` on it; returns the new value.
    */
   increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number>;
+  /** Inserts many new documents (ids are fresh: no unique field is checked). */
+  insertMany(docs: readonly Document[]): Promise<void>;
+  /** Documents matching a query, in descending id order (newest first for time-ordered ids). */
+  findNewest(query: NewestQuery): Promise<Document[]>;
   /** Documents whose date `field` is at or after `from`, oldest first, at most `limit`. */
   since(field: string, from: Date, limit: number): Promise<Document[]>;
   /** Removes every document whose date `field` is before `date`; returns how many. */
@@ -68,6 +83,24 @@ export interface StoreBackend {
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * The MongoDB-syntax filter of a {@link NewestQuery} (both adapters speak
+ * it). Equality uses plain values, which `assertScalars` has checked, and
+ * ranges use typed bounds only.
+ */
+export function newestFilter(query: NewestQuery): Record<string, unknown> {
+  assertScalars(query.where);
+  const filter: Record<string, unknown> = { ...query.where };
+  for (const range of query.ranges ?? []) {
+    const cond: Record<string, unknown> = {};
+    if (range.gte !== undefined) cond.$gte = range.gte;
+    if (range.lt !== undefined) cond.$lt = range.lt;
+    filter[range.field] = cond;
+  }
+  if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
+  return filter;
 }
 
 /** Builds the name of a unique index on `field` of `collection`. */

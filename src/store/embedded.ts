@@ -8,6 +8,8 @@ import nedbModule from "@seald-io/nedb";
 import {
   assertScalars,
   duplicateKeyError,
+  newestFilter,
+  type NewestQuery,
   type CollectionSpec,
   type Document,
   type DocumentCollection,
@@ -124,6 +126,14 @@ class EmbeddedCollection implements DocumentCollection {
       { upsert: true, returnUpdatedDocs: true, multi: false },
     );
     return (affectedDocuments as Document)[field] as number;
+  }
+
+  async insertMany(docs: readonly Document[]): Promise<void> {
+    if (docs.length > 0) await this.ds.insertAsync([...docs]);
+  }
+
+  async findNewest(query: NewestQuery): Promise<Document[]> {
+    return (await this.ds.findAsync(newestFilter(query)).sort({ _id: -1 }).limit(query.limit)) as Document[];
   }
 
   async since(field: string, from: Date, limit: number): Promise<Document[]> {

@@ -7,6 +7,7 @@ import { createEmbeddedBackend } from "./embedded.js";
 import { openInstanceStore, type InstanceStore } from "./instances.js";
 import { createMongoBackend } from "./mongodb.js";
 import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
+import { openRequestLogStore, type RequestLogStore } from "./request-logs.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
 
 export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
@@ -15,6 +16,7 @@ export type { SystemRecord, SystemStore } from "./systems.js";
 export type { InstanceRecord, InstanceStore, StoredBackendAuth } from "./instances.js";
 export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
 export type { RateWindowStore, Take } from "./rate-windows.js";
+export type { LogQuery, RequestLogRecord, RequestLogStore } from "./request-logs.js";
 
 /** Every aggregate's storage port, plus the backend's health and lifecycle. */
 export interface Store {
@@ -23,6 +25,7 @@ export interface Store {
   readonly instances: InstanceStore;
   readonly apiKeys: ApiKeyStore;
   readonly rateWindows: RateWindowStore;
+  readonly logs: RequestLogStore;
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -35,11 +38,12 @@ export type StoreOptions =
 
 /** Opens every aggregate on a backend. */
 export async function openStore(backend: StoreBackend): Promise<Store> {
-  const [systems, instances, apiKeys, rateWindows] = await Promise.all([
+  const [systems, instances, apiKeys, rateWindows, logs] = await Promise.all([
     openSystemStore(backend),
     openInstanceStore(backend),
     openApiKeyStore(backend),
     openRateWindowStore(backend),
+    openRequestLogStore(backend),
   ]);
   return {
     kind: backend.kind,
@@ -47,6 +51,7 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
     instances,
     apiKeys,
     rateWindows,
+    logs,
     ping: () => backend.ping(),
     close: () => backend.close(),
   };

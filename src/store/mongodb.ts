@@ -21,6 +21,8 @@ import {
   assertScalars,
   duplicateKeyError,
   findDuplicateField,
+  newestFilter,
+  type NewestQuery,
   type CollectionSpec,
   type Document,
   type IndexSpec,
@@ -231,6 +233,23 @@ class MongoCollection implements DocumentCollection {
       doc = await op();
     }
     return (doc as Document)[field] as number;
+  }
+
+  async insertMany(docs: readonly Document[]): Promise<void> {
+    if (docs.length > 0) await guard(() => this.coll.insertMany([...docs], { ordered: false }));
+  }
+
+  async findNewest(query: NewestQuery): Promise<Document[]> {
+    // Equality as explicit $eq, so a value can never act as an operator.
+    const filter = newestFilter(query);
+    for (const [field, value] of Object.entries(query.where)) filter[field] = { $eq: value };
+    return guard(() =>
+      this.coll
+        .find(filter as Filter<Document>)
+        .sort({ _id: -1 })
+        .limit(query.limit)
+        .toArray(),
+    );
   }
 
   async since(field: string, from: Date, limit: number): Promise<Document[]> {

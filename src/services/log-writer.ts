@@ -1,0 +1,113 @@
+/**
+ * The request log's writer: entries are queued in memory and written in
+ * batches by a timer, never on the request path. The queue is bounded; when
+ * the store is down it holds what it can and the oldest entries beyond the
+ * bound are dropped, counted and reported. A graceful stop writes what is
+ * queued.
+ */
+import type { RequestLogRecord, RequestLogStore } from "../store/index.js";
+import type { IdGenerator } from "./ids.js";
+
+/** An entry as callers give it; the writer adds the id and the expiry. */
+export type LogEntry = Omit<RequestLogRecord, "id" | "expiresAt">;
+
+/** Options of {@link LogWriter}. */
+export interface LogWriterOptions {
+  readonly store: RequestLogStore;
+  readonly newId: IdGenerator;
+  /** How long entries are kept (ms). */
+  readonly retentionMs: number;
+  /** Most entries queued; beyond it the oldest are dropped. */
+  readonly maxQueued: number;
+  /** Most entries per write. */
+  readonly batchSize: number;
+  /** Reports failed writes and drops (never on the request path). */
+  readonly onProblem: (fields: Record<string, unknown>, message: string) => void;
+}
+
+/** What the writer has done so far. */
+export interface LogWriterStats {
+  readonly queued: number;
+  readonly written: number;
+  readonly dropped: number;
+}
+
+/** Batches request-log entries into the store. */
+export class LogWriter {
+  private queue: RequestLogRecord[] = [];
+  private written = 0;
+  private dropped = 0;
+  private droppedReported = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+
+  constructor(private readonly options: LogWriterOptions) {}
+
+  /** Queues an entry: an array push, nothing more. */
+  record(entry: LogEntry): void {
+    this.queue.push({
+      ...entry,
+      id: this.options.newId("log"),
+      expiresAt: new Date(entry.timestamp.getTime() + this.options.retentionMs),
+    });
+    const excess = this.queue.length - this.options.maxQueued;
+    if (excess > 0) {
+      this.queue.splice(0, excess);
+      this.dropped += excess;
+    }
+  }
+
+  /** Counters, for health reporting. */
+  stats(): LogWriterStats {
+    return { queued: this.queue.length, written: this.written, dropped: this.dropped };
+  }
+
+  /** Writes the queue in batches (one flush at a time); on failure keeps the rest queued. */
+  flush(): Promise<void> {
+    this.flushing ??= this.write().finally(() => (this.flushing = undefined));
+    return this.flushing;
+  }
+
+  private async write(): Promise<void> {
+    if (this.dropped > this.droppedReported) {
+      this.options.onProblem({ dropped: this.dropped - this.droppedReported, total: this.dropped }, "request log entries dropped: the queue was full");
+      this.droppedReported = this.dropped;
+    }
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.options.batchSize);
+      try {
+        await this.options.store.append(batch);
+      } catch (err) {
+        // Back in front of what was recorded meanwhile, within the bound.
+        this.queue.unshift(...batch);
+        const excess = this.queue.length - this.options.maxQueued;
+        if (excess > 0) {
+          this.queue.splice(0, excess);
+          this.dropped += excess;
+        }
+        this.options.onProblem({ err, queued: this.queue.length }, "request log write failed; will retry");
+        return;
+      }
+      this.written += batch.length;
+    }
+  }
+
+  /** Flushes every `intervalMs` until {@link stop}. */
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => void this.flush(), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and writes what is queued, waiting at most `timeoutMs`. */
+  async stop(timeoutMs = 10_000): Promise<void> {
+    clearInterval(this.timer);
+    const deadline = Date.now() + timeoutMs;
+    // Keep flushing while entries remain and time allows (the store may be back).
+    while (this.queue.length > 0 && Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.flush(), new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
+      clearTimeout(timer);
+      if (this.queue.length > 0) await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}

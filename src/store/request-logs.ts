@@ -1,0 +1,141 @@
+/**
+ * The request log: one document per request, written in batches, queried
+ * newest first by time-ordered id, expired after the retention period.
+ */
+import { decodeDate, type Page } from "./aggregate.js";
+import { plainIndex, type CollectionSpec, type Document, type DocumentCollection, type StoreBackend, type Where } from "./collection.js";
+
+/** One logged request. */
+export interface RequestLogRecord {
+  /** `log_…`, time-ordered. */
+  readonly id: string;
+  readonly requestId: string;
+  readonly timestamp: Date;
+  /** `key_…`, `master`, or "" when no credential was recognised. */
+  readonly apiKeyId: string;
+  readonly method: string;
+  readonly path: string;
+  readonly status: number;
+  readonly durationMs: number;
+  readonly instance: string;
+  readonly service: string;
+  readonly accesses: readonly { readonly entity: string; readonly operation: string }[];
+  readonly denialStep: string;
+  readonly errorCode: string;
+  readonly upstreamStatus: number;
+  readonly upstreamDurationMs: number;
+  readonly clientIp: string;
+  readonly userAgent: string;
+  /** When the entry may be purged. */
+  readonly expiresAt: Date;
+}
+
+/** Filters of a log query; every one given must match. */
+export interface LogQuery {
+  readonly from?: Date;
+  readonly to?: Date;
+  readonly apiKeyId?: string;
+  readonly instance?: string;
+  readonly service?: string;
+  readonly entity?: string;
+  readonly operation?: string;
+  readonly method?: string;
+  /** A status range `[gte, lt)`: one status, or a class such as 400..500. */
+  readonly status?: { readonly gte: number; readonly lt: number };
+  readonly requestId?: string;
+  /** Entries older than this id (the previous page's last). */
+  readonly beforeId?: string;
+  readonly limit: number;
+}
+
+/** The request_logs collection and its indexes. */
+export const requestLogsCollection: CollectionSpec = {
+  name: "request_logs",
+  indexes: [
+    plainIndex("request_logs", "timestamp"),
+    plainIndex("request_logs", "apiKeyId"),
+    plainIndex("request_logs", "instance"),
+    plainIndex("request_logs", "requestId"),
+    plainIndex("request_logs", "status"),
+    plainIndex("request_logs", "expiresAt"),
+  ],
+};
+
+function toDoc(r: RequestLogRecord): Document {
+  const { id, accesses, ...rest } = r;
+  return { _id: id, ...rest, accesses: accesses.map((a) => ({ entity: a.entity, operation: a.operation })) };
+}
+
+function fromDoc(d: Document): RequestLogRecord {
+  return {
+    id: d._id,
+    requestId: d.requestId as string,
+    timestamp: decodeDate(d.timestamp),
+    apiKeyId: d.apiKeyId as string,
+    method: d.method as string,
+    path: d.path as string,
+    status: d.status as number,
+    durationMs: d.durationMs as number,
+    instance: d.instance as string,
+    service: d.service as string,
+    accesses: (d.accesses as { entity: string; operation: string }[] | undefined) ?? [],
+    denialStep: d.denialStep as string,
+    errorCode: d.errorCode as string,
+    upstreamStatus: d.upstreamStatus as number,
+    upstreamDurationMs: d.upstreamDurationMs as number,
+    clientIp: d.clientIp as string,
+    userAgent: d.userAgent as string,
+    expiresAt: decodeDate(d.expiresAt),
+  };
+}
+
+/** Storage port of the request log. */
+export class RequestLogStore {
+  constructor(private readonly collection: DocumentCollection) {}
+
+  /** Writes a batch of entries. */
+  append(records: readonly RequestLogRecord[]): Promise<void> {
+    return this.collection.insertMany(records.map(toDoc));
+  }
+
+  async get(id: string): Promise<RequestLogRecord | undefined> {
+    const doc = await this.collection.get(id);
+    return doc === undefined ? undefined : fromDoc(doc);
+  }
+
+  /** Matching entries, newest first. */
+  async query(q: LogQuery): Promise<Page<RequestLogRecord>> {
+    const where: Record<string, string> = {};
+    const add = (field: string, value: string | undefined) => {
+      if (value !== undefined) where[field] = value;
+    };
+    add("apiKeyId", q.apiKeyId);
+    add("instance", q.instance);
+    add("service", q.service);
+    add("accesses.entity", q.entity);
+    add("accesses.operation", q.operation);
+    add("method", q.method);
+    add("requestId", q.requestId);
+    const ranges = [];
+    if (q.from !== undefined || q.to !== undefined) ranges.push({ field: "timestamp", gte: q.from, lt: q.to });
+    if (q.status !== undefined) ranges.push({ field: "status", gte: q.status.gte, lt: q.status.lt });
+    // One extra entry tells whether another page follows.
+    const docs = await this.collection.findNewest({
+      where: where as Where,
+      ranges,
+      beforeId: q.beforeId,
+      limit: q.limit + 1,
+    });
+    return { items: docs.slice(0, q.limit).map(fromDoc), more: docs.length > q.limit };
+  }
+
+  /** Removes entries past their retention. */
+  purge(now: Date): Promise<number> {
+    return this.collection.deleteBefore("expiresAt", now);
+  }
+}
+
+/** Opens the request log on a backend. */
+export async function openRequestLogStore(backend: StoreBackend): Promise<RequestLogStore> {
+  return new RequestLogStore(await backend.collection(requestLogsCollection));
+}
