@@ -96,6 +96,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     connect: { routes: layer.routes, interceptors: layer.publicInterceptors },
     admit: (authorization) => layer.admitRest(authorization),
     record: (entry) => layer.logWriter.record(entry),
+    health: () => ({ request_log: layer.logWriter.stats() }),
     ready: () => store.ping(),
     logger,
     bodyLimit: config.bodyLimitBytes,

@@ -60,6 +60,8 @@ export interface GatewayOptions {
   readonly record?: (entry: AccessLogEntry) => void;
   /** Resolves when the store answers; rejects otherwise (drives `/readyz`). */
   readonly ready: () => Promise<void>;
+  /** Extra facts `/healthz` reports (the request log's queue and drops). */
+  readonly health?: () => Record<string, unknown>;
   /** The logger (a pino instance), or false for none. */
   readonly logger: FastifyBaseLogger | false;
   /** Largest request body, in bytes. */
@@ -198,7 +200,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     uiConfig: { url: "/api-reference/openapi.json", deepLinking: true },
   });
 
-  app.get("/healthz", async (req) => ({ data: { status: "ok" }, meta: { requestId: req.id } }));
+  app.get("/healthz", async (req) => ({ data: { status: "ok", ...options.health?.() }, meta: { requestId: req.id } }));
   app.get("/readyz", async (req, reply) => {
     try {
       await options.ready();

@@ -481,7 +481,11 @@ connections("an HTTP/2 preface split across packets is still recognized (h2c GET
       }),
     );
     assert.is(status, 200);
-    assert.equal(JSON.parse(body), { data: { status: "ok" }, meta: { requestId: "split-1" } });
+    const parsed = JSON.parse(body);
+    assert.equal(parsed.meta, { requestId: "split-1" });
+    assert.is(parsed.data.status, "ok");
+    assert.equal(Object.keys(parsed.data.request_log).sort(), ["dropped", "queued", "written"]);
+    assert.is(parsed.data.request_log.dropped, 0);
   } finally {
     session?.destroy();
     await server.close();
@@ -555,9 +559,14 @@ proc("no ERPLINK_MASTER_KEY: the generated key is printed once on stderr, never 
 
     const health = await fetch(`${base}/healthz`);
     assert.is(health.status, 200);
-    const healthBody = (await health.json()) as { meta: { requestId: string } };
+    const healthBody = (await health.json()) as {
+      data: { status: string; request_log: { queued: number; written: number; dropped: number } };
+      meta: { requestId: string };
+    };
     assert.match(healthBody.meta.requestId, REQ_ID);
-    assert.equal(healthBody, { data: { status: "ok" }, meta: { requestId: healthBody.meta.requestId } });
+    assert.is(healthBody.data.status, "ok");
+    assert.is(healthBody.data.request_log.dropped, 0);
+    assert.is(typeof healthBody.data.request_log.written, "number");
     assert.is(health.headers.get("x-request-id"), healthBody.meta.requestId);
 
     const ready = await fetch(`${base}/readyz`, { headers: { "x-request-id": "ready-1" } });
