@@ -96,6 +96,9 @@ export interface AccessLogEntry {
   readonly userAgent: string;
 }
 
+/** Error metadata naming the caller an admission refused (see the services' admin gate). */
+const PRINCIPAL_METADATA = "erplink-principal";
+
 /** Who each admitted request was (for the request log). */
 const principals = new WeakMap<object, string>();
 /** The envelope code each failed request was answered with. */
@@ -105,7 +108,22 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Most field details one error lists (as the services do). */
 const MAX_DETAILS = 100;
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** A real calendar date-time (no 30 February) whose instant lies within 0001..9999 UTC. */
+function isRfc3339(value: string): boolean {
+  const m = RFC3339.exec(value);
+  if (m === null) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(2000, month, 0)).getUTCDate() - (month === 2 && !isLeap(year) ? 1 : 0);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) return false;
+  const ms = Date.parse(value);
+  return ms >= -62_135_596_800_000 && ms <= 253_402_300_799_000;
+}
+
+function isLeap(year: number): boolean {
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+}
 
 /** Builds the gateway. Call `listen()` on the result to serve. */
 export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
@@ -339,7 +357,15 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       for (const value of Object.values(req.params as Record<string, string>)) {
         if (value === "") throw new GatewayError(404, `no route for ${req.method} ${req.url.split("?")[0]}`);
       }
-      const admission = await options.admit(req.headers.authorization);
+      let admission;
+      try {
+        admission = await options.admit(req.headers.authorization);
+      } catch (err) {
+        // A recognised caller refused (a data key, a spent budget) is still logged as itself.
+        const who = err instanceof ConnectError ? err.metadata.get(PRINCIPAL_METADATA) : null;
+        if (who !== null) principals.set(req, who);
+        throw err;
+      }
       principals.set(req, admission.principalId);
       // Set now, so that every later answer (errors included) carries them.
       reply.headers(admission.headers);
@@ -367,8 +393,11 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
           if (!/^\d{1,9}$/.test(value)) details.push({ field: name, message: "must be a non-negative integer" });
           else json[name] = Number(value);
         } else if (kind === "timestamp") {
-          if (!RFC3339.test(value) || Number.isNaN(Date.parse(value))) {
-            details.push({ field: name, message: "must be an RFC 3339 date-time, such as 2026-01-02T03:04:05Z" });
+          if (!isRfc3339(value)) {
+            details.push({
+              field: name,
+              message: "must be an RFC 3339 date-time between 0001 and 9999, such as 2026-01-02T03:04:05Z",
+            });
           } else json[name] = value;
         } else {
           json[name] = value;

@@ -18,6 +18,13 @@ export type Principal =
   | { readonly kind: "master" }
   | { readonly kind: "admin_key"; readonly keyId: string };
 
+/**
+ * Metadata of an admission error naming the recognised caller (`master` or
+ * a key id), for the request log: the REST gateway reads it and does not
+ * pass it on.
+ */
+export const PRINCIPAL_HEADER = "erplink-principal";
+
 /** How logs name a principal: `master` or the key id. */
 export function principalId(principal: Principal): string {
   return principal.kind === "master" ? "master" : principal.keyId;
@@ -74,7 +81,9 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
           if (key.expiresAt !== undefined && key.expiresAt.getTime() <= clock().getTime()) {
             throw new ConnectError("API key expired", Code.Unauthenticated);
           }
-          if (key.type !== "admin") throw new ConnectError("API key is not an admin key", Code.PermissionDenied);
+          if (key.type !== "admin") {
+            throw new ConnectError("API key is not an admin key", Code.PermissionDenied, { [PRINCIPAL_HEADER]: key.id });
+          }
           options.usage?.touch(key.id);
           return { kind: "admin_key", keyId: key.id };
         }
@@ -122,7 +131,7 @@ export function createAdminGate(options: AdminGateOptions): AdminGate {
       throw new ConnectError(
         `admin rate limit exceeded; retry in ${result.retryAfterSeconds} s`,
         Code.ResourceExhausted,
-        headers,
+        { ...headers, [PRINCIPAL_HEADER]: principalId(principal) },
       );
     }
     return { principal, headers };

@@ -57,9 +57,11 @@ export class LogWriter {
     }
   }
 
-  /** Counters, for health reporting. */
+  private inFlight = 0;
+
+  /** Counters, for health reporting (`queued` includes a batch being written). */
   stats(): LogWriterStats {
-    return { queued: this.queue.length, written: this.written, dropped: this.dropped };
+    return { queued: this.queue.length + this.inFlight, written: this.written, dropped: this.dropped };
   }
 
   /** Writes the queue in batches (one flush at a time); on failure keeps the rest queued. */
@@ -75,9 +77,11 @@ export class LogWriter {
     }
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.options.batchSize);
+      this.inFlight = batch.length;
       try {
         await this.options.store.append(batch);
       } catch (err) {
+        this.inFlight = 0;
         // Back in front of what was recorded meanwhile, within the bound.
         this.queue.unshift(...batch);
         const excess = this.queue.length - this.options.maxQueued;
@@ -88,6 +92,7 @@ export class LogWriter {
         this.options.onProblem({ err, queued: this.queue.length }, "request log write failed; will retry");
         return;
       }
+      this.inFlight = 0;
       this.written += batch.length;
     }
   }
@@ -102,8 +107,9 @@ export class LogWriter {
   async stop(timeoutMs = 10_000): Promise<void> {
     clearInterval(this.timer);
     const deadline = Date.now() + timeoutMs;
-    // Keep flushing while entries remain and time allows (the store may be back).
-    while (this.queue.length > 0 && Date.now() < deadline) {
+    // Keep flushing while entries remain (or a write is under way) and time
+    // allows; the store may come back meanwhile.
+    while ((this.queue.length > 0 || this.flushing !== undefined) && Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([this.flush(), new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
       clearTimeout(timer);

@@ -63,7 +63,14 @@ export const requestLogsCollection: CollectionSpec = {
 
 function toDoc(r: RequestLogRecord): Document {
   const { id, accesses, ...rest } = r;
-  return { _id: id, ...rest, accesses: accesses.map((a) => ({ entity: a.entity, operation: a.operation })) };
+  return {
+    _id: id,
+    ...rest,
+    accesses: accesses.map((a) => ({ entity: a.entity, operation: a.operation })),
+    // "entity|operation" per access, so that both filters together match one
+    // access by plain equality ($elemMatch is not available everywhere).
+    accessKeys: accesses.map((a) => `${a.entity}|${a.operation}`),
+  };
 }
 
 function fromDoc(d: Document): RequestLogRecord {
@@ -112,8 +119,14 @@ export class RequestLogStore {
     add("apiKeyId", q.apiKeyId);
     add("instance", q.instance);
     add("service", q.service);
-    add("accesses.entity", q.entity);
-    add("accesses.operation", q.operation);
+    // Entity and operation together must hold in one access, not in two.
+    const both = q.entity !== undefined && q.operation !== undefined;
+    if (both) {
+      add("accessKeys", `${q.entity}|${q.operation}`);
+    } else {
+      add("accesses.entity", q.entity);
+      add("accesses.operation", q.operation);
+    }
     add("method", q.method);
     add("requestId", q.requestId);
     const ranges = [];

@@ -21,11 +21,12 @@ import {
   DenialStep,
   Operation,
 } from "../../src/gen/erplink/authz/v1/authorization_pb.js";
-import { createGrpcJsClient, freePort, grpcError, type GrpcJsClient } from "../../test-support/e2e.js";
+import { createGrpcJsClient, freePort, grpcError, within, type GrpcJsClient } from "../../test-support/e2e.js";
 import {
   ensureFerretDbBinary,
   pollUntil,
   rest,
+  sleep,
   startErplinkProcess,
   startFerretDb,
   type ErplinkProcess,
@@ -195,7 +196,7 @@ if (base !== undefined) {
     const { erplink } = ready(ctx);
     const res = await rest(erplink.baseUrl, "GET", "/healthz", { timeoutMs: ANSWER_BOUND_MS });
     assert.is(res.status, 200, res.text);
-    assert.equal(res.body.data, { status: "ok" });
+    assert.is((res.body.data as { status: string }).status, "ok");
     assert.ok(erplink.alive(), erplink.output());
   });
 
@@ -225,6 +226,109 @@ if (base !== undefined) {
     const res = await ready(ctx).authz.call.authorize(authorize(ctx.key.secret));
     assert.ok(res.allowed, `Authorize: ${DenialStep[res.denialStep]} ${res.message}`);
     assert.ok(erplink.alive(), erplink.output());
+  });
+
+  // ------------------------------------------------------------ request log
+
+  /** The environment of an erplink process on this suite's database. */
+  const erplinkEnv = (ctx: Ctx): Record<string, string> => ({
+    MONGODB_URL: `${ctx.ferret!.url}erplink_faults`,
+    ERPLINK_MASTER_KEY: MASTER,
+    ERPLINK_ENCRYPTION_KEY: "ab".repeat(32),
+    ERPLINK_MONGODB_TIMEOUT_MS: "1000",
+    LOG_LEVEL: "warn",
+  });
+
+  interface LoggedEntry {
+    request_id: string;
+    api_key_id: string;
+    method: string;
+    path: string;
+    status: number;
+    error_code: string;
+  }
+
+  /** The stored request-log entries (newest first) whose request ids are in `rids`. */
+  async function loggedEntries(baseUrl: string, rids: readonly string[]): Promise<LoggedEntry[] | undefined> {
+    const res = await rest(baseUrl, "GET", "/admin/logs?page_size=1000", { auth: MASTER, timeoutMs: 5000 });
+    if (res.status !== 200) return undefined;
+    return (res.body.data as LoggedEntry[]).filter((e) => rids.includes(e.request_id));
+  }
+
+  test("request log: entries of requests answered while the database is down are kept and written after it comes back (found by request id, once each)", async (ctx) => {
+    const { erplink, ferret } = ready(ctx);
+    assert.is(await ferret.stop(), 0, `FerretDB exit: ${ferret.stderr().slice(-2000)}`);
+    await pollUntil(
+      "/readyz turns 503",
+      async () => ((await rest(erplink.baseUrl, "GET", "/readyz", { timeoutMs: ANSWER_BOUND_MS + 2000 })).status === 503 ? true : undefined),
+      { intervalMs: 100, timeoutMs: 5000 },
+    );
+    const timeoutMs = ANSWER_BOUND_MS + 2000;
+    const down = [
+      await rest(erplink.baseUrl, "GET", "/admin/systems?during=outage", { auth: MASTER, timeoutMs }),
+      await rest(erplink.baseUrl, "POST", "/admin/systems", { auth: MASTER, body: { name: "logged-while-down" }, timeoutMs }),
+      await rest(erplink.baseUrl, "GET", "/admin/api-keys?during=outage", { timeoutMs }),
+    ];
+    assert.equal(down.map((r) => r.status), [503, 503, 401], down.map((r) => r.text).join("\n"));
+    const rids = down.map((r) => r.headers.get("x-request-id") ?? "");
+    assert.ok(rids.every((r) => r !== ""), "every answer has an x-request-id");
+    // Several timer flushes (every 1 s) fail while the database stays down.
+    await sleep(3000);
+    const health = await rest(erplink.baseUrl, "GET", "/healthz", { timeoutMs: ANSWER_BOUND_MS });
+    assert.is(health.status, 200, health.text);
+    assert.is(health.body.data.request_log.dropped, 0, health.text);
+
+    ctx.ferret = await startFerretDb(ctx.bin, ctx.port, ctx.dir);
+    const found = await pollUntil(
+      "the outage's entries are written after the database is back",
+      async () => {
+        const mine = await loggedEntries(erplink.baseUrl, rids);
+        return mine !== undefined && mine.length >= rids.length ? mine : undefined;
+      },
+      { intervalMs: 250, timeoutMs: 15_000 },
+    );
+    assert.equal(
+      found.map((e) => [e.request_id, e.method, e.path, e.status, e.error_code]),
+      [
+        [rids[2], "GET", "/admin/api-keys?during=outage", 401, "UNAUTHORIZED"],
+        [rids[1], "POST", "/admin/systems", 503, "UNAVAILABLE"],
+        [rids[0], "GET", "/admin/systems?during=outage", 503, "UNAVAILABLE"],
+      ],
+      "each entry once, newest first",
+    );
+    assert.is(found[0]!.api_key_id, "", "no credential on the 401");
+    // A little later still exactly once (a retried batch is not written twice).
+    await sleep(1500);
+    assert.equal((await loggedEntries(erplink.baseUrl, rids))?.length, rids.length);
+    assert.ok(erplink.alive(), erplink.output());
+  });
+
+  test("request log: a graceful stop (SIGTERM) right after N requests loses no entry: a new process on the same database finds all N", async (ctx) => {
+    const { erplink } = ready(ctx);
+    const N = 30;
+    // Concurrent, so the last answers come just before the signal.
+    const answers = await Promise.all(
+      Array.from({ length: N }, (_, i) => rest(erplink.baseUrl, "GET", `/admin/systems?sigterm=${i}`, { auth: MASTER })),
+    );
+    assert.equal(answers.map((r) => r.status), Array(N).fill(200));
+    const expected = answers.map((r, i) => [r.headers.get("x-request-id"), "GET", `/admin/systems?sigterm=${i}`, 200, "master"]);
+    erplink.main.child.kill("SIGTERM");
+    const code = await within(20_000, "erplink exits after SIGTERM", erplink.main.exited);
+    assert.is(code, 0, `exit ${code}:\n${erplink.output()}`);
+
+    ctx.erplink = await startErplinkProcess(erplinkEnv(ctx));
+    const rids = expected.map((e) => e[0] as string);
+    const found = await loggedEntries(ctx.erplink.baseUrl, rids);
+    assert.ok(found, "GET /admin/logs answers");
+    const byRid = new Map(found.map((e) => [e.request_id, e]));
+    assert.is(found.length, N, `found ${found.length} of ${N} entries (duplicates or losses)`);
+    assert.equal(
+      rids.map((rid) => {
+        const e = byRid.get(rid);
+        return e ? [e.request_id, e.method, e.path, e.status, e.api_key_id] : [rid, "(missing)"];
+      }),
+      expected,
+    );
   });
 
   test.run();

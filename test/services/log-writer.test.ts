@@ -1,0 +1,423 @@
+/**
+ * LogWriter over a fake RequestLogStore whose writes the tests succeed, fail
+ * or hold open: record() is a queue push, flush() writes in ordered batches,
+ * failed writes keep their entries (in order, once), the bound drops the
+ * oldest entries and reports them, concurrent flushes share one write, and
+ * stop() writes everything within its timeout.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { LogWriter, type LogEntry, type LogWriterOptions } from "../../src/services/log-writer.js";
+import type { RequestLogRecord, RequestLogStore } from "../../src/store/index.js";
+
+const T0 = Date.parse("2026-01-02T03:04:05.000Z");
+const RETENTION_MS = 7 * 86_400_000;
+
+/** A promise with its resolve/reject in hand. */
+interface Deferred {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(err: Error): void;
+}
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** What one append does: succeed, fail, or wait for a deferred (then do what it says). */
+type Behaviour = "ok" | "fail" | Deferred;
+
+/** A RequestLogStore that keeps what it is given and behaves as scripted. */
+class FakeLogStore {
+  /** The request ids of every append attempt, in call order. */
+  readonly attempts: string[][] = [];
+  /** What was written, in order. */
+  readonly stored: RequestLogRecord[] = [];
+  /** Scripted behaviours of the next appends; then `otherwise`. */
+  readonly script: Behaviour[] = [];
+  otherwise: "ok" | "fail" | "hang" = "ok";
+
+  async append(records: readonly RequestLogRecord[]): Promise<void> {
+    // A copy: the writer must not rely on the store keeping its array.
+    const batch = records.map((r) => ({ ...r }));
+    this.attempts.push(batch.map((r) => r.requestId));
+    const behaviour = this.script.shift() ?? this.otherwise;
+    if (behaviour === "hang") return new Promise<void>(() => {});
+    if (typeof behaviour === "object") await behaviour.promise;
+    else if (behaviour === "fail") throw new Error("store down");
+    this.stored.push(...batch);
+  }
+
+  /** Request ids written, in order. */
+  ids(): string[] {
+    return this.stored.map((r) => r.requestId);
+  }
+  get(): Promise<undefined> {
+    throw new Error("not used");
+  }
+  query(): Promise<never> {
+    throw new Error("not used");
+  }
+  purge(): Promise<number> {
+    throw new Error("not used");
+  }
+}
+
+interface Harness {
+  readonly writer: LogWriter;
+  readonly store: FakeLogStore;
+  /** Every onProblem report: [fields, message]. */
+  readonly problems: [Record<string, unknown>, string][];
+}
+
+function harness(options: Partial<Pick<LogWriterOptions, "maxQueued" | "batchSize">> = {}): Harness {
+  const store = new FakeLogStore();
+  const problems: [Record<string, unknown>, string][] = [];
+  let n = 0;
+  const writer = new LogWriter({
+    store: store as unknown as RequestLogStore,
+    newId: (prefix) => `${prefix}_${String(++n).padStart(26, "0")}`,
+    retentionMs: RETENTION_MS,
+    maxQueued: options.maxQueued ?? 100,
+    batchSize: options.batchSize ?? 10,
+    onProblem: (fields, message) => problems.push([fields, message]),
+  });
+  return { writer, store, problems };
+}
+
+function entry(i: number): LogEntry {
+  return {
+    requestId: `r${i}`,
+    timestamp: new Date(T0 + i * 1000),
+    apiKeyId: "master",
+    method: "GET",
+    path: `/admin/systems?i=${i}`,
+    status: 200,
+    durationMs: 1.25,
+    instance: "",
+    service: "",
+    accesses: [],
+    denialStep: "",
+    errorCode: "",
+    upstreamStatus: 0,
+    upstreamDurationMs: 0,
+    clientIp: "127.0.0.1",
+    userAgent: "ua",
+  };
+}
+
+function recordRange(writer: LogWriter, from: number, to: number): void {
+  for (let i = from; i < to; i++) writer.record(entry(i));
+}
+
+function range(from: number, to: number): string[] {
+  return Array.from({ length: to - from }, (_, k) => `r${from + k}`);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Lets pending promise callbacks run. */
+const settle = () => new Promise((r) => setImmediate(r));
+
+const WRITE_FAILED = "request log write failed; will retry";
+const DROPPED = "request log entries dropped: the queue was full";
+
+const test = suite("LogWriter");
+
+test("record() only queues: no store call, even after the event loop turns", async () => {
+  const { writer, store } = harness();
+  recordRange(writer, 0, 3);
+  assert.equal(writer.stats(), { queued: 3, written: 0, dropped: 0 });
+  await sleep(20);
+  assert.equal(store.attempts, [], "no I/O without a flush");
+});
+
+test("record() adds a log_ id (one per entry) and expiresAt = timestamp + retention, keeping every field", async () => {
+  const { writer, store } = harness();
+  writer.record(entry(0));
+  writer.record(entry(1));
+  await writer.flush();
+  assert.equal(store.stored, [
+    { ...entry(0), id: `log_${"1".padStart(26, "0")}`, expiresAt: new Date(T0 + RETENTION_MS) },
+    { ...entry(1), id: `log_${"2".padStart(26, "0")}`, expiresAt: new Date(T0 + 1000 + RETENTION_MS) },
+  ]);
+});
+
+test("flush() writes in batches of batchSize, in order, and counts what it wrote", async () => {
+  const { writer, store, problems } = harness({ batchSize: 3 });
+  recordRange(writer, 0, 8);
+  await writer.flush();
+  assert.equal(store.attempts, [range(0, 3), range(3, 6), range(6, 8)]);
+  assert.equal(store.ids(), range(0, 8));
+  assert.equal(writer.stats(), { queued: 0, written: 8, dropped: 0 });
+  assert.equal(problems, []);
+});
+
+test("flush() with nothing queued calls no store; a second flush writes only what is new", async () => {
+  const { writer, store } = harness({ batchSize: 3 });
+  await writer.flush();
+  assert.equal(store.attempts, []);
+  recordRange(writer, 0, 2);
+  await writer.flush();
+  recordRange(writer, 2, 4);
+  await writer.flush();
+  assert.equal(store.attempts, [range(0, 2), range(2, 4)]);
+  assert.equal(store.ids(), range(0, 4));
+  assert.equal(writer.stats(), { queued: 0, written: 4, dropped: 0 });
+});
+
+test("a failing append keeps its batch and the rest queued, reports once, and the next flush writes them in order, once", async () => {
+  const { writer, store, problems } = harness({ batchSize: 2 });
+  recordRange(writer, 0, 5);
+  store.script.push("ok", "fail");
+  await writer.flush();
+  assert.equal(store.attempts, [range(0, 2), range(2, 4)], "stops at the first failure");
+  assert.equal(writer.stats(), { queued: 3, written: 2, dropped: 0 });
+  assert.is(problems.length, 1);
+  assert.is(problems[0]![1], WRITE_FAILED);
+  assert.equal(Object.keys(problems[0]![0]).sort(), ["err", "queued"]);
+  assert.is(problems[0]![0].queued, 3);
+  assert.instance(problems[0]![0].err, Error);
+
+  await writer.flush();
+  assert.equal(store.attempts.slice(2), [range(2, 4), range(4, 5)], "retried from the failed batch");
+  assert.equal(store.ids(), range(0, 5), "every entry once, in order");
+  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0 });
+  assert.is(problems.length, 1, "no report for a good flush");
+});
+
+test("entries recorded while a write is in flight and then fails are kept behind it: nothing lost, nothing doubled", async () => {
+  const { writer, store, problems } = harness({ batchSize: 10 });
+  recordRange(writer, 0, 3);
+  const gate = deferred();
+  store.script.push(gate);
+  const flushed = writer.flush();
+  await settle();
+  assert.equal(store.attempts, [range(0, 3)], "the write is in flight");
+  recordRange(writer, 3, 5);
+  // queued counts the three in flight too.
+  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0 });
+  gate.reject(new Error("store down"));
+  await flushed;
+  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0 });
+  assert.equal(store.stored, []);
+  assert.equal(problems.map((p) => p[1]), [WRITE_FAILED]);
+
+  recordRange(writer, 5, 6);
+  await writer.flush();
+  assert.equal(store.attempts.slice(1), [range(0, 6)]);
+  assert.equal(store.ids(), range(0, 6));
+  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0 });
+});
+
+test("entries recorded while a write is in flight and succeeds are written by the same flush, after it", async () => {
+  const { writer, store } = harness({ batchSize: 10 });
+  recordRange(writer, 0, 3);
+  const gate = deferred();
+  store.script.push(gate);
+  const flushed = writer.flush();
+  await settle();
+  recordRange(writer, 3, 5);
+  gate.resolve();
+  await flushed;
+  assert.equal(store.attempts, [range(0, 3), range(3, 5)]);
+  assert.equal(store.ids(), range(0, 5));
+  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0 });
+});
+
+test("several failing flushes in a row, then recovery: every entry written exactly once, in order", async () => {
+  const { writer, store, problems } = harness({ batchSize: 4 });
+  store.otherwise = "fail";
+  for (let round = 0; round < 4; round++) {
+    recordRange(writer, round * 3, round * 3 + 3);
+    await writer.flush();
+  }
+  assert.equal(writer.stats(), { queued: 12, written: 0, dropped: 0 });
+  assert.is(problems.length, 4, "one report per failed flush");
+  store.otherwise = "ok";
+  await writer.flush();
+  assert.equal(store.ids(), range(0, 12));
+  assert.equal(writer.stats(), { queued: 0, written: 12, dropped: 0 });
+});
+
+test("the bound drops the OLDEST entries and counts them; the next flush reports the count once", async () => {
+  const { writer, store, problems } = harness({ maxQueued: 3 });
+  recordRange(writer, 0, 5);
+  assert.equal(writer.stats(), { queued: 3, written: 0, dropped: 2 });
+  assert.equal(problems, [], "never reported on the request path");
+  await writer.flush();
+  assert.equal(store.ids(), ["r2", "r3", "r4"], "the newest are kept");
+  assert.equal(problems, [[{ dropped: 2, total: 2 }, DROPPED]]);
+  assert.equal(writer.stats(), { queued: 0, written: 3, dropped: 2 });
+
+  await writer.flush();
+  assert.is(problems.length, 1, "the same drops are not reported twice");
+
+  recordRange(writer, 5, 9);
+  await writer.flush();
+  assert.equal(store.ids(), ["r2", "r3", "r4", "r6", "r7", "r8"]);
+  assert.equal(problems.slice(1), [[{ dropped: 1, total: 3 }, DROPPED]], "only the new drops, with the running total");
+  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 3 });
+});
+
+test("drops are reported once per flush even when many happen between flushes", async () => {
+  const { writer, problems } = harness({ maxQueued: 2 });
+  recordRange(writer, 0, 50);
+  assert.equal(writer.stats(), { queued: 2, written: 0, dropped: 48 });
+  await Promise.all([writer.flush(), writer.flush()]);
+  await writer.flush();
+  assert.equal(problems, [[{ dropped: 48, total: 48 }, DROPPED]]);
+});
+
+test("while the store is down the bound holds: the oldest (including the failed batch) are dropped, the newest written after recovery", async () => {
+  const { writer, store, problems } = harness({ maxQueued: 4, batchSize: 10 });
+  recordRange(writer, 0, 3);
+  const gate = deferred();
+  store.script.push(gate);
+  const flushed = writer.flush();
+  await settle();
+  recordRange(writer, 3, 6);
+  // queued counts the three in flight too.
+  assert.equal(writer.stats(), { queued: 6, written: 0, dropped: 0 });
+  gate.reject(new Error("store down"));
+  await flushed;
+  // r0..r2 came back in front of r3..r5: six entries, bound four, r0 and r1 go.
+  assert.equal(writer.stats(), { queued: 4, written: 0, dropped: 2 });
+  assert.equal(problems, [[{ err: problems[0]![0].err, queued: 4 }, WRITE_FAILED]]);
+  await writer.flush();
+  assert.equal(store.ids(), ["r2", "r3", "r4", "r5"]);
+  assert.equal(problems.slice(1), [[{ dropped: 2, total: 2 }, DROPPED]]);
+  assert.equal(writer.stats(), { queued: 0, written: 4, dropped: 2 });
+});
+
+test("concurrent flush() calls share one write: one append per batch, both resolve after it", async () => {
+  const { writer, store } = harness({ batchSize: 10 });
+  recordRange(writer, 0, 3);
+  const gate = deferred();
+  store.script.push(gate);
+  const a = writer.flush();
+  const b = writer.flush();
+  assert.is(a, b, "the same promise");
+  let done = 0;
+  void a.then(() => done++);
+  void b.then(() => done++);
+  await settle();
+  assert.equal(store.attempts, [range(0, 3)]);
+  assert.is(done, 0, "not resolved before the write ends");
+  gate.resolve();
+  await Promise.all([a, b]);
+  assert.is(done, 2);
+  assert.equal(store.attempts, [range(0, 3)], "one write");
+  assert.equal(store.ids(), range(0, 3));
+  // Once settled, a new flush is a new write.
+  recordRange(writer, 3, 4);
+  const c = writer.flush();
+  assert.is.not(c, a);
+  await c;
+  assert.equal(store.ids(), range(0, 4));
+});
+
+test("stats() tracks queued, written and dropped through a failure and a recovery", async () => {
+  const { writer, store } = harness({ maxQueued: 5, batchSize: 2 });
+  assert.equal(writer.stats(), { queued: 0, written: 0, dropped: 0 });
+  recordRange(writer, 0, 4);
+  assert.equal(writer.stats(), { queued: 4, written: 0, dropped: 0 });
+  store.script.push("ok", "fail");
+  await writer.flush();
+  assert.equal(writer.stats(), { queued: 2, written: 2, dropped: 0 });
+  recordRange(writer, 4, 8);
+  assert.equal(writer.stats(), { queued: 5, written: 2, dropped: 1 });
+  await writer.flush();
+  assert.equal(writer.stats(), { queued: 0, written: 7, dropped: 1 });
+  assert.equal(store.ids(), ["r0", "r1", "r3", "r4", "r5", "r6", "r7"]);
+});
+
+test("start(interval) flushes on a timer; stop() ends the timer", async () => {
+  const { writer, store } = harness();
+  writer.start(10);
+  recordRange(writer, 0, 2);
+  await sleep(60);
+  assert.equal(store.ids(), range(0, 2), "written by the timer");
+  await writer.stop(1000);
+  recordRange(writer, 2, 3);
+  await sleep(60);
+  assert.equal(store.ids(), range(0, 2), "no timer after stop");
+  assert.equal(writer.stats(), { queued: 1, written: 2, dropped: 0 });
+});
+
+test("stop() writes everything queued (several batches) before it resolves", async () => {
+  const { writer, store } = harness({ batchSize: 3 });
+  writer.start(60_000);
+  recordRange(writer, 0, 7);
+  await writer.stop(5000);
+  assert.equal(store.ids(), range(0, 7));
+  assert.equal(writer.stats(), { queued: 0, written: 7, dropped: 0 });
+});
+
+test("stop() keeps retrying while the store is down and writes everything once it is back (within the timeout)", async () => {
+  const { writer, store } = harness({ batchSize: 3 });
+  recordRange(writer, 0, 5);
+  store.script.push("fail", "fail");
+  const started = Date.now();
+  await writer.stop(5000);
+  assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
+  assert.equal(store.ids(), range(0, 5));
+  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0 });
+});
+
+test("stop() waits for a write already in flight (queue empty meanwhile) before it resolves", async () => {
+  const { writer, store } = harness({ batchSize: 10 });
+  recordRange(writer, 0, 3);
+  const gate = deferred();
+  store.script.push(gate);
+  // A timer flush has taken the whole queue and is writing it...
+  void writer.flush();
+  await settle();
+  assert.equal(store.attempts.length, 1, "precondition: the batch is in flight");
+  assert.equal(writer.stats().queued, 3, "an in-flight batch still counts as queued");
+  // ...when the process is told to stop; the write ends shortly after.
+  setTimeout(() => gate.resolve(), 50);
+  await writer.stop(5000);
+  assert.equal(store.ids(), range(0, 3), "stop() resolved before the in-flight entries were written");
+  assert.equal(writer.stats(), { queued: 0, written: 3, dropped: 0 });
+});
+
+test("stop() is bounded by its timeout when the store keeps failing; the entries stay queued", async () => {
+  const { writer, store } = harness({ batchSize: 3 });
+  store.otherwise = "fail";
+  recordRange(writer, 0, 5);
+  const started = Date.now();
+  await writer.stop(500);
+  const took = Date.now() - started;
+  assert.ok(took >= 450 && took < 1000, `took ${took} ms`);
+  assert.ok(store.attempts.length >= 2, `retried (${store.attempts.length} attempts)`);
+  assert.equal(store.stored, []);
+  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0 });
+});
+
+test("stop() is bounded by its timeout when a write never answers", async () => {
+  const { writer, store } = harness();
+  store.otherwise = "hang";
+  recordRange(writer, 0, 2);
+  const started = Date.now();
+  await writer.stop(300);
+  const took = Date.now() - started;
+  assert.ok(took >= 250 && took < 800, `took ${took} ms`);
+  assert.equal(store.attempts, [range(0, 2)]);
+  assert.equal(store.stored, []);
+});
+
+test("stop() with nothing queued and nothing in flight resolves at once", async () => {
+  const { writer, store } = harness();
+  const started = Date.now();
+  await writer.stop(5000);
+  assert.ok(Date.now() - started < 50);
+  assert.equal(store.attempts, []);
+});
+
+test.run();
