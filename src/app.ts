@@ -97,6 +97,8 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     admit: (authorization) => layer.admitRest(authorization),
     record: (entry) => layer.logWriter.record(entry),
     health: () => ({ request_log: layer.logWriter.stats() }),
+    data: layer.dataPlane,
+    upstreamTimeoutMs: config.upstreamTimeoutMs,
     ready: () => store.ping(),
     logger,
     bodyLimit: config.bodyLimitBytes,

@@ -29,6 +29,8 @@ export interface Config {
   readonly encryptionKey: Buffer | undefined;
   /** How long request-log entries are kept (days). */
   readonly logRetentionDays: number;
+  /** How long the data path waits for a back end's answer (ms) before 504. */
+  readonly upstreamTimeoutMs: number;
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -119,6 +121,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
     encryptionKey,
     logRetentionDays: int("ERPLINK_LOG_RETENTION_DAYS", 30, 1, 3650),
+    upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

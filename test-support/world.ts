@@ -78,6 +78,7 @@ export interface World {
 export interface WorldOptions {
   readonly adminLimits?: Limits;
   readonly dataLimits?: Limits;
+  readonly upstreamTimeoutMs?: number;
 }
 
 /** Builds a world. Errors the services mask are collected in `errors`. */
@@ -103,6 +104,8 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     connect: { routes: layer.routes, interceptors: layer.publicInterceptors },
     admit: (a) => layer.admitRest(a),
     record: (entry) => layer.logWriter.record(entry),
+    data: layer.dataPlane,
+    upstreamTimeoutMs: options.upstreamTimeoutMs ?? 2_000,
     ready: () => store.ping(),
     logger: false,
     bodyLimit: 1024 * 1024,

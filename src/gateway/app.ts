@@ -29,6 +29,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerFactory,
 } from "fastify";
+import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data-route.js";
 import { GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
@@ -60,6 +61,10 @@ export interface GatewayOptions {
   readonly record?: (entry: AccessLogEntry) => void;
   /** Resolves when the store answers; rejects otherwise (drives `/readyz`). */
   readonly ready: () => Promise<void>;
+  /** The OData data path's port into the services; without it `/odata` is not routed. */
+  readonly data?: DataPort<DataKey>;
+  /** Upstream answer timeout of the data path (ms). */
+  readonly upstreamTimeoutMs?: number;
   /** Extra facts `/healthz` reports (the request log's queue and drops). */
   readonly health?: () => Record<string, unknown>;
   /** The logger (a pino instance), or false for none. */
@@ -166,23 +171,24 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   app.addHook("onResponse", async (req, reply) => {
     const ms = reply.elapsedTime;
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
-    if (record !== undefined && (req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?"))) {
+    const data = dataFacts.get(req);
+    if (record !== undefined && (data !== undefined || req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?"))) {
       const ua = req.headers["user-agent"];
       record({
         requestId: req.id,
         timestamp: new Date(Date.now() - ms),
-        apiKeyId: principals.get(req) ?? "",
+        apiKeyId: data?.apiKeyId ?? principals.get(req) ?? "",
         method: req.method,
         path: req.url,
         status: reply.statusCode,
         durationMs: Math.round(ms * 1000) / 1000,
-        instance: "",
-        service: "",
-        accesses: [],
-        denialStep: "",
+        instance: data?.instance ?? "",
+        service: data?.service ?? "",
+        accesses: data?.accesses ?? [],
+        denialStep: data?.denialStep ?? "",
         errorCode: errorCodes.get(req) ?? "",
-        upstreamStatus: 0,
-        upstreamDurationMs: 0,
+        upstreamStatus: data?.upstreamStatus ?? 0,
+        upstreamDurationMs: data?.upstreamDurationMs ?? 0,
         clientIp: req.ip,
         userAgent: typeof ua === "string" ? ua.slice(0, 512) : "",
       });
@@ -209,6 +215,17 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   });
 
   for (const route of ROUTES) registerRoute(app, route, options);
+  const dataFacts = new WeakMap<object, DataLogFacts>();
+  if (options.data !== undefined) {
+    // OData V2 updates with MERGE.
+    app.addHttpMethod("MERGE", { hasBody: true });
+    await registerDataRoutes(app, {
+      port: options.data,
+      upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
+      metadataTtlMs: 5 * 60_000,
+      facts: dataFacts,
+    });
+  }
 
   const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
   app.get("/api-reference/openapi.json", async () => openapi);

@@ -5,7 +5,15 @@
  */
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { Store } from "../store/index.js";
-import { createAdminGate, createAdminInterceptor, createAuthenticator, principalId, type AdminGate } from "./auth.js";
+import {
+  createAdminGate,
+  createAdminInterceptor,
+  createAuthenticator,
+  masterKeyMatcher,
+  principalId,
+  type AdminGate,
+} from "./auth.js";
+import { DataPlane } from "./data-plane.js";
 import { createServiceDeps, type ServiceDeps, type ServiceSettings } from "./context.js";
 import { createErrorLogInterceptor, type ErrorLog } from "./errors.js";
 import { LogWriter } from "./log-writer.js";
@@ -32,6 +40,8 @@ export interface ServiceLayer {
   readonly publicInterceptors: readonly Interceptor[];
   /** Writes the request log in batches. */
   readonly logWriter: LogWriter;
+  /** Lookups and decisions of the OData data path. */
+  readonly dataPlane: DataPlane;
   /** Admits a REST admin request, counted: its rate-limit headers and who it is (`master` or a key id). */
   admitRest(authorization: string | undefined): Promise<{ headers: Readonly<Record<string, string>>; principalId: string }>;
   /** Starts the background jobs: usage and log flushes, key sync, purges. */
@@ -78,6 +88,7 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
   return {
     deps,
     logWriter,
+    dataPlane: new DataPlane(deps, masterKeyMatcher(options.masterKey)),
     async admitRest(authorization) {
       const admission = await gate.admit(authorization, { count: true });
       return { headers: admission.headers, principalId: principalId(admission.principal) };

@@ -1,0 +1,130 @@
+/**
+ * What the OData gateway needs from the services for a data request, on
+ * the hot path: the data key (from the key registry), the instance (cached
+ * by name), the permission decision (the same pure evaluator as Authorize),
+ * the key's rate limit, and the instance's back-end credentials (opened
+ * once and cached). The gateway receives it as a port from the composition
+ * root; nothing here is reachable over the network.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { InstanceRecord } from "../store/index.js";
+import { isWellFormedApiKey } from "./api-key-secret.js";
+import { bearerToken } from "./auth.js";
+import { openBackendAuth, type BackendCredentials } from "./backend-auth.js";
+import type { ServiceDeps } from "./context.js";
+import { toConnectError } from "./errors.js";
+import { evaluate, type Decision, type Operation } from "./permissions.js";
+import { rateLimitHeaders, type RateLimitResult } from "./rate-limiter.js";
+import type { ApiKeyRecord } from "../store/index.js";
+
+/** An instance as the gateway reaches it. */
+export interface UpstreamInstance {
+  readonly id: string;
+  readonly name: string;
+  /** The back end's OData root, without a trailing `/`. */
+  readonly baseUrl: string;
+  /** Path of a service under `baseUrl` (its name unless the instance maps it). */
+  servicePath(service: string): string;
+  /** The back-end credentials, secrets opened. */
+  readonly credentials: BackendCredentials;
+}
+
+/** How long an instance is served from memory before it is read again (ms). */
+const INSTANCE_TTL_MS = 5_000;
+
+/** The data plane's decisions and lookups. */
+export class DataPlane {
+  private readonly instances = new Map<string, { at: number; value: UpstreamInstance | undefined }>();
+
+  constructor(
+    private readonly deps: ServiceDeps,
+    /** Whether a token is the master key (compared in constant time). */
+    private readonly isMasterKey: (token: string) => boolean,
+  ) {}
+
+  /**
+   * The data key of an `Authorization` header. Throws `unauthenticated`
+   * (missing, malformed, unknown, revoked, expired) or `permission_denied`
+   * (an admin key or the master key: data access needs a data key).
+   */
+  async authenticate(authorization: string | undefined): Promise<ApiKeyRecord> {
+    const token = bearerToken(authorization);
+    if (token === undefined) {
+      throw new ConnectError("missing bearer token: send Authorization: Bearer <data key>", Code.Unauthenticated);
+    }
+    if (this.isMasterKey(token)) {
+      throw new ConnectError("the master key cannot access data: use a data key", Code.PermissionDenied);
+    }
+    let key: ApiKeyRecord | undefined;
+    try {
+      key = isWellFormedApiKey(token) ? await this.deps.keys.lookup(token) : undefined;
+    } catch (err) {
+      throw toConnectError(err, { singular: "API key" });
+    }
+    if (key === undefined) throw new ConnectError("invalid bearer token", Code.Unauthenticated);
+    if (key.expiresAt !== undefined && key.expiresAt.getTime() <= this.deps.clock().getTime()) {
+      throw new ConnectError("API key expired", Code.Unauthenticated);
+    }
+    if (key.type !== "data") {
+      throw new ConnectError("API key is not a data key: data access needs a data key", Code.PermissionDenied);
+    }
+    this.deps.usage.touch(key.id);
+    return key;
+  }
+
+  /** The instance named `name`, or undefined; cached for a few seconds. */
+  async instance(name: string): Promise<UpstreamInstance | undefined> {
+    const now = this.deps.clock().getTime();
+    const hit = this.instances.get(name);
+    if (hit !== undefined && now - hit.at < INSTANCE_TTL_MS) return hit.value;
+    let rec: InstanceRecord | undefined;
+    try {
+      rec = await this.deps.store.instances.getByName(name);
+    } catch (err) {
+      throw toConnectError(err, { singular: "instance" });
+    }
+    const value = rec === undefined ? undefined : this.upstream(rec);
+    if (this.instances.size > 10_000) this.instances.clear();
+    this.instances.set(name, { at: now, value });
+    return value;
+  }
+
+  private upstream(rec: InstanceRecord): UpstreamInstance {
+    const services = rec.services;
+    return {
+      id: rec.id,
+      name: rec.name,
+      baseUrl: rec.baseUrl.replace(/\/+$/, ""),
+      servicePath: (service) => (Object.hasOwn(services, service) ? services[service]!.path : service),
+      credentials: rec.auth ? openBackendAuth(rec.auth, rec.id, this.deps.secrets) : { type: "none" },
+    };
+  }
+
+  /** Whether the key may see the service at all (for `$metadata` and the service document). */
+  serviceDecision(key: ApiKeyRecord, instance: string, service: string): Decision {
+    // The entity step is not asked: any entity under the service will do.
+    const decision = evaluate(key.permissions, { instance, service, entity: "*", operation: "list" });
+    return decision.allowed || decision.step === "entity" || decision.step === "operation"
+      ? { allowed: true }
+      : decision;
+  }
+
+  /** The decision on one access. */
+  decide(key: ApiKeyRecord, access: { instance: string; service: string; entity: string; operation: Operation }): Decision {
+    return evaluate(key.permissions, access);
+  }
+
+  /** Counts one request against the key's limits (or the defaults); whether it may pass, and the headers. */
+  async admit(key: ApiKeyRecord): Promise<{ allowed: boolean; headers: Record<string, string> }> {
+    let result: RateLimitResult;
+    try {
+      result = await this.deps.limiter.consume(`data:${key.id}`, {
+        perMinute: key.rateLimits.perMinute ?? this.deps.dataLimits.perMinute,
+        perDay: key.rateLimits.perDay ?? this.deps.dataLimits.perDay,
+      });
+    } catch (err) {
+      throw toConnectError(err, { singular: "API key" });
+    }
+    return { allowed: result.allowed, headers: rateLimitHeaders(result, this.deps.clock()) };
+  }
+}

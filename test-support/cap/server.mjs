@@ -1,0 +1,99 @@
+// Child-process entry of the simulated ERP (one CAP app per process).
+// Started by ./index.ts with this folder as cwd; not meant to be run by hand,
+// though `node test-support/cap/server.mjs` works (prints the port).
+//
+// Environment:
+//   CAP_PORT      port to listen on (default 0: an ephemeral port), on 127.0.0.1
+//   CAP_BULK_BP   number of extra A_BusinessPartner rows to seed (default 0)
+//   CAP_DEBUG     set to 1 to keep CAP's own logging
+//   CAP_WATCH_STDIN  set to 1 to exit when stdin closes (index.ts does)
+//
+// Prints one line `CAP_READY {"port":N}` on stdout once it is listening and
+// seeded; exits on SIGTERM/SIGINT.
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+process.chdir(here);
+
+// This folder has no package.json, so tell CAP its plugins explicitly. Must be
+// set before @sap/cds computes cds.env.
+process.env.CDS_PLUGINS = JSON.stringify({
+  "@cap-js/sqlite": { impl: require.resolve("@cap-js/sqlite/cds-plugin") },
+  "@cap-js-community/odata-v2-adapter": { impl: require.resolve("@cap-js-community/odata-v2-adapter/cds-plugin") },
+});
+
+const cds = require("@sap/cds");
+const express = require("express");
+
+if (process.env.CAP_DEBUG !== "1") {
+  for (const id of ["cds", "serve", "server", "odata", "sqlite", "db", "deploy", "cov2ap", "app", "auth", "cli"]) {
+    cds.log(id, "warn");
+  }
+}
+
+await cds.plugins;
+
+const app = express();
+// cds.server calls app.listen(port): bind to loopback only.
+const listen = app.listen.bind(app);
+app.listen = (port) => listen(port, "127.0.0.1");
+
+const server = await cds.server({ app, in_memory: true, port: Number(process.env.CAP_PORT ?? 0) });
+await new Promise((resolve, reject) => {
+  if (server.listening) resolve();
+  else server.once("listening", resolve).once("error", reject);
+});
+const port = server.address().port;
+const url = `http://127.0.0.1:${port}`;
+// The V2 adapter registers its routes and finds its V4 target on `listening`.
+cds.emit("listening", { server, url });
+
+const bulk = Number(process.env.CAP_BULK_BP ?? 0);
+if (bulk > 0) {
+  const rows = [];
+  for (let i = 1; i <= bulk; i++) {
+    const id = `9${String(i).padStart(9, "0")}`;
+    rows.push({
+      BusinessPartner: id,
+      BusinessPartnerCategory: "2",
+      BusinessPartnerFullName: `Bulk Partner ${i}`,
+      OrganizationBPName1: `Bulk Partner ${i}`,
+      SearchTerm1: `BULK${i}`,
+      BusinessPartnerIsBlocked: false,
+      CreationDate: "2024-01-01",
+      Notes: `Generated row ${i}. `.padEnd(200, "x"),
+    });
+  }
+  await cds.db.run(cds.ql.INSERT.into("erp.BusinessPartner").entries(rows));
+}
+
+function shutdown() {
+  server.closeAllConnections?.();
+  server.close();
+  process.exit(0);
+}
+process.on("SIGTERM", shutdown);
+process.on("SIGINT", shutdown);
+// Die with the parent, which holds our stdin open (see index.ts).
+if (process.env.CAP_WATCH_STDIN === "1") {
+  process.stdin.on("end", shutdown);
+  process.stdin.on("error", shutdown);
+  process.stdin.resume();
+}
+
+// Service roots, e.g. { API_SALES_ORDER: "/odata/v4/api-sales-order/" }.
+const v4 = {};
+const v2 = {};
+for (const srv of cds.services) {
+  if (!srv.definition || srv.definition.kind !== "service" || !srv.endpoints) continue;
+  for (const ep of srv.endpoints) {
+    if (ep.kind !== "odata" && ep.kind !== "odata-v4") continue;
+    v4[srv.name] = `${ep.path.replace(/\/$/, "")}/`;
+    // The V2 adapter serves each V4 service under /odata/v2 instead of /odata/v4.
+    v2[srv.name] = v4[srv.name].replace(/^\/odata\/v4\//, "/odata/v2/");
+  }
+}
+process.stdout.write(`CAP_READY ${JSON.stringify({ port, url, v4, v2 })}\n`);

@@ -1,0 +1,15 @@
+// The two OData services of the simulated ERP; every entity set is writable.
+using erp from '../db/schema';
+
+@requires: 'authenticated-user'
+service API_BUSINESS_PARTNER {
+  entity A_BusinessPartner        as projection on erp.BusinessPartner;
+  entity A_BusinessPartnerAddress as projection on erp.BusinessPartnerAddress;
+  entity A_Currency               as projection on erp.Currency;
+}
+
+@requires: 'authenticated-user'
+service API_SALES_ORDER {
+  entity A_SalesOrder     as projection on erp.SalesOrder;
+  entity A_SalesOrderItem as projection on erp.SalesOrderItem;
+}

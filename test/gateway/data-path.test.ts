@@ -1,0 +1,233 @@
+/**
+ * The OData data path against a small upstream of our own that records what
+ * reaches it: authentication, per-access authorization (nothing forwarded
+ * on denial), credential injection and header hygiene, pass-through of
+ * answers, rate limits, 502/504, and the request log.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { V4_METADATA } from "../../test-support/odata/fixtures.js";
+import { MASTER_KEY, createWorld, type World } from "../../test-support/world.js";
+import { json, post } from "../../test-support/http.js";
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+interface Ctx {
+  world: World;
+  upstream: http.Server;
+  seen: Seen[];
+  base: string;
+  key: string;
+  keyId: string;
+  /** Milliseconds the upstream waits before answering. */
+  delay: number;
+}
+
+const Data = suite<Ctx>("OData data path");
+
+Data.before.each(async (ctx) => {
+  ctx.seen = [];
+  ctx.delay = 0;
+  ctx.upstream = http.createServer((req, res) => {
+    const rec = { method: req.method ?? "", url: req.url ?? "", headers: req.headers };
+    if (!req.url?.endsWith("/$metadata")) ctx.seen.push(rec);
+    setTimeout(() => {
+      if (req.headers.authorization !== `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`) {
+        res.writeHead(401, { "content-type": "text/plain" }).end("no credentials");
+        return;
+      }
+      if (req.url?.endsWith("/$metadata")) {
+        res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
+        return;
+      }
+      res.writeHead(200, {
+        "content-type": "application/json;odata.metadata=minimal",
+        "odata-version": "4.0",
+        "set-cookie": "SAP_SESSIONID=secret; path=/",
+        "x-upstream": "yes",
+      });
+      res.end(JSON.stringify({ value: [{ ID: 1 }], echo: req.url }));
+    }, ctx.delay);
+  });
+  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
+  ctx.base = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/odata`;
+  ctx.world = await createWorld({ dataLimits: { perMinute: 3, perDay: 1000 }, upstreamTimeoutMs: 300 });
+  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4" })).data.id;
+  const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
+    name: "prod",
+    base_url: `${ctx.base}/`,
+    services: { SALES: { path: "sap/sales/0001" } },
+    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
+  });
+  assert.is(ins.statusCode, 201);
+  const key = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "app",
+      permissions: { prod: { SALES: { SalesOrders: ["list", "get"], Customers: ["get"] } }, ghost: { "*": { "*": ["list"] } } },
+    }),
+  ).data;
+  ctx.key = key.key;
+  ctx.keyId = key.id;
+});
+
+Data.after.each(async (ctx) => {
+  await ctx.world.close();
+  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+});
+
+const get = (ctx: Ctx, url: string, headers: Record<string, string> = {}) =>
+  ctx.world.app.inject({ method: "GET", url, headers: { authorization: `Bearer ${ctx.key}`, ...headers } });
+
+function assertEnvelope(res: { statusCode: number; body: string; headers: Record<string, unknown> }, status: number, code: string, message: string) {
+  assert.is(res.statusCode, status, res.body);
+  assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
+}
+
+Data("an allowed GET reaches the mapped service path with the back-end credentials, not the client's", async (ctx) => {
+  const res = await get(ctx, "/odata/prod/SALES/SalesOrders?$top=2&$select=ID", {
+    cookie: "erplink=1",
+    "x-request-id": "rid-42",
+    connection: "keep-alive, x-drop-me",
+    "x-drop-me": "1",
+  });
+  assert.is(res.statusCode, 200);
+  assert.equal(JSON.parse(res.body), { value: [{ ID: 1 }], echo: "/odata/sap/sales/0001/SalesOrders?$top=2&$select=ID" });
+  assert.is(res.headers["x-upstream"], "yes");
+  assert.is(res.headers["odata-version"], "4.0");
+  assert.is(res.headers["set-cookie"], undefined, "the back end's session cookie stays with erplink");
+  assert.is(res.headers["x-request-id"], "rid-42");
+  assert.is(res.headers["x-ratelimit-limit"], "3");
+  assert.is(res.headers["x-ratelimit-remaining"], "2");
+  assert.is(ctx.seen.length, 1);
+  const h = ctx.seen[0]!.headers;
+  assert.is(h.authorization, `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`);
+  assert.is(h.cookie, undefined);
+  assert.is(h["x-drop-me"], undefined);
+  assert.is(h["x-request-id"], "rid-42");
+  assert.is(h["x-forwarded-for"], "127.0.0.1");
+  assert.is(h["x-forwarded-proto"], "http");
+  assert.match(String(h.forwarded), /^for="127\.0\.0\.1";proto=http;host="/);
+});
+
+Data("credentials: none is 401, the master key and admin keys are 403", async (ctx) => {
+  const none = await ctx.world.app.inject({ method: "GET", url: "/odata/prod/SALES/SalesOrders" });
+  assertEnvelope(none, 401, "UNAUTHORIZED", "missing bearer token: send Authorization: Bearer <data key>");
+  const master = await get(ctx, "/odata/prod/SALES/SalesOrders", { authorization: `Bearer ${MASTER_KEY}` });
+  assertEnvelope(master, 403, "FORBIDDEN", "the master key cannot access data: use a data key");
+  const admin = json(await post(ctx.world.app, "/admin/api-keys", { name: "ops", type: "admin" })).data.key;
+  const adminRes = await get(ctx, "/odata/prod/SALES/SalesOrders", { authorization: `Bearer ${admin}` });
+  assertEnvelope(adminRes, 403, "FORBIDDEN", "API key is not a data key: data access needs a data key");
+  const forged = await get(ctx, "/odata/prod/SALES/SalesOrders", { authorization: "Bearer erpl_nope" });
+  assertEnvelope(forged, 401, "UNAUTHORIZED", "invalid bearer token");
+  assert.is(ctx.seen.length, 0);
+});
+
+Data("instances the key cannot see are 403 on the instance step; unknown ones it may see are 404", async (ctx) => {
+  assertEnvelope(await get(ctx, "/odata/qa/SALES/SalesOrders"), 403, "FORBIDDEN", "API key has no access to instance 'qa'");
+  assertEnvelope(await get(ctx, "/odata/ghost/SALES/SalesOrders"), 404, "NOT_FOUND", "instance 'ghost' not found");
+  assertEnvelope(await get(ctx, "/odata/prod/OTHER/SalesOrders"), 403, "FORBIDDEN", "API key has no access to service 'OTHER'");
+  assert.is(ctx.seen.length, 0);
+});
+
+Data("every access is authorized: a forbidden entity, operation or $expand target forwards nothing", async (ctx) => {
+  assertEnvelope(await get(ctx, "/odata/prod/SALES/Products"), 403, "FORBIDDEN", "API key has no access to entity 'Products'");
+  const del = await ctx.world.app.inject({
+    method: "DELETE",
+    url: "/odata/prod/SALES/SalesOrders(1)",
+    headers: { authorization: `Bearer ${ctx.key}` },
+  });
+  assertEnvelope(del, 403, "FORBIDDEN", "API key lacks permission 'delete' for entity 'SalesOrders'");
+  assertEnvelope(
+    await get(ctx, "/odata/prod/SALES/SalesOrders(1)?$expand=Items($expand=Product)"),
+    403,
+    "FORBIDDEN",
+    "API key has no access to entity 'Products'",
+  );
+  assert.is(ctx.seen.length, 0, "nothing reached the back end");
+  // A permitted navigation target passes.
+  const ok = await get(ctx, "/odata/prod/SALES/SalesOrders(1)?$expand=Customer");
+  assert.is(ok.statusCode, 200);
+  assert.is(ctx.seen.length, 1);
+});
+
+Data("$metadata passes for a key with any permission on the service; $batch is 501 for now", async (ctx) => {
+  const meta = await get(ctx, "/odata/prod/SALES/$metadata");
+  assert.is(meta.statusCode, 200);
+  assert.match(meta.body, /<EntitySet Name="SalesOrders"/);
+  const batch = await ctx.world.app.inject({
+    method: "POST",
+    url: "/odata/prod/SALES/$batch",
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "multipart/mixed; boundary=b" },
+    payload: "--b--",
+  });
+  assertEnvelope(batch, 501, "NOT_IMPLEMENTED", "$batch is not supported yet");
+});
+
+Data("the key's rate limit applies: the fourth request in the minute is 429 and forwards nothing", async (ctx) => {
+  for (let i = 0; i < 3; i++) assert.is((await get(ctx, "/odata/prod/SALES/SalesOrders")).statusCode, 200);
+  const limited = await get(ctx, "/odata/prod/SALES/SalesOrders");
+  assertEnvelope(limited, 429, "RATE_LIMITED", "rate limit exceeded for this API key");
+  assert.is(limited.headers["x-ratelimit-remaining"], "0");
+  assert.ok(Number(limited.headers["retry-after"]) >= 1);
+  assert.is(ctx.seen.length, 3);
+});
+
+Data("an unreachable back end is 502 and a slow one 504, in the envelope", async (ctx) => {
+  ctx.delay = 1000;
+  assertEnvelope(await get(ctx, "/odata/prod/SALES/SalesOrders"), 504, "GATEWAY_TIMEOUT", "the back end did not answer in time");
+  ctx.delay = 0;
+  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+  ctx.upstream.closeAllConnections();
+  ctx.upstream = http.createServer();
+  assertEnvelope(await get(ctx, "/odata/prod/SALES/SalesOrders"), 502, "BAD_GATEWAY", "the back end could not be reached");
+});
+
+Data("each data request produces one log entry with its instance, service, accesses and upstream status", async (ctx) => {
+  const ok = await get(ctx, "/odata/prod/SALES/SalesOrders(1)?$expand=Customer");
+  const denied = await get(ctx, "/odata/prod/SALES/Products");
+  await ctx.world.layer.logWriter.flush();
+  const page = await ctx.world.store.logs.query({ limit: 10 });
+  const byRequest = new Map(page.items.map((e) => [e.requestId, e]));
+  const first = byRequest.get(ok.headers["x-request-id"] as string)!;
+  assert.equal(
+    {
+      apiKeyId: first.apiKeyId,
+      instance: first.instance,
+      service: first.service,
+      accesses: first.accesses,
+      status: first.status,
+      upstreamStatus: first.upstreamStatus,
+      denialStep: first.denialStep,
+      errorCode: first.errorCode,
+    },
+    {
+      apiKeyId: ctx.keyId,
+      instance: "prod",
+      service: "SALES",
+      accesses: [
+        { entity: "SalesOrders", operation: "get" },
+        { entity: "Customers", operation: "get" },
+      ],
+      status: 200,
+      upstreamStatus: 200,
+      denialStep: "",
+      errorCode: "",
+    },
+  );
+  const second = byRequest.get(denied.headers["x-request-id"] as string)!;
+  assert.equal(
+    [second.status, second.denialStep, second.errorCode, second.upstreamStatus],
+    [403, "ENTITY", "FORBIDDEN", 0],
+  );
+  assert.ok(first.upstreamDurationMs > 0);
+});
+
+Data.run();
+
+
