@@ -29,7 +29,7 @@ const cds = require("@sap/cds");
 const express = require("express");
 
 if (process.env.CAP_DEBUG !== "1") {
-  for (const id of ["cds", "serve", "server", "odata", "sqlite", "db", "deploy", "cov2ap", "app", "auth", "cli"]) {
+  for (const id of ["cds", "serve", "server", "odata", "sqlite", "db", "deploy", "cov2ap", "cov2ap/hpm", "app", "auth", "cli"]) {
     cds.log(id, "warn");
   }
 }
@@ -37,6 +37,45 @@ if (process.env.CAP_DEBUG !== "1") {
 await cds.plugins;
 
 const app = express();
+// Workaround: with @sap/cds 9.9 the V2 adapter answers 500 on $metadata when
+// `Accept-Language` contains `*`, which Node's fetch sends by default. Drop
+// the wildcard entries (CAP then uses its default language).
+app.use((req, _res, next) => {
+  const al = req.headers["accept-language"];
+  if (typeof al === "string" && al.includes("*")) {
+    const rest = al.split(",").filter((part) => part.split(";")[0].trim() !== "*").join(",");
+    if (rest.trim()) req.headers["accept-language"] = rest;
+    else delete req.headers["accept-language"];
+  }
+  next();
+});
+// Like SAP Gateway, answer V2 updates (PUT, MERGE, PATCH, also tunnelled
+// through POST + X-HTTP-Method) with 204 No Content unless the client asks
+// otherwise: ask the V4 service for `Prefer: return=minimal`.
+app.use("/odata/v2", (req, _res, next) => {
+  const method = String(req.headers["x-http-method"] ?? req.method).toUpperCase();
+  if (["PUT", "MERGE", "PATCH"].includes(method) && !req.headers.prefer) req.headers.prefer = "return=minimal";
+  next();
+});
+// A duplicate key on create is a client error (400, like SAP), not a 500:
+// the sql.js driver does not tag SQLite's constraint errors.
+cds.on("served", (services) => {
+  for (const srv of Object.values(services)) {
+    if (!(srv instanceof cds.ApplicationService)) continue;
+    srv.prepend(() =>
+      srv.on("CREATE", "*", async (_req, next) => {
+        try {
+          return await next();
+        } catch (err) {
+          if (/^UNIQUE constraint failed/.test(err?.message)) {
+            throw Object.assign(new Error("ENTITY_ALREADY_EXISTS"), { status: 400, code: "ENTITY_ALREADY_EXISTS" });
+          }
+          throw err;
+        }
+      }),
+    );
+  }
+});
 // cds.server calls app.listen(port): bind to loopback only.
 const listen = app.listen.bind(app);
 app.listen = (port) => listen(port, "127.0.0.1");

@@ -4,7 +4,7 @@
  * Starts back ends, runs V4 and V2 requests with basic auth, prints each
  * status, and exits non-zero if any differs from what is expected.
  */
-import { startCapBackend, type CapBackend } from "./index.ts";
+import { startCapBackend, type CapBackend } from "./index.js";
 
 let failures = 0;
 
@@ -155,6 +155,9 @@ try {
   check("V2 POST X-HTTP-Method: MERGE", tunneled.status, 204);
   const afterMerge = await req("GET", `${bp}A_BusinessPartner('1000003')`);
   check("V4 sees V2 MERGE", afterMerge.json().SearchTerm1, "TUNNELED");
+  const v2put = await req("PUT", `${bp2}A_Currency('CHF')`, { body: JSON.stringify({ CurrencyName: "Franc", Decimals: 2 }) });
+  check("V2 PUT", v2put.status, 204);
+  check("V2 POST duplicate key", (await req("POST", `${bp2}A_Currency`, { body: JSON.stringify({ Currency: "EUR" }) })).status, 400);
   const v2create = await req("POST", `${bp2}A_Currency`, { body: JSON.stringify({ Currency: "SEK", CurrencyName: "Krona", Decimals: 2 }) });
   check("V2 POST create", v2create.status, 201);
 

@@ -1,5 +1,5 @@
 // Data model of the simulated ERP used by erplink's tests (see README.md).
-// Names follow SAP's public APIs (API_BUSINESS_PARTNER, API_SALES_ORDER_SRV).
+// Names follow SAP's public APIs. Sample rows: db/csv/ (the repo ignores data/).
 namespace erp;
 
 entity BusinessPartner {
