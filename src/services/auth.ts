@@ -9,7 +9,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import { isWellFormedApiKey } from "./api-key-secret.js";
 import { translate } from "./errors.js";
-import type { KeyRegistry } from "./key-registry.js";
+import { isExpired, type KeyRegistry } from "./key-registry.js";
 import { rateLimitHeaders, type Limits, type RateLimiter } from "./rate-limiter.js";
 import type { UsageRecorder } from "./usage.js";
 
@@ -84,7 +84,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       if (options.keys && isWellFormedApiKey(token)) {
         const key = await options.keys.lookup(token);
         if (key !== undefined) {
-          if (key.expiresAt !== undefined && key.expiresAt.getTime() <= clock().getTime()) {
+          if (isExpired(key, clock())) {
             throw new ConnectError("API key expired", Code.Unauthenticated);
           }
           if (key.type !== "admin") {

@@ -19,6 +19,7 @@ import {
   type RateLimitStatus,
 } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { isWellFormedApiKey } from "./api-key-secret.js";
+import { dataKeyLimits, isExpired } from "./key-registry.js";
 import type { ServiceDeps } from "./context.js";
 import { translate, validationError, type Violation } from "./errors.js";
 import { evaluate, type DenialStep as Step, type Operation } from "./permissions.js";
@@ -90,7 +91,7 @@ export class AuthorizationServiceImpl implements ServiceImpl<typeof Authorizatio
       // Malformed tokens are refused without a lookup.
       const key = isWellFormedApiKey(req.apiKey) ? await this.deps.keys.lookup(req.apiKey) : undefined;
       if (key === undefined) return deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key");
-      if (key.expiresAt !== undefined && key.expiresAt.getTime() <= this.deps.clock().getTime()) {
+      if (isExpired(key, this.deps.clock())) {
         return deny(DenialStep.KEY_EXPIRED, "UNAUTHORIZED", "API key expired", key.id);
       }
       if (key.type !== "data") {
@@ -105,10 +106,7 @@ export class AuthorizationServiceImpl implements ServiceImpl<typeof Authorizatio
       if (!decision.allowed) return deny(STEPS[decision.step], "FORBIDDEN", decision.message, key.id);
 
       this.deps.usage.touch(key.id);
-      const limits = {
-        perMinute: key.rateLimits.perMinute ?? this.deps.dataLimits.perMinute,
-        perDay: key.rateLimits.perDay ?? this.deps.dataLimits.perDay,
-      };
+      const limits = dataKeyLimits(key, this.deps.dataLimits);
       const subject = `data:${key.id}`;
       const result = req.dryRun
         ? await this.deps.limiter.peek(subject, limits)

@@ -12,6 +12,7 @@ import { isWellFormedApiKey } from "./api-key-secret.js";
 import { bearerToken } from "./auth.js";
 import { openBackendAuth, type BackendCredentials } from "./backend-auth.js";
 import type { ServiceDeps } from "./context.js";
+import { dataKeyLimits, isExpired } from "./key-registry.js";
 import { toConnectError } from "./errors.js";
 import { evaluate, type Decision, type Operation } from "./permissions.js";
 import { rateLimitHeaders, type RateLimitResult } from "./rate-limiter.js";
@@ -62,7 +63,7 @@ export class DataPlane {
       throw toConnectError(err, { singular: "API key" });
     }
     if (key === undefined) throw new ConnectError("invalid bearer token", Code.Unauthenticated);
-    if (key.expiresAt !== undefined && key.expiresAt.getTime() <= this.deps.clock().getTime()) {
+    if (isExpired(key, this.deps.clock())) {
       throw new ConnectError("API key expired", Code.Unauthenticated);
     }
     if (key.type !== "data") {
@@ -118,10 +119,7 @@ export class DataPlane {
   async admit(key: ApiKeyRecord): Promise<{ allowed: boolean; headers: Record<string, string> }> {
     let result: RateLimitResult;
     try {
-      result = await this.deps.limiter.consume(`data:${key.id}`, {
-        perMinute: key.rateLimits.perMinute ?? this.deps.dataLimits.perMinute,
-        perDay: key.rateLimits.perDay ?? this.deps.dataLimits.perDay,
-      });
+      result = await this.deps.limiter.consume(`data:${key.id}`, dataKeyLimits(key, this.deps.dataLimits));
     } catch (err) {
       throw toConnectError(err, { singular: "API key" });
     }

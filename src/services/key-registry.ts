@@ -31,6 +31,19 @@ export interface KeyRegistryOptions {
   readonly coldReadsPerSecond?: number;
 }
 
+/** Whether a key has expired at `now`. */
+export function isExpired(key: ApiKeyRecord, now: Date): boolean {
+  return key.expiresAt !== undefined && key.expiresAt.getTime() <= now.getTime();
+}
+
+/** A data key's rate limits: its own, else the service defaults. */
+export function dataKeyLimits(key: ApiKeyRecord, defaults: { readonly perMinute?: number; readonly perDay?: number }) {
+  return {
+    perMinute: key.rateLimits.perMinute ?? defaults.perMinute,
+    perDay: key.rateLimits.perDay ?? defaults.perDay,
+  };
+}
+
 /** How far back each sync looks beyond the previous one, for clock skew between processes (ms). */
 export const SYNC_OVERLAP_MS = 10_000;
 /** Most changed keys one sync reads. */
