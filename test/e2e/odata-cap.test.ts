@@ -1,0 +1,348 @@
+/**
+ * The OData data path end to end against a real OData back end (SAP CAP,
+ * test-support/cap): V4 and V2 reads and writes through erplink with the
+ * instance's basic credentials injected, per-entity authorization (nothing
+ * reaches the back end on denial), `If-Match: *` for keys without `create`,
+ * `$metadata`, and a response of several MB streamed intact.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { LightMyRequestResponse } from "fastify";
+import { startCapBackend, type CapBackend } from "../../test-support/cap/index.js";
+import { createWorld, type World } from "../../test-support/world.js";
+import { json, post } from "../../test-support/http.js";
+
+interface Ctx {
+  cap: CapBackend;
+  world: World;
+  /** list/get/create/update/delete on partners, list/get on addresses. */
+  full: string;
+  /** Partners without create: PUT gets If-Match: *. */
+  noCreate: string;
+  /** Partners only: no addresses. */
+  noAddr: string;
+}
+
+const BULK = 10_000;
+const BP = "/odata/s4/API_BUSINESS_PARTNER";
+const BP2 = "/odata/s4v2/API_BUSINESS_PARTNER";
+
+const E2E = suite<Ctx>("OData data path against CAP");
+
+E2E.before(async (ctx) => {
+  ctx.cap = await startCapBackend({ bulkBusinessPartners: BULK });
+  ctx.world = await createWorld();
+  const app = ctx.world.app;
+  const sys = json(await post(app, "/admin/systems", { name: "S4HANA" })).data.id;
+  const auth = { type: "basic", ...ctx.cap.credentials };
+  for (const [name, root] of [
+    ["s4", "/odata/v4/"],
+    ["s4v2", "/odata/v2/"],
+  ] as const) {
+    const res = await post(app, `/admin/systems/${sys}/instances`, {
+      name,
+      base_url: `${ctx.cap.baseUrl}${root}`,
+      services: { API_BUSINESS_PARTNER: { path: "api-business-partner" } },
+      auth,
+    });
+    assert.is(res.statusCode, 201, res.body);
+  }
+  const key = async (name: string, entities: Record<string, string[]>) => {
+    const res = await post(app, "/admin/api-keys", {
+      name,
+      permissions: { s4: { API_BUSINESS_PARTNER: entities }, s4v2: { API_BUSINESS_PARTNER: entities } },
+    });
+    assert.is(res.statusCode, 201, res.body);
+    return json(res).data.key as string;
+  };
+  ctx.full = await key("full", {
+    A_BusinessPartner: ["list", "get", "create", "update", "delete"],
+    A_BusinessPartnerAddress: ["list", "get"],
+  });
+  ctx.noCreate = await key("no-create", { A_BusinessPartner: ["list", "get", "update"] });
+  ctx.noAddr = await key("no-addr", { A_BusinessPartner: ["list", "get"] });
+});
+
+E2E.after(async (ctx) => {
+  await ctx.world?.close();
+  await ctx.cap?.stop();
+});
+
+type Req = { method?: string; headers?: Record<string, string>; body?: unknown };
+
+/** A request through erplink with a data key. */
+function call(ctx: Ctx, key: string, url: string, req: Req = {}): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = { authorization: `Bearer ${key}`, ...req.headers };
+  if (req.body !== undefined) headers["content-type"] ??= "application/json";
+  return ctx.world.app.inject({
+    method: (req.method ?? "GET") as "GET",
+    url,
+    headers,
+    ...(req.body !== undefined ? { payload: JSON.stringify(req.body) } : {}),
+  });
+}
+
+/** A request straight to CAP with its credentials (to observe side effects). */
+async function direct(ctx: Ctx, path: string): Promise<{ status: number; body: string }> {
+  const { username, password } = ctx.cap.credentials;
+  const res = await fetch(`${ctx.cap.baseUrl}${path}`, {
+    headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, accept: "application/json" },
+  });
+  return { status: res.status, body: await res.text() };
+}
+
+const v4Partner = (ctx: Ctx, id: string) => direct(ctx, `/odata/v4/api-business-partner/A_BusinessPartner('${encodeURIComponent(id.replace(/'/g, "''"))}')`);
+
+/** How many partners CAP holds now (other tests create some). */
+const partnerCount = async (ctx: Ctx) => Number((await direct(ctx, "/odata/v4/api-business-partner/A_BusinessPartner/$count")).body);
+
+function assertEnvelope(res: LightMyRequestResponse, status: number, code: string, message: string) {
+  assert.is(res.statusCode, status, res.body);
+  assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
+}
+
+E2E("V4 list with $top and $count=true (CAP answers only with the injected basic credentials)", async (ctx) => {
+  const res = await call(ctx, ctx.full, `${BP}/A_BusinessPartner?$top=3&$count=true&$orderby=BusinessPartner&$select=BusinessPartner`);
+  assert.is(res.statusCode, 200, res.body);
+  assert.match(String(res.headers["content-type"]), /application\/json/);
+  assert.is(res.headers["set-cookie"], undefined);
+  const body = JSON.parse(res.body);
+  assert.is(body["@odata.count"], await partnerCount(ctx));
+  assert.ok(body["@odata.count"] >= 5 + BULK);
+  assert.equal(
+    body.value.map((r: { BusinessPartner: string }) => r.BusinessPartner),
+    ["1000001", "1000002", "1000003"],
+  );
+  // The same request straight to CAP without credentials is refused: the 200 above proves the injection.
+  const bare = await fetch(`${ctx.cap.baseUrl}/odata/v4/api-business-partner/A_BusinessPartner?$top=1`);
+  await bare.arrayBuffer();
+  assert.is(bare.status, 401);
+});
+
+E2E("V4 get by a key with a quote, URL-encoded", async (ctx) => {
+  const res = await call(ctx, ctx.full, `${BP}/A_BusinessPartner(%27O%27%27Neil%27)`);
+  assert.is(res.statusCode, 200, res.body);
+  const body = JSON.parse(res.body);
+  assert.is(body.BusinessPartner, "O'Neil");
+  assert.is(body.BusinessPartnerFullName, "Shaquille O'Neil");
+  // Unencoded quotes work as well.
+  const plain = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('O''Neil')?$select=LastName`);
+  assert.is(plain.statusCode, 200, plain.body);
+  assert.is(JSON.parse(plain.body).LastName, "O'Neil");
+});
+
+E2E("V4 composite key on addresses, and navigation to them", async (ctx) => {
+  const res = await call(ctx, ctx.full, `${BP}/A_BusinessPartnerAddress(BusinessPartner='1000001',AddressID='2')`);
+  assert.is(res.statusCode, 200, res.body);
+  const body = JSON.parse(res.body);
+  assert.is(body.CityName, "Hamburg");
+  assert.is(body.StreetName, "Harbour Road");
+  const nav = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('1000001')/to_Address?$orderby=AddressID`);
+  assert.is(nav.statusCode, 200, nav.body);
+  assert.equal(
+    JSON.parse(nav.body).value.map((a: { CityName: string }) => a.CityName),
+    ["Berlin", "Hamburg"],
+  );
+});
+
+E2E("V4 $expand=to_Address is permitted with access to the addresses", async (ctx) => {
+  const res = await call(ctx, ctx.full, `${BP}/A_BusinessPartner(%27O%27%27Neil%27)?$expand=to_Address`);
+  assert.is(res.statusCode, 200, res.body);
+  const body = JSON.parse(res.body);
+  assert.is(body.to_Address.length, 1);
+  assert.is(body.to_Address[0].CityName, "Orlando");
+});
+
+E2E("V4 navigation or $expand to a forbidden entity set is 403 and forwards nothing", async (ctx) => {
+  const msg = "API key has no access to entity 'A_BusinessPartnerAddress'";
+  assertEnvelope(await call(ctx, ctx.noAddr, `${BP}/A_BusinessPartner('1000001')?$expand=to_Address`), 403, "FORBIDDEN", msg);
+  assertEnvelope(await call(ctx, ctx.noAddr, `${BP}/A_BusinessPartner('1000001')/to_Address`), 403, "FORBIDDEN", msg);
+  assertEnvelope(await call(ctx, ctx.noAddr, `${BP}/A_BusinessPartnerAddress`), 403, "FORBIDDEN", msg);
+  // The same key reads partners.
+  const ok = await call(ctx, ctx.noAddr, `${BP}/A_BusinessPartner('1000001')`);
+  assert.is(ok.statusCode, 200, ok.body);
+  assert.is(JSON.parse(ok.body).BusinessPartnerFullName, "Acme Industries");
+});
+
+E2E("V4 $metadata is 200 XML", async (ctx) => {
+  const res = await call(ctx, ctx.noAddr, `${BP}/$metadata`);
+  assert.is(res.statusCode, 200, res.body);
+  assert.match(String(res.headers["content-type"]), /application\/xml/);
+  assert.match(res.body, /<edmx:Edmx/);
+  assert.match(res.body, /EntitySet Name="A_BusinessPartner"/);
+  // The service document too.
+  const doc = await call(ctx, ctx.noAddr, `${BP}/`);
+  assert.is(doc.statusCode, 200, doc.body);
+  assert.ok(JSON.parse(doc.body).value.some((s: { name: string }) => s.name === "A_BusinessPartner"));
+});
+
+E2E("V4 create (201), PATCH, PUT and DELETE (204)", async (ctx) => {
+  const created = await call(ctx, ctx.full, `${BP}/A_BusinessPartner`, {
+    method: "POST",
+    body: { BusinessPartner: "E2E0001", BusinessPartnerCategory: "1", FirstName: "Ada", LastName: "Lovelace" },
+  });
+  assert.is(created.statusCode, 201, created.body);
+  assert.is(JSON.parse(created.body).BusinessPartner, "E2E0001");
+  assert.match(String(created.headers.location ?? ""), /A_BusinessPartner\('E2E0001'\)/);
+  assert.is(JSON.parse((await v4Partner(ctx, "E2E0001")).body).FirstName, "Ada");
+
+  const patched = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('E2E0001')`, { method: "PATCH", body: { FirstName: "Augusta" } });
+  assert.is(patched.statusCode, 200, patched.body);
+  assert.is(JSON.parse(patched.body).FirstName, "Augusta");
+  const afterPatch = JSON.parse((await v4Partner(ctx, "E2E0001")).body);
+  assert.is(afterPatch.FirstName, "Augusta");
+  assert.is(afterPatch.LastName, "Lovelace");
+
+  const put = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('E2E0001')`, {
+    method: "PUT",
+    body: { BusinessPartner: "E2E0001", BusinessPartnerCategory: "1", FirstName: "Ada", LastName: "King" },
+  });
+  assert.is(put.statusCode, 200, put.body);
+  assert.is(JSON.parse(put.body).LastName, "King");
+  assert.is(JSON.parse((await v4Partner(ctx, "E2E0001")).body).LastName, "King");
+
+  const del = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('E2E0001')`, { method: "DELETE" });
+  assert.is(del.statusCode, 204, del.body);
+  assert.is(del.body, "");
+  assert.is((await v4Partner(ctx, "E2E0001")).status, 404);
+});
+
+E2E("V4 PUT on a missing entity: a key with create upserts, a key without gets If-Match: * and creates nothing", async (ctx) => {
+  const upsert = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('E2E0002')`, {
+    method: "PUT",
+    body: { BusinessPartner: "E2E0002", FirstName: "Grace" },
+  });
+  assert.ok([200, 201].includes(upsert.statusCode), `${upsert.statusCode} ${upsert.body}`);
+  assert.is(JSON.parse((await v4Partner(ctx, "E2E0002")).body).FirstName, "Grace");
+
+  const refused = await call(ctx, ctx.noCreate, `${BP}/A_BusinessPartner('E2E0003')`, {
+    method: "PUT",
+    body: { BusinessPartner: "E2E0003", FirstName: "Hopper" },
+  });
+  // CAP answers 412 Precondition Failed: If-Match: * matches no entity.
+  assert.is(refused.statusCode, 412, refused.body);
+  assert.is((await v4Partner(ctx, "E2E0003")).status, 404, "the PUT must not have created the entity");
+
+  // CAP does not upsert on PATCH (404 even for a key with create), so this only shows no side effect.
+  const patchMissing = await call(ctx, ctx.noCreate, `${BP}/A_BusinessPartner('E2E0004')`, { method: "PATCH", body: { FirstName: "X" } });
+  assert.is(patchMissing.statusCode, 404, patchMissing.body);
+  assert.is((await v4Partner(ctx, "E2E0004")).status, 404, "the PATCH must not have created the entity");
+
+  // If-Match: * still lets the same key update an existing entity.
+  const existing = await call(ctx, ctx.noCreate, `${BP}/A_BusinessPartner('E2E0002')`, {
+    method: "PUT",
+    body: { BusinessPartner: "E2E0002", FirstName: "Grace", LastName: "Hopper" },
+  });
+  assert.is(existing.statusCode, 200, existing.body);
+  assert.is(JSON.parse((await v4Partner(ctx, "E2E0002")).body).LastName, "Hopper");
+  // And that key cannot create with POST.
+  assertEnvelope(
+    await call(ctx, ctx.noCreate, `${BP}/A_BusinessPartner`, { method: "POST", body: { BusinessPartner: "E2E0005" } }),
+    403,
+    "FORBIDDEN",
+    "API key lacks permission 'create' for entity 'A_BusinessPartner'",
+  );
+  assert.is((await v4Partner(ctx, "E2E0005")).status, 404);
+});
+
+E2E("a forbidden entity set (A_Currency) is 403 and nothing reaches the back end", async (ctx) => {
+  const msg = "API key has no access to entity 'A_Currency'";
+  assertEnvelope(await call(ctx, ctx.full, `${BP}/A_Currency`), 403, "FORBIDDEN", msg);
+  assertEnvelope(
+    await call(ctx, ctx.full, `${BP}/A_Currency`, { method: "POST", body: { Currency: "XTS", CurrencyName: "Test", Decimals: 2 } }),
+    403,
+    "FORBIDDEN",
+    msg,
+  );
+  assertEnvelope(await call(ctx, ctx.full, `${BP}/A_Currency('EUR')`, { method: "DELETE" }), 403, "FORBIDDEN", msg);
+  assertEnvelope(await call(ctx, ctx.full, `${BP2}/A_Currency('USD')`, { method: "MERGE", body: { Decimals: 7 } }), 403, "FORBIDDEN", msg);
+  assert.is((await direct(ctx, "/odata/v4/api-business-partner/A_Currency('XTS')")).status, 404);
+  const eur = await direct(ctx, "/odata/v4/api-business-partner/A_Currency('EUR')");
+  assert.is(eur.status, 200);
+  assert.is(JSON.parse((await direct(ctx, "/odata/v4/api-business-partner/A_Currency('USD')")).body).Decimals, 2);
+});
+
+E2E("without erplink credentials: 401 envelope and the back end never sees the request", async (ctx) => {
+  const res = await ctx.world.app.inject({ method: "DELETE", url: `${BP}/A_BusinessPartner('1000004')` });
+  assertEnvelope(res, 401, "UNAUTHORIZED", "missing bearer token: send Authorization: Bearer <data key>");
+  const basic = await ctx.world.app.inject({
+    method: "DELETE",
+    url: `${BP}/A_BusinessPartner('1000004')`,
+    headers: { authorization: `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}` },
+  });
+  assert.is(basic.statusCode, 401, basic.body);
+  assert.is((await v4Partner(ctx, "1000004")).status, 200, "the partner still exists");
+});
+
+E2E("V2 list with $inlinecount=allpages", async (ctx) => {
+  const res = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner?$inlinecount=allpages&$top=2&$orderby=BusinessPartner&$format=json`);
+  assert.is(res.statusCode, 200, res.body);
+  const d = JSON.parse(res.body).d;
+  assert.is(Number(d.__count), await partnerCount(ctx));
+  assert.ok(Number(d.__count) >= 5 + BULK);
+  assert.equal(
+    d.results.map((r: { BusinessPartner: string }) => r.BusinessPartner),
+    ["1000001", "1000002"],
+  );
+  const one = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner('O''Neil')?$expand=to_Address&$format=json`);
+  assert.is(one.statusCode, 200, one.body);
+  assert.is(JSON.parse(one.body).d.to_Address.results[0].CityName, "Orlando");
+  assertEnvelope(
+    await call(ctx, ctx.noAddr, `${BP2}/A_BusinessPartner('1000001')?$expand=to_Address`),
+    403,
+    "FORBIDDEN",
+    "API key has no access to entity 'A_BusinessPartnerAddress'",
+  );
+  const meta = await call(ctx, ctx.noAddr, `${BP2}/$metadata`);
+  assert.is(meta.statusCode, 200, meta.body);
+  assert.match(meta.body, /Version="1\.0"/);
+});
+
+E2E("V2 MERGE and POST with X-HTTP-Method: MERGE are 204 and update the entity", async (ctx) => {
+  const merge = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner('1000002')`, { method: "MERGE", body: { SearchTerm1: "MERGED" } });
+  assert.is(merge.statusCode, 204, merge.body);
+  let row = JSON.parse((await v4Partner(ctx, "1000002")).body);
+  assert.is(row.SearchTerm1, "MERGED");
+  assert.is(row.BusinessPartnerFullName, "Globex Corporation", "MERGE keeps the other properties");
+
+  const tunnelled = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner('1000002')`, {
+    method: "POST",
+    headers: { "x-http-method": "MERGE" },
+    body: { SearchTerm1: "TUNNELLED" },
+  });
+  assert.is(tunnelled.statusCode, 204, tunnelled.body);
+  row = JSON.parse((await v4Partner(ctx, "1000002")).body);
+  assert.is(row.SearchTerm1, "TUNNELLED");
+  assert.is(row.BusinessPartnerFullName, "Globex Corporation");
+
+  // A tunnelled MERGE is authorized as an update, not as the POST it travels in.
+  assertEnvelope(
+    await call(ctx, ctx.noAddr, `${BP2}/A_BusinessPartner('1000002')`, {
+      method: "POST",
+      headers: { "x-http-method": "MERGE" },
+      body: { SearchTerm1: "NOPE" },
+    }),
+    403,
+    "FORBIDDEN",
+    "API key lacks permission 'update' for entity 'A_BusinessPartner'",
+  );
+  assert.is(JSON.parse((await v4Partner(ctx, "1000002")).body).SearchTerm1, "TUNNELLED");
+});
+
+E2E("a response of several MB streams through intact", async (ctx) => {
+  const path = "A_BusinessPartner?$top=10000&$orderby=BusinessPartner";
+  const res = await call(ctx, ctx.full, `${BP}/${path}`);
+  assert.is(res.statusCode, 200);
+  const expected = await direct(ctx, `/odata/v4/api-business-partner/${path}`);
+  assert.is(expected.status, 200);
+  assert.ok(res.rawPayload.length > 4_000_000, `only ${res.rawPayload.length} bytes`);
+  assert.is(res.rawPayload.length, Buffer.byteLength(expected.body));
+  assert.ok(res.body === expected.body, "the body passes unchanged");
+  const body = JSON.parse(res.body);
+  assert.is(body.value.length, 10_000);
+  assert.is(body.value[0].BusinessPartner, "1000001");
+  // Sorted: 1000001…1000004, then the bulk rows 9000000001….
+  assert.is(body.value[9_999].BusinessPartner, "9000009996");
+});
+
+E2E.run();
