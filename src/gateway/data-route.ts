@@ -135,13 +135,14 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
     });
 
     const handler = async (req: FastifyRequest, reply: FastifyReply) => {
-      const params = req.params as { instance: string; service: string; "*"?: string };
+      const params = req.params as { instance: string; service: string };
       const rawUrl = req.raw.url ?? req.url;
       const query = rawUrl.includes("?") ? rawUrl.slice(rawUrl.indexOf("?") + 1) : "";
-      // The resource path, raw (still percent-encoded), from the raw URL.
-      const prefix = `/odata/${encodeURIComponent(params.instance)}/${encodeURIComponent(params.service)}`;
-      const rawPath = rawUrl.split("?")[0]!;
-      const resourcePath = rawPath.startsWith(prefix) ? rawPath.slice(prefix.length) : `/${params["*"] ?? ""}`;
+      // The resource path, raw (still percent-encoded): everything after the
+      // third segment of the raw URL (`/odata/<instance>/<service>`), so the
+      // parser decodes it exactly once, however the client encoded the names.
+      const segments = rawUrl.split("?")[0]!.split("/");
+      const resourcePath = segments.length > 4 ? `/${segments.slice(4).join("/")}` : "";
       const fact: DataLogFacts = {
         apiKeyId: "",
         instance: params.instance,

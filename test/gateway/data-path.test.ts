@@ -228,6 +228,25 @@ Data("each data request produces one log entry with its instance, service, acces
   assert.ok(first.upstreamDurationMs > 0);
 });
 
+Data("a service name with ';' sent unencoded: the resource path is taken raw and forwarded as received", async (ctx) => {
+  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4b" })).data.id;
+  await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
+    name: "v2",
+    base_url: `${ctx.base}/`,
+    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
+  });
+  const key = json(
+    await post(ctx.world.app, "/admin/api-keys", { name: "k2", permissions: { v2: { "ZSRV;v=2": { "*": ["get"] } } } }),
+  ).data.key;
+  const res = await ctx.world.app.inject({
+    method: "GET",
+    url: "/odata/v2/ZSRV;v=2/Customers('a%252Fb')",
+    headers: { authorization: `Bearer ${key}` },
+  });
+  assert.is(res.statusCode, 200, res.body);
+  assert.is(ctx.seen.at(-1)!.url, "/odata/ZSRV;v=2/Customers('a%252Fb')");
+});
+
 Data.run();
 
 
