@@ -104,10 +104,13 @@ export interface AccessLogEntry {
 /** Error metadata naming the caller an admission refused (see the services' admin gate). */
 const PRINCIPAL_METADATA = "erplink-principal";
 
-/** Who each admitted request was (for the request log). */
-const principals = new WeakMap<object, string>();
-/** The envelope code each failed request was answered with. */
-const errorCodes = new WeakMap<object, string>();
+/** What the request log needs to know of a request beyond Fastify's own (one per gateway). */
+interface RequestFacts {
+  /** Who each admitted (or recognised, then refused) request was. */
+  readonly principals: WeakMap<object, string>;
+  /** The envelope code each failed request was answered with. */
+  readonly errorCodes: WeakMap<object, string>;
+}
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Most field details one error lists (as the services do). */
@@ -152,6 +155,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     ...(options.serverFactory ? { serverFactory: options.serverFactory as unknown as FastifyServerFactory } : {}),
   });
 
+  const facts: RequestFacts = { principals: new WeakMap(), errorCodes: new WeakMap() };
+  const sendError = (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => sendErrorOf(facts, reply, req, e);
+
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
   });
@@ -177,7 +183,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       record({
         requestId: req.id,
         timestamp: new Date(Date.now() - ms),
-        apiKeyId: data?.apiKeyId ?? principals.get(req) ?? "",
+        apiKeyId: data?.apiKeyId ?? facts.principals.get(req) ?? "",
         method: req.method,
         path: req.url,
         status: reply.statusCode,
@@ -186,7 +192,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         service: data?.service ?? "",
         accesses: data?.accesses ?? [],
         denialStep: data?.denialStep ?? "",
-        errorCode: errorCodes.get(req) ?? "",
+        errorCode: facts.errorCodes.get(req) ?? "",
         upstreamStatus: data?.upstreamStatus ?? 0,
         upstreamDurationMs: data?.upstreamDurationMs ?? 0,
         clientIp: req.ip,
@@ -214,7 +220,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     return sendError(reply, req, new GatewayError(404, `no route for ${req.method} ${shown}`));
   });
 
-  for (const route of ROUTES) registerRoute(app, route, options);
+  for (const route of ROUTES) registerRoute(app, route, options, facts);
   const dataFacts = new WeakMap<object, DataLogFacts>();
   if (options.data !== undefined) {
     // OData V2 updates with MERGE.
@@ -255,8 +261,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
 }
 
 /** Sends an error in the envelope. */
-function sendError(reply: FastifyReply, req: FastifyRequest, e: GatewayError): FastifyReply {
-  errorCodes.set(req, e.code);
+function sendErrorOf(facts: RequestFacts, reply: FastifyReply, req: FastifyRequest, e: GatewayError): FastifyReply {
+  facts.errorCodes.set(req, e.code);
   if (e.headers) reply.headers(e.headers);
   const error: Record<string, unknown> = { code: e.code, message: e.message, requestId: req.id };
   if (e.details && e.details.length > 0) error.details = e.details;
@@ -346,7 +352,7 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   obj[keys[keys.length - 1]!] = value;
 }
 
-function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayOptions): void {
+function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayOptions, facts: RequestFacts): void {
   const method = route.rpc as DescMethodUnary;
   const bodySchema = route.body
     ? messageSchema(route.body.schema, { mode: route.body.patch ? "patch" : "create", constraints: false })
@@ -380,10 +386,10 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       } catch (err) {
         // A recognised caller refused (a data key, a spent budget) is still logged as itself.
         const who = err instanceof ConnectError ? err.metadata.get(PRINCIPAL_METADATA) : null;
-        if (who !== null) principals.set(req, who);
+        if (who !== null) facts.principals.set(req, who);
         throw err;
       }
-      principals.set(req, admission.principalId);
+      facts.principals.set(req, admission.principalId);
       // Set now, so that every later answer (errors included) carries them.
       reply.headers(admission.headers);
       if (route.body) {
