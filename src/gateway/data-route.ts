@@ -6,28 +6,31 @@
  * engine, counted against the key's rate limit, and only then forwarded to
  * the instance with its back-end credentials. Upstream answers stream back
  * unchanged; erplink's own answers use the envelope.
+ *
+ * Request bodies are buffered (within the gateway's body limit): the
+ * analyzer authorizes what they touch (deep inserts, `@odata.bind`, every
+ * `$batch` part), and a modifying request can be sent once more when the
+ * back end refuses its CSRF token (`403` + `X-CSRF-Token: Required`) or its
+ * OAuth token (`401`). Answers are never buffered.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
 import { ConnectError } from "@connectrpc/connect";
 import replyFrom from "@fastify/reply-from";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "./errors.js";
-import { analyzeRequest, needsIfMatchStar, type Analysis } from "./odata/request.js";
+import { analyzeBatch } from "./odata/batch.js";
+import { jsonValue, parseJson } from "./odata/json.js";
 import { parseMetadata, type ServiceModel } from "./odata/metadata.js";
+import { analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./odata/request.js";
+import { Refusal } from "./odata/syntax.js";
+import { UpstreamSessions, csrfRequired, type UpstreamCredentials } from "./upstream-session.js";
 
 /** An operation on an entity set, as the permission engine names it. */
 type Operation = "list" | "get" | "create" | "update" | "delete";
 
 /** A permission decision. */
 type Decision = { readonly allowed: true } | { readonly allowed: false; readonly step: string; readonly message: string };
-
-/** Back-end credentials with their secrets. */
-export interface UpstreamCredentials {
-  readonly type: "none" | "basic" | "bearer" | "oauth2_client_credentials";
-  readonly username?: string;
-  readonly password?: string;
-  readonly token?: string;
-}
 
 /** An instance as the data path reaches it. */
 export interface DataInstance {
@@ -79,6 +82,8 @@ export interface DataRouteOptions<K extends DataKey> {
   readonly metadataTtlMs: number;
   /** Where facts for the request log go. */
   readonly facts: WeakMap<object, DataLogFacts>;
+  /** Answers an error in the envelope (used where the route's error handler cannot be: after the proxy took over). */
+  readonly sendError: (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => unknown;
 }
 
 /** Headers never forwarded in either direction (RFC 9110 §7.6.1), plus the client's credentials. */
@@ -91,41 +96,105 @@ const STEP_NAMES: Readonly<Record<string, string>> = {
   operation: "OPERATION",
 };
 
-function credentialHeader(c: UpstreamCredentials): string | undefined {
-  if (c.type === "basic") return `Basic ${Buffer.from(`${c.username ?? ""}:${c.password ?? ""}`, "utf8").toString("base64")}`;
-  if (c.type === "bearer") return `Bearer ${c.token ?? ""}`;
-  return undefined;
+/** Methods that only read; every other one carries the CSRF session. */
+const READS = new Set(["GET", "HEAD"]);
+
+/** Whether a content type is JSON (`application/json`, `application/*+json`), parameters aside. */
+function isJson(contentType: string | undefined): boolean {
+  const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
 }
 
-/** Registers the data routes in their own scope (raw bodies, streamed). */
+/**
+ * The body as the analyzer sees it: parsed JSON for JSON content types,
+ * otherwise only its content type; undefined when there is none. Throws 400
+ * on malformed JSON.
+ */
+function bodyOf(raw: Buffer | undefined, contentType: string | undefined): RequestBody | undefined {
+  if (raw === undefined || raw.length === 0) return undefined;
+  if (!isJson(contentType)) return { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
+  try {
+    // Strict: a duplicate member would be read one way here and maybe another way by the back end.
+    return { kind: "json", value: jsonValue(parseJson(raw.toString("utf8"), "request body")) };
+  } catch (err) {
+    throw new GatewayError(400, err instanceof Refusal ? err.message : "request body is not valid JSON");
+  }
+}
+
+/** A metadata fetch outcome, cached per instance and service. */
+type ModelEntry = { readonly at: number; readonly model: ServiceModel } | { readonly at: number; readonly error: GatewayError };
+
+/** Registers the data routes in their own scope (bodies buffered for analysis, answers streamed). */
 export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance, options: DataRouteOptions<K>): Promise<void> {
   const { port, facts } = options;
-  const metadata = new Map<string, { at: number; model: ServiceModel | undefined }>();
+  const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs });
+  const models = new Map<string, ModelEntry>();
+  const modelFlights = new Map<string, Promise<ModelEntry>>();
 
-  /** The service's model, fetched with the instance's credentials and cached; undefined when unavailable. */
-  async function modelOf(target: DataInstance, service: string, root: string): Promise<ServiceModel | undefined> {
+  /**
+   * The service's model, fetched with the instance's credentials and cached
+   * (single-flight). Without it nothing below the service root can be
+   * authorized, so a failure answers 502 (504 on timeout); it is remembered
+   * for a few seconds, so a broken back end is not asked on every request.
+   */
+  async function modelOf(target: DataInstance, service: string, root: string): Promise<ServiceModel> {
     const cacheKey = `${target.id}|${service}`;
-    const hit = metadata.get(cacheKey);
-    if (hit !== undefined && Date.now() - hit.at < options.metadataTtlMs) return hit.model;
-    let model: ServiceModel | undefined;
-    try {
-      const headers: Record<string, string> = { accept: "application/xml" };
-      const auth = credentialHeader(target.credentials);
-      if (auth) headers.authorization = auth;
-      const res = await fetch(`${root}/$metadata`, { headers, signal: AbortSignal.timeout(options.upstreamTimeoutMs) });
-      if (res.ok) model = parseMetadata(await res.text());
-    } catch {
-      model = undefined; // fail closed: navigation is denied without a model
+    const hit = models.get(cacheKey);
+    const now = Date.now();
+    if (hit !== undefined && now - hit.at < ("model" in hit ? options.metadataTtlMs : METADATA_FAILURE_TTL_MS)) {
+      if ("model" in hit) return hit.model;
+      throw hit.error;
     }
-    // A failure is remembered briefly, so an unreachable back end is not asked on every request.
-    metadata.set(cacheKey, { at: model ? Date.now() : Date.now() - options.metadataTtlMs + 5_000, model });
-    return model;
+    let flight = modelFlights.get(cacheKey);
+    if (flight === undefined) {
+      flight = fetchModel(target, root)
+        .then((entry) => {
+          if (models.size >= 10_000 && !models.has(cacheKey)) models.clear();
+          models.set(cacheKey, entry);
+          return entry;
+        })
+        .finally(() => modelFlights.delete(cacheKey));
+      modelFlights.set(cacheKey, flight);
+    }
+    const entry = await flight;
+    if ("model" in entry) return entry.model;
+    throw entry.error;
+  }
+
+  async function fetchModel(target: DataInstance, root: string): Promise<ModelEntry> {
+    const failed = (error: GatewayError): ModelEntry => ({ at: Date.now(), error });
+    const headers: Record<string, string> = { accept: "application/xml" };
+    const auth = await sessions.authorization(target);
+    if (auth) headers.authorization = auth;
+    let res: Response;
+    try {
+      res = await fetch(`${root}/$metadata`, { headers, redirect: "manual", signal: AbortSignal.timeout(options.upstreamTimeoutMs) });
+    } catch (err) {
+      const timedOut = err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError");
+      return failed(
+        timedOut
+          ? new GatewayError(504, "cannot authorize the request: the back end did not send the service's $metadata in time")
+          : new GatewayError(502, "cannot authorize the request: the back end could not be reached for the service's $metadata"),
+      );
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      if (res.status === 401) sessions.dropToken(target, auth);
+      return failed(new GatewayError(502, `cannot authorize the request: the back end answered HTTP ${res.status} to $metadata`));
+    }
+    try {
+      return { at: Date.now(), model: parseMetadata(await res.text()) };
+    } catch {
+      return failed(new GatewayError(502, "cannot authorize the request: the service's $metadata could not be read"));
+    }
   }
 
   await app.register(async (scope) => {
-    // Bodies are streamed to the back end as they are, never parsed here.
+    // Bodies are buffered (within the body limit) so that they can be
+    // authorized (deep inserts, binds, $batch parts) and replayed once when
+    // the back end asks for a new CSRF or OAuth token.
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
+    scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
     await scope.register(replyFrom, {
       disableRequestLogging: true,
       // Never replay a request on its own: the client decides.
@@ -133,6 +202,13 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
       maxRetriesOn503: 0,
       undici: { connections: 64, pipelining: 1, keepAliveTimeout: 30_000 },
     });
+
+    /** Answers an upstream failure in the envelope, dropping the headers of a refused first attempt. */
+    const sendUpstreamError = (reply: FastifyReply, req: FastifyRequest, err: unknown): void => {
+      if (reply.sent) return;
+      clearUpstreamHeaders(reply);
+      options.sendError(reply, req, err instanceof GatewayError ? err : new GatewayError(502, "the back end could not be reached"));
+    };
 
     const handler = async (req: FastifyRequest, reply: FastifyReply) => {
       const params = req.params as { instance: string; service: string };
@@ -143,6 +219,7 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
       // parser decodes it exactly once, however the client encoded the names.
       const segments = rawUrl.split("?")[0]!.split("/");
       const resourcePath = segments.length > 4 ? `/${segments.slice(4).join("/")}` : "";
+      const clientRoot = segments.slice(0, 4).join("/");
       const fact: DataLogFacts = {
         apiKeyId: "",
         instance: params.instance,
@@ -175,48 +252,66 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
         fact.denialStep = STEP_NAMES[seen.step] ?? "";
         throw new GatewayError(403, seen.message);
       }
-      if (target.credentials.type === "oauth2_client_credentials") {
-        throw new GatewayError(501, "OAuth 2.0 client-credentials back ends are not supported yet", { code: "NOT_IMPLEMENTED" });
-      }
 
       const root = `${target.baseUrl}/${target.servicePath(params.service)}`;
-      const needsModel = resourcePath !== "" && resourcePath !== "/" && !/^\/?\$metadata$/.test(resourcePath);
+      const raw = Buffer.isBuffer(req.body) ? req.body : undefined;
+      const contentType = req.headers["content-type"];
+      const isServiceRoot = resourcePath === "" || resourcePath === "/" || /^\/?\$metadata$/.test(resourcePath);
+      const model = isServiceRoot ? undefined : await modelOf(target, params.service, root);
+      const decide = (entity: string, operation: Operation) =>
+        port.decide(key, { instance: params.instance, service: params.service, entity, operation });
       const analysis: Analysis = analyzeRequest({
         method: req.method,
         path: resourcePath,
         query,
         headers: req.headers as Record<string, string | undefined>,
-        model: needsModel ? await modelOf(target, params.service, root) : undefined,
+        model,
+        body: bodyOf(raw, contentType),
+        resolveReference: (url) => relativeToRoot(url, clientRoot),
       });
       let ifMatchStar = false;
+      let forwardBody: { body: Buffer; contentType: string } | undefined =
+        raw !== undefined && raw.length > 0 ? { body: raw, contentType: contentType ?? "application/octet-stream" } : undefined;
+      let accesses: readonly { readonly entitySet: string; readonly operation: Operation; readonly reason: string }[] = [];
+      let batched = false;
       switch (analysis.kind) {
         case "invalid":
           throw new GatewayError(400, analysis.message);
         case "denied":
           fact.denialStep = "NOT_ALLOWED";
           throw new GatewayError(403, analysis.message);
-        case "batch":
-          throw new GatewayError(501, "$batch is not supported yet", { code: "NOT_IMPLEMENTED" });
+        case "batch": {
+          const batch = analyzeBatch({
+            contentType: contentType ?? "",
+            body: raw ?? Buffer.alloc(0),
+            clientRoot,
+            model,
+            mayCreate: (entity: string) => decide(entity, "create").allowed,
+          });
+          if (batch.kind === "invalid") throw new GatewayError(400, batch.message);
+          if (batch.kind === "denied") {
+            fact.denialStep = "NOT_ALLOWED";
+            throw new GatewayError(403, batch.message);
+          }
+          accesses = batch.accesses;
+          batched = true;
+          forwardBody = { body: batch.body, contentType: batch.contentType };
+          break;
+        }
         case "metadata":
           break;
-        case "access": {
-          for (const access of analysis.accesses) {
-            fact.accesses.push({ entity: access.entitySet, operation: access.operation });
-            const decision = port.decide(key, {
-              instance: params.instance,
-              service: params.service,
-              entity: access.entitySet,
-              operation: access.operation,
-            });
-            if (!decision.allowed) {
-              fact.denialStep = STEP_NAMES[decision.step] ?? "";
-              throw new GatewayError(403, decision.message);
-            }
-          }
-          ifMatchStar = needsIfMatchStar(analysis, (entity) =>
-            port.decide(key, { instance: params.instance, service: params.service, entity, operation: "create" }).allowed,
-          );
+        case "access":
+          accesses = analysis.accesses;
+          ifMatchStar = needsIfMatchStar(analysis, (entity) => decide(entity, "create").allowed);
           break;
+      }
+      for (const access of accesses) {
+        fact.accesses.push({ entity: access.entitySet, operation: access.operation });
+        const decision = decide(access.entitySet, access.operation);
+        if (!decision.allowed) {
+          fact.denialStep = STEP_NAMES[decision.step] ?? "";
+          // In a batch, say which part needs it.
+          throw new GatewayError(403, batched ? `${decision.message} (batch ${access.reason})` : decision.message);
         }
       }
       const admission = await port.admit(key);
@@ -226,52 +321,109 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
         throw new GatewayError(429, "rate limit exceeded for this API key", { code: "RATE_LIMITED" });
       }
 
-      const started = performance.now();
+      const modifying = !READS.has(req.method);
       const upstreamUrl = `${root}${resourcePath.startsWith("/") ? "" : "/"}${resourcePath}${query ? `?${query}` : ""}`;
-      return reply.from(upstreamUrl, {
-        timeout: options.upstreamTimeoutMs,
-        rewriteRequestHeaders: (_req, headers: IncomingHttpHeaders) => {
-          const out: IncomingHttpHeaders = { ...headers };
-          for (const h of HOP_BY_HOP) delete out[h];
-          delete out.authorization;
-          delete out.cookie;
-          const auth = credentialHeader(target.credentials);
-          if (auth) out.authorization = auth;
-          if (ifMatchStar) out["if-match"] = "*";
-          out["x-request-id"] = req.id;
-          const proto = req.protocol;
-          const host = req.headers.host ?? "";
-          out.forwarded = `for="${req.ip}";proto=${proto};host="${host}"`;
-          out["x-forwarded-for"] = req.ip;
-          out["x-forwarded-proto"] = proto;
-          out["x-forwarded-host"] = host;
-          return out;
-        },
-        rewriteHeaders: (headers) => {
-          const out = { ...headers };
-          for (const h of HOP_BY_HOP) delete out[h];
-          // The back end's session is erplink's business, not the client's.
-          delete out["set-cookie"];
-          return { ...out, "x-request-id": req.id, ...admission.headers };
-        },
-        onResponse: (_request, res, upstream) => {
-          fact.upstreamStatus = upstream.statusCode;
-          fact.upstreamDurationMs = Math.round((performance.now() - started) * 1000) / 1000;
-          res.send(upstream.stream);
-        },
-        onError: (res, { error }) => {
-          const timedOut = (error as { statusCode?: number }).statusCode === 504;
-          const e = timedOut
-            ? new GatewayError(504, "the back end did not answer in time")
-            : new GatewayError(502, "the back end could not be reached");
-          res.code(e.status).type("application/json; charset=utf-8").send({
-            error: { code: e.code, message: e.message, requestId: req.id },
-          });
-        },
-      });
+      const started = performance.now();
+
+      /** Sends the request to the back end; once more after a CSRF or OAuth token was refused. */
+      const attempt = async (retried: boolean): Promise<void> => {
+        const authorization = await sessions.authorization(target);
+        const csrf = modifying ? await sessions.csrfSession(target, root, authorization) : undefined;
+        reply.from(upstreamUrl, {
+          timeout: options.upstreamTimeoutMs,
+          ...(modifying ? { body: forwardBody?.body ?? null, contentType: forwardBody?.contentType } : {}),
+          rewriteRequestHeaders: (_req, headers: IncomingHttpHeaders) => {
+            const out: IncomingHttpHeaders = { ...headers };
+            for (const h of HOP_BY_HOP) delete out[h];
+            delete out.authorization;
+            delete out.cookie;
+            delete out["x-csrf-token"];
+            if (authorization) out.authorization = authorization;
+            if (csrf?.token !== undefined) out["x-csrf-token"] = csrf.token;
+            if (csrf !== undefined && csrf.cookie !== "") out.cookie = csrf.cookie;
+            if (ifMatchStar) out["if-match"] = "*";
+            out["x-request-id"] = req.id;
+            const proto = req.protocol;
+            const host = req.headers.host ?? "";
+            out.forwarded = `for="${req.ip}";proto=${proto};host="${host}"`;
+            out["x-forwarded-for"] = req.ip;
+            out["x-forwarded-proto"] = proto;
+            out["x-forwarded-host"] = host;
+            return out;
+          },
+          rewriteHeaders: (headers) => {
+            const out = { ...headers };
+            for (const h of HOP_BY_HOP) delete out[h];
+            // The back end's session is erplink's business, not the client's.
+            delete out["set-cookie"];
+            delete out["x-csrf-token"];
+            return { ...out, "x-request-id": req.id, ...admission.headers };
+          },
+          onResponse: (_request, _reply, response) => {
+            // reply-from's type says a server response; it is undici's answer.
+            const upstream = response as unknown as { statusCode: number; headers: Record<string, unknown>; stream: Readable };
+            const status = upstream.statusCode;
+            const refused =
+              !retried &&
+              ((csrf !== undefined && csrfRequired(status, upstream.headers)) ||
+                (status === 401 && target.credentials.type === "oauth2_client_credentials"));
+            if (refused) {
+              upstream.stream.on("error", () => {});
+              upstream.stream.resume();
+              if (csrf !== undefined && status === 403) sessions.dropCsrf(target, root, csrf);
+              else sessions.dropToken(target, authorization);
+              clearUpstreamHeaders(reply);
+              attempt(true).catch((err: unknown) => sendUpstreamError(reply, req, err));
+              return;
+            }
+            fact.upstreamStatus = status;
+            fact.upstreamDurationMs = Math.round((performance.now() - started) * 1000) / 1000;
+            reply.send(upstream.stream);
+          },
+          onError: (_reply, { error }) => {
+            const timedOut = (error as { statusCode?: number }).statusCode === 504;
+            sendUpstreamError(
+              reply,
+              req,
+              timedOut ? new GatewayError(504, "the back end did not answer in time") : new GatewayError(502, "the back end could not be reached"),
+            );
+          },
+        });
+      };
+      await attempt(false);
+      return reply;
     };
 
     scope.route({ method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "MERGE"], url: "/odata/:instance/:service", handler });
     scope.route({ method: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "MERGE"], url: "/odata/:instance/:service/*", handler });
   });
+}
+
+/** Removes what a back end's answer put on `reply`, keeping erplink's own headers. */
+function clearUpstreamHeaders(reply: FastifyReply): void {
+  for (const name of Object.keys(reply.getHeaders())) {
+    if (name !== "x-request-id" && !name.startsWith("x-ratelimit-") && !name.startsWith("ratelimit")) reply.removeHeader(name);
+  }
+}
+
+/** How long a failed `$metadata` fetch is remembered (ms). */
+const METADATA_FAILURE_TTL_MS = 5_000;
+
+/**
+ * The service-relative form of a URL a client wrote in a body or batch part
+ * (absolute, or absolute-path under `clientRoot`), or undefined when it
+ * leaves the service root.
+ */
+export function relativeToRoot(url: string, clientRoot: string): string | undefined {
+  let path = url;
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url)) {
+    try {
+      const parsed = new URL(url);
+      path = `${parsed.pathname}${parsed.search}`;
+    } catch {
+      return undefined;
+    }
+  }
+  if (!path.startsWith("/")) return path;
+  return path.startsWith(`${clientRoot}/`) ? path.slice(clientRoot.length + 1) : undefined;
 }

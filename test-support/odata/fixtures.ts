@@ -235,3 +235,33 @@ export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
     </Schema>
   </edmx:DataServices>
 </edmx:Edmx>`;
+
+/**
+ * {@link V4_METADATA} plus what only request bodies need: Shipments
+ * (Shipment, key ID) with a complex collection Stops and a complex Origin
+ * (both Address), whose CountryInfo -> Countries; and PostalAddress, a
+ * complex type derived from Address with PostOffice -> Employees (bound for
+ * Stops only). A separate document, so that the request tests keep theirs.
+ */
+export const V4_BODY_METADATA = V4_METADATA.replace(
+  `      <EntityType Name="SalesOrder">`,
+  `      <ComplexType Name="PostalAddress" BaseType="S.Address">
+        <Property Name="Box" Type="Edm.String"/>
+        <NavigationProperty Name="PostOffice" Type="Sales.Employee"/>
+      </ComplexType>
+      <EntityType Name="Shipment">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.Int32" Nullable="false"/>
+        <Property Name="Stops" Type="Collection(Sales.Address)"/>
+        <Property Name="Origin" Type="Sales.Address"/>
+      </EntityType>
+      <EntityType Name="SalesOrder">`,
+).replace(
+  `        <Singleton Name="Me" Type="Sales.Customer">`,
+  `        <EntitySet Name="Shipments" EntityType="Sales.Shipment">
+          <NavigationPropertyBinding Path="Stops/CountryInfo" Target="Countries"/>
+          <NavigationPropertyBinding Path="Origin/CountryInfo" Target="Countries"/>
+          <NavigationPropertyBinding Path="Stops/Sales.PostalAddress/PostOffice" Target="Employees"/>
+        </EntitySet>
+        <Singleton Name="Me" Type="Sales.Customer">`,
+);

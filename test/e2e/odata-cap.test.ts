@@ -3,7 +3,9 @@
  * test-support/cap): V4 and V2 reads and writes through erplink with the
  * instance's basic credentials injected, per-entity authorization (nothing
  * reaches the back end on denial), `If-Match: *` for keys without `create`,
- * `$metadata`, and a response of several MB streamed intact.
+ * `$metadata`, deep inserts authorized from the body, multipart and JSON
+ * `$batch` (a forbidden part denies the batch, nothing reaches CAP), and a
+ * response of several MB streamed intact.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -21,6 +23,8 @@ interface Ctx {
   noCreate: string;
   /** Partners only: no addresses. */
   noAddr: string;
+  /** Partners and addresses, create included (deep insert). */
+  deep: string;
 }
 
 const BULK = 10_000;
@@ -61,6 +65,10 @@ E2E.before(async (ctx) => {
   });
   ctx.noCreate = await key("no-create", { A_BusinessPartner: ["list", "get", "update"] });
   ctx.noAddr = await key("no-addr", { A_BusinessPartner: ["list", "get"] });
+  ctx.deep = await key("deep", {
+    A_BusinessPartner: ["list", "get", "create", "update"],
+    A_BusinessPartnerAddress: ["list", "get", "create"],
+  });
 });
 
 E2E.after(async (ctx) => {
@@ -327,6 +335,126 @@ E2E("V2 MERGE and POST with X-HTTP-Method: MERGE are 204 and update the entity",
     "API key lacks permission 'update' for entity 'A_BusinessPartner'",
   );
   assert.is(JSON.parse((await v4Partner(ctx, "1000002")).body).SearchTerm1, "TUNNELLED");
+});
+
+E2E("V4 deep insert: the nested entity set needs create; without it nothing is created", async (ctx) => {
+  const body = {
+    BusinessPartner: "E2ED01",
+    FirstName: "Deep",
+    to_Address: [{ AddressID: "1", CityName: "Lisbon" }],
+  };
+  assertEnvelope(
+    await call(ctx, ctx.full, `${BP}/A_BusinessPartner`, { method: "POST", body }),
+    403,
+    "FORBIDDEN",
+    "API key lacks permission 'create' for entity 'A_BusinessPartnerAddress'",
+  );
+  assert.is((await v4Partner(ctx, "E2ED01")).status, 404, "nothing was created");
+  const created = await call(ctx, ctx.deep, `${BP}/A_BusinessPartner`, { method: "POST", body });
+  assert.is(created.statusCode, 201, created.body);
+  const address = await direct(ctx, "/odata/v4/api-business-partner/A_BusinessPartnerAddress(BusinessPartner='E2ED01',AddressID='1')");
+  assert.is(address.status, 200, address.body);
+  assert.is(JSON.parse(address.body).CityName, "Lisbon");
+});
+
+/** A multipart batch body: each entry a request, or an array of requests (a change set). */
+function multipart(parts: (string | string[])[]): string {
+  const http = (req: string, id?: number) =>
+    ["Content-Type: application/http", "Content-Transfer-Encoding: binary", ...(id ? [`Content-ID: ${id}`] : []), "", req].join("\r\n");
+  let n = 0;
+  const out: string[] = [];
+  for (const p of parts) {
+    out.push("--batch_e2e");
+    if (typeof p === "string") {
+      out.push(http(p));
+    } else {
+      out.push("Content-Type: multipart/mixed; boundary=changeset_e2e", "");
+      for (const req of p) out.push("--changeset_e2e", http(req, ++n));
+      out.push("--changeset_e2e--");
+    }
+  }
+  out.push("--batch_e2e--", "");
+  return out.join("\r\n");
+}
+
+const postPartner = (id: string, name: string) =>
+  `POST A_BusinessPartner HTTP/1.1\r\nContent-Type: application/json\r\n\r\n${JSON.stringify({ BusinessPartner: id, FirstName: name })}`;
+
+function batch(ctx: Ctx, key: string, root: string, body: string, contentType = "multipart/mixed; boundary=batch_e2e") {
+  return ctx.world.app.inject({
+    method: "POST",
+    url: `${root}/$batch`,
+    headers: { authorization: `Bearer ${key}`, "content-type": contentType },
+    payload: body,
+  });
+}
+
+E2E("V4 multipart $batch: a change set and a read go through; one forbidden part denies the whole batch", async (ctx) => {
+  const ok = await batch(ctx, ctx.full, BP, multipart([[postPartner("E2EB01", "Batch")], "GET A_BusinessPartner('1000001')?$select=BusinessPartnerFullName HTTP/1.1\r\nAccept: application/json\r\n\r\n"]));
+  assert.is(ok.statusCode, 200, ok.body);
+  assert.match(String(ok.headers["content-type"]), /^multipart\/mixed; ?boundary=/);
+  assert.match(ok.body, /HTTP\/1\.1 201 Created/);
+  assert.match(ok.body, /Acme Industries/);
+  assert.is(JSON.parse((await v4Partner(ctx, "E2EB01")).body).FirstName, "Batch");
+
+  const denied = await batch(
+    ctx,
+    ctx.full,
+    BP,
+    multipart([[postPartner("E2EB02", "Never"), "DELETE A_Currency('EUR') HTTP/1.1\r\n\r\n"]]),
+  );
+  assertEnvelope(denied, 403, "FORBIDDEN", "API key has no access to entity 'A_Currency' (batch part 2: resource path)");
+  assert.is((await v4Partner(ctx, "E2EB02")).status, 404, "no part reached the back end");
+  assert.is((await direct(ctx, "/odata/v4/api-business-partner/A_Currency('EUR')")).status, 200);
+});
+
+E2E("V4 JSON $batch: allowed requests go through; a forbidden one denies the batch", async (ctx) => {
+  const requests = [
+    { id: "1", method: "POST", url: "A_BusinessPartner", headers: { "content-type": "application/json" }, body: { BusinessPartner: "E2EJ01", FirstName: "Jason" } },
+    { id: "2", method: "GET", url: "A_BusinessPartner('1000002')?$select=BusinessPartnerFullName" },
+  ];
+  const ok = await batch(ctx, ctx.full, BP, JSON.stringify({ requests }), "application/json");
+  assert.is(ok.statusCode, 200, ok.body);
+  const answers = JSON.parse(ok.body).responses as { id: string; status: number; body: Record<string, unknown> }[];
+  assert.equal(
+    answers.map((r) => [r.id, r.status]).sort(),
+    [
+      ["1", 201],
+      ["2", 200],
+    ],
+  );
+  assert.is(answers.find((r) => r.id === "2")!.body.BusinessPartnerFullName, "Globex Corporation");
+  assert.is(JSON.parse((await v4Partner(ctx, "E2EJ01")).body).FirstName, "Jason");
+
+  const denied = await batch(
+    ctx,
+    ctx.full,
+    BP,
+    JSON.stringify({ requests: [{ ...requests[0], body: { BusinessPartner: "E2EJ02" } }, { id: "2", method: "GET", url: "A_Currency" }] }),
+    "application/json",
+  );
+  assertEnvelope(denied, 403, "FORBIDDEN", "API key has no access to entity 'A_Currency' (batch part 2: resource path)");
+  assert.is((await v4Partner(ctx, "E2EJ02")).status, 404);
+});
+
+E2E("V2 multipart $batch with a MERGE change set", async (ctx) => {
+  const res = await batch(
+    ctx,
+    ctx.full,
+    BP2,
+    multipart([
+      ["MERGE A_BusinessPartner('1000003') HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{\"SearchTerm1\":\"V2BATCH\"}"],
+      "GET A_BusinessPartner('1000003')?$format=json HTTP/1.1\r\n\r\n",
+    ]),
+  );
+  // V2 batches answer 202 Accepted; inside, CAP answers the MERGE with the entity (200).
+  assert.is(res.statusCode, 202, res.body);
+  assert.is(res.body.match(/HTTP\/1\.1 200 OK/g)?.length, 2);
+  assert.match(res.body, /"SearchTerm1":"V2BATCH"/);
+  assert.is(JSON.parse((await v4Partner(ctx, "1000003")).body).SearchTerm1, "V2BATCH");
+  const denied = await batch(ctx, ctx.noAddr, BP2, multipart([["MERGE A_BusinessPartner('1000003') HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{\"SearchTerm1\":\"NO\"}"]]));
+  assertEnvelope(denied, 403, "FORBIDDEN", "API key lacks permission 'update' for entity 'A_BusinessPartner' (batch part 1: resource path)");
+  assert.is(JSON.parse((await v4Partner(ctx, "1000003")).body).SearchTerm1, "V2BATCH");
 });
 
 E2E("a response of several MB streams through intact", async (ctx) => {

@@ -16,6 +16,7 @@ interface Seen {
   method: string;
   url: string;
   headers: http.IncomingHttpHeaders;
+  body: string;
 }
 
 interface Ctx {
@@ -34,9 +35,10 @@ const Data = suite<Ctx>("OData data path");
 Data.before.each(async (ctx) => {
   ctx.seen = [];
   ctx.delay = 0;
-  ctx.upstream = http.createServer((req, res) => {
-    const rec = { method: req.method ?? "", url: req.url ?? "", headers: req.headers };
+  ctx.upstream = http.createServer(async (req, res) => {
+    const rec = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: "" };
     if (!req.url?.endsWith("/$metadata")) ctx.seen.push(rec);
+    for await (const chunk of req) rec.body += String(chunk);
     setTimeout(() => {
       if (req.headers.authorization !== `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`) {
         res.writeHead(401, { "content-type": "text/plain" }).end("no credentials");
@@ -156,17 +158,112 @@ Data("every access is authorized: a forbidden entity, operation or $expand targe
   assert.is(ctx.seen.length, 1);
 });
 
-Data("$metadata passes for a key with any permission on the service; $batch is 501 for now", async (ctx) => {
+Data("$metadata passes for a key with any permission on the service", async (ctx) => {
   const meta = await get(ctx, "/odata/prod/SALES/$metadata");
   assert.is(meta.statusCode, 200);
   assert.match(meta.body, /<EntitySet Name="SalesOrders"/);
-  const batch = await ctx.world.app.inject({
+});
+
+const BATCH = [
+  "--batch_1",
+  "Content-Type: application/http",
+  "Content-Transfer-Encoding: binary",
+  "",
+  "GET SalesOrders?$top=1 HTTP/1.1",
+  "Accept: application/json",
+  "",
+  "",
+  "--batch_1",
+  "Content-Type: application/http",
+  "Content-Transfer-Encoding: binary",
+  "",
+  "GET /odata/prod/SALES/Customers('C1') HTTP/1.1",
+  "",
+  "",
+  "--batch_1--",
+  "",
+].join("\r\n");
+
+Data("$batch: every part is authorized, absolute part URLs are rewritten for the back end's root", async (ctx) => {
+  const res = await ctx.world.app.inject({
+    method: "POST",
+    url: "/odata/prod/SALES/$batch",
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "multipart/mixed; boundary=batch_1" },
+    payload: BATCH,
+  });
+  assert.is(res.statusCode, 200, res.body);
+  assert.equal(JSON.parse(res.body), { value: [{ ID: 1 }], echo: "/odata/sap/sales/0001/$batch" });
+  const forwarded = ctx.seen.filter((s) => s.method === "POST");
+  assert.is(forwarded.length, 1);
+  assert.is(forwarded[0]!.headers["content-type"], "multipart/mixed; boundary=batch_1");
+  assert.is(forwarded[0]!.body, BATCH.replace("GET /odata/prod/SALES/Customers('C1')", "GET Customers('C1')"));
+  await ctx.world.layer.logWriter.flush();
+  const entry = (await ctx.world.store.logs.query({ limit: 10 })).items.find((e) => e.requestId === res.headers["x-request-id"]);
+  assert.equal(entry?.accesses, [
+    { entity: "SalesOrders", operation: "list" },
+    { entity: "Customers", operation: "get" },
+  ]);
+});
+
+Data("$batch: one forbidden part denies the whole batch and nothing reaches the back end", async (ctx) => {
+  const res = await ctx.world.app.inject({
+    method: "POST",
+    url: "/odata/prod/SALES/$batch",
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "multipart/mixed; boundary=batch_1" },
+    payload: BATCH.replace("Customers('C1')", "Products('P1')"),
+  });
+  assertEnvelope(res, 403, "FORBIDDEN", "API key has no access to entity 'Products' (batch part 2: resource path)");
+  const malformed = await ctx.world.app.inject({
     method: "POST",
     url: "/odata/prod/SALES/$batch",
     headers: { authorization: `Bearer ${ctx.key}`, "content-type": "multipart/mixed; boundary=b" },
     payload: "--b--",
   });
-  assertEnvelope(batch, 501, "NOT_IMPLEMENTED", "$batch is not supported yet");
+  assertEnvelope(malformed, 400, "VALIDATION_ERROR", "the batch body has no body parts");
+  assert.equal(ctx.seen, []);
+});
+
+Data("bodies are authorized: a deep insert needs create on the nested set, a bind get on its target; bad bodies forward nothing", async (ctx) => {
+  const writer = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "writer",
+      permissions: { prod: { SALES: { SalesOrders: ["create"], Customers: ["get"] } } },
+    }),
+  ).data.key;
+  const write = (payload: string, contentType = "application/json") =>
+    ctx.world.app.inject({
+      method: "POST",
+      url: "/odata/prod/SALES/SalesOrders",
+      headers: { authorization: `Bearer ${writer}`, "content-type": contentType },
+      payload,
+    });
+  assertEnvelope(
+    await write('{"ID":1,"Customer":{"ID":"C9","Name":"New"}}'),
+    403,
+    "FORBIDDEN",
+    "API key lacks permission 'create' for entity 'Customers'",
+  );
+  assertEnvelope(
+    await write('{"ID":1,"Note":"a","ID":2}'),
+    400,
+    "VALIDATION_ERROR",
+    "request body is not valid JSON: duplicate member 'ID' at offset 19",
+  );
+  assertEnvelope(await write('{"ID":1,'), 400, "VALIDATION_ERROR", "request body is not valid JSON: expected a member name at offset 8");
+  assertEnvelope(
+    await write("<entry/>", "application/atom+xml"),
+    403,
+    "FORBIDDEN",
+    "only JSON request bodies can be authorized for entity writes; got application/atom+xml",
+  );
+  assertEnvelope(await write(`{"Note":"${"x".repeat(1024 * 1024)}"}`), 413, "PAYLOAD_TOO_LARGE", "request body is larger than the limit");
+  assert.equal(ctx.seen, [], "nothing reached the back end");
+  // A bind to a readable customer passes, byte for byte.
+  const body = '{"ID":1, "Customer@odata.bind":"Customers(\'C1\')"}';
+  const ok = await write(body);
+  assert.is(ok.statusCode, 200, ok.body);
+  const forwarded = ctx.seen.filter((r) => r.method === "POST");
+  assert.equal(forwarded.map((r) => [r.url, r.body]), [["/odata/sap/sales/0001/SalesOrders", body]]);
 });
 
 Data("the key's rate limit applies: the fourth request in the minute is 429 and forwards nothing", async (ctx) => {
@@ -179,6 +276,8 @@ Data("the key's rate limit applies: the fourth request in the minute is 429 and 
 });
 
 Data("an unreachable back end is 502 and a slow one 504, in the envelope", async (ctx) => {
+  // $metadata is fetched (and cached) first; then the request itself is slow.
+  assert.is((await get(ctx, "/odata/prod/SALES/SalesOrders")).statusCode, 200);
   ctx.delay = 1000;
   assertEnvelope(await get(ctx, "/odata/prod/SALES/SalesOrders"), 504, "GATEWAY_TIMEOUT", "the back end did not answer in time");
   ctx.delay = 0;
@@ -186,6 +285,37 @@ Data("an unreachable back end is 502 and a slow one 504, in the envelope", async
   ctx.upstream.closeAllConnections();
   ctx.upstream = http.createServer();
   assertEnvelope(await get(ctx, "/odata/prod/SALES/SalesOrders"), 502, "BAD_GATEWAY", "the back end could not be reached");
+});
+
+Data("without the service's $metadata nothing below the root is authorized: 502/504 naming why, cached briefly", async (ctx) => {
+  ctx.delay = 1000;
+  assertEnvelope(
+    await get(ctx, "/odata/prod/SALES/SalesOrders"),
+    504,
+    "GATEWAY_TIMEOUT",
+    "cannot authorize the request: the back end did not send the service's $metadata in time",
+  );
+  ctx.delay = 0;
+  // The failure is remembered for a few seconds: the back end is not asked again at once.
+  assertEnvelope(
+    await get(ctx, "/odata/prod/SALES/SalesOrders"),
+    504,
+    "GATEWAY_TIMEOUT",
+    "cannot authorize the request: the back end did not send the service's $metadata in time",
+  );
+  // A service whose $metadata the back end refuses (here: no credentials for it).
+  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4c" })).data.id;
+  await post(ctx.world.app, `/admin/systems/${sys}/instances`, { name: "bare", base_url: `${ctx.base}/` });
+  const key = json(
+    await post(ctx.world.app, "/admin/api-keys", { name: "k3", permissions: { bare: { "*": { "*": ["list"] } } } }),
+  ).data.key;
+  const refused = await ctx.world.app.inject({ method: "GET", url: "/odata/bare/X/Orders", headers: { authorization: `Bearer ${key}` } });
+  assertEnvelope(refused, 502, "BAD_GATEWAY", "cannot authorize the request: the back end answered HTTP 401 to $metadata");
+  assert.is(ctx.seen.length, 0, "nothing was forwarded");
+  // The service document and $metadata need no model: they are passed through.
+  const doc = await ctx.world.app.inject({ method: "GET", url: "/odata/bare/X/", headers: { authorization: `Bearer ${key}` } });
+  assert.is(doc.statusCode, 401);
+  assert.is(doc.body, "no credentials");
 });
 
 Data("each data request produces one log entry with its instance, service, accesses and upstream status", async (ctx) => {

@@ -29,6 +29,10 @@
  *   does not name are denied.
  * - Names are matched exactly, then case-insensitively (4.01 services may
  *   do so); access is always reported under the model's spelling.
+ * - Request bodies are authorized too (`./body.ts`): a deep insert needs
+ *   `create` in the nested entity's set, a bind or entity reference `get` of
+ *   every set its URL names; a `$ref` body names the linked entity. Bodies
+ *   of bound actions are left alone.
  * - Bulk and cross-entity-set constructs (`$each`, `$filter` path segments,
  *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`), unbound
  *   function and action imports, and collection-wide `PUT`/`PATCH`/`DELETE`
@@ -36,6 +40,7 @@
  *   own kind, for the batch module.
  */
 import type { Operation } from "../../services/permissions.js";
+import { analyzeBody, type BodyTarget, type RequestBody } from "./body.js";
 import type { Position, ServiceModel } from "./metadata.js";
 import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type QueryContext, type Scope } from "./query.js";
 import {
@@ -54,6 +59,7 @@ import {
 } from "./syntax.js";
 
 export type { Access } from "./query.js";
+export type { RequestBody } from "./body.js";
 
 /** Longest resource path accepted, in characters (before decoding). */
 export const MAX_PATH_LENGTH = 8 * 1024;
@@ -73,6 +79,19 @@ export interface RequestInput {
   readonly headers: Readonly<Record<string, string | undefined>>;
   /** The service's parsed `$metadata`; undefined when it is unavailable. */
   readonly model?: ServiceModel;
+  /**
+   * The request body, as the gateway read it; absent when there is none (or
+   * it is empty). Entity creates and updates are authorized from it too
+   * (deep inserts, binds); see `./body.ts`.
+   */
+  readonly body?: RequestBody;
+  /**
+   * Maps an absolute URL (or absolute path) found in the body, such as an
+   * `@odata.bind` value, to the resource path below this service's root
+   * (`Customers('C1')`); undefined when it leaves the service root. Without
+   * it, absolute URLs in bodies are denied.
+   */
+  readonly resolveReference?: (url: string) => string | undefined;
 }
 
 /** The outcome of {@link analyzeRequest}. */
@@ -85,6 +104,18 @@ export type Analysis =
       readonly effectiveMethod: string;
       /** Set when the request may create the entity it updates (upsert); see {@link needsIfMatchStar}. */
       readonly upsertEntitySet?: string;
+      /**
+       * The raw resource path (no leading slash, still percent-encoded as
+       * received) of the one entity the request yields, so that a `$batch`
+       * part can be referred to as `$<Content-ID>`: for a `POST` creating in
+       * a collection, the request path plus a placeholder key naming every
+       * key property (`SalesOrders(ID=0)`, `PriceConditions(OrderID=0,Type=0)`;
+       * `(0)` without metadata); for a request addressing one entity
+       * (`SalesOrders(1)`, `Me`, `SalesOrders(1)/Customer`), the path itself.
+       * Absent otherwise (collections, properties, `$value`, `$ref`,
+       * `$count`, bound operations).
+       */
+      readonly entityPath?: string;
     }
   /** `$metadata` or the service document: allowed when the key has any permission on the service. */
   | { readonly kind: "metadata" }
@@ -269,6 +300,15 @@ function analyze(input: RequestInput): Analysis {
   const state = walkPath(segments, model);
   const accesses = new AccessList();
   const scope = finish(state, method, headers, model, accesses);
+  const bodyTarget = bodyTargetOf(state, method);
+  if (bodyTarget !== undefined) {
+    analyzeBody(input.body, bodyTarget, {
+      model,
+      accesses,
+      resolveReference: input.resolveReference,
+      walkReference: (path) => walkReference(path, model),
+    });
+  }
   const ctx: QueryContext = { model, aliases: query.aliases, accesses, work: 0, applied: new Set() };
   applyOptions(ctx, scope, query.options);
   // Aliases used by keys and function parameters in the path are expressions too.
@@ -281,12 +321,59 @@ function analyze(input: RequestInput): Analysis {
     state.shape === "entity" &&
     !headers.has("if-match") &&
     headers.get("if-none-match")?.trim() !== "*";
+  const entityPath = entityPathOf(input.path, state, method, model);
   return {
     kind: "access",
     accesses: accesses.items,
     effectiveMethod: method,
     ...(upsert ? { upsertEntitySet: state.hops[state.hops.length - 1] } : {}),
+    ...(entityPath !== undefined ? { entityPath } : {}),
   };
+}
+
+/**
+ * What the body of a request describes, for `./body.ts`; undefined when the
+ * body cannot name an entity (reads, deletes, primitive properties, `$value`
+ * and streams) or is left alone (bound action parameters).
+ */
+function bodyTargetOf(state: PathState, method: string): BodyTarget | undefined {
+  if (method === "GET" || method === "HEAD" || method === "DELETE") return undefined;
+  const { tail } = state;
+  if (tail?.kind === "ref") return { kind: "reference" };
+  if (tail !== undefined) return undefined;
+  if (state.property) {
+    if ((state.shape === "complex" || state.shape === "complexCollection") && state.position !== undefined) {
+      return { kind: "complex", position: state.position, collection: state.shape === "complexCollection", update: method !== "POST" };
+    }
+    return undefined;
+  }
+  if (method === "POST") return { kind: "entity", position: state.position, update: false };
+  return { kind: "entity", position: state.position, update: true };
+}
+
+/**
+ * Walks the resource path of a URL found in a body (a bind value, an
+ * `@odata.id`): it must address one entity. Returns the entity sets passed,
+ * the target last.
+ */
+function walkReference(path: string, model: ServiceModel | undefined): readonly string[] {
+  const segments = decodeSegments(path);
+  if (segments.length === 0 || segments[0].startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);
+  const state = walkPath(segments, model);
+  if (state.tail !== undefined || state.property || state.shape !== "entity") invalid(`'${excerpt(path)}' does not address one entity`);
+  return state.hops;
+}
+
+/** See `entityPath` in {@link Analysis}. */
+function entityPathOf(path: string, state: PathState, method: string, model: ServiceModel | undefined): string | undefined {
+  if (state.tail !== undefined || state.property) return undefined;
+  const raw = path.startsWith("/") ? path.slice(1) : path;
+  if (state.shape === "entity") return raw;
+  if (state.shape !== "collection" || method !== "POST") return undefined;
+  if (!model || state.position === undefined) return `${raw}(0)`;
+  const keys = model.keyOf(state.position);
+  if (keys.length === 0) return undefined;
+  return `${raw}(${keys.map((k) => `${encodeURIComponent(k)}=0`).join(",")})`;
 }
 
 /** The parameter aliases (`@p`) a text refers to outside string literals. */

@@ -29,6 +29,8 @@ interface Case {
   readonly path: string;
   readonly query?: string;
   readonly headers?: Record<string, string>;
+  /** The `entityPath` expected in an `access` analysis (see {@link Analysis}); absent when none is. */
+  readonly entityPath?: string;
   readonly expect: Analysis;
 }
 
@@ -69,7 +71,8 @@ function table(name: string, cases: readonly Case[]): void {
   const test = suite(name);
   for (const c of cases) {
     test(title(c), () => {
-      assert.equal(analyzeRequest(input(c)), c.expect);
+      const expected = c.entityPath === undefined ? c.expect : { ...c.expect, entityPath: c.entityPath };
+      assert.equal(analyzeRequest(input(c)), expected);
     });
   }
   test.run();
@@ -83,55 +86,57 @@ table("request: reads and keys", [
   { model: "v4", path: "/SalesOrders", query: "$count=true", expect: get(acc("SalesOrders", "list", PATH)) },
   { model: "v4", path: "/SalesOrders", query: "$top=5&$skip=10&$format=json&sap-client=100", expect: get(acc("SalesOrders", "list", PATH)) },
   { model: "v4", method: "HEAD", path: "/SalesOrders", expect: ok("HEAD", acc("SalesOrders", "list", PATH)) },
-  { model: "v4", path: "/SalesOrders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "v4", path: "/SalesOrders(ID=1)", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "v4", path: "/SalesOrders(@k)", query: "@k=1", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "v4", path: "/Customers('O''Neil')", expect: get(acc("Customers", "get", PATH)) },
-  { model: "v4", path: "/Customers('O%27%27Neil')", expect: get(acc("Customers", "get", PATH)) },
-  { model: "v4", path: "/PriceConditions(OrderID=1,Type='a,b')", expect: get(acc("PriceConditions", "get", PATH)) },
-  { model: "v4", path: "/PriceConditions(Type='x',OrderID=1)", expect: get(acc("PriceConditions", "get", PATH)) },
-  { model: "v4", path: "/SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "v4", path: "/Customers/O%20Neil", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(ID=1)", entityPath: "SalesOrders(ID=1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders(@k)", entityPath: "SalesOrders(@k)", query: "@k=1", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/Customers('O''Neil')", entityPath: "Customers('O''Neil')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/Customers('O%27%27Neil')", entityPath: "Customers('O%27%27Neil')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/PriceConditions(OrderID=1,Type='a,b')", entityPath: "PriceConditions(OrderID=1,Type='a,b')", expect: get(acc("PriceConditions", "get", PATH)) },
+  { model: "v4", path: "/PriceConditions(Type='x',OrderID=1)", entityPath: "PriceConditions(Type='x',OrderID=1)", expect: get(acc("PriceConditions", "get", PATH)) },
+  { model: "v4", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/Customers/O%20Neil", entityPath: "Customers/O%20Neil", expect: get(acc("Customers", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/Note", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/Note/$value", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/ShipTo/City", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/Tags/$count", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/Products('A')/$value", expect: get(acc("Products", "get", PATH)) },
   { model: "v4", path: "/Extensions(1)/Anything", expect: get(acc("Extensions", "get", PATH)) },
-  { model: "v4", path: "/Me", expect: get(acc("Me", "get", PATH)) },
+  { model: "v4", path: "/Me", entityPath: "Me", expect: get(acc("Me", "get", PATH)) },
   // Names are canonicalized to the model's spelling when only the case differs.
-  { model: "v4", path: "/salesorders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "v4", path: "/salesorders(1)", entityPath: "salesorders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
   // A %2F inside a key stays in its segment; %252F decodes once, to %2F.
-  { model: "v4", path: "/Customers('a%2Fb')", expect: get(acc("Customers", "get", PATH)) },
-  { model: "v4", path: "/Customers('a%252Fb')", expect: get(acc("Customers", "get", PATH)) },
-  { model: "v4", path: "/Customers('a%2F..%2F..%2FSalesOrders')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/Customers('a%2Fb')", entityPath: "Customers('a%2Fb')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/Customers('a%252Fb')", entityPath: "Customers('a%252Fb')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/Customers('a%2F..%2F..%2FSalesOrders')", entityPath: "Customers('a%2F..%2F..%2FSalesOrders')", expect: get(acc("Customers", "get", PATH)) },
   { model: "v2", path: "/SalesOrderSet", query: "$inlinecount=allpages", expect: get(acc("SalesOrderSet", "list", PATH)) },
-  { model: "v2", path: "/SalesOrderSet('1')", expect: get(acc("SalesOrderSet", "get", PATH)) },
-  { model: "v2", path: "/SalesOrderSet(guid'0050568d-393c-1ed4-9d97-e65f0f3fcc23')", expect: get(acc("SalesOrderSet", "get", PATH)) },
+  { model: "v2", path: "/SalesOrderSet('1')", entityPath: "SalesOrderSet('1')", expect: get(acc("SalesOrderSet", "get", PATH)) },
+  { model: "v2", path: "/SalesOrderSet(guid'0050568d-393c-1ed4-9d97-e65f0f3fcc23')", entityPath: "SalesOrderSet(guid'0050568d-393c-1ed4-9d97-e65f0f3fcc23')", expect: get(acc("SalesOrderSet", "get", PATH)) },
   {
     model: "v2",
     path: "/SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
+    entityPath: "SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
     expect: get(acc("SalesOrderItemSet", "get", PATH)),
   },
   { model: "v2", path: "/SalesOrderSet/$count", expect: get(acc("SalesOrderSet", "list", PATH)) },
   { model: "none", path: "/SalesOrders", query: "$count=true", expect: get(acc("SalesOrders", "list", PATH)) },
-  { model: "none", path: "/SalesOrders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "none", path: "/SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "none", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
+  { model: "none", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "none", path: "/SalesOrders(1)/$value", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "none", path: "/SalesOrders/$count", expect: get(acc("SalesOrders", "list", PATH)) },
 ]);
 
 // Writes: create, update (tunnelled or not), delete, properties, upserts.
 table("request: writes", [
-  { model: "v4", method: "POST", path: "/SalesOrders", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
-  { model: "v4", method: "PUT", path: "/SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
-  { model: "v4", method: "PATCH", path: "/SalesOrders(1)", expect: upsert("PATCH", "SalesOrders", acc("SalesOrders", "update", PATH)) },
-  { model: "v4", method: "MERGE", path: "/SalesOrders(1)", expect: ok("MERGE", acc("SalesOrders", "update", PATH)) },
-  { model: "v4", method: "DELETE", path: "/SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
+  { model: "v4", method: "POST", path: "/SalesOrders", entityPath: "SalesOrders(ID=0)", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
+  { model: "v4", method: "PUT", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "PATCH", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: upsert("PATCH", "SalesOrders", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "MERGE", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: ok("MERGE", acc("SalesOrders", "update", PATH)) },
+  { model: "v4", method: "DELETE", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
   {
     model: "v4",
     method: "PUT",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     headers: { "If-Match": 'W/"1"' },
     expect: ok("PUT", acc("SalesOrders", "update", PATH)),
   },
@@ -139,6 +144,7 @@ table("request: writes", [
     model: "v4",
     method: "PUT",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     headers: { "if-none-match": "*" },
     expect: ok("PUT", acc("SalesOrders", "create", "resource path (If-None-Match: *)")),
   },
@@ -146,6 +152,7 @@ table("request: writes", [
     model: "v4",
     method: "POST",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     headers: { "X-HTTP-Method": "DELETE" },
     expect: ok("DELETE", acc("SalesOrders", "delete", PATH)),
   },
@@ -153,6 +160,7 @@ table("request: writes", [
     model: "v4",
     method: "POST",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     headers: { "x-http-method": "put" },
     expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)),
   },
@@ -160,6 +168,7 @@ table("request: writes", [
     model: "v4",
     method: "POST",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     headers: { "X-HTTP-Method-Override": "PATCH" },
     expect: upsert("PATCH", "SalesOrders", acc("SalesOrders", "update", PATH)),
   },
@@ -170,7 +179,7 @@ table("request: writes", [
   { model: "v4", method: "PUT", path: "/Products('A')/$value", expect: ok("PUT", acc("Products", "update", PATH)) },
   { model: "v4", method: "DELETE", path: "/Products('A')/$value", expect: ok("DELETE", acc("Products", "update", PATH)) },
   { model: "v4", method: "PUT", path: "/SalesOrders(1)/Note/$value", expect: ok("PUT", acc("SalesOrders", "update", PATH)) },
-  { model: "v4", method: "PATCH", path: "/Me", expect: upsert("PATCH", "Me", acc("Me", "update", PATH)) },
+  { model: "v4", method: "PATCH", path: "/Me", entityPath: "Me", expect: upsert("PATCH", "Me", acc("Me", "update", PATH)) },
   { model: "v4", method: "POST", path: "/SalesOrders(1)/Customer", expect: denied("POST is only allowed on collections") },
   { model: "v4", method: "PATCH", path: "/SalesOrders", expect: denied("PATCH on a whole collection is not allowed") },
   { model: "v4", method: "DELETE", path: "/SalesOrders", expect: denied("DELETE on a whole collection is not allowed") },
@@ -197,24 +206,26 @@ table("request: writes", [
     headers: { "X-HTTP-Method": "PUT", "X-HTTP-Method-Override": "DELETE" },
     expect: invalid("X-HTTP-Method and X-HTTP-Method-Override disagree"),
   },
-  { model: "v2", method: "POST", path: "/SalesOrderSet", expect: ok("POST", acc("SalesOrderSet", "create", PATH)) },
+  { model: "v2", method: "POST", path: "/SalesOrderSet", entityPath: "SalesOrderSet(SalesOrderID=0)", expect: ok("POST", acc("SalesOrderSet", "create", PATH)) },
   {
     model: "v2",
     method: "MERGE",
     path: "/SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
+    entityPath: "SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
     expect: ok("MERGE", acc("SalesOrderItemSet", "update", PATH)),
   },
   {
     model: "v2",
     method: "POST",
     path: "/SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
+    entityPath: "SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
     headers: { "X-HTTP-Method": "MERGE" },
     expect: ok("MERGE", acc("SalesOrderItemSet", "update", PATH)),
   },
-  { model: "v2", method: "DELETE", path: "/SalesOrderSet('1')", expect: ok("DELETE", acc("SalesOrderSet", "delete", PATH)) },
-  { model: "none", method: "POST", path: "/SalesOrders", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
-  { model: "none", method: "PUT", path: "/SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
-  { model: "none", method: "DELETE", path: "/SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
+  { model: "v2", method: "DELETE", path: "/SalesOrderSet('1')", entityPath: "SalesOrderSet('1')", expect: ok("DELETE", acc("SalesOrderSet", "delete", PATH)) },
+  { model: "none", method: "POST", path: "/SalesOrders", entityPath: "SalesOrders(0)", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
+  { model: "none", method: "PUT", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
+  { model: "none", method: "DELETE", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
 ]);
 
 // Navigation in the resource path: every entity passed is read, then the target.
@@ -222,6 +233,7 @@ table("request: navigation in the path", [
   {
     model: "v4",
     path: "/SalesOrders(1)/Customer",
+    entityPath: "SalesOrders(1)/Customer",
     expect: get(acc("SalesOrders", "get", SOURCE), acc("Customers", "get", PATH)),
   },
   {
@@ -244,56 +256,66 @@ table("request: navigation in the path", [
   {
     model: "v4",
     path: "/SalesOrders(1)/Items(2)/Product",
+    entityPath: "SalesOrders(1)/Items(2)/Product",
     expect: get(acc("SalesOrders", "get", SOURCE), acc("Products", "get", PATH)),
   },
   {
     model: "v4",
     path: "/SalesOrders(1)/Items/2/Product/Category",
+    entityPath: "SalesOrders(1)/Items/2/Product/Category",
     expect: get(acc("SalesOrders", "get", SOURCE), acc("Products", "get", SOURCE), acc("Categories", "get", PATH)),
   },
   {
     model: "v4",
     path: "/SalesOrders(1)/ShipTo/CountryInfo",
+    entityPath: "SalesOrders(1)/ShipTo/CountryInfo",
     expect: get(acc("SalesOrders", "get", SOURCE), acc("Countries", "get", PATH)),
   },
   {
     model: "v4",
     path: "/SalesOrders(1)/Sales.SpecialOrder/Escalation",
+    entityPath: "SalesOrders(1)/Sales.SpecialOrder/Escalation",
     expect: get(acc("SalesOrders", "get", SOURCE), acc("Employees", "get", PATH)),
   },
   {
     model: "v4",
     path: "/SalesOrders/Sales.SpecialOrder(1)/Escalation",
+    entityPath: "SalesOrders/Sales.SpecialOrder(1)/Escalation",
     expect: get(acc("SalesOrders", "get", SOURCE), acc("Employees", "get", PATH)),
   },
   { model: "v4", path: "/Me/Orders", expect: get(acc("Me", "get", SOURCE), acc("SalesOrders", "list", PATH)) },
   {
     model: "v4",
     path: "/SalesOrders(1)/customer",
+    entityPath: "SalesOrders(1)/customer",
     expect: get(acc("SalesOrders", "get", SOURCE), acc("Customers", "get", PATH)),
   },
   {
     model: "v4",
     method: "POST",
     path: "/SalesOrders(1)/Items",
+    entityPath: "SalesOrders(1)/Items(ItemNo=0)",
     expect: ok("POST", acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "create", PATH)),
   },
   {
     model: "v4",
     method: "POST",
     path: "/Customers('A')/Orders",
+    entityPath: "Customers('A')/Orders(ID=0)",
     expect: ok("POST", acc("Customers", "get", SOURCE), acc("SalesOrders", "create", PATH)),
   },
   {
     model: "v4",
     method: "PATCH",
     path: "/SalesOrders(1)/Customer",
+    entityPath: "SalesOrders(1)/Customer",
     expect: upsert("PATCH", "Customers", acc("SalesOrders", "get", SOURCE), acc("Customers", "update", PATH)),
   },
   {
     model: "v4",
     method: "DELETE",
     path: "/SalesOrders(1)/Customer",
+    entityPath: "SalesOrders(1)/Customer",
     expect: ok("DELETE", acc("SalesOrders", "get", SOURCE), acc("Customers", "delete", PATH)),
   },
   // Links: update of the source, get of the target.
@@ -334,6 +356,7 @@ table("request: navigation in the path", [
   {
     model: "v2",
     path: "/CustomerSet('C')/ToOrders('1')/ToItems(SalesOrderID='1',ItemPosition='10')/ToProduct",
+    entityPath: "CustomerSet('C')/ToOrders('1')/ToItems(SalesOrderID='1',ItemPosition='10')/ToProduct",
     expect: get(
       acc("CustomerSet", "get", SOURCE),
       acc("SalesOrderSet", "get", SOURCE),
@@ -345,6 +368,7 @@ table("request: navigation in the path", [
     model: "v2",
     method: "POST",
     path: "/SalesOrderSet('1')/ToItems",
+    entityPath: "SalesOrderSet('1')/ToItems(SalesOrderID=0,ItemPosition=0)",
     expect: ok("POST", acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderItemSet", "create", PATH)),
   },
   {
@@ -453,18 +477,21 @@ table("request: query options", [
   {
     model: "v4",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     query: "$expand=Customer",
     expect: get(acc("SalesOrders", "get", PATH), acc("Customers", "get", "$expand Customer")),
   },
   {
     model: "v4",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     query: "$expand=Items",
     expect: get(acc("SalesOrders", "get", PATH), acc("SalesOrders", "list", "$expand Items")),
   },
   {
     model: "v4",
     path: "/Customers('A')",
+    entityPath: "Customers('A')",
     query: "$expand=Orders($expand=Items($expand=Product;$select=Quantity);$select=Note),Address/CountryInfo",
     expect: get(
       acc("Customers", "get", PATH),
@@ -514,24 +541,28 @@ table("request: query options", [
   {
     model: "v4",
     path: "/Categories(1)",
+    entityPath: "Categories(1)",
     query: "$expand=Children($levels=2)",
     expect: get(acc("Categories", "get", PATH), acc("Categories", "list", "$expand Children")),
   },
   {
     model: "v4",
     path: "/Products('A')",
+    entityPath: "Products('A')",
     query: "$expand=Category($expand=Children($levels=max))",
     expect: get(acc("Products", "get", PATH), acc("Categories", "get", "$expand Category"), acc("Categories", "list", "$expand Category/Children")),
   },
   {
     model: "v4",
     path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
     query: "$expand=Customer/$ref",
     expect: get(acc("SalesOrders", "get", PATH), acc("Customers", "get", "$expand Customer")),
   },
   {
     model: "v4",
     path: "/Customers('A')",
+    entityPath: "Customers('A')",
     query: "$expand=Orders/$count",
     expect: get(acc("Customers", "get", PATH), acc("SalesOrders", "list", "$expand Orders")),
   },
@@ -668,6 +699,7 @@ table("request: query options", [
     model: "v4",
     method: "POST",
     path: "/SalesOrders",
+    entityPath: "SalesOrders(ID=0)",
     query: "$expand=Customer",
     expect: ok("POST", acc("SalesOrders", "create", PATH), acc("Customers", "get", "$expand Customer")),
   },
@@ -875,6 +907,7 @@ table("request: adversarial input", [
   {
     model: "v4",
     path: `/Customers('${"(".repeat(5_000)}')`,
+    entityPath: `Customers('${"(".repeat(5_000)}')`,
     expect: get(acc("Customers", "get", PATH)),
   },
   { model: "v4", path: "/SalesOrders", query: `$filter=${"a".repeat(1024 * 1024)}`, expect: invalid("query string is longer than 32768 characters") },
@@ -930,6 +963,60 @@ timing("every adversarial shape answers within 250 ms and never throws", () => {
 });
 
 timing.run();
+
+const entityPaths = suite("request: entityPath addresses the entity a request yields");
+
+// Each created entity's path, followed by a navigation, must analyze as a read through it.
+const yields: [keyof typeof MODELS, string, string, string, Access[]][] = [
+  ["v4", "/SalesOrders", "SalesOrders(ID=0)", "Customer", [acc("SalesOrders", "get", SOURCE), acc("Customers", "get", PATH)]],
+  ["v4", "/PriceConditions", "PriceConditions(OrderID=0,Type=0)", "Value", [acc("PriceConditions", "get", PATH)]],
+  ["v4", "/SalesOrders(1)/Items", "SalesOrders(1)/Items(ItemNo=0)", "Product", [acc("SalesOrders", "get", SOURCE), acc("Products", "get", PATH)]],
+  ["v4", "/SalesOrders/Sales.SpecialOrder", "SalesOrders/Sales.SpecialOrder(ID=0)", "Escalation", [acc("SalesOrders", "get", SOURCE), acc("Employees", "get", PATH)]],
+  ["v4", "/Me/Orders", "Me/Orders(ID=0)", "Items", [acc("Me", "get", SOURCE), acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "list", PATH)]],
+  [
+    "v2",
+    "/SalesOrderSet('1')/ToItems",
+    "SalesOrderSet('1')/ToItems(SalesOrderID=0,ItemPosition=0)",
+    "ToProduct",
+    [acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderItemSet", "get", SOURCE), acc("ProductSet", "get", PATH)],
+  ],
+];
+for (const [model, path, entityPath, next, accesses] of yields) {
+  entityPaths(`${model} POST ${path} yields ${entityPath}`, () => {
+    const created = analyzeRequest(input({ model, method: "POST", path, expect: denied("") }));
+    assert.is(created.kind === "access" ? created.entityPath : undefined, entityPath);
+    const through = analyzeRequest(input({ model, path: `${entityPath}/${next}`, expect: denied("") }));
+    assert.equal(through.kind === "access" ? through.accesses : through, accesses);
+  });
+}
+entityPaths("none POST /SalesOrders yields SalesOrders(0), which reads as one entity", () => {
+  const created = analyzeRequest(input({ model: "none", method: "POST", path: "/SalesOrders", expect: denied("") }));
+  assert.is(created.kind === "access" ? created.entityPath : undefined, "SalesOrders(0)");
+  assert.equal(analyzeRequest(input({ model: "none", path: "SalesOrders(0)", expect: denied("") })), {
+    ...get(acc("SalesOrders", "get", PATH)),
+    entityPath: "SalesOrders(0)",
+  });
+});
+// Nothing that yields a collection, a property, a link or an operation result has one.
+for (const [method, path] of [
+  ["GET", "/SalesOrders"],
+  ["GET", "/SalesOrders(1)/Items"],
+  ["POST", "/SalesOrders(1)/Tags"],
+  ["GET", "/SalesOrders(1)/Note"],
+  ["PUT", "/Products('A')/$value"],
+  ["POST", "/Customers('A')/Orders/$ref"],
+  ["GET", "/SalesOrders(1)/Customer/$ref"],
+  ["POST", "/SalesOrders(1)/Sales.Approve"],
+  ["GET", "/SalesOrders(1)/Sales.GetTotal()"],
+]) {
+  entityPaths(`v4 ${method} ${path} has none`, () => {
+    const analysis = analyzeRequest(input({ model: "v4", method, path, expect: denied("") }));
+    assert.is(analysis.kind, "access");
+    assert.is(analysis.kind === "access" ? analysis.entityPath : "", undefined);
+  });
+}
+
+entityPaths.run();
 
 const ifMatch = suite("request: needsIfMatchStar");
 

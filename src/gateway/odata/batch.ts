@@ -1,0 +1,945 @@
+/**
+ * The `$batch` half of the OData authorizer: parses a batch request body
+ * (multipart, OData V2 and V4; or the V4.01 JSON format), analyzes every
+ * individual request with {@link analyzeRequest}, and writes the body the
+ * back end receives. Pure: no Fastify, no I/O; the gateway buffers the body
+ * (within its body limit), authorizes the reported accesses itself and
+ * forwards only on `kind: "access"`.
+ *
+ * What the back end receives is written from what was parsed here, never
+ * passed through as received, so that it cannot read the batch differently:
+ * - Multipart: the delimiter lines are written anew (`--b` CRLF … CRLF
+ *   `--b--`), so preambles, epilogues, transport padding and bare-LF line
+ *   endings of the framing are dropped; header lines and request lines are
+ *   written as parsed, joined with CRLF. With CRLF input and nothing to
+ *   rewrite, every part comes out byte-identical, bodies always do.
+ * - `--<boundary>` may not occur anywhere in its multipart body except as
+ *   a delimiter line (RFC 2046 §5.1.1 chooses boundaries so), so no parser,
+ *   however lenient, can find a part boundary inside a body. A MIME-level
+ *   `Content-Length` is recomputed for what is written, when that changed. Folded header lines,
+ *   duplicate headers, control characters, non-ASCII request lines,
+ *   non-identity `Content-Transfer-Encoding`, `Transfer-Encoding` and a
+ *   `Content-Length` beyond the body are refused (invalid).
+ * - JSON: duplicate member names are refused at every level (bodies
+ *   included); the body is forwarded as received, but for the `url` values
+ *   and `headers` rewritten in place.
+ *
+ * Decisions the protocols leave open, taken here:
+ * - Part URLs may be relative to the service root, absolute paths or
+ *   absolute `http(s)` URLs. An absolute one must lie below the service root
+ *   the client addressed (`clientRoot`); it is forwarded in the relative
+ *   form, since the back end has another root. The host of an absolute URL
+ *   is not compared: the part reaches this service whatever it names, as
+ *   the relative form is all that is forwarded. Anything else (other paths,
+ *   dot segments, other schemes, network-path references, query-only URLs)
+ *   is denied as leaving the service root; the service document itself
+ *   cannot be requested in a batch.
+ * - `$<id>` (first segment) refers to an earlier part: in multipart to a
+ *   preceding part of the same change set (4.0 rules; references across
+ *   change sets are refused), in JSON to any preceding request named, or
+ *   whose atomicity group is named, in `dependsOn`. The part is analyzed
+ *   with `$<id>` replaced by the `entityPath` the referenced part's analysis
+ *   reports; it is forwarded unchanged. Request ids must satisfy the ABNF
+ *   `request-id` rule and may not be the name of a system resource
+ *   (`$metadata`, `$batch`, …), so a reference cannot be read as one; a
+ *   multipart Content-ID used twice in the batch cannot be referred to.
+ * - `Authorization`, `Proxy-Authorization`, `Cookie` and the other headers
+ *   the protocol forbids in parts (`Expect`, `From`, `Max-Forwards`,
+ *   `Range`, `TE`) are refused (invalid): the back end's credentials are the
+ *   gateway's business. So is JSON's conditional `if` member (denied): it
+ *   evaluates an expression against data.
+ * - Structure first: the whole body is parsed and checked before the first
+ *   part is analyzed; then the parts are analyzed in order and the first
+ *   denied or invalid one answers for the batch, naming the part
+ *   (`batch part 2 (POST Customers): …`). Parts are numbered from 1 in
+ *   document order, requests inside change sets included.
+ * - Upserting `PUT`/`PATCH` parts (see {@link needsIfMatchStar}) get
+ *   `If-Match: *` when the key may not create in the entity set.
+ */
+import type { ServiceModel } from "./metadata.js";
+import { AccessList, type Access } from "./query.js";
+import { analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
+import { jsonValue, parseJson, type JsonNode } from "./json.js";
+import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid } from "./syntax.js";
+
+export { MAX_JSON_DEPTH } from "./json.js";
+
+/** Most individual requests in one batch (change set members included). */
+export const MAX_BATCH_PARTS = 1000;
+
+/** Most header lines in one header block (a part's MIME headers, or a request's headers). */
+export const MAX_HEADER_LINES = 100;
+
+/** Longest header or request line, in characters. */
+export const MAX_LINE_LENGTH = 64 * 1024;
+
+/** Longest request id (`Content-ID`, JSON `id` and `atomicityGroup`). */
+export const MAX_REQUEST_ID_LENGTH = 128;
+
+
+/** What the gateway knows of a `$batch` request. */
+export interface BatchInput {
+  /** The `Content-Type` of the `$batch` request. */
+  readonly contentType: string;
+  /** The whole body, already buffered by the gateway (which limits its size). */
+  readonly body: Buffer;
+  /** The service root as the client addressed it, raw, e.g. `/odata/prod/API_BP` (a trailing slash is ignored). */
+  readonly clientRoot: string;
+  /** The service's parsed `$metadata`; undefined when it is unavailable. */
+  readonly model: ServiceModel | undefined;
+  /** Whether the key may `create` in an entity set: upserting parts without it get `If-Match: *`. */
+  readonly mayCreate: (entitySet: string) => boolean;
+}
+
+/** The outcome of {@link analyzeBatch}. */
+export type BatchAnalysis =
+  /** Authorize every access; when all are allowed, forward `body` with `contentType`. */
+  | {
+      readonly kind: "access";
+      /** What all parts need, first occurrence of each (entity set, operation) pair, in part order; reasons name the part. */
+      readonly accesses: readonly Access[];
+      /** How many individual requests the batch holds. */
+      readonly parts: number;
+      /** The body to forward (relative URLs, `If-Match: *` added where needed). */
+      readonly body: Buffer;
+      /** The content type to forward (the request's: boundaries are kept). */
+      readonly contentType: string;
+    }
+  /** A part is well-formed but not allowed through the gateway (403); the message names it. */
+  | { readonly kind: "denied"; readonly message: string }
+  /** The batch or a part is malformed (400); the message names the part where there is one. */
+  | { readonly kind: "invalid"; readonly message: string };
+
+/**
+ * Analyzes a `$batch` request body. Never throws: malformed input is
+ * `invalid`, anything the gateway will not let through is `denied`.
+ */
+export function analyzeBatch(input: BatchInput): BatchAnalysis {
+  try {
+    return analyze(input);
+  } catch (error) {
+    if (error instanceof Refusal) return { kind: error.kind, message: error.message };
+    // A bug here must not let the batch through.
+    return { kind: "denied", message: "the batch could not be analyzed" };
+  }
+}
+
+function analyze(input: BatchInput): BatchAnalysis {
+  const media = parseMediaType(input.contentType, "the batch Content-Type");
+  if (media.type === "multipart/mixed") {
+    const boundary = media.params.get("boundary");
+    if (boundary === undefined) invalid("the batch Content-Type has no boundary parameter");
+    checkBoundary(boundary, "the batch Content-Type");
+    return analyzeMultipart(input, boundary);
+  }
+  if (media.type === "application/json") {
+    checkCharset(media, "the batch Content-Type");
+    return analyzeJsonBatch(input);
+  }
+  invalid(`unsupported batch Content-Type '${excerpt(input.contentType)}': expected multipart/mixed or application/json`);
+}
+
+// ---------------------------------------------------------------------------
+// Shared: media types, headers, URLs, the analysis of one part
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+interface MediaType {
+  /** `type/subtype`, lower case. */
+  readonly type: string;
+  /** Parameters by lower-case name, unquoted. */
+  readonly params: ReadonlyMap<string, string>;
+}
+
+/** Parses a media type (RFC 9110 §8.3.1); refuses (invalid) anything malformed, naming it `what`. */
+function parseMediaType(value: string, what: string): MediaType {
+  const bad: () => never = () => invalid(`${what} '${excerpt(value)}' is malformed`);
+  const semi = value.indexOf(";");
+  const type = (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
+  const slash = type.indexOf("/");
+  if (slash < 0 || !TOKEN.test(type.slice(0, slash)) || !TOKEN.test(type.slice(slash + 1))) bad();
+  const params = new Map<string, string>();
+  let i = semi < 0 ? value.length : semi;
+  const skipSpace = () => {
+    while (value[i] === " " || value[i] === "\t") i++;
+  };
+  while (i < value.length) {
+    if (value[i] !== ";") bad();
+    i++;
+    skipSpace();
+    if (i === value.length) break;
+    const eq = value.indexOf("=", i);
+    if (eq < 0) bad();
+    const name = value.slice(i, eq).toLowerCase();
+    if (!TOKEN.test(name)) bad();
+    i = eq + 1;
+    let v = "";
+    if (value[i] === '"') {
+      for (i++; ; i++) {
+        if (i >= value.length) bad();
+        if (value[i] === '"') break;
+        if (value[i] === "\\") i++;
+        if (i >= value.length) bad();
+        v += value[i];
+      }
+      i++;
+    } else {
+      const start = i;
+      while (i < value.length && value[i] !== ";" && value[i] !== " " && value[i] !== "\t") i++;
+      v = value.slice(start, i);
+      if (!TOKEN.test(v)) bad();
+    }
+    if (params.has(name)) invalid(`${what} gives parameter '${excerpt(name)}' twice`);
+    params.set(name, v);
+    skipSpace();
+  }
+  return { type, params };
+}
+
+function checkCharset(media: MediaType, what: string): void {
+  const charset = media.params.get("charset")?.toLowerCase();
+  if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") invalid(`${what} names charset '${excerpt(charset)}'; only UTF-8 is supported`);
+}
+
+function isJsonType(type: string): boolean {
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
+// RFC 2046 §5.1.1: 1 to 70 characters, not ending with a space.
+const BOUNDARY = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
+
+function checkBoundary(boundary: string, what: string): void {
+  if (!BOUNDARY.test(boundary)) invalid(`${what} has a malformed boundary '${excerpt(boundary)}'`);
+}
+
+// OData ABNF `request-id = 1*unreserved`.
+const REQUEST_ID = /^[A-Za-z0-9\-._~]+$/;
+
+// Top-level system resources and other `$` names: `$<name>` must never be
+// read as a reference to a request, so no request may be named so.
+const RESERVED_IDS = new Set(["all", "batch", "count", "crossjoin", "each", "entity", "filter", "id", "it", "links", "metadata", "query", "ref", "root", "this", "value"]);
+
+function checkRequestId(id: string, what: string): void {
+  if (id.length > MAX_REQUEST_ID_LENGTH) invalid(`${what} is longer than ${MAX_REQUEST_ID_LENGTH} characters`);
+  if (!REQUEST_ID.test(id)) invalid(`${what} '${excerpt(id)}' must consist of letters, digits, '-', '.', '_' and '~'`);
+  if (RESERVED_IDS.has(id.toLowerCase())) invalid(`${what} '${id}' is reserved: $${id} names a system resource`);
+}
+
+/** Headers an individual request may not carry (OData 4.01 Protocol §11.7.7.1, plus the client's session). */
+const FORBIDDEN_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "expect", "from", "max-forwards", "range", "te"]);
+
+/** One part's request headers: as given (for the analyzer), and by lower-case name. */
+interface PartHeaders {
+  readonly record: Record<string, string>;
+  readonly byName: ReadonlyMap<string, string>;
+}
+
+/** Adds one header; refuses duplicates (case-insensitive) and forbidden headers. */
+function addHeader(into: { record: Record<string, string>; byName: Map<string, string> }, name: string, value: string, forbid: boolean): void {
+  const lower = name.toLowerCase();
+  if (into.byName.has(lower)) invalid(`header '${excerpt(name)}' is given twice`);
+  if (forbid && FORBIDDEN_HEADERS.has(lower)) invalid(`header '${name}' is not allowed in a batch part`);
+  into.byName.set(lower, value);
+  into.record[name] = value;
+}
+
+function newHeaders(): { record: Record<string, string>; byName: Map<string, string> } {
+  // No prototype: a header named `__proto__` must stay a header.
+  return { record: Object.create(null) as Record<string, string>, byName: new Map() };
+}
+
+/** Where a part's URL points, below the service root. */
+interface Target {
+  /** The URL relative to the service root (path and query), as it is analyzed and forwarded. */
+  readonly relative: string;
+  /** Whether the part gave an absolute path or URL, which is forwarded as `relative`. */
+  readonly rewritten: boolean;
+}
+
+const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+
+/**
+ * Resolves a part's URL against the service root the client addressed;
+ * refuses (denied) anything that leaves it.
+ */
+function resolveTarget(url: string, clientRoot: string): Target {
+  if (url.includes("#")) invalid("the URL has a fragment");
+  if (url.includes("\\")) invalid("the URL contains a backslash");
+  let path = url;
+  let rewritten = false;
+  if (SCHEME.test(url)) {
+    const m = /^https?:\/\/[^/?]*(.*)$/i.exec(url);
+    if (m === null) denied("URL leaves the service root");
+    path = m[1];
+    rewritten = true;
+  }
+  if (path.startsWith("/")) {
+    rewritten = true;
+    const q = path.indexOf("?");
+    const p = q < 0 ? path : path.slice(0, q);
+    if (p === clientRoot || p === `${clientRoot}/`) denied("the service document cannot be requested in a batch");
+    if (!path.startsWith(`${clientRoot}/`)) denied("URL leaves the service root");
+    path = path.slice(clientRoot.length + 1);
+  }
+  const q = path.indexOf("?");
+  const p = q < 0 ? path : path.slice(0, q);
+  if (p === "") denied("URL leaves the service root: it addresses no resource below it");
+  for (const raw of p.split("/")) {
+    // Decoded once, as the analyzer and most back ends do; `%2F` may split a segment.
+    const decoded = decodeOnce(raw) ?? raw;
+    if (decoded.split(/[/\\]/).some((s) => s === "." || s === "..")) denied("URL leaves the service root");
+  }
+  return { relative: path, rewritten };
+}
+
+/** A request of the batch, as both formats describe it. */
+interface Part {
+  /** 1-based, in document order. */
+  readonly no: number;
+  /** As given (JSON: upper-cased). */
+  readonly method: string;
+  /** As given. */
+  readonly url: string;
+  readonly headers: PartHeaders;
+  readonly body: RequestBody | undefined;
+  /** The request id (`Content-ID`, JSON `id`). */
+  readonly id: string | undefined;
+}
+
+function labelOf(part: { no: number; method?: string; url?: string }): string {
+  if (part.method === undefined || part.url === undefined) return `batch part ${part.no}`;
+  return `batch part ${part.no} (${excerpt(part.method)} ${excerpt(part.url)})`;
+}
+
+/** Runs `fn`, prefixing the message of any refusal with `label`. */
+function within<T>(label: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof Refusal) throw new Refusal(error.kind, `${label}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** What the analysis of one part leaves for the rewrite. */
+interface PartResult {
+  readonly analysis: Analysis;
+  /** The relative URL to forward when the part gave an absolute one. */
+  readonly relativeUrl: string | undefined;
+  /** Whether `If-Match: *` must be added. */
+  readonly ifMatchStar: boolean;
+}
+
+/**
+ * Analyzes one part: resolves its URL (and a `$<id>` reference through
+ * `entityPathOf`), runs {@link analyzeRequest}, and records its accesses.
+ * Refuses (with the part named) anything denied or invalid.
+ */
+function analyzePart(
+  part: Part,
+  input: BatchInput,
+  clientRoot: string,
+  entityPathOf: (id: string) => string,
+  accesses: AccessList,
+): PartResult {
+  return within(labelOf(part), () => {
+    const target = resolveTarget(part.url, clientRoot);
+    const q = target.relative.indexOf("?");
+    let path = q < 0 ? target.relative : target.relative.slice(0, q);
+    const query = q < 0 ? "" : target.relative.slice(q + 1);
+    const first = path.split("/")[0];
+    const id = referenceId(first);
+    if (id !== undefined) path = `${entityPathOf(id).replace(/^\//, "")}${path.slice(first.length)}`;
+    const analysis = analyzeRequest({
+      method: part.method,
+      path,
+      query,
+      headers: part.headers.record,
+      ...(input.model ? { model: input.model } : {}),
+      ...(part.body ? { body: part.body } : {}),
+      resolveReference: (url) => bodyReference(url, clientRoot),
+    });
+    if (analysis.kind === "batch") denied("a batch cannot contain another batch");
+    if (analysis.kind === "denied" || analysis.kind === "invalid") throw new Refusal(analysis.kind, analysis.message);
+    if (analysis.kind === "access") {
+      for (const a of analysis.accesses) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
+    }
+    return {
+      analysis,
+      relativeUrl: target.rewritten ? target.relative : undefined,
+      ifMatchStar: needsIfMatchStar(analysis, input.mayCreate),
+    };
+  });
+}
+
+/** The request id a first path segment refers to (`$1` → `1`), or undefined when it is no reference. */
+function referenceId(segment: string): string | undefined {
+  if (!segment.startsWith("$")) return undefined;
+  const id = segment.slice(1);
+  if (!REQUEST_ID.test(id) || RESERVED_IDS.has(id.toLowerCase())) return undefined;
+  return id;
+}
+
+/** `resolveReference` for part bodies: an absolute URL below the service root, as a resource path. */
+function bodyReference(url: string, clientRoot: string): string | undefined {
+  try {
+    const target = resolveTarget(url, clientRoot);
+    return target.relative.includes("?") ? undefined : target.relative;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The referenced part's entity path, or a refusal saying why there is none. */
+function entityPathFrom(id: string, analysis: Analysis): string {
+  if (analysis.kind !== "access" || analysis.entityPath === undefined) invalid(`$${id} refers to a request that does not yield a single entity`);
+  return analysis.entityPath;
+}
+
+function normalizeRoot(clientRoot: string): string {
+  return clientRoot.replace(/\/+$/, "");
+}
+
+// ---------------------------------------------------------------------------
+// Multipart
+
+/** Where one body part of a multipart body lies: `[start, end)` in the latin1 text. */
+type Range = readonly [number, number];
+
+interface Multipart {
+  readonly parts: readonly Range[];
+  /** Whether the close delimiter line ended with a line break. */
+  readonly closeTerminated: boolean;
+}
+
+/**
+ * Splits `text[start, end)` at the delimiter lines of `boundary`. Every
+ * occurrence of `--boundary` must be a delimiter line: at the start of the
+ * range or of a line, followed by `--` (close), optional padding and a line
+ * break (or the end of the range, after the close delimiter); anything after
+ * the close delimiter is an epilogue and may not contain it either.
+ */
+function splitMultipart(text: string, start: number, end: number, boundary: string, what: string): Multipart {
+  const dash = `--${boundary}`;
+  // Searched within the range only (indices below are relative to it): a
+  // search running on past a change set would make the batch quadratic.
+  const region = start === 0 && end === text.length ? text : text.slice(start, end);
+  const n = region.length;
+  const parts: Range[] = [];
+  let partStart = -1;
+  let closed = false;
+  let closeTerminated = false;
+  for (let pos = 0; ; ) {
+    const i = region.indexOf(dash, pos);
+    if (i < 0) break;
+    if (closed) invalid(`${what}: the boundary '${excerpt(boundary)}' appears after the close delimiter`);
+    let j = i + dash.length;
+    const close = region.startsWith("--", j);
+    if (close) j += 2;
+    while (j < n && (region[j] === " " || region[j] === "\t")) j++;
+    let next = -1;
+    if (region[j] === "\n") next = j + 1;
+    else if (region[j] === "\r" && region[j + 1] === "\n") next = j + 2;
+    const atLineStart = i === 0 || region[i - 1] === "\n";
+    if (!atLineStart || (next < 0 && !(close && j === n))) {
+      invalid(`${what}: the boundary '${excerpt(boundary)}' appears inside a body part (offset ${start + i})`);
+    }
+    if (partStart >= 0) {
+      if (parts.length >= MAX_BATCH_PARTS) invalid(`the batch has more than ${MAX_BATCH_PARTS} parts`);
+      // The line break before a delimiter belongs to the delimiter.
+      const partEnd = i > partStart && region[i - 1] === "\n" ? (i - 1 > partStart && region[i - 2] === "\r" ? i - 2 : i - 1) : i;
+      parts.push([start + partStart, start + partEnd]);
+    }
+    if (close) {
+      closed = true;
+      closeTerminated = next >= 0;
+      pos = next >= 0 ? next : n;
+      continue;
+    }
+    partStart = next;
+    pos = next;
+  }
+  if (partStart < 0 && !closed) invalid(`${what} has no delimiter line '--${excerpt(boundary)}'`);
+  if (!closed) invalid(`${what} is not terminated: the close delimiter '--${excerpt(boundary)}--' is missing`);
+  return { parts, closeTerminated };
+}
+
+/** A header block: lines (without line breaks), and how it ended. */
+interface Head {
+  readonly lines: string[];
+  /** Whether the last line ended with a line break. */
+  terminated: boolean;
+  /** Whether an empty line ended the block. */
+  readonly blank: boolean;
+  /** Where the content after the block starts. */
+  readonly next: number;
+}
+
+/** Reads lines from `text[from, to)` up to the first empty line (either CRLF or LF ends a line). */
+function readHead(text: string, from: number, to: number, maxLines: number): Head {
+  const lines: string[] = [];
+  let pos = from;
+  while (pos < to) {
+    let nl = text.indexOf("\n", pos);
+    if (nl >= to) nl = -1;
+    const lineEnd = nl < 0 ? to : nl > pos && text[nl - 1] === "\r" ? nl - 1 : nl;
+    if (lineEnd - pos > MAX_LINE_LENGTH) invalid(`a header line is longer than ${MAX_LINE_LENGTH} characters`);
+    const line = text.slice(pos, lineEnd);
+    if (nl >= 0 && line === "") return { lines, terminated: true, blank: true, next: nl + 1 };
+    if (lines.length >= maxLines) invalid(`more than ${MAX_HEADER_LINES} header lines`);
+    lines.push(line);
+    if (nl < 0) return { lines, terminated: false, blank: false, next: to };
+    pos = nl + 1;
+  }
+  return { lines, terminated: true, blank: false, next: to };
+}
+
+function writeHead(head: Head): string {
+  if (head.lines.length === 0) return head.blank ? "\r\n" : "";
+  return head.lines.join("\r\n") + (head.terminated ? "\r\n" : "") + (head.blank ? "\r\n" : "");
+}
+
+// Any control character but HT (a bare CR would be a line break to some parsers).
+const VALUE_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+/** Parses header lines (`Name: value`) into `into`. */
+function parseHeaderLines(lines: readonly string[], into: { record: Record<string, string>; byName: Map<string, string> }, forbid: boolean): void {
+  for (const line of lines) {
+    if (line.startsWith(" ") || line.startsWith("\t")) invalid("folded header lines are not supported");
+    const colon = line.indexOf(":");
+    const name = colon < 0 ? "" : line.slice(0, colon);
+    if (!TOKEN.test(name)) invalid(`malformed header line '${excerpt(line)}'`);
+    const value = trimSpace(line.slice(colon + 1));
+    if (VALUE_CONTROL.test(value)) invalid(`control character in header '${excerpt(name)}'`);
+    addHeader(into, name, value, forbid);
+  }
+}
+
+/** `s` without leading and trailing spaces and tabs (a loop: `/[ \t]+$/` is quadratic on long runs of spaces). */
+function trimSpace(s: string): string {
+  let from = 0;
+  let to = s.length;
+  while (from < to && (s[from] === " " || s[from] === "\t")) from++;
+  while (to > from && (s[to - 1] === " " || s[to - 1] === "\t")) to--;
+  return s.slice(from, to);
+}
+
+/** `Content-Length`, when given, may not promise more than the body holds. */
+function checkContentLength(headers: ReadonlyMap<string, string>, length: number): void {
+  const given = headers.get("content-length");
+  if (given === undefined) return;
+  if (!/^[0-9]{1,15}$/.test(given)) invalid(`malformed Content-Length '${excerpt(given)}'`);
+  if (Number(given) > length) invalid(`Content-Length ${given} exceeds the ${length} bytes of the body`);
+}
+
+/** An individual request of a multipart batch. */
+interface HttpPart extends Part {
+  readonly mime: Head;
+  /** The request line and the request's headers. */
+  readonly head: Head;
+  readonly version: string;
+  readonly bodyRange: Range;
+  /** The index of the change set it belongs to, if any. */
+  readonly changeSet: number | undefined;
+}
+
+interface ChangeSet {
+  readonly mime: Head;
+  /** Where the change set's body part ends. */
+  readonly end: number;
+  readonly boundary: string;
+  readonly parts: HttpPart[];
+  readonly closeTerminated: boolean;
+}
+
+type Item = { readonly kind: "request"; readonly part: HttpPart } | { readonly kind: "changeSet"; readonly changeSet: ChangeSet };
+
+const IDENTITY_ENCODINGS = new Set(["binary", "8bit", "7bit"]);
+
+/** A body part's MIME headers. */
+interface Mime {
+  readonly mime: Head;
+  readonly headers: ReadonlyMap<string, string>;
+  readonly contentType: MediaType;
+}
+
+/** Parses one body part's MIME headers. */
+function readMime(text: string, range: Range): Mime {
+  if (range[0] >= range[1]) invalid("the body part is empty");
+  const mime = readHead(text, range[0], range[1], MAX_HEADER_LINES);
+  const into = newHeaders();
+  parseHeaderLines(mime.lines, into, true);
+  const ct = into.byName.get("content-type");
+  if (ct === undefined) invalid("the body part has no Content-Type (expected application/http)");
+  if (!mime.blank) invalid("the body part's headers are not followed by an empty line");
+  checkContentLength(into.byName, range[1] - mime.next);
+  const cte = into.byName.get("content-transfer-encoding");
+  if (cte !== undefined && !IDENTITY_ENCODINGS.has(cte.toLowerCase())) {
+    invalid(`Content-Transfer-Encoding '${excerpt(cte)}' is not supported (only binary)`);
+  }
+  return { mime, headers: into.byName, contentType: parseMediaType(ct, "the body part's Content-Type") };
+}
+
+/** Parses an `application/http` body part: the request line, its headers and its body. */
+function readHttpPart(text: string, raw: Buffer, range: Range, { mime, headers: mimeHeaders }: Mime, no: number, changeSet: number | undefined): HttpPart {
+  let label = labelOf({ no });
+  try {
+    const head = readHead(text, mime.next, range[1], MAX_HEADER_LINES + 1);
+    if (head.lines.length === 0) invalid("the body part holds no request line");
+    const line = head.lines[0];
+    const m = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([\x21-\x7e]+) (HTTP\/[0-9]\.[0-9])$/.exec(line);
+    if (m === null) {
+      if (hasControlCharacter(line) || /[^\x20-\x7e]/.test(line)) invalid("the request line has a control or non-ASCII character");
+      invalid(`malformed request line '${excerpt(line)}' (expected 'METHOD URL HTTP/1.1')`);
+    }
+    const [, method, url, version] = m;
+    label = labelOf({ no, method, url });
+    if (version !== "HTTP/1.1") invalid(`unsupported HTTP version '${version}'`);
+    const into = newHeaders();
+    parseHeaderLines(head.lines.slice(1), into, true);
+    if (into.byName.has("transfer-encoding")) invalid("Transfer-Encoding is not supported in batch parts");
+    const bodyRange: Range = [head.next, range[1]];
+    checkContentLength(into.byName, bodyRange[1] - bodyRange[0]);
+    if (changeSet !== undefined && (method.toUpperCase() === "GET" || method.toUpperCase() === "HEAD")) {
+      invalid("a change set cannot contain GET requests");
+    }
+    const id = contentIdOf(mimeHeaders.get("content-id"), into.byName.get("content-id"));
+    return {
+      no,
+      method,
+      url,
+      version,
+      headers: into,
+      body: bodyOf(raw, bodyRange, into.byName.get("content-type")),
+      id,
+      mime,
+      head,
+      bodyRange,
+      changeSet,
+    };
+  } catch (error) {
+    if (error instanceof Refusal) throw new Refusal(error.kind, `${label}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The part's Content-ID: from its MIME headers or its request headers; they may not disagree. */
+function contentIdOf(mime: string | undefined, request: string | undefined): string | undefined {
+  if (mime !== undefined && request !== undefined && mime !== request) {
+    invalid(`Content-ID '${excerpt(mime)}' of the part and '${excerpt(request)}' of its request disagree`);
+  }
+  const id = mime ?? request;
+  if (id !== undefined) checkRequestId(id, "Content-ID");
+  return id;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A part body as the analyzer sees it. */
+function bodyOf(raw: Buffer, range: Range, contentType: string | undefined): RequestBody | undefined {
+  if (range[0] >= range[1]) return undefined;
+  if (contentType === undefined) return { kind: "other", contentType: "" };
+  const media = parseMediaType(contentType, "the request's Content-Type");
+  if (!isJsonType(media.type)) return { kind: "other", contentType: media.type };
+  checkCharset(media, "the request's Content-Type");
+  let text: string;
+  try {
+    text = utf8.decode(raw.subarray(range[0], range[1]));
+  } catch {
+    invalid("the request body is not valid UTF-8");
+  }
+  return { kind: "json", value: jsonValue(parseJson(text, "the request body")) };
+}
+
+function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
+  const text = input.body.toString("latin1");
+  const outer = splitMultipart(text, 0, text.length, boundary, "the batch body");
+  if (outer.parts.length === 0) invalid("the batch body has no body parts");
+
+  // Structure first: every part parsed and checked before any is analyzed.
+  const items: Item[] = [];
+  const idCount = new Map<string, number>();
+  let no = 0;
+  const nextNo = (): number => {
+    if (++no > MAX_BATCH_PARTS) invalid(`the batch has more than ${MAX_BATCH_PARTS} parts`);
+    return no;
+  };
+  const countId = (part: HttpPart) => {
+    if (part.id !== undefined) idCount.set(part.id, (idCount.get(part.id) ?? 0) + 1);
+  };
+  for (const range of outer.parts) {
+    const outerMime = within(labelOf({ no: no + 1 }), () => readMime(text, range));
+    const { mime, contentType } = outerMime;
+    if (contentType.type === "application/http") {
+      const part = readHttpPart(text, input.body, range, outerMime, nextNo(), undefined);
+      countId(part);
+      items.push({ kind: "request", part });
+      continue;
+    }
+    const label = `${labelOf({ no: no + 1 })}: change set`;
+    if (contentType.type !== "multipart/mixed") {
+      invalid(`${labelOf({ no: no + 1 })}: unsupported Content-Type '${excerpt(contentType.type)}' (expected application/http or multipart/mixed)`);
+    }
+    const csBoundary = contentType.params.get("boundary");
+    if (csBoundary === undefined) invalid(`${label}: its Content-Type has no boundary parameter`);
+    within(label, () => checkBoundary(csBoundary, "its Content-Type"));
+    if (csBoundary === boundary) invalid(`${label}: its boundary must differ from the batch boundary`);
+    const nested = splitMultipart(text, mime.next, range[1], csBoundary, label);
+    if (nested.parts.length === 0) invalid(`${label} is empty`);
+    const index = items.length;
+    const changeSet: ChangeSet = { mime, end: range[1], boundary: csBoundary, parts: [], closeTerminated: nested.closeTerminated };
+    const ids = new Set<string>();
+    for (const inner of nested.parts) {
+      const innerMime = within(labelOf({ no: no + 1 }), () => readMime(text, inner));
+      const innerType = innerMime.contentType;
+      if (innerType.type === "multipart/mixed") invalid(`${labelOf({ no: no + 1 })}: a change set cannot contain another change set`);
+      if (innerType.type !== "application/http") {
+        invalid(`${labelOf({ no: no + 1 })}: unsupported Content-Type '${excerpt(innerType.type)}' in a change set (expected application/http)`);
+      }
+      const part = readHttpPart(text, input.body, inner, innerMime, nextNo(), index);
+      if (part.id !== undefined) {
+        if (ids.has(part.id)) invalid(`${labelOf(part)}: Content-ID '${part.id}' is used twice in the change set`);
+        ids.add(part.id);
+      }
+      countId(part);
+      changeSet.parts.push(part);
+    }
+    items.push({ kind: "changeSet", changeSet });
+  }
+
+  // Then every part, in order.
+  const accesses = new AccessList();
+  const results = new Map<HttpPart, PartResult>();
+  for (const item of items) {
+    const members = item.kind === "request" ? [item.part] : item.changeSet.parts;
+    const seen = new Map<string, PartResult>();
+    for (const part of members) {
+      const entityPathOf = (id: string): string => {
+        const target = seen.get(id);
+        if (target === undefined) {
+          if (!idCount.has(id)) invalid(`$${id} does not refer to a request of this batch`);
+          invalid(`$${id} must refer to a preceding request in the same change set`);
+        }
+        if ((idCount.get(id) ?? 0) > 1) invalid(`$${id} is ambiguous: Content-ID '${id}' is used more than once in the batch`);
+        return entityPathFrom(id, target.analysis);
+      };
+      const result = analyzePart(part, input, normalizeRoot(input.clientRoot), entityPathOf, accesses);
+      results.set(part, result);
+      if (part.id !== undefined && item.kind === "changeSet") seen.set(part.id, result);
+    }
+  }
+
+  return {
+    kind: "access",
+    accesses: accesses.items,
+    parts: no,
+    body: Buffer.from(writeMultipart(text, boundary, items, outer.closeTerminated, results), "latin1"),
+    contentType: input.contentType,
+  };
+}
+
+/** Writes the multipart body the back end receives (see the module comment). */
+function writeMultipart(text: string, boundary: string, items: readonly Item[], closeTerminated: boolean, results: ReadonlyMap<HttpPart, PartResult>): string {
+  const writePart = (part: HttpPart): string => {
+    const result = results.get(part);
+    const lines = [...part.head.lines];
+    if (result?.relativeUrl !== undefined) lines[0] = `${part.method} ${result.relativeUrl} ${part.version}`;
+    const head: Head = { ...part.head, lines };
+    if (result?.ifMatchStar) {
+      lines.push("If-Match: *");
+      head.terminated = true;
+    }
+    return withMime(part.mime, writeHead(head) + text.slice(part.bodyRange[0], part.bodyRange[1]), part.bodyRange[1]);
+  };
+  // A MIME-level Content-Length follows what is written, when that changed.
+  const withMime = (mime: Head, content: string, end: number): string => {
+    if (content.length === end - mime.next && content === text.slice(mime.next, end)) return writeHead(mime) + content;
+    const lines = mime.lines.map((l) => (/^content-length:/i.test(l) ? `${l.slice(0, l.indexOf(":"))}: ${content.length}` : l));
+    return writeHead({ ...mime, lines }) + content;
+  };
+  const writeMulti = (b: string, bodies: readonly string[], terminated: boolean): string =>
+    `--${b}\r\n${bodies.join(`\r\n--${b}\r\n`)}\r\n--${b}--${terminated ? "\r\n" : ""}`;
+  const bodies = items.map((item) =>
+    item.kind === "request"
+      ? writePart(item.part)
+      : withMime(
+          item.changeSet.mime,
+          writeMulti(item.changeSet.boundary, item.changeSet.parts.map(writePart), item.changeSet.closeTerminated),
+          item.changeSet.end,
+        ),
+  );
+  return writeMulti(boundary, bodies, closeTerminated);
+}
+
+// ---------------------------------------------------------------------------
+// JSON
+
+/** An individual request of a JSON batch. */
+interface JsonPart extends Part {
+  readonly node: JsonNode & { type: "object" };
+  readonly urlNode: JsonNode;
+  readonly headersNode: (JsonNode & { type: "object" }) | undefined;
+  readonly group: string | undefined;
+  readonly dependsOn: ReadonlySet<string>;
+}
+
+const JSON_METHODS = new Set(["DELETE", "GET", "PATCH", "POST", "PUT"]);
+
+function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
+  let text: string;
+  try {
+    text = utf8.decode(input.body);
+  } catch {
+    invalid("the batch body is not valid UTF-8");
+  }
+  const root = parseJson(text, "the batch body");
+  if (root.type !== "object") invalid("a JSON batch must be an object with a member 'requests'");
+  let requests: JsonNode | undefined;
+  for (const m of root.members) {
+    if (m.name === "requests") requests = m.value;
+    else if (!m.name.startsWith("@")) invalid(`unknown member '${excerpt(m.name)}' in the batch`);
+  }
+  if (requests === undefined || requests.type !== "array") invalid("a JSON batch needs an array 'requests'");
+  if (requests.items.length > MAX_BATCH_PARTS) invalid(`the batch has more than ${MAX_BATCH_PARTS} parts`);
+
+  // Structure first.
+  const parts: JsonPart[] = [];
+  const ids = new Map<string, number>();
+  const groups = new Map<string, number>(); // group -> index of its last request so far
+  requests.items.forEach((node, index) => {
+    const part = readJsonPart(node, index + 1);
+    within(labelOf(part), () => {
+      if (part.id !== undefined && ids.has(part.id)) invalid(`request id '${part.id}' is used twice`);
+      for (const d of part.dependsOn) {
+        if (!ids.has(d) && !groups.has(d)) invalid(`dependsOn names '${excerpt(d)}', which is not a preceding request or atomicity group`);
+      }
+      if (part.group !== undefined) {
+        const last = groups.get(part.group);
+        if (last !== undefined && last !== index - 1) invalid(`the requests of atomicity group '${part.group}' must be adjacent`);
+        groups.set(part.group, index);
+      }
+      if (part.id !== undefined) ids.set(part.id, index);
+    });
+    parts.push(part);
+  });
+  for (const part of parts) {
+    if (part.group !== undefined && ids.has(part.group)) invalid(`${labelOf(part)}: '${part.group}' names both a request and an atomicity group`);
+  }
+
+  // Then every part, in order.
+  const accesses = new AccessList();
+  const results: PartResult[] = [];
+  for (const [index, part] of parts.entries()) {
+    const entityPathOf = (id: string): string => {
+      const at = ids.get(id);
+      if (at === undefined) invalid(`$${id} does not refer to a request of this batch`);
+      if (at >= index) invalid(`$${id} must refer to a preceding request`);
+      const target = parts[at];
+      if (!part.dependsOn.has(id) && (target.group === undefined || !part.dependsOn.has(target.group))) {
+        invalid(`$${id} needs '${id}'${target.group === undefined ? "" : ` or '${target.group}'`} in dependsOn`);
+      }
+      return entityPathFrom(id, results[at].analysis);
+    };
+    results.push(analyzePart(part, input, normalizeRoot(input.clientRoot), entityPathOf, accesses));
+  }
+
+  // The body as received, with urls and headers rewritten in place.
+  const edits: { at: number; end: number; text: string }[] = [];
+  for (const [index, part] of parts.entries()) {
+    const result = results[index];
+    if (result.relativeUrl !== undefined) edits.push({ at: part.urlNode.start, end: part.urlNode.end, text: JSON.stringify(result.relativeUrl) });
+    if (result.ifMatchStar) {
+      const h = part.headersNode;
+      if (h !== undefined) edits.push({ at: h.end - 1, end: h.end - 1, text: `${h.members.length > 0 ? "," : ""}"if-match":"*"` });
+      else edits.push({ at: part.node.end - 1, end: part.node.end - 1, text: `,"headers":{"if-match":"*"}` });
+    }
+  }
+  let body = input.body;
+  if (edits.length > 0) {
+    edits.sort((a, b) => a.at - b.at);
+    let out = "";
+    let from = 0;
+    for (const e of edits) {
+      out += text.slice(from, e.at) + e.text;
+      from = e.end;
+    }
+    body = Buffer.from(out + text.slice(from), "utf8");
+  }
+  return { kind: "access", accesses: accesses.items, parts: parts.length, body, contentType: input.contentType };
+}
+
+const JSON_MEMBERS = new Set(["id", "method", "url", "atomicityGroup", "dependsOn", "if", "headers", "body"]);
+
+/** Reads and checks one request object of a JSON batch. */
+function readJsonPart(node: JsonNode, no: number): JsonPart {
+  if (node.type !== "object") invalid(`${labelOf({ no })}: a request must be a JSON object`);
+  const member = new Map(node.members.map((m) => [m.name, m.value]));
+  const str = (name: string): string | undefined => {
+    const v = member.get(name);
+    if (v === undefined) return undefined;
+    if (v.type !== "string") invalid(`${labelOf({ no })}: '${name}' must be a string`);
+    return v.value;
+  };
+  const method = str("method");
+  const url = str("url");
+  const label = labelOf({ no, ...(method !== undefined ? { method: method.toUpperCase() } : {}), url });
+  return within(label, () => {
+    for (const m of node.members) if (!JSON_MEMBERS.has(m.name)) invalid(`unknown member '${excerpt(m.name)}'`);
+    const id = str("id");
+    if (id === undefined) invalid("member 'id' is missing");
+    if (method === undefined) invalid("member 'method' is missing");
+    if (url === undefined) invalid("member 'url' is missing");
+    checkRequestId(id, "request id");
+    const upper = method.toUpperCase();
+    if (!JSON_METHODS.has(upper)) invalid(`method '${excerpt(method)}' is not one of delete, get, patch, post, put`);
+    if (member.has("if")) denied("conditional requests ('if') are not supported");
+    const group = str("atomicityGroup");
+    if (group !== undefined) checkRequestId(group, "atomicityGroup");
+    const dependsOn = new Set<string>();
+    const dep = member.get("dependsOn");
+    if (dep !== undefined) {
+      if (dep.type !== "array") invalid("'dependsOn' must be an array of strings");
+      for (const d of dep.items) {
+        if (d.type !== "string") invalid("'dependsOn' must be an array of strings");
+        dependsOn.add(d.value);
+      }
+    }
+    const headers = newHeaders();
+    const headersNode = member.get("headers");
+    if (headersNode !== undefined) {
+      if (headersNode.type !== "object") invalid("'headers' must be an object of strings");
+      for (const h of headersNode.members) {
+        if (h.value.type !== "string") invalid(`header '${excerpt(h.name)}' must be a string`);
+        if (!TOKEN.test(h.name)) invalid(`malformed header name '${excerpt(h.name)}'`);
+        if (VALUE_CONTROL.test(h.value.value)) invalid(`control character in header '${excerpt(h.name)}'`);
+        addHeader(headers, h.name, h.value.value, true);
+      }
+    }
+    const bodyNode = member.get("body");
+    let body: RequestBody | undefined;
+    if (bodyNode !== undefined && !(bodyNode.type === "scalar" && bodyNode.value === null)) {
+      if (upper === "GET" || upper === "DELETE") invalid(`a ${upper} request cannot have a body`);
+      const ct = headers.byName.get("content-type");
+      const media = ct === undefined ? undefined : parseMediaType(ct, "the request's Content-Type");
+      if (media === undefined || isJsonType(media.type)) {
+        body = { kind: "json", value: jsonValue(bodyNode) };
+      } else {
+        if (bodyNode.type !== "string") invalid(`a body of type '${excerpt(media.type)}' must be a string`);
+        body = { kind: "other", contentType: media.type };
+      }
+    }
+    return {
+      no,
+      method: upper,
+      url,
+      headers,
+      body,
+      id,
+      node,
+      urlNode: member.get("url")!,
+      headersNode: headersNode?.type === "object" ? headersNode : undefined,
+      group,
+      dependsOn,
+    };
+  });
+}

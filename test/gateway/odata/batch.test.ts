@@ -1,0 +1,969 @@
+/**
+ * Unit tests of src/gateway/odata/batch.ts: multipart (V4 and V2) and JSON
+ * batches on the sample services of test-support/odata/fixtures.ts map to
+ * the exact accesses, and the body forwarded to the back end is checked byte
+ * for byte (relative URLs, `If-Match: *`, everything else untouched); then
+ * Content-ID references, URLs leaving the service root, denied and
+ * malformed parts (each named in the message), limits, and hostile input,
+ * which must answer quickly and never throw.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { Operation } from "../../../src/services/permissions.js";
+import {
+  MAX_BATCH_PARTS,
+  MAX_JSON_DEPTH,
+  MAX_LINE_LENGTH,
+  analyzeBatch,
+  type BatchAnalysis,
+  type BatchInput,
+} from "../../../src/gateway/odata/batch.js";
+import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
+import type { Access } from "../../../src/gateway/odata/request.js";
+import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
+
+const V4 = parseMetadata(V4_METADATA);
+const V2 = parseMetadata(V2_METADATA);
+const ROOT = "/odata/prod/SALES";
+const BOUNDARY = "batch_1";
+const MULTIPART = `multipart/mixed; boundary=${BOUNDARY}`;
+const JSON_TYPE = "application/json";
+
+interface Options {
+  readonly contentType?: string;
+  readonly model?: ServiceModel | undefined;
+  readonly mayCreate?: (entitySet: string) => boolean;
+  readonly clientRoot?: string;
+}
+
+function run(body: string | Buffer, o: Options = {}): BatchAnalysis {
+  const input: BatchInput = {
+    contentType: o.contentType ?? MULTIPART,
+    body: typeof body === "string" ? Buffer.from(body, "utf8") : body,
+    clientRoot: o.clientRoot ?? ROOT,
+    model: "model" in o ? o.model : V4,
+    mayCreate: o.mayCreate ?? (() => true),
+  };
+  return analyzeBatch(input);
+}
+
+const crlf = (...lines: string[]): string => lines.join("\r\n");
+
+/** A multipart body: each part after its delimiter line, then the close delimiter and a line break. */
+function multipart(boundary: string, ...parts: string[]): string {
+  return `--${boundary}\r\n${parts.join(`\r\n--${boundary}\r\n`)}\r\n--${boundary}--\r\n`;
+}
+
+/** An `application/http` body part. */
+function http(requestLine: string, o: { id?: string; headers?: string[]; body?: string } = {}): string {
+  return crlf(
+    "Content-Type: application/http",
+    "Content-Transfer-Encoding: binary",
+    ...(o.id !== undefined ? [`Content-ID: ${o.id}`] : []),
+    "",
+    requestLine,
+    ...(o.headers ?? []),
+    "",
+    o.body ?? "",
+  );
+}
+
+/** A JSON request part. */
+const json = (requestLine: string, body: string, o: { id?: string; headers?: string[] } = {}): string =>
+  http(requestLine, { ...o, headers: ["Content-Type: application/json", ...(o.headers ?? [])], body });
+
+/** A change set body part. */
+function changeSet(boundary: string, ...parts: string[]): string {
+  return `Content-Type: multipart/mixed; boundary=${boundary}\r\n\r\n${multipart(boundary, ...parts)}`;
+}
+
+const batch = (...parts: string[]): string => multipart(BOUNDARY, ...parts);
+
+/** A JSON batch of these request objects. */
+const jsonRef = (...requests: object[]): string => JSON.stringify({ requests });
+
+function acc(entitySet: string, operation: Operation, reason: string): Access {
+  return { entitySet, operation, reason };
+}
+
+/** Asserts an `access` outcome: its accesses, part count and forwarded body (as text), exactly. */
+function expectAccess(r: BatchAnalysis, parts: number, body: string | Buffer, accesses: Access[], contentType = MULTIPART): void {
+  if (r.kind !== "access") {
+    assert.unreachable(`expected access, got ${r.kind}: ${r.message}`);
+    return;
+  }
+  assert.equal(r.accesses, accesses);
+  assert.is(r.parts, parts);
+  if (typeof body === "string") assert.is(r.body.toString("utf8"), body);
+  else assert.ok(r.body.equals(body), "the forwarded body differs from the expected bytes");
+  assert.is(r.contentType, contentType);
+}
+
+const invalid = (message: string): BatchAnalysis => ({ kind: "invalid", message });
+const denied = (message: string): BatchAnalysis => ({ kind: "denied", message });
+
+// ---------------------------------------------------------------------------
+
+const mp = suite("batch: multipart");
+
+mp("V4: GETs around a change set (create, $1 reference, bind, update); forwarded byte-identical", () => {
+  const body = batch(
+    http("GET Customers('C1')?$expand=Orders HTTP/1.1", { headers: ["Accept: application/json"] }),
+    changeSet(
+      "changeset_a",
+      json("POST SalesOrders HTTP/1.1", `{"Note":"n","Customer@odata.bind":"Customers('C1')"}`, { id: "1" }),
+      json("POST $1/Items HTTP/1.1", `{"ItemNo":1,"Product@odata.bind":"Products('P1')"}`, { id: "2" }),
+      json("PATCH SalesOrders(7) HTTP/1.1", `{"Note":"x"}`, { id: "3", headers: [`If-Match: W/"7"`] }),
+    ),
+    http("GET $metadata HTTP/1.1"),
+    http("GET Products?$expand=Category HTTP/1.1"),
+  );
+  expectAccess(run(body), 6, body, [
+    acc("Customers", "get", "part 1: resource path"),
+    acc("SalesOrders", "list", "part 1: $expand Orders"),
+    acc("SalesOrders", "create", "part 2: resource path"),
+    acc("SalesOrders", "get", "part 3: navigation source in resource path"),
+    acc("Products", "get", "part 3: bind Product"),
+    acc("SalesOrders", "update", "part 4: resource path"),
+    acc("Products", "list", "part 6: resource path"),
+    acc("Categories", "get", "part 6: $expand Category"),
+  ]);
+});
+
+mp("V2 (SAP style): MERGE, tunnelled MERGE and a Content-ID reference in a change set", () => {
+  const body = batch(
+    http("GET SalesOrderSet('1')/ToItems?$expand=ToProduct HTTP/1.1"),
+    changeSet(
+      "changeset_v2",
+      json("POST SalesOrderSet HTTP/1.1", `{"SalesOrderID":"2","Note":"n"}`, { id: "id-1" }),
+      json("POST $id-1/ToItems HTTP/1.1", `{"ItemPosition":"10"}`, { id: "id-2" }),
+      json("MERGE SalesOrderSet('1') HTTP/1.1", `{"Note":"m"}`),
+      json("POST CustomerSet('C1') HTTP/1.1", `{"Name":"x"}`, { headers: ["X-HTTP-Method: MERGE"] }),
+    ),
+  );
+  expectAccess(run(body, { model: V2 }), 5, body, [
+    acc("SalesOrderSet", "get", "part 1: navigation source in resource path"),
+    acc("SalesOrderItemSet", "list", "part 1: resource path"),
+    acc("ProductSet", "get", "part 1: $expand ToProduct"),
+    acc("SalesOrderSet", "create", "part 2: resource path"),
+    acc("SalesOrderItemSet", "create", "part 3: resource path"),
+    acc("SalesOrderSet", "update", "part 4: resource path"),
+    acc("CustomerSet", "update", "part 5: resource path"),
+  ]);
+});
+
+mp("absolute paths and absolute URLs below the service root are forwarded relative (exact bytes)", () => {
+  const body = batch(
+    http(`GET ${ROOT}/Customers('C1')?$top=1 HTTP/1.1`, { headers: ["Host: erp.example.com"] }),
+    http(`GET https://gateway.example.com:8443${ROOT}/Products HTTP/1.1`),
+    changeSet(
+      "cs",
+      json(`POST http://other-host${ROOT}/SalesOrders HTTP/1.1`, `{"Note":"n"}`, { id: "1" }),
+      json(`POST ${ROOT}/$1/Items HTTP/1.1`, `{"ItemNo":1}`, { id: "2" }),
+    ),
+  );
+  const forwarded = batch(
+    http("GET Customers('C1')?$top=1 HTTP/1.1", { headers: ["Host: erp.example.com"] }),
+    http("GET Products HTTP/1.1"),
+    changeSet("cs", json("POST SalesOrders HTTP/1.1", `{"Note":"n"}`, { id: "1" }), json("POST $1/Items HTTP/1.1", `{"ItemNo":1}`, { id: "2" })),
+  );
+  expectAccess(run(body, { clientRoot: `${ROOT}/` }), 4, forwarded, [
+    acc("Customers", "get", "part 1: resource path"),
+    acc("Products", "list", "part 2: resource path"),
+    acc("SalesOrders", "create", "part 3: resource path"),
+    acc("SalesOrders", "get", "part 4: navigation source in resource path"),
+  ]);
+});
+
+mp("If-Match: * is added to upserting PUT/PATCH parts only where the key may not create (exact bytes)", () => {
+  const body = batch(
+    changeSet(
+      "cs",
+      json("PUT SalesOrders(1) HTTP/1.1", `{"Note":"a"}`),
+      json("PATCH Customers('C1') HTTP/1.1", `{"Name":"b"}`),
+      json("PATCH SalesOrders(2) HTTP/1.1", `{"Note":"c"}`, { headers: ["If-Match: W/\"2\""] }),
+      json("PUT SalesOrders(3) HTTP/1.1", `{"Note":"d"}`, { headers: ["If-None-Match: *"] }),
+    ),
+    http("PUT SalesOrders(4)/Note HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "e" }),
+    "Content-Type: application/http\r\n\r\nPATCH SalesOrders(5) HTTP/1.1\r\n",
+  );
+  const forwarded = batch(
+    changeSet(
+      "cs",
+      json("PUT SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { headers: ["If-Match: *"] }),
+      json("PATCH Customers('C1') HTTP/1.1", `{"Name":"b"}`),
+      json("PATCH SalesOrders(2) HTTP/1.1", `{"Note":"c"}`, { headers: ["If-Match: W/\"2\""] }),
+      json("PUT SalesOrders(3) HTTP/1.1", `{"Note":"d"}`, { headers: ["If-None-Match: *"] }),
+    ),
+    http("PUT SalesOrders(4)/Note HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "e" }),
+    "Content-Type: application/http\r\n\r\nPATCH SalesOrders(5) HTTP/1.1\r\nIf-Match: *\r\n",
+  );
+  expectAccess(run(body, { mayCreate: (set) => set === "Customers" }), 6, forwarded, [
+    acc("SalesOrders", "update", "part 1: resource path"),
+    acc("Customers", "update", "part 2: resource path"),
+    acc("SalesOrders", "create", "part 4: resource path (If-None-Match: *)"),
+  ]);
+  // With create allowed everywhere nothing changes.
+  expectAccess(run(body), 6, body, [
+    acc("SalesOrders", "update", "part 1: resource path"),
+    acc("Customers", "update", "part 2: resource path"),
+    acc("SalesOrders", "create", "part 4: resource path (If-None-Match: *)"),
+  ]);
+});
+
+mp("binary part bodies pass byte-exact (every byte value, CR, LF, NUL, UTF-8), also when the part is rewritten", () => {
+  const bytes = Buffer.alloc(1024);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7) % 256;
+  const head = (url: string) =>
+    Buffer.from(
+      crlf("Content-Type: application/http", "Content-Transfer-Encoding: binary", "", `PUT ${url} HTTP/1.1`, "Content-Type: image/png", "", ""),
+      "latin1",
+    );
+  const utf8 = json("PATCH Customers('C1') HTTP/1.1", `{"Name":"Zoë 日本 \\u00e9"}`);
+  const build = (url: string) =>
+    Buffer.concat([
+      Buffer.from(`--${BOUNDARY}\r\n`),
+      head(url),
+      bytes,
+      Buffer.from(`\r\n--${BOUNDARY}\r\n${utf8}\r\n--${BOUNDARY}--\r\n`, "utf8"),
+    ]);
+  const body = build("Products('P1')/$value");
+  const accesses = [acc("Products", "update", "part 1: resource path"), acc("Customers", "update", "part 2: resource path")];
+  expectAccess(run(body), 2, body, accesses);
+  expectAccess(run(build(`${ROOT}/Products('P1')/$value`)), 2, body, accesses);
+});
+
+mp("bare-LF framing, a preamble, an epilogue and transport padding are normalized; parts keep their bytes", () => {
+  const body = [
+    "This is a preamble.",
+    `--${BOUNDARY}  `,
+    "Content-Type: application/http",
+    "",
+    "GET Customers HTTP/1.1",
+    "",
+    "",
+    `--${BOUNDARY}--\t`,
+    "an epilogue",
+    "",
+  ].join("\n");
+  const forwarded = `--${BOUNDARY}\r\nContent-Type: application/http\r\n\r\nGET Customers HTTP/1.1\r\n\r\n\r\n--${BOUNDARY}--\r\n`;
+  expectAccess(run(body), 1, forwarded, [acc("Customers", "list", "part 1: resource path")]);
+});
+
+mp("a request without a blank line after its request line, and a close delimiter at the very end", () => {
+  const body = `--${BOUNDARY}\r\nContent-Type: application/http\r\n\r\nGET Customers HTTP/1.1\r\n--${BOUNDARY}--`;
+  expectAccess(run(body), 1, body, [acc("Customers", "list", "part 1: resource path")]);
+});
+
+mp("the boundary may be quoted and the Content-Type may carry more parameters", () => {
+  const body = multipart("a b:c", http("GET Customers HTTP/1.1"));
+  const contentType = `Multipart/Mixed ; charset=utf-8; boundary="a b:c"`;
+  expectAccess(run(body, { contentType }), 1, body, [acc("Customers", "list", "part 1: resource path")], contentType);
+});
+
+mp("bare-LF framing inside a change set; CRLF inside a body stays as sent", () => {
+  const body = [
+    `--${BOUNDARY}`,
+    "Content-Type: multipart/mixed; boundary=cs",
+    "",
+    "--cs",
+    "Content-Type: application/http",
+    "Content-ID: 1",
+    "",
+    "PUT Products('P1')/$value HTTP/1.1",
+    "Content-Type: text/plain",
+    "",
+    "line 1\r\nline 2",
+    "--cs--",
+    `--${BOUNDARY}--`,
+  ].join("\n");
+  const forwarded = batch(
+    `Content-Type: multipart/mixed; boundary=cs\r\n\r\n--cs\r\nContent-Type: application/http\r\nContent-ID: 1\r\n\r\nPUT Products('P1')/$value HTTP/1.1\r\nContent-Type: text/plain\r\n\r\nline 1\r\nline 2\r\n--cs--`,
+  ).replace(/\r\n$/, "");
+  expectAccess(run(body), 1, forwarded, [acc("Products", "update", "part 1: resource path")]);
+});
+
+mp("a MIME-level Content-Length follows a rewritten part and its change set; untouched parts keep theirs", () => {
+  const part = (url: string, length: number) =>
+    `Content-Type: application/http\r\nContent-Length: ${length}\r\n\r\nDELETE ${url} HTTP/1.1\r\n\r\n`;
+  const cs = (inner: string, length: number) => `Content-Type: multipart/mixed; boundary=cs\r\nContent-Length: ${length}\r\n\r\n${multipart("cs", inner)}`;
+  const body = batch(cs(part(`${ROOT}/Customers('C1')`, 53), 123), part("Customers('C2')", 35));
+  const forwarded = batch(cs(part("Customers('C1')", 35), 105), part("Customers('C2')", 35));
+  expectAccess(run(body), 2, forwarded, [acc("Customers", "delete", "part 1: resource path")]);
+});
+
+mp("a Content-Length equal to or below the body length passes", () => {
+  const body = batch(
+    json("POST SalesOrders HTTP/1.1", `{"Note":"x"}`, { headers: ["Content-Length: 12"] }),
+    json("POST Customers HTTP/1.1", `{"ID":"C1"}\r\n`, { headers: ["Content-Length: 11"] }),
+  );
+  expectAccess(run(body), 2, body, [acc("SalesOrders", "create", "part 1: resource path"), acc("Customers", "create", "part 2: resource path")]);
+});
+
+mp.run();
+
+// ---------------------------------------------------------------------------
+
+const js = suite("batch: JSON");
+
+js("requests, an atomicity group, $1 references through dependsOn; forwarded as received", () => {
+  const text = JSON.stringify({
+    requests: [
+      { id: "r1", method: "get", url: "Customers('C1')?$select=Name" },
+      { id: "1", atomicityGroup: "g1", method: "post", url: "SalesOrders", headers: { "content-type": "application/json" }, body: { Note: "n" } },
+      { id: "2", atomicityGroup: "g1", dependsOn: ["1"], method: "post", url: "$1/Items", body: { ItemNo: 1 } },
+      { id: "3", dependsOn: ["g1"], method: "PATCH", url: "$1", headers: { "if-match": "*" }, body: { Note: "changed" } },
+      { id: "4", method: "delete", url: "Categories(3)" },
+      { id: "5", method: "put", url: "Products('P1')/$value", headers: { "content-type": "text/plain" }, body: "plain text" },
+    ],
+    "@Core.Description": "annotations are allowed",
+  });
+  const body = Buffer.from(text, "utf8");
+  const r = run(body, { contentType: JSON_TYPE });
+  expectAccess(
+    r,
+    6,
+    body,
+    [
+      acc("Customers", "get", "part 1: resource path"),
+      acc("SalesOrders", "create", "part 2: resource path"),
+      acc("SalesOrders", "get", "part 3: navigation source in resource path"),
+      acc("SalesOrders", "update", "part 4: resource path"),
+      acc("Categories", "delete", "part 5: resource path"),
+      acc("Products", "update", "part 6: resource path"),
+    ],
+    JSON_TYPE,
+  );
+  assert.is(r.kind === "access" && r.body, body, "nothing to rewrite: the very buffer is forwarded");
+});
+
+js("absolute URLs are rewritten and If-Match: * added in place; everything else stays as written", () => {
+  const text = `{ "requests": [
+  {"id": "a", "method": "get", "url": "${ROOT}/Customers('C1')"},
+  {"id": "b", "method": "get", "url": "https://h.example${ROOT}/Products?$top=2", "headers": {}},
+  {"id": "c", "method": "put", "url": "SalesOrders(1)", "headers": {"content-type": "application/json"}, "body": {"Note": "é", "Amount": 12345678901234567890.10}},
+  {"id": "d", "method": "patch", "url": "${ROOT}/SalesOrders(2)", "body": {"Note": "x"}}
+] }`;
+  const expected = `{ "requests": [
+  {"id": "a", "method": "get", "url": "Customers('C1')"},
+  {"id": "b", "method": "get", "url": "Products?$top=2", "headers": {}},
+  {"id": "c", "method": "put", "url": "SalesOrders(1)", "headers": {"content-type": "application/json","if-match":"*"}, "body": {"Note": "é", "Amount": 12345678901234567890.10}},
+  {"id": "d", "method": "patch", "url": "SalesOrders(2)", "body": {"Note": "x"},"headers":{"if-match":"*"}}
+] }`;
+  expectAccess(
+    run(text, { contentType: JSON_TYPE, mayCreate: () => false }),
+    4,
+    expected,
+    [
+      acc("Customers", "get", "part 1: resource path"),
+      acc("Products", "list", "part 2: resource path"),
+      acc("SalesOrders", "update", "part 3: resource path"),
+    ],
+    JSON_TYPE,
+  );
+});
+
+js("a bind to $1 and a reference to a request of another atomicity group named by its group", () => {
+  const text = JSON.stringify({
+    requests: [
+      { id: "1", atomicityGroup: "g1", method: "post", url: "Customers", body: { ID: "C9" } },
+      { id: "2", atomicityGroup: "g2", dependsOn: ["g1"], method: "post", url: "SalesOrders", body: { "Customer@odata.bind": "$1" } },
+      { id: "3", atomicityGroup: "g2", dependsOn: ["g1"], method: "post", url: "$1/Orders", body: { Note: "n" } },
+    ],
+  });
+  expectAccess(
+    run(text, { contentType: JSON_TYPE }),
+    3,
+    text,
+    [
+      acc("Customers", "create", "part 1: resource path"),
+      acc("SalesOrders", "create", "part 2: resource path"),
+      acc("Customers", "get", "part 2: bind Customer"),
+    ],
+    JSON_TYPE,
+  );
+});
+
+js("a null body is no body; $metadata needs no access", () => {
+  const text = jsonRef({ id: "1", method: "get", url: "$metadata", body: null }, { id: "2", method: "delete", url: "Customers('C1')", body: null });
+  expectAccess(run(text, { contentType: JSON_TYPE }), 2, text, [acc("Customers", "delete", "part 2: resource path")], JSON_TYPE);
+});
+
+js.run();
+
+// ---------------------------------------------------------------------------
+
+const refs = suite("batch: Content-ID references");
+
+refs("a bind to $1 in a change set reads the navigation target; $1 itself is left to the back end", () => {
+  const body = batch(
+    changeSet(
+      "cs",
+      json("POST Customers HTTP/1.1", `{"ID":"C9"}`, { id: "1" }),
+      json("POST SalesOrders HTTP/1.1", `{"Customer@odata.bind":"$1"}`, { id: "2" }),
+    ),
+  );
+  expectAccess(run(body), 2, body, [
+    acc("Customers", "create", "part 1: resource path"),
+    acc("SalesOrders", "create", "part 2: resource path"),
+    acc("Customers", "get", "part 2: bind Customer"),
+  ]);
+});
+
+refs("a composite key placeholder: $1/… of a PriceConditions create", () => {
+  const body = batch(
+    changeSet("cs", json("POST PriceConditions HTTP/1.1", `{"OrderID":1,"Type":"A"}`, { id: "1" }), json("PATCH $1 HTTP/1.1", `{"Value":2}`, { id: "2" })),
+  );
+  expectAccess(run(body), 2, body, [acc("PriceConditions", "create", "part 1: resource path"), acc("PriceConditions", "update", "part 2: resource path")]);
+});
+
+const refCases: [string, string, BatchAnalysis][] = [
+  [
+    "to an unknown Content-ID",
+    batch(changeSet("cs", json("POST SalesOrders HTTP/1.1", "{}", { id: "1" }), json("POST $9/Items HTTP/1.1", "{}", { id: "2" }))),
+    invalid("batch part 2 (POST $9/Items): $9 does not refer to a request of this batch"),
+  ],
+  [
+    "to a part of another change set",
+    batch(changeSet("a", json("POST SalesOrders HTTP/1.1", "{}", { id: "1" })), changeSet("b", json("POST $1/Items HTTP/1.1", "{}", { id: "2" }))),
+    invalid("batch part 2 (POST $1/Items): $1 must refer to a preceding request in the same change set"),
+  ],
+  [
+    "to a part outside any change set",
+    batch(json("POST SalesOrders HTTP/1.1", "{}", { id: "1" }), json("POST $1/Items HTTP/1.1", "{}", { id: "2" })),
+    invalid("batch part 2 (POST $1/Items): $1 must refer to a preceding request in the same change set"),
+  ],
+  [
+    "to a following part",
+    batch(changeSet("cs", json("POST $2/Items HTTP/1.1", "{}", { id: "1" }), json("POST SalesOrders HTTP/1.1", "{}", { id: "2" }))),
+    invalid("batch part 1 (POST $2/Items): $2 must refer to a preceding request in the same change set"),
+  ],
+  [
+    "to a part that yields no single entity",
+    batch(changeSet("cs", http("POST SalesOrders(1)/Sales.Approve HTTP/1.1", { id: "1" }), json("POST $1/Items HTTP/1.1", "{}", { id: "2" }))),
+    invalid("batch part 2 (POST $1/Items): $1 refers to a request that does not yield a single entity"),
+  ],
+  [
+    "to a Content-ID used in two change sets",
+    batch(
+      changeSet("a", json("POST Customers HTTP/1.1", "{}", { id: "1" })),
+      changeSet("b", json("POST SalesOrders HTTP/1.1", "{}", { id: "1" }), json("POST $1/Items HTTP/1.1", "{}", { id: "2" })),
+    ),
+    invalid("batch part 3 (POST $1/Items): $1 is ambiguous: Content-ID '1' is used more than once in the batch"),
+  ],
+  [
+    "a Content-ID twice in one change set",
+    batch(changeSet("cs", json("POST Customers HTTP/1.1", "{}", { id: "1" }), json("POST SalesOrders HTTP/1.1", "{}", { id: "1" }))),
+    invalid("batch part 2 (POST SalesOrders): Content-ID '1' is used twice in the change set"),
+  ],
+  [
+    "Content-IDs of the part and of its request disagree",
+    batch(changeSet("cs", json("POST Customers HTTP/1.1", "{}", { id: "1", headers: ["Content-ID: 2"] }))),
+    invalid("batch part 1 (POST Customers): Content-ID '1' of the part and '2' of its request disagree"),
+  ],
+  [
+    "a Content-ID naming a system resource",
+    batch(changeSet("cs", json("POST Customers HTTP/1.1", "{}", { id: "metadata" }))),
+    invalid("batch part 1 (POST Customers): Content-ID 'metadata' is reserved: $metadata names a system resource"),
+  ],
+  [
+    "a Content-ID that is no request-id",
+    batch(changeSet("cs", json("POST Customers HTTP/1.1", "{}", { id: "<a@b>" }))),
+    invalid("batch part 1 (POST Customers): Content-ID '<a@b>' must consist of letters, digits, '-', '.', '_' and '~'"),
+  ],
+];
+for (const [name, body, expected] of refCases) {
+  refs(`multipart: a reference ${name}`, () => assert.equal(run(body), expected));
+}
+
+const jsonRefCases: [string, string, BatchAnalysis][] = [
+  [
+    "without dependsOn",
+    jsonRef({ id: "1", method: "post", url: "SalesOrders", body: {} }, { id: "2", method: "post", url: "$1/Items", body: {} }),
+    invalid("batch part 2 (POST $1/Items): $1 needs '1' in dependsOn"),
+  ],
+  [
+    "into an atomicity group without naming it or the request",
+    jsonRef(
+      { id: "1", atomicityGroup: "g1", method: "post", url: "SalesOrders", body: {} },
+      { id: "x", method: "get", url: "Customers" },
+      { id: "2", dependsOn: ["x"], method: "post", url: "$1/Items", body: {} },
+    ),
+    invalid("batch part 3 (POST $1/Items): $1 needs '1' or 'g1' in dependsOn"),
+  ],
+  [
+    "to a later request",
+    jsonRef({ id: "1", method: "post", url: "$2/Items", body: {} }, { id: "2", method: "post", url: "SalesOrders", body: {} }),
+    invalid("batch part 1 (POST $2/Items): $2 must refer to a preceding request"),
+  ],
+  [
+    "with dependsOn naming a later request",
+    jsonRef({ id: "1", dependsOn: ["2"], method: "get", url: "Customers" }, { id: "2", method: "get", url: "Products" }),
+    invalid("batch part 1 (GET Customers): dependsOn names '2', which is not a preceding request or atomicity group"),
+  ],
+  [
+    "to a request that yields no single entity",
+    jsonRef({ id: "1", method: "get", url: "SalesOrders" }, { id: "2", dependsOn: ["1"], method: "get", url: "$1/Items" }),
+    invalid("batch part 2 (GET $1/Items): $1 refers to a request that does not yield a single entity"),
+  ],
+];
+for (const [name, text, expected] of jsonRefCases) {
+  refs(`JSON: a reference ${name}`, () => assert.equal(run(text, { contentType: JSON_TYPE }), expected));
+}
+
+refs.run();
+
+// ---------------------------------------------------------------------------
+
+const root = suite("batch: URLs leaving the service root");
+
+const leaving: [string, BatchAnalysis][] = [
+  ["/odata/prod/OTHER/Customers", denied("batch part 1 (GET /odata/prod/OTHER/Customers): URL leaves the service root")],
+  ["/odata/prod/SALESX/Customers", denied("batch part 1 (GET /odata/prod/SALESX/Customers): URL leaves the service root")],
+  [`${ROOT}/../OTHER/Customers`, denied(`batch part 1 (GET ${ROOT}/../OTHER/Customers): URL leaves the service root`)],
+  ["../OTHER/Customers", denied("batch part 1 (GET ../OTHER/Customers): URL leaves the service root")],
+  ["Customers/%2E%2E/%2e%2e/OTHER", denied("batch part 1 (GET Customers/%2E%2E/%2e%2e/OTHER): URL leaves the service root")],
+  ["Customers%2F..%2FOTHER", denied("batch part 1 (GET Customers%2F..%2FOTHER): URL leaves the service root")],
+  ["./Customers", denied("batch part 1 (GET ./Customers): URL leaves the service root")],
+  ["https://evil.example/Customers", denied("batch part 1 (GET https://evil.example/Customers): URL leaves the service root")],
+  [`ftp://h.example${ROOT}/Customers`, denied(`batch part 1 (GET ftp://h.example${ROOT}/Customers): URL leaves the service root`)],
+  [`//evil.example${ROOT}/Customers`, denied(`batch part 1 (GET //evil.example${ROOT}/Customers): URL leaves the service root`)],
+  ["urn:x:Customers", denied("batch part 1 (GET urn:x:Customers): URL leaves the service root")],
+  ["?$top=1", denied("batch part 1 (GET ?$top=1): URL leaves the service root: it addresses no resource below it")],
+  [ROOT, denied(`batch part 1 (GET ${ROOT}): the service document cannot be requested in a batch`)],
+  [`https://h${ROOT}/?x=1`, denied(`batch part 1 (GET https://h${ROOT}/?x=1): the service document cannot be requested in a batch`)],
+  ["Customers#top", invalid("batch part 1 (GET Customers#top): the URL has a fragment")],
+  ["Customers\\..\\x", invalid("batch part 1 (GET Customers\\..\\x): the URL contains a backslash")],
+];
+for (const [url, expected] of leaving) {
+  root(`multipart: GET ${url}`, () => assert.equal(run(batch(http(`GET ${url} HTTP/1.1`))), expected));
+}
+
+root("JSON: an absolute path outside the root, naming the part", () => {
+  const text = jsonRef({ id: "1", method: "get", url: "Customers" }, { id: "2", method: "get", url: "/odata/prod/OTHER/Customers" });
+  assert.equal(run(text, { contentType: JSON_TYPE }), denied("batch part 2 (GET /odata/prod/OTHER/Customers): URL leaves the service root"));
+});
+
+root("an absolute URL in a part body (bind) goes through the same resolution", () => {
+  const inside = batch(json("POST SalesOrders HTTP/1.1", `{"Customer@odata.bind":"https://h${ROOT}/Customers('C1')"}`));
+  expectAccess(run(inside), 1, inside, [acc("SalesOrders", "create", "part 1: resource path"), acc("Customers", "get", "part 1: bind Customer")]);
+  const outside = run(batch(json("POST SalesOrders HTTP/1.1", `{"Customer@odata.bind":"/odata/prod/OTHER/Customers('C1')"}`)));
+  assert.is(outside.kind, "denied");
+  assert.ok(outside.kind === "denied" && outside.message.startsWith("batch part 1 (POST SalesOrders): "), outside.kind === "denied" ? outside.message : "");
+});
+
+root.run();
+
+// ---------------------------------------------------------------------------
+
+const deny = suite("batch: denied parts");
+
+deny("a nested $batch is denied, however it is addressed", () => {
+  assert.equal(run(batch(http("POST $batch HTTP/1.1"))), denied("batch part 1 (POST $batch): a batch cannot contain another batch"));
+  assert.equal(run(batch(http(`POST ${ROOT}/$batch HTTP/1.1`))), denied(`batch part 1 (POST ${ROOT}/$batch): a batch cannot contain another batch`));
+  assert.equal(
+    run(jsonRef({ id: "1", method: "post", url: "$batch", body: {} }), { contentType: JSON_TYPE }),
+    denied("batch part 1 (POST $batch): a batch cannot contain another batch"),
+  );
+});
+
+deny("a change set inside a change set is invalid", () => {
+  const body = batch(changeSet("outer_cs", json("POST Customers HTTP/1.1", "{}"), changeSet("inner_cs", json("POST Customers HTTP/1.1", "{}"))));
+  assert.equal(run(body), invalid("batch part 2: a change set cannot contain another change set"));
+});
+
+deny("an unbound action import in part 3 names part 3; the first failing part wins", () => {
+  assert.equal(
+    run(batch(http("GET Customers HTTP/1.1"), changeSet("cs", json("POST SalesOrders HTTP/1.1", "{}"), http("POST ResetAll HTTP/1.1")))),
+    denied("batch part 3 (POST ResetAll): unbound action import 'ResetAll' is not allowed"),
+  );
+  assert.equal(
+    run(batch(http("GET Nowhere HTTP/1.1"), http("POST ResetAll HTTP/1.1"))),
+    invalid("batch part 1 (GET Nowhere): 'Nowhere' is not an entity set of this service"),
+  );
+});
+
+deny("the analyzer's refusals come through with the part named (collection-wide DELETE, deep insert without metadata)", () => {
+  assert.equal(run(batch(http("DELETE SalesOrders HTTP/1.1"))), denied("batch part 1 (DELETE SalesOrders): DELETE on a whole collection is not allowed"));
+  const r = run(batch(json("POST SalesOrders HTTP/1.1", `{"Customer":{"ID":"C9"}}`)), { model: undefined });
+  assert.is(r.kind, "denied");
+  assert.ok(r.kind === "denied" && r.message.startsWith("batch part 1 (POST SalesOrders): "), r.kind === "denied" ? r.message : "");
+});
+
+deny("JSON: a conditional request ('if') is denied", () => {
+  assert.equal(
+    run(jsonRef({ id: "1", method: "get", url: "Customers" }, { id: "2", dependsOn: ["1"], if: "$1/$succeeded", method: "get", url: "Products" }), {
+      contentType: JSON_TYPE,
+    }),
+    denied("batch part 2 (GET Products): conditional requests ('if') are not supported"),
+  );
+});
+
+deny.run();
+
+// ---------------------------------------------------------------------------
+
+const bad = suite("batch: malformed input");
+
+const get = http("GET Customers HTTP/1.1");
+const malformed: [string, string, string | Buffer, BatchAnalysis][] = [
+  ["a Content-Type without boundary", "multipart/mixed", batch(get), invalid("the batch Content-Type has no boundary parameter")],
+  ["an unsupported Content-Type", "text/plain", "x", invalid("unsupported batch Content-Type 'text/plain': expected multipart/mixed or application/json")],
+  ["a malformed Content-Type", "multipart", "x", invalid("the batch Content-Type 'multipart' is malformed")],
+  ["an unterminated quoted boundary", `multipart/mixed; boundary="abc`, "x", invalid(`the batch Content-Type 'multipart/mixed; boundary="abc' is malformed`)],
+  ["a boundary of 71 characters", `multipart/mixed; boundary=${"b".repeat(71)}`, "x", invalid(`the batch Content-Type has a malformed boundary '${"b".repeat(57)}...'`)],
+  ["a body without delimiter line", MULTIPART, "hello", invalid("the batch body has no delimiter line '--batch_1'")],
+  [
+    "a body without close delimiter",
+    MULTIPART,
+    `--${BOUNDARY}\r\n${get}`,
+    invalid("the batch body is not terminated: the close delimiter '--batch_1--' is missing"),
+  ],
+  ["a body with only the close delimiter", MULTIPART, `--${BOUNDARY}--\r\n`, invalid("the batch body has no body parts")],
+  [
+    "the boundary inside a part body",
+    MULTIPART,
+    batch(json("POST SalesOrders HTTP/1.1", `{"Note":"--batch_1x"}`)),
+    invalid("the batch body: the boundary 'batch_1' appears inside a body part (offset 150)"),
+  ],
+  [
+    "the boundary after the close delimiter",
+    MULTIPART,
+    `${batch(get)}--${BOUNDARY}\r\n${get}`,
+    invalid("the batch body: the boundary 'batch_1' appears after the close delimiter"),
+  ],
+  ["an empty part", MULTIPART, `--${BOUNDARY}\r\n\r\n--${BOUNDARY}--`, invalid("batch part 1: the body part is empty")],
+  ["a part without Content-Type", MULTIPART, batch("X-Other: 1\r\n\r\nGET Customers HTTP/1.1\r\n"), invalid("batch part 1: the body part has no Content-Type (expected application/http)")],
+  [
+    "a part with another Content-Type",
+    MULTIPART,
+    batch("Content-Type: text/plain\r\n\r\nhello"),
+    invalid("batch part 1: unsupported Content-Type 'text/plain' (expected application/http or multipart/mixed)"),
+  ],
+  [
+    "part headers without the empty line",
+    MULTIPART,
+    batch("Content-Type: application/http"),
+    invalid("batch part 1: the body part's headers are not followed by an empty line"),
+  ],
+  ["a part without request line", MULTIPART, batch("Content-Type: application/http\r\n\r\n"), invalid("batch part 1: the body part holds no request line")],
+  [
+    "a request line without version",
+    MULTIPART,
+    batch(http("GET Customers")),
+    invalid("batch part 1: malformed request line 'GET Customers' (expected 'METHOD URL HTTP/1.1')"),
+  ],
+  [
+    "a request line with two spaces",
+    MULTIPART,
+    batch(http("GET  Customers HTTP/1.1")),
+    invalid("batch part 1: malformed request line 'GET  Customers HTTP/1.1' (expected 'METHOD URL HTTP/1.1')"),
+  ],
+  ["HTTP/2.0", MULTIPART, batch(http("GET Customers HTTP/2.0")), invalid("batch part 1 (GET Customers): unsupported HTTP version 'HTTP/2.0'")],
+  ["a raw non-ASCII URL", MULTIPART, batch(http("GET Kundén HTTP/1.1")), invalid("batch part 1: the request line has a control or non-ASCII character")],
+  [
+    "a JSON syntax error in a part body",
+    MULTIPART,
+    batch(json("POST SalesOrders HTTP/1.1", `{"Note" "x"}`)),
+    invalid("batch part 1 (POST SalesOrders): the request body is not valid JSON: expected ':' at offset 8"),
+  ],
+  [
+    "a duplicate member in a part body",
+    MULTIPART,
+    batch(json("POST SalesOrders HTTP/1.1", `{"Note":"a","Note":"b"}`)),
+    invalid("batch part 1 (POST SalesOrders): the request body is not valid JSON: duplicate member 'Note' at offset 12"),
+  ],
+  [
+    "a part body that is not UTF-8",
+    MULTIPART,
+    Buffer.concat([Buffer.from(`--${BOUNDARY}\r\n${json("POST SalesOrders HTTP/1.1", "")}`, "latin1"), Buffer.from([0x7b, 0xff, 0x7d]), Buffer.from(`\r\n--${BOUNDARY}--`)]),
+    invalid("batch part 1 (POST SalesOrders): the request body is not valid UTF-8"),
+  ],
+  [
+    "a folded header line",
+    MULTIPART,
+    batch(http("GET Customers HTTP/1.1", { headers: ["Accept: application/json,", " text/plain"] })),
+    invalid("batch part 1 (GET Customers): folded header lines are not supported"),
+  ],
+  [
+    "a header with a space before the colon",
+    MULTIPART,
+    batch(http("GET Customers HTTP/1.1", { headers: ["Accept : application/json"] })),
+    invalid("batch part 1 (GET Customers): malformed header line 'Accept : application/json'"),
+  ],
+  [
+    "a header given twice",
+    MULTIPART,
+    batch(http("GET Customers HTTP/1.1", { headers: ["Accept: a", "accept: b"] })),
+    invalid("batch part 1 (GET Customers): header 'accept' is given twice"),
+  ],
+  [
+    "a bare CR in a header value",
+    MULTIPART,
+    batch(http("GET Customers HTTP/1.1", { headers: ["Accept: a\rX-Evil: 1"] })),
+    invalid("batch part 1 (GET Customers): control character in header 'Accept'"),
+  ],
+  [
+    "Authorization in a part",
+    MULTIPART,
+    batch(http("GET Customers HTTP/1.1", { headers: ["Authorization: Basic Zm9vOmJhcg=="] })),
+    invalid("batch part 1 (GET Customers): header 'Authorization' is not allowed in a batch part"),
+  ],
+  [
+    "Transfer-Encoding in a part",
+    MULTIPART,
+    batch(json("POST SalesOrders HTTP/1.1", "2\r\n{}\r\n0\r\n\r\n", { headers: ["Transfer-Encoding: chunked"] })),
+    invalid("batch part 1 (POST SalesOrders): Transfer-Encoding is not supported in batch parts"),
+  ],
+  [
+    "Content-Transfer-Encoding base64",
+    MULTIPART,
+    batch("Content-Type: application/http\r\nContent-Transfer-Encoding: base64\r\n\r\nR0VUIEN1c3RvbWVycyBIVFRQLzEuMQ=="),
+    invalid("batch part 1: Content-Transfer-Encoding 'base64' is not supported (only binary)"),
+  ],
+  [
+    "a Content-Length beyond the body",
+    MULTIPART,
+    batch(json("POST SalesOrders HTTP/1.1", `{"Note":"x"}`, { headers: ["Content-Length: 99"] })),
+    invalid("batch part 1 (POST SalesOrders): Content-Length 99 exceeds the 12 bytes of the body"),
+  ],
+  [
+    "a GET in a change set",
+    MULTIPART,
+    batch(changeSet("cs", get)),
+    invalid("batch part 1 (GET Customers): a change set cannot contain GET requests"),
+  ],
+  [
+    "a change set without boundary",
+    MULTIPART,
+    batch(`Content-Type: multipart/mixed\r\n\r\n${multipart("cs", get)}`),
+    invalid("batch part 1: change set: its Content-Type has no boundary parameter"),
+  ],
+  [
+    "a change set with the batch's boundary",
+    MULTIPART,
+    batch(`Content-Type: multipart/mixed; boundary=${BOUNDARY}\r\n\r\n`),
+    invalid("batch part 1: change set: its boundary must differ from the batch boundary"),
+  ],
+  [
+    "a change set boundary that extends the batch boundary",
+    MULTIPART,
+    batch(changeSet(`${BOUNDARY}_cs`, json("POST Customers HTTP/1.1", "{}"))),
+    invalid("the batch body: the boundary 'batch_1' appears inside a body part (offset 65)"),
+  ],
+  [
+    "the change set boundary inside a body",
+    MULTIPART,
+    batch(changeSet("cs", json("POST Customers HTTP/1.1", `{"Name":"x--cs"}`))),
+    invalid("batch part 1: change set: the boundary 'cs' appears inside a body part (offset 201)"),
+  ],
+  ["an empty change set", MULTIPART, batch("Content-Type: multipart/mixed; boundary=cs\r\n\r\n--cs--"), invalid("batch part 1: change set is empty")],
+  [
+    "an unterminated change set",
+    MULTIPART,
+    batch(`Content-Type: multipart/mixed; boundary=cs\r\n\r\n--cs\r\n${json("POST Customers HTTP/1.1", "{}")}`),
+    invalid("batch part 1: change set is not terminated: the close delimiter '--cs--' is missing"),
+  ],
+  ["JSON: not JSON", JSON_TYPE, "{requests:[]}", invalid("the batch body is not valid JSON: expected a member name at offset 1")],
+  ["JSON: trailing text", JSON_TYPE, `{"requests":[]} x`, invalid("the batch body is not valid JSON: unexpected text after the value at offset 16")],
+  ["JSON: not UTF-8", JSON_TYPE, Buffer.from([0x7b, 0xc3, 0x28, 0x7d]), invalid("the batch body is not valid UTF-8")],
+  ["JSON: a charset other than UTF-8", "application/json;charset=utf-16", "{}", invalid("the batch Content-Type names charset 'utf-16'; only UTF-8 is supported")],
+  ["JSON: an array", JSON_TYPE, "[]", invalid("a JSON batch must be an object with a member 'requests'")],
+  ["JSON: no requests", JSON_TYPE, "{}", invalid("a JSON batch needs an array 'requests'")],
+  ["JSON: an unknown batch member", JSON_TYPE, `{"requests":[],"extra":1}`, invalid("unknown member 'extra' in the batch")],
+  ["JSON: a duplicate batch member", JSON_TYPE, `{"requests":[],"requests":[]}`, invalid("the batch body is not valid JSON: duplicate member 'requests' at offset 15")],
+  ["JSON: a request that is no object", JSON_TYPE, `{"requests":[1]}`, invalid("batch part 1: a request must be a JSON object")],
+  [
+    "JSON: an unknown request member",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "get", url: "Customers", foo: 1 }),
+    invalid("batch part 1 (GET Customers): unknown member 'foo'"),
+  ],
+  ["JSON: a request without id", JSON_TYPE, jsonRef({ method: "get", url: "Customers" }), invalid("batch part 1 (GET Customers): member 'id' is missing")],
+  ["JSON: a request without url", JSON_TYPE, jsonRef({ id: "1", method: "get" }), invalid("batch part 1: member 'url' is missing")],
+  ["JSON: a url that is no string", JSON_TYPE, jsonRef({ id: "1", method: "get", url: 1 }), invalid("batch part 1: 'url' must be a string")],
+  [
+    "JSON: MERGE",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "merge", url: "Customers('C1')", body: {} }),
+    invalid("batch part 1 (MERGE Customers('C1')): method 'merge' is not one of delete, get, patch, post, put"),
+  ],
+  [
+    "JSON: a request id used twice",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "get", url: "Customers" }, { id: "1", method: "get", url: "Products" }),
+    invalid("batch part 2 (GET Products): request id '1' is used twice"),
+  ],
+  [
+    "JSON: a split atomicity group",
+    JSON_TYPE,
+    jsonRef(
+      { id: "1", atomicityGroup: "g", method: "post", url: "Customers", body: {} },
+      { id: "2", method: "get", url: "Products" },
+      { id: "3", atomicityGroup: "g", method: "post", url: "Customers", body: {} },
+    ),
+    invalid("batch part 3 (POST Customers): the requests of atomicity group 'g' must be adjacent"),
+  ],
+  [
+    "JSON: an atomicity group named like a request",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "get", url: "Products" }, { id: "2", atomicityGroup: "1", method: "post", url: "Customers", body: {} }),
+    invalid("batch part 2 (POST Customers): '1' names both a request and an atomicity group"),
+  ],
+  [
+    "JSON: a body on a GET",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "get", url: "Customers", body: {} }),
+    invalid("batch part 1 (GET Customers): a GET request cannot have a body"),
+  ],
+  [
+    "JSON: a header that is no string",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "get", url: "Customers", headers: { accept: 1 } }),
+    invalid("batch part 1 (GET Customers): header 'accept' must be a string"),
+  ],
+  [
+    "JSON: a header given twice in different case",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "get", url: "Customers", headers: { Accept: "a", accept: "b" } }),
+    invalid("batch part 1 (GET Customers): header 'accept' is given twice"),
+  ],
+  [
+    "JSON: an object body with a non-JSON content type",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "put", url: "Products('P1')/$value", headers: { "content-type": "image/png" }, body: {} }),
+    invalid("batch part 1 (PUT Products('P1')/$value): a body of type 'image/png' must be a string"),
+  ],
+  [
+    "JSON: cookie in a request",
+    JSON_TYPE,
+    jsonRef({ id: "1", method: "get", url: "Customers", headers: { cookie: "SAP_SESSIONID=1" } }),
+    invalid("batch part 1 (GET Customers): header 'cookie' is not allowed in a batch part"),
+  ],
+];
+for (const [name, contentType, body, expected] of malformed) {
+  bad(name, () => assert.equal(run(body, { contentType }), expected));
+}
+
+bad.run();
+
+// ---------------------------------------------------------------------------
+
+const limits = suite("batch: limits and hostile input");
+
+limits(`${MAX_BATCH_PARTS} parts pass, one more is refused (multipart, change sets, JSON)`, () => {
+  const many = (n: number) => batch(...Array.from({ length: n }, () => get));
+  const ok = run(many(MAX_BATCH_PARTS));
+  assert.is(ok.kind === "access" && ok.parts, MAX_BATCH_PARTS);
+  assert.equal(run(many(MAX_BATCH_PARTS + 1)), invalid(`the batch has more than ${MAX_BATCH_PARTS} parts`));
+  const post = json("POST Customers HTTP/1.1", "{}");
+  const sets = batch(...Array.from({ length: MAX_BATCH_PARTS / 2 }, () => changeSet("cs", post, post)), get);
+  assert.equal(run(sets), invalid(`the batch has more than ${MAX_BATCH_PARTS} parts`));
+  const requests = (n: number) => jsonRef(...Array.from({ length: n }, (_, i) => ({ id: `r${i}`, method: "get", url: "Customers" })));
+  const okJson = run(requests(MAX_BATCH_PARTS), { contentType: JSON_TYPE });
+  assert.is(okJson.kind === "access" && okJson.parts, MAX_BATCH_PARTS);
+  assert.equal(run(requests(MAX_BATCH_PARTS + 1), { contentType: JSON_TYPE }), invalid(`the batch has more than ${MAX_BATCH_PARTS} parts`));
+});
+
+limits("header lines: at most 100 per block, each at most 64 KiB", () => {
+  const headers = (n: number) => Array.from({ length: n }, (_, i) => `X-H${i}: v`);
+  assert.is(run(batch(http("GET Customers HTTP/1.1", { headers: headers(100) }))).kind, "access");
+  assert.equal(run(batch(http("GET Customers HTTP/1.1", { headers: headers(101) }))), invalid("batch part 1: more than 100 header lines"));
+  assert.equal(
+    run(batch(http("GET Customers HTTP/1.1", { headers: [`X-Long: ${"v".repeat(MAX_LINE_LENGTH)}`] }))),
+    invalid(`batch part 1: a header line is longer than ${MAX_LINE_LENGTH} characters`),
+  );
+});
+
+limits(`JSON nested more than ${MAX_JSON_DEPTH} levels is refused`, () => {
+  const nested = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+  assert.is(run(batch(json("POST SalesOrders HTTP/1.1", `{"Tags":${nested(MAX_JSON_DEPTH - 1)}}`))).kind, "access");
+  assert.equal(
+    run(batch(json("POST SalesOrders HTTP/1.1", `{"Tags":${nested(MAX_JSON_DEPTH)}}`))),
+    invalid(`batch part 1 (POST SalesOrders): the request body is not valid JSON: nested more than ${MAX_JSON_DEPTH} levels deep at offset ${8 + MAX_JSON_DEPTH - 1}`),
+  );
+});
+
+limits("adversarial shapes of 4 MiB answer within 500 ms and never throw", () => {
+  const mb = 4 * 1024 * 1024;
+  // Each part costs what analyzeRequest costs (linear in its URL): 1 MiB, the gateway's default body limit, of long filters.
+  const filter = `$filter=${Array(100).fill("Customer/Name%20eq%20'x'").join("%20or%20")}`;
+  const shapes: [string, string, string][] = [
+    ["delimiters only", MULTIPART, `--${BOUNDARY}\r\n`.repeat(mb / 12)],
+    ["one endless request line", MULTIPART, `--${BOUNDARY}\r\nContent-Type: application/http\r\n\r\n${"a".repeat(mb)}\r\n--${BOUNDARY}--`],
+    ["endless headers", MULTIPART, `--${BOUNDARY}\r\nContent-Type: application/http\r\n\r\nGET Customers HTTP/1.1\r\n${"X: y\r\n".repeat(mb / 6)}\r\n--${BOUNDARY}--`],
+    ["endless part headers", MULTIPART, `--${BOUNDARY}\r\n${"X: y\r\n".repeat(mb / 6)}\r\n--${BOUNDARY}--`],
+    ["dashes", "multipart/mixed; boundary=-", "-".repeat(mb)],
+    ["1 MiB of parts with long filters", MULTIPART, batch(...Array.from({ length: 300 }, () => http(`GET SalesOrders?${filter} HTTP/1.1`)))],
+    ["deep JSON", JSON_TYPE, "[".repeat(mb)],
+    ["a long JSON string", JSON_TYPE, `{"requests":"${"a".repeat(mb)}"}`],
+    ["many JSON escapes", JSON_TYPE, `{"requests":"${"\\u0041".repeat(mb / 6)}"}`],
+  ];
+  for (const [name, contentType, body] of shapes) {
+    const started = performance.now();
+    const r = run(body, { contentType });
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 500, `${name} took ${elapsed.toFixed(0)} ms`);
+    assert.ok(["access", "invalid", "denied"].includes(r.kind), name);
+  }
+});
+
+limits("regression: change sets with distinct boundaries before a large part stay linear (no search past a change set)", () => {
+  const remove = crlf("Content-Type: application/http", "", "DELETE Customers('C1') HTTP/1.1", "", "");
+  const sets = Array.from({ length: MAX_BATCH_PARTS - 1 }, (_, i) => `Content-Type: multipart/mixed; boundary=cs${i}\r\n\r\n${multipart(`cs${i}`, remove)}`);
+  const large = http("PUT Products('P1')/$value HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "x".repeat(4 * 1024 * 1024) });
+  const started = performance.now();
+  const r = run(batch(...sets, large));
+  const elapsed = performance.now() - started;
+  assert.ok(elapsed < 500, `took ${elapsed.toFixed(0)} ms`);
+  assert.is(r.kind === "access" && r.parts, MAX_BATCH_PARTS);
+});
+
+limits("regression: header values with long inner runs of spaces are trimmed in linear time", () => {
+  const headers = Array.from({ length: 60 }, (_, i) => `X-H${i}: x${" ".repeat(60_000)}x`);
+  const started = performance.now();
+  const r = run(batch(http("GET Customers HTTP/1.1", { headers })));
+  const elapsed = performance.now() - started;
+  assert.ok(elapsed < 500, `took ${elapsed.toFixed(0)} ms`);
+  assert.is(r.kind, "access");
+});
+
+limits("truncated and mutated batches never throw nor reach the catch-all", () => {
+  const samples: [string, string][] = [
+    [
+      MULTIPART,
+      batch(
+        http("GET Customers('C1')?$expand=Orders HTTP/1.1"),
+        changeSet("cs", json("POST SalesOrders HTTP/1.1", `{"Note":"n"}`, { id: "1" }), json("POST $1/Items HTTP/1.1", `{"ItemNo":1}`, { id: "2" })),
+      ),
+    ],
+    [
+      JSON_TYPE,
+      jsonRef(
+        { id: "1", atomicityGroup: "g", method: "post", url: "SalesOrders", body: { Note: "n" } },
+        { id: "2", atomicityGroup: "g", dependsOn: ["1"], method: "post", url: "$1/Items", body: { ItemNo: 1 } },
+      ),
+    ],
+  ];
+  let seed = 42;
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const alphabet = ["\r", "\n", "-", ":", " ", '"', "{", "}", "$", "/", "\u0000", "é"];
+  for (const [contentType, body] of samples) {
+    const variants: string[] = [];
+    for (let i = 0; i <= body.length; i++) variants.push(body.slice(0, i));
+    for (let n = 0; n < 2000; n++) {
+      const at = Math.floor(random() * body.length);
+      variants.push(body.slice(0, at) + alphabet[Math.floor(random() * alphabet.length)] + body.slice(at + (random() < 0.5 ? 1 : 0)));
+    }
+    for (const v of variants) {
+      const r = run(v, { contentType });
+      assert.ok(["access", "invalid", "denied"].includes(r.kind));
+      if (r.kind === "denied") assert.is.not(r.message, "the batch could not be analyzed", JSON.stringify(v));
+    }
+  }
+});
+
+limits.run();
