@@ -137,8 +137,9 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
    * authorized, so a failure answers 502 (504 on timeout); it is remembered
    * for a few seconds, so a broken back end is not asked on every request.
    */
-  async function modelOf(target: DataInstance, service: string, root: string): Promise<ServiceModel> {
-    const cacheKey = `${target.id}|${service}`;
+  async function modelOf(target: DataInstance, root: string): Promise<ServiceModel> {
+    // Keyed by the root too: a changed base URL or service path is a new document.
+    const cacheKey = `${target.id}|${root}`;
     const hit = models.get(cacheKey);
     const now = Date.now();
     if (hit !== undefined && now - hit.at < ("model" in hit ? options.metadataTtlMs : METADATA_FAILURE_TTL_MS)) {
@@ -257,7 +258,7 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
       const raw = Buffer.isBuffer(req.body) ? req.body : undefined;
       const contentType = req.headers["content-type"];
       const isServiceRoot = resourcePath === "" || resourcePath === "/" || /^\/?\$metadata$/.test(resourcePath);
-      const model = isServiceRoot ? undefined : await modelOf(target, params.service, root);
+      const model = isServiceRoot ? undefined : await modelOf(target, root);
       const decide = (entity: string, operation: Operation) =>
         port.decide(key, { instance: params.instance, service: params.service, entity, operation });
       const analysis: Analysis = analyzeRequest({

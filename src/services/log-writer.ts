@@ -94,6 +94,9 @@ export class LogWriter {
       }
       this.inFlight = 0;
       this.written += batch.length;
+      // Let requests run between batches: an embedded store writes
+      // synchronously, and a long queue would otherwise hold the event loop.
+      if (this.queue.length > 0) await new Promise((r) => setImmediate(r));
     }
   }
 
