@@ -11,7 +11,8 @@
  *   (no binding), Tags (collection of strings); derived type SpecialOrder
  *   with Escalation -> Employees.
  * - Customers (Customer, key ID): Orders -> SalesOrders, Address.
- * - Products (key ID): Category -> Categories; Categories: Parent, Children
+ * - Products (key ID; Product is a media entity type, HasStream="true"):
+ *   Category -> Categories; Categories: Parent, Children
  *   (both -> Categories); Countries; Employees; PriceConditions (composite
  *   key OrderID, Type); Extensions (an open type); singleton Me (Customer).
  * - Bound functions GetTotal (on SalesOrder) and TopOrders (on the
@@ -150,6 +151,9 @@ export const V4_METADATA = `<?xml version="1.0" encoding="utf-8"?>
  * - CustomerSet (key CustomerID): ToOrders (* -> SalesOrderSet), Address
  *   (complex), ToContacts (association without an association set).
  * - ProductSet, ContactSet; function import ReleaseOrder.
+ * - AttachmentSet (Attachment, key AttachmentID): a media entity type
+ *   (`m:HasStream="true"`, as in SAP's API_CV_ATTACHMENT_SRV), also reached
+ *   from SalesOrder by ToAttachments (* -> AttachmentSet).
  */
 export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
 <edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx"
@@ -165,6 +169,7 @@ export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
         <Property Name="Amount" Type="Edm.Decimal" Precision="16" Scale="3"/>
         <NavigationProperty Name="ToItems" Relationship="ZSALES_SRV.Order_Items" FromRole="FromRole_Order_Items" ToRole="ToRole_Order_Items"/>
         <NavigationProperty Name="ToCustomer" Relationship="ZSALES_SRV.Order_Customer" FromRole="Order" ToRole="Customer"/>
+        <NavigationProperty Name="ToAttachments" Relationship="ZSALES_SRV.Order_Attachments" FromRole="Order" ToRole="Attachment"/>
       </EntityType>
       <EntityType Name="SalesOrderItem">
         <Key><PropertyRef Name="SalesOrderID"/><PropertyRef Name="ItemPosition"/></Key>
@@ -190,6 +195,12 @@ export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
         <Key><PropertyRef Name="ContactID"/></Key>
         <Property Name="ContactID" Type="Edm.String" Nullable="false"/>
       </EntityType>
+      <EntityType Name="Attachment" m:HasStream="true">
+        <Key><PropertyRef Name="AttachmentID"/></Key>
+        <Property Name="AttachmentID" Type="Edm.String" Nullable="false"/>
+        <Property Name="FileName" Type="Edm.String"/>
+        <Property Name="MimeType" Type="Edm.String"/>
+      </EntityType>
       <ComplexType Name="Address">
         <Property Name="City" Type="Edm.String"/>
         <Property Name="Street" Type="Edm.String"/>
@@ -206,6 +217,10 @@ export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
         <End Type="ZSALES_SRV.SalesOrderItem" Multiplicity="*" Role="Item"/>
         <End Type="ZSALES_SRV.Product" Multiplicity="0..1" Role="Product"/>
       </Association>
+      <Association Name="Order_Attachments">
+        <End Type="ZSALES_SRV.SalesOrder" Multiplicity="1" Role="Order"/>
+        <End Type="ZSALES_SRV.Attachment" Multiplicity="*" Role="Attachment"/>
+      </Association>
       <Association Name="Customer_Contacts">
         <End Type="ZSALES_SRV.Customer" Multiplicity="1" Role="Customer"/>
         <End Type="ZSALES_SRV.Contact" Multiplicity="*" Role="Contact"/>
@@ -216,6 +231,7 @@ export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
         <EntitySet Name="CustomerSet" EntityType="ZSALES_SRV.Customer"/>
         <EntitySet Name="ProductSet" EntityType="ZSALES_SRV.Product"/>
         <EntitySet Name="ContactSet" EntityType="ZSALES_SRV.Contact"/>
+        <EntitySet Name="AttachmentSet" EntityType="ZSALES_SRV.Attachment"/>
         <AssociationSet Name="Order_Items_Set" Association="ZSALES_SRV.Order_Items">
           <End EntitySet="SalesOrderSet" Role="FromRole_Order_Items"/>
           <End EntitySet="SalesOrderItemSet" Role="ToRole_Order_Items"/>
@@ -227,6 +243,10 @@ export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
         <AssociationSet Name="Item_Product_Set" Association="ZSALES_SRV.Item_Product">
           <End EntitySet="SalesOrderItemSet" Role="Item"/>
           <End EntitySet="ProductSet" Role="Product"/>
+        </AssociationSet>
+        <AssociationSet Name="Order_Attachments_Set" Association="ZSALES_SRV.Order_Attachments">
+          <End EntitySet="SalesOrderSet" Role="Order"/>
+          <End EntitySet="AttachmentSet" Role="Attachment"/>
         </AssociationSet>
         <FunctionImport Name="ReleaseOrder" ReturnType="ZSALES_SRV.SalesOrder" EntitySet="SalesOrderSet" m:HttpMethod="POST">
           <Parameter Name="SalesOrderID" Type="Edm.String" Mode="In"/>
@@ -241,7 +261,10 @@ export const V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
  * (Shipment, key ID) with a complex collection Stops and a complex Origin
  * (both Address), whose CountryInfo -> Countries; and PostalAddress, a
  * complex type derived from Address with PostOffice -> Employees (bound for
- * Stops only). A separate document, so that the request tests keep theirs.
+ * Stops only); media entity types derived from others: ProductSheet from
+ * Product (a media entity type, so ProductSheet is one too) and
+ * ScannedShipment from Shipment (which is not; HasStream on the derived
+ * type only). A separate document, so that the request tests keep theirs.
  */
 export const V4_BODY_METADATA = V4_METADATA.replace(
   `      <EntityType Name="SalesOrder">`,
@@ -254,6 +277,12 @@ export const V4_BODY_METADATA = V4_METADATA.replace(
         <Property Name="ID" Type="Edm.Int32" Nullable="false"/>
         <Property Name="Stops" Type="Collection(Sales.Address)"/>
         <Property Name="Origin" Type="Sales.Address"/>
+      </EntityType>
+      <EntityType Name="ScannedShipment" BaseType="Sales.Shipment" HasStream="true">
+        <Property Name="Pages" Type="Edm.Int32"/>
+      </EntityType>
+      <EntityType Name="ProductSheet" BaseType="Sales.Product">
+        <Property Name="Language" Type="Edm.String"/>
       </EntityType>
       <EntityType Name="SalesOrder">`,
 ).replace(

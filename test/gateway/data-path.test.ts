@@ -266,6 +266,34 @@ Data("bodies are authorized: a deep insert needs create on the nested set, a bin
   assert.equal(forwarded.map((r) => [r.url, r.body]), [["/odata/sap/sales/0001/SalesOrders", body]]);
 });
 
+Data("a media entity is created from raw bytes (HasStream), forwarded byte for byte with its Slug", async (ctx) => {
+  const writer = json(
+    await post(ctx.world.app, "/admin/api-keys", { name: "uploader", permissions: { prod: { SALES: { Products: ["create"] } } } }),
+  ).data.key;
+  const pdf = Buffer.from([0x25, 0x50, 0x44, 0x46, 0x2d, 0x31, 0x2e, 0x37, 0x0a, 0x00, 0xff, 0xfe]);
+  const res = await ctx.world.app.inject({
+    method: "POST",
+    url: "/odata/prod/SALES/Products",
+    headers: { authorization: `Bearer ${writer}`, "content-type": "application/pdf", slug: "manual.pdf" },
+    payload: pdf,
+  });
+  assert.is(res.statusCode, 200, res.body);
+  const forwarded = ctx.seen.filter((r) => r.method === "POST");
+  assert.equal(
+    forwarded.map((r) => [r.url, r.headers["content-type"], r.headers.slug, r.headers["content-length"]]),
+    [["/odata/sap/sales/0001/Products", "application/pdf", "manual.pdf", String(pdf.length)]],
+  );
+  // The same bytes to a set without a stream are not an entity the gateway can check.
+  const refused = await ctx.world.app.inject({
+    method: "POST",
+    url: "/odata/prod/SALES/SalesOrders",
+    headers: { authorization: `Bearer ${writer}`, "content-type": "application/pdf" },
+    payload: pdf,
+  });
+  assertEnvelope(refused, 403, "FORBIDDEN", "only JSON request bodies can be authorized for entity writes; got application/pdf");
+  assert.is(forwarded.length, 1);
+});
+
 Data("the key's rate limit applies: the fourth request in the minute is 429 and forwards nothing", async (ctx) => {
   for (let i = 0; i < 3; i++) assert.is((await get(ctx, "/odata/prod/SALES/SalesOrders")).statusCode, 200);
   const limited = await get(ctx, "/odata/prod/SALES/SalesOrders");

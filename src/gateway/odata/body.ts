@@ -14,6 +14,17 @@
  *   complex property write (`PATCH /SalesOrders(1)/ShipTo`): V4 complex
  *   types may contain navigation properties. (V2 complex types cannot, so
  *   V2 complex values are only walked when the model says otherwise.)
+ * - Except a media entity create: a `POST` to a collection whose entity
+ *   type is a media entity type (`HasStream`, V2 `m:HasStream`, per the
+ *   model) carrying a body that is not JSON is the media itself (a PDF, an
+ *   image; SAP attachments). It is opaque and can name no entity, so the
+ *   request's own `create` covers it. Two content types are still denied:
+ *   none at all (the back end would have to guess), and Atom
+ *   (`application/atom+xml`), which a back end may read as an entity with
+ *   inline entries and links rather than as media. A JSON body to a media
+ *   entity set is walked as an entity, as any JSON body is. The media of an
+ *   existing media entity is replaced at its `$value`, so `PUT`, `PATCH`
+ *   and `MERGE` of the entity itself still need JSON.
  * - A primitive property, a `$value` (media resource or raw value) or a
  *   stream takes any body and any content type: it cannot name an entity.
  * - A link change (`POST`/`PUT` to `$ref`, V2 `$links`) names the linked
@@ -128,9 +139,8 @@ export interface BodyContext {
 export function analyzeBody(body: RequestBody | undefined, target: BodyTarget, ctx: BodyContext): void {
   if (body === undefined) return;
   if (body.kind === "other") {
-    const what = target.kind === "reference" ? "link changes" : "entity writes";
-    const got = body.contentType.trim() === "" ? "no content type" : quote(body.contentType);
-    denied(`only JSON request bodies can be authorized for ${what}; got ${got}`);
+    otherBody(body.contentType, target, ctx.model);
+    return;
   }
   const walker = new Walker(ctx, target.kind !== "reference" && target.update);
   switch (target.kind) {
@@ -142,6 +152,32 @@ export function analyzeBody(body: RequestBody | undefined, target: BodyTarget, c
       return;
     case "reference":
       walker.linkBody(body.value);
+  }
+}
+
+/** Entity formats other than JSON: a back end may read such a body to a media entity set as an entity. */
+const ENTITY_FORMATS = new Set(["application/atom+xml"]);
+
+/**
+ * A body that is not JSON: allowed only as the media of a media entity
+ * create (the request analyzer has recorded its `create`); denied otherwise,
+ * saying why.
+ */
+function otherBody(contentType: string, target: BodyTarget, model: ServiceModel | undefined): void {
+  const type = contentType.split(";")[0].trim().toLowerCase();
+  const got = contentType.trim() === "" ? "no content type" : quote(contentType);
+  if (target.kind === "reference") denied(`only JSON request bodies can be authorized for link changes; got ${got}`);
+  const position = target.kind === "entity" ? target.position : undefined;
+  if (position === undefined || model === undefined || !model.hasStream(position)) {
+    denied(`only JSON request bodies can be authorized for entity writes; got ${got}`);
+  }
+  const { entitySet } = position;
+  if (target.update) {
+    denied(`only JSON request bodies can be authorized for entity writes; got ${got} (the media of an entity in '${entitySet}' is written at its $value)`);
+  }
+  if (type === "") denied(`a media entity create in '${entitySet}' needs a Content-Type naming the media type`);
+  if (ENTITY_FORMATS.has(type)) {
+    denied(`only JSON request bodies can be authorized for entity writes; got ${got} (a media entity in '${entitySet}' is created from the media itself, not an Atom entry)`);
   }
 }
 

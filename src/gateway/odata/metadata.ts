@@ -13,6 +13,10 @@
  *   an association and two roles; the `AssociationSet` of that association
  *   whose `FromRole` end is the starting entity set names the target set.
  *
+ * Media entity types (V4 `HasStream="true"`, V2 `m:HasStream="true"` in the
+ * `…/dataservices/metadata` namespace) are recorded, inherited along
+ * `BaseType`: their entities are created by posting the media itself.
+ *
  * Whatever the document does not say is left unknown, never guessed: a V4
  * navigation without a binding, or a V2 one whose association set is missing
  * or ambiguous, has no target, and the request analyzer denies requests that
@@ -131,6 +135,12 @@ export interface ServiceModel {
   /** Key property names of the type at `position` (empty for complex types). */
   keyOf(position: Position): readonly string[];
   /**
+   * Whether the type at `position` is a media entity type (`HasStream`, V2
+   * `m:HasStream`, on it or a base type); false for complex types and types
+   * the document does not declare.
+   */
+  hasStream(position: Position): boolean;
+  /**
    * Where the navigation path `navPath` (navigation and complex property
    * names, casts allowed) leads from `entitySet`, or undefined when it does
    * not end in a navigation or its target is unknown.
@@ -164,6 +174,8 @@ interface StructuredType {
   readonly kind: "entity" | "complex";
   readonly baseType?: string;
   readonly open: boolean;
+  /** Declared a media entity type here (not inherited). */
+  readonly hasStream: boolean;
   readonly keys?: readonly string[];
   readonly properties: Map<string, PropertyDef>;
   readonly navigations: Map<string, NavigationDef>;
@@ -359,6 +371,8 @@ class Model implements ServiceModel {
           kind,
           ...(baseType !== undefined ? { baseType: this.#qualify(baseType) } : {}),
           open: attr(node, "OpenType") === "true",
+          // V2 writes `m:HasStream`; the parser drops namespace prefixes, so both read as `HasStream`.
+          hasStream: kind === "entity" && attr(node, "HasStream") === "true",
           ...(keys !== undefined ? { keys } : {}),
           properties,
           navigations,
@@ -656,6 +670,10 @@ class Model implements ServiceModel {
   keyOf(position: Position): readonly string[] {
     for (const t of this.#chain(position.type)) if (t.keys !== undefined) return t.keys;
     return [];
+  }
+
+  hasStream(position: Position): boolean {
+    return !position.complex && this.#chain(position.type).some((t) => t.kind === "entity" && t.hasStream);
   }
 
   navigationTarget(entitySet: string, navPath: readonly string[]): { entitySet: string; collection: boolean } | undefined {

@@ -32,7 +32,10 @@
  * - Request bodies are authorized too (`./body.ts`): a deep insert needs
  *   `create` in the nested entity's set, a bind or entity reference `get` of
  *   every set its URL names; a `$ref` body names the linked entity. Bodies
- *   of bound actions are left alone.
+ *   of bound actions are left alone. Entity writes need JSON bodies, except
+ *   a media entity create: a `POST` of the media itself (any content type
+ *   but none or Atom) to a collection whose entity type has a stream
+ *   (`HasStream`) is `create` of its entity set, like any `POST`.
  * - Bulk and cross-entity-set constructs (`$each`, `$filter` path segments,
  *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`), unbound
  *   function and action imports, and collection-wide `PUT`/`PATCH`/`DELETE`
@@ -82,7 +85,8 @@ export interface RequestInput {
   /**
    * The request body, as the gateway read it; absent when there is none (or
    * it is empty). Entity creates and updates are authorized from it too
-   * (deep inserts, binds); see `./body.ts`.
+   * (deep inserts, binds; the media of a media entity create passes as it
+   * is); see `./body.ts`.
    */
   readonly body?: RequestBody;
   /**
@@ -334,7 +338,9 @@ function analyze(input: RequestInput): Analysis {
 /**
  * What the body of a request describes, for `./body.ts`; undefined when the
  * body cannot name an entity (reads, deletes, primitive properties, `$value`
- * and streams) or is left alone (bound action parameters).
+ * and streams) or is left alone (bound action parameters). A `POST` to a
+ * collection is an entity create whatever its body: `./body.ts` tells a
+ * media entity create (media to a `HasStream` type) from the rest.
  */
 function bodyTargetOf(state: PathState, method: string): BodyTarget | undefined {
   if (method === "GET" || method === "HEAD" || method === "DELETE") return undefined;

@@ -660,6 +660,68 @@ table("body: targets and content types", [
   { model: "none", path: "/SalesOrders", json: true, expect: invalid("the request body must be a JSON object, not a boolean") },
 ]);
 
+// Media entity creates: a POST of the media itself to a collection of a media
+// entity type (HasStream) is `create` of the set; the media is opaque.
+const NOT_JSON = (got: string, why = ""): Analysis => denied(`only JSON request bodies can be authorized for entity writes; got ${got}${why}`);
+const AT_VALUE = (entitySet: string): string => ` (the media of an entity in '${entitySet}' is written at its $value)`;
+table("body: media entity creates", [
+  { model: "v4", path: "/Products", other: "application/pdf", expect: created("Products(ID=0)", acc("Products", "create", PATH)) },
+  { model: "v4", path: "/Products", headers: { Slug: "datasheet.pdf" }, other: "Application/PDF; name=datasheet.pdf", expect: created("Products(ID=0)", acc("Products", "create", PATH)) },
+  { model: "v4", path: "/Products", other: "image/png", expect: created("Products(ID=0)", acc("Products", "create", PATH)) },
+  { model: "v4", path: "/Products", other: "application/xml", expect: created("Products(ID=0)", acc("Products", "create", PATH)) },
+  { model: "v4", path: "/Products", other: "multipart/form-data; boundary=x", expect: created("Products(ID=0)", acc("Products", "create", PATH)) },
+  { model: "v4", path: "/products", other: "application/octet-stream", expect: created("products(ID=0)", acc("Products", "create", PATH)) },
+  // The type's stream is inherited along BaseType, or declared on a derived type reached by a cast.
+  { model: "v4", path: "/Products/Sales.ProductSheet", other: "application/pdf", expect: created("Products/Sales.ProductSheet(ID=0)", acc("Products", "create", PATH)) },
+  { model: "v4", path: "/Shipments/Sales.ScannedShipment", other: "image/tiff", expect: created("Shipments/Sales.ScannedShipment(ID=0)", acc("Shipments", "create", PATH)) },
+  { model: "v4", path: "/Shipments", other: "image/tiff", expect: NOT_JSON("image/tiff") },
+  // Through a navigation: the target set is created in, the path read.
+  {
+    model: "v2",
+    path: "/SalesOrderSet('1')/ToAttachments",
+    headers: { slug: "invoice.pdf" },
+    other: "application/pdf",
+    expect: created("SalesOrderSet('1')/ToAttachments(AttachmentID=0)", acc("SalesOrderSet", "get", SOURCE), acc("AttachmentSet", "create", PATH)),
+  },
+  { model: "v2", path: "/AttachmentSet", headers: { Slug: "scan.jpg" }, other: "image/jpeg", expect: created("AttachmentSet(AttachmentID=0)", acc("AttachmentSet", "create", PATH)) },
+  { model: "v2", path: "/AttachmentSet", other: "text/plain", expect: created("AttachmentSet(AttachmentID=0)", acc("AttachmentSet", "create", PATH)) },
+  // A JSON body to a media entity set is walked as an entity, as any JSON body is.
+  { model: "v4", path: "/Products", json: { ID: "A", Category: { ID: 1 } }, expect: created("Products(ID=0)", acc("Products", "create", PATH), acc("Categories", "create", "deep insert Category")) },
+  { model: "v2", path: "/AttachmentSet", json: { d: { AttachmentID: "1", FileName: "a.pdf" } }, expect: created("AttachmentSet(AttachmentID=0)", acc("AttachmentSet", "create", PATH)) },
+  // Still denied: no content type, Atom (may be read as an entity), and POSTs to sets without a stream.
+  { model: "v4", path: "/Products", other: "", expect: denied("a media entity create in 'Products' needs a Content-Type naming the media type") },
+  { model: "v2", path: "/AttachmentSet", other: " ", expect: denied("a media entity create in 'AttachmentSet' needs a Content-Type naming the media type") },
+  {
+    model: "v2",
+    path: "/AttachmentSet",
+    other: "application/atom+xml;type=entry",
+    expect: NOT_JSON("application/atom+xml;type=entry", " (a media entity in 'AttachmentSet' is created from the media itself, not an Atom entry)"),
+  },
+  {
+    model: "v4",
+    path: "/Products",
+    other: "Application/Atom+XML",
+    expect: NOT_JSON("Application/Atom+XML", " (a media entity in 'Products' is created from the media itself, not an Atom entry)"),
+  },
+  { model: "v4", path: "/SalesOrders", other: "application/pdf", expect: NOT_JSON("application/pdf") },
+  { model: "v4", path: "/SalesOrders(1)/Items", other: "application/pdf", expect: NOT_JSON("application/pdf") },
+  { model: "v4", path: "/Categories(1)/Children", other: "application/pdf", expect: NOT_JSON("application/pdf") },
+  { model: "v2", path: "/SalesOrderSet", other: "application/pdf", expect: NOT_JSON("application/pdf") },
+  { model: "v2", path: "/CustomerSet('C')/ToOrders", other: "application/pdf", expect: NOT_JSON("application/pdf") },
+  { model: "none", path: "/Products", other: "application/pdf", expect: NOT_JSON("application/pdf") },
+  // The media of an existing media entity is written at $value; the entity itself takes JSON only.
+  { model: "v4", method: "PUT", path: "/Products('A')", other: "application/pdf", expect: NOT_JSON("application/pdf", AT_VALUE("Products")) },
+  { model: "v4", method: "PATCH", path: "/Products('A')", other: "application/pdf", expect: NOT_JSON("application/pdf", AT_VALUE("Products")) },
+  { model: "v4", method: "PUT", path: "/Products('A')", headers: { "If-None-Match": "*" }, other: "application/pdf", expect: NOT_JSON("application/pdf", AT_VALUE("Products")) },
+  { model: "v4", method: "POST", path: "/Products('A')", headers: { "X-HTTP-Method": "PUT" }, other: "application/pdf", expect: NOT_JSON("application/pdf", AT_VALUE("Products")) },
+  { model: "v2", method: "MERGE", path: "/AttachmentSet('1')", other: "application/pdf", expect: NOT_JSON("application/pdf", AT_VALUE("AttachmentSet")) },
+  { model: "v2", method: "PUT", path: "/SalesOrderSet('1')", other: "application/pdf", expect: NOT_JSON("application/pdf") },
+  { model: "v4", method: "POST", path: "/Products('A')", other: "application/pdf", expect: denied("POST is only allowed on collections") },
+  { model: "v4", method: "PUT", path: "/Products('A')/$value", other: "application/pdf", expect: ok("PUT", acc("Products", "update", PATH)) },
+  { model: "v2", method: "PUT", path: "/AttachmentSet('1')/$value", headers: { Slug: "v2.pdf" }, other: "application/pdf", expect: ok("PUT", acc("AttachmentSet", "update", PATH)) },
+  { model: "v2", method: "POST", path: "/SalesOrderSet('1')/$links/ToAttachments", other: "application/pdf", expect: denied("only JSON request bodies can be authorized for link changes; got application/pdf") },
+]);
+
 // Link changes: the body names the linked entity, which is read.
 table("body: $ref and $links", [
   {

@@ -1,12 +1,12 @@
 /**
  * Unit tests of src/gateway/odata/metadata.ts: what the V4 and V2 sample
  * documents of test-support/odata/fixtures.ts say about entity sets, navigation targets,
- * properties, keys and bound operations (table-driven), and the documents
+ * properties, keys, bound operations and media entity types (table-driven), and the documents
  * that are refused (DTDs and entities, oversized, malformed, unknown EDMX).
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { MAX_METADATA_LENGTH, MetadataError, parseMetadata } from "../../../src/gateway/odata/metadata.js";
+import { MAX_METADATA_LENGTH, MetadataError, parseMetadata, type Position, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const v4 = parseMetadata(V4_METADATA);
@@ -31,7 +31,7 @@ shape("V4: version, entity sets and singletons in document order", () => {
 
 shape("V2: version and entity sets", () => {
   assert.is(v2.version, "2.0");
-  assert.equal(v2.entitySets, ["SalesOrderSet", "SalesOrderItemSet", "CustomerSet", "ProductSet", "ContactSet"]);
+  assert.equal(v2.entitySets, ["SalesOrderSet", "SalesOrderItemSet", "CustomerSet", "ProductSet", "ContactSet", "AttachmentSet"]);
   assert.equal(v2.singletons, []);
 });
 
@@ -168,6 +168,97 @@ members("navigationPaths: direct and through complex properties", () => {
 });
 
 members.run();
+
+const media = suite("metadata: hasStream (media entity types)");
+
+/** The position of entity set `name`, or of `cast` applied to it. */
+function positionOf(model: ServiceModel, name: string, cast?: string): Position {
+  const root = model.root(name);
+  assert.ok(root !== undefined && "position" in root, `${name} is an entity set`);
+  if (cast === undefined) return root.position;
+  const step = model.step(root.position, cast);
+  assert.ok(step.kind === "cast", `${cast} is a cast`);
+  return step.position;
+}
+
+/** A V4 document: Base (HasStream as given), Derived from it, and Plain with Media derived from it. */
+function v4Doc(baseHasStream: string): string {
+  return (
+    `<edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx"><edmx:DataServices>` +
+    `<Schema Namespace="A" xmlns="http://docs.oasis-open.org/odata/ns/edm">` +
+    `<EntityType Name="Base" ${baseHasStream}><Key><PropertyRef Name="ID"/></Key><Property Name="ID" Type="Edm.Int32"/></EntityType>` +
+    `<EntityType Name="Derived" BaseType="A.Base"/>` +
+    `<EntityType Name="Plain"><Key><PropertyRef Name="ID"/></Key><Property Name="ID" Type="Edm.Int32"/></EntityType>` +
+    `<EntityType Name="Media" BaseType="A.Plain" HasStream="true"/>` +
+    `<EntityContainer Name="C"><EntitySet Name="Bases" EntityType="A.Base"/><EntitySet Name="Plains" EntityType="A.Plain"/></EntityContainer>` +
+    `</Schema></edmx:DataServices></edmx:Edmx>`
+  );
+}
+
+media("V4: HasStream=\"true\" on the entity type of the set", () => {
+  assert.is(v4.hasStream(positionOf(v4, "Products")), true);
+  assert.is(v4.hasStream({ ...positionOf(v4, "Products"), collection: false }), true);
+  assert.is(v4.hasStream(positionOf(v4, "SalesOrders")), false);
+  assert.is(v4.hasStream(positionOf(v4, "Me")), false);
+});
+
+media("V4: reached through a navigation, and not for complex types", () => {
+  const items = v4.step({ ...positionOf(v4, "SalesOrders"), collection: false }, "Items");
+  assert.ok(items.kind === "navigation" && items.target !== undefined);
+  const product = v4.step({ ...items.target, collection: false }, "Product");
+  assert.ok(product.kind === "navigation" && product.target !== undefined);
+  assert.is(v4.hasStream(product.target), true);
+  const shipTo = v4.step({ ...positionOf(v4, "SalesOrders"), collection: false }, "ShipTo");
+  assert.ok(shipTo.kind === "property" && shipTo.position !== undefined);
+  assert.is(v4.hasStream(shipTo.position), false);
+});
+
+media("V4: inherited along BaseType, and declared on a derived type only", () => {
+  const model = parseMetadata(v4Doc(`HasStream="true"`));
+  assert.is(model.hasStream(positionOf(model, "Bases")), true);
+  assert.is(model.hasStream(positionOf(model, "Bases", "A.Derived")), true);
+  assert.is(model.hasStream(positionOf(model, "Plains")), false);
+  assert.is(model.hasStream(positionOf(model, "Plains", "A.Media")), true);
+});
+
+media("V4: HasStream absent or false is no media entity type", () => {
+  for (const attribute of ["", `HasStream="false"`]) {
+    const model = parseMetadata(v4Doc(attribute));
+    assert.is(model.hasStream(positionOf(model, "Bases")), false, attribute);
+    assert.is(model.hasStream(positionOf(model, "Bases", "A.Derived")), false, attribute);
+  }
+});
+
+media("V2: m:HasStream in the metadata namespace", () => {
+  assert.is(v2.hasStream(positionOf(v2, "AttachmentSet")), true);
+  assert.is(v2.hasStream(positionOf(v2, "SalesOrderSet")), false);
+  const step = v2.step({ ...positionOf(v2, "SalesOrderSet"), collection: false }, "ToAttachments");
+  assert.ok(step.kind === "navigation" && step.target !== undefined);
+  assert.equal(step.target, { entitySet: "AttachmentSet", type: "ZSALES_SRV.Attachment", bindingPath: [], collection: true, complex: false });
+  assert.is(v2.hasStream(step.target), true);
+});
+
+media("V2: m:HasStream is inherited along BaseType", () => {
+  const model = parseMetadata(
+    V2_METADATA.replace(
+      `<EntityType Name="Contact">`,
+      `<EntityType Name="ScannedContact" BaseType="ZSALES_SRV.Contact" m:HasStream="true"/><EntityType Name="Contact">`,
+    )
+      .replace(`<EntityType Name="Product">`, `<EntityType Name="Product" m:HasStream="true">`)
+      .replace(`<EntityType Name="Customer">`, `<EntityType Name="Brochure" BaseType="ZSALES_SRV.Product"/><EntityType Name="Customer">`)
+      .replace(`<EntitySet Name="ContactSet"`, `<EntitySet Name="BrochureSet" EntityType="ZSALES_SRV.Brochure"/><EntitySet Name="ContactSet"`),
+  );
+  assert.is(model.hasStream(positionOf(model, "BrochureSet")), true);
+  assert.is(model.hasStream(positionOf(model, "ProductSet")), true);
+  assert.is(model.hasStream(positionOf(model, "ContactSet")), false);
+  assert.is(model.hasStream(positionOf(model, "ContactSet", "ZSALES_SRV.ScannedContact")), true);
+});
+
+media("unknown types are no media entity types", () => {
+  assert.is(v4.hasStream({ entitySet: "Products", type: "Sales.Nope", bindingPath: [], collection: true, complex: false }), false);
+});
+
+media.run();
 
 const refused = suite("metadata: refused documents");
 

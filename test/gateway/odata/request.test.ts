@@ -13,6 +13,7 @@ import {
   needsIfMatchStar,
   type Access,
   type Analysis,
+  type RequestBody,
   type RequestInput,
 } from "../../../src/gateway/odata/request.js";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
@@ -29,6 +30,8 @@ interface Case {
   readonly path: string;
   readonly query?: string;
   readonly headers?: Record<string, string>;
+  /** The request body, when the case needs one (most leave it out). */
+  readonly body?: RequestBody;
   /** The `entityPath` expected in an `access` analysis (see {@link Analysis}); absent when none is. */
   readonly entityPath?: string;
   readonly expect: Analysis;
@@ -59,12 +62,14 @@ function input(c: Case): RequestInput {
     query: c.query ?? "",
     headers: c.headers ?? {},
     ...(MODELS[c.model] ? { model: MODELS[c.model] } : {}),
+    ...(c.body ? { body: c.body } : {}),
   };
 }
 
 function title(c: Case): string {
   const headers = c.headers ? ` ${JSON.stringify(c.headers)}` : "";
-  return `${c.model} ${c.method ?? "GET"} ${c.path}${c.query ? `?${c.query}` : ""}${headers}`.slice(0, 160);
+  const body = c.body === undefined ? "" : c.body.kind === "other" ? ` <${c.body.contentType}>` : ` ${JSON.stringify(c.body.value)}`;
+  return `${c.model} ${c.method ?? "GET"} ${c.path}${c.query ? `?${c.query}` : ""}${headers}${body}`.slice(0, 160);
 }
 
 function table(name: string, cases: readonly Case[]): void {
@@ -226,6 +231,67 @@ table("request: writes", [
   { model: "none", method: "POST", path: "/SalesOrders", entityPath: "SalesOrders(0)", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
   { model: "none", method: "PUT", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
   { model: "none", method: "DELETE", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
+]);
+
+// Media entity creates: POST of the media itself to a collection of a media
+// entity type (V4 HasStream, V2 m:HasStream) is `create`, like any POST; the
+// entity itself (PUT/PATCH/MERGE) still takes JSON only, its media goes to $value.
+const media = (contentType: string): RequestBody => ({ kind: "other", contentType });
+const notJson = (got: string, why = ""): Analysis => denied(`only JSON request bodies can be authorized for entity writes; got ${got}${why}`);
+table("request: media entity creates", [
+  { model: "v4", method: "POST", path: "/Products", body: media("application/pdf"), entityPath: "Products(ID=0)", expect: ok("POST", acc("Products", "create", PATH)) },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/Products",
+    headers: { Slug: "photo.jpg" },
+    body: media("image/jpeg"),
+    entityPath: "Products(ID=0)",
+    expect: ok("POST", acc("Products", "create", PATH)),
+  },
+  { model: "v4", method: "POST", path: "/Products", query: "$select=ID,Name", body: media("image/png"), entityPath: "Products(ID=0)", expect: ok("POST", acc("Products", "create", PATH)) },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/Products",
+    query: "$expand=Category",
+    body: media("image/png"),
+    entityPath: "Products(ID=0)",
+    expect: ok("POST", acc("Products", "create", PATH), acc("Categories", "get", "$expand Category")),
+  },
+  { model: "v2", method: "POST", path: "/AttachmentSet", headers: { Slug: "invoice.pdf" }, body: media("application/pdf"), entityPath: "AttachmentSet(AttachmentID=0)", expect: ok("POST", acc("AttachmentSet", "create", PATH)) },
+  {
+    model: "v2",
+    method: "POST",
+    path: "/SalesOrderSet('1')/ToAttachments",
+    body: media("application/pdf"),
+    entityPath: "SalesOrderSet('1')/ToAttachments(AttachmentID=0)",
+    expect: ok("POST", acc("SalesOrderSet", "get", SOURCE), acc("AttachmentSet", "create", PATH)),
+  },
+  { model: "v2", method: "PUT", path: "/AttachmentSet('1')/$value", body: media("application/pdf"), expect: ok("PUT", acc("AttachmentSet", "update", PATH)) },
+  { model: "v2", method: "GET", path: "/AttachmentSet('1')/$value", expect: get(acc("AttachmentSet", "get", PATH)) },
+  // Denied as before: sets without a stream, the media entity itself, no metadata, no content type, Atom.
+  { model: "v4", method: "POST", path: "/SalesOrders", body: media("application/pdf"), expect: notJson("application/pdf") },
+  { model: "v2", method: "POST", path: "/SalesOrderSet", body: media("application/pdf"), expect: notJson("application/pdf") },
+  { model: "none", method: "POST", path: "/Products", body: media("application/pdf"), expect: notJson("application/pdf") },
+  { model: "v4", method: "PUT", path: "/Products('A')", body: media("application/pdf"), expect: notJson("application/pdf", " (the media of an entity in 'Products' is written at its $value)") },
+  { model: "v2", method: "MERGE", path: "/AttachmentSet('1')", body: media("application/pdf"), expect: notJson("application/pdf", " (the media of an entity in 'AttachmentSet' is written at its $value)") },
+  {
+    model: "v2",
+    method: "POST",
+    path: "/AttachmentSet('1')",
+    headers: { "X-HTTP-Method": "MERGE" },
+    body: media("application/pdf"),
+    expect: notJson("application/pdf", " (the media of an entity in 'AttachmentSet' is written at its $value)"),
+  },
+  { model: "v2", method: "POST", path: "/AttachmentSet", body: media(""), expect: denied("a media entity create in 'AttachmentSet' needs a Content-Type naming the media type") },
+  {
+    model: "v2",
+    method: "POST",
+    path: "/AttachmentSet",
+    body: media("application/atom+xml"),
+    expect: notJson("application/atom+xml", " (a media entity in 'AttachmentSet' is created from the media itself, not an Atom entry)"),
+  },
 ]);
 
 // Navigation in the resource path: every entity passed is read, then the target.
