@@ -16,7 +16,7 @@ import {
   type JsonValue,
 } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
-import { ConnectError, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import { ConnectError, createContextValues, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
@@ -29,8 +29,9 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerFactory,
 } from "fastify";
+import { PRINCIPAL_METADATA, kCallFacts, type CallFacts } from "../schema/call-facts.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data-route.js";
-import { GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
+import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
@@ -101,9 +102,6 @@ export interface AccessLogEntry {
   readonly userAgent: string;
 }
 
-/** Error metadata naming the caller an admission refused (see the services' admin gate). */
-const PRINCIPAL_METADATA = "erplink-principal";
-
 /** What the request log needs to know of a request beyond Fastify's own (one per gateway). */
 interface RequestFacts {
   /** Who each admitted (or recognised, then refused) request was. */
@@ -111,6 +109,9 @@ interface RequestFacts {
   /** The envelope code each failed request was answered with. */
   readonly errorCodes: WeakMap<object, string>;
 }
+
+/** Path prefix of the admin services' RPCs (`/erplink.admin.v1.SystemService/…`). */
+const ADMIN_RPC_PREFIX = "/erplink.admin.";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Most field details one error lists (as the services do). */
@@ -174,11 +175,21 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   // One access-log line per request, and one request-log entry per /admin
   // request, both after the response.
   const record = options.record;
+  // Calls of the admin services over gRPC, gRPC-Web and Connect: the
+  // services report caller and outcome into these (see src/schema/call-facts.ts).
+  const callFacts = new WeakMap<object, CallFacts>();
   app.addHook("onResponse", async (req, reply) => {
     const ms = reply.elapsedTime;
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
     const data = dataFacts.get(req);
-    if (record !== undefined && (data !== undefined || req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?"))) {
+    const call = callFacts.get(req);
+    if (call !== undefined) {
+      const failed = call.code === undefined ? undefined : CODE_TABLE[call.code];
+      facts.principals.set(req, call.principalId);
+      if (failed !== undefined) facts.errorCodes.set(req, failed.code);
+    }
+    const isAdmin = req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?");
+    if (record !== undefined && (data !== undefined || isAdmin || call !== undefined)) {
       const ua = req.headers["user-agent"];
       record({
         requestId: req.id,
@@ -186,7 +197,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         apiKeyId: data?.apiKeyId ?? facts.principals.get(req) ?? "",
         method: req.method,
         path: req.url,
-        status: reply.statusCode,
+        // An RPC's outcome is its code, whatever HTTP status carried it (gRPC answers 200).
+        status: call?.code !== undefined ? CODE_TABLE[call.code].status : reply.statusCode,
         durationMs: Math.round(ms * 1000) / 1000,
         instance: data?.instance ?? "",
         service: data?.service ?? "",
@@ -257,6 +269,16 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     interceptors: [...options.connect.interceptors],
     // The same body limit as REST, for every protocol.
     readMaxBytes: options.bodyLimit,
+    contextValues: (req) => {
+      const values = createContextValues();
+      // Admin services only: Authorize is the hot path of internal callers, not an admin request.
+      if (req.url.startsWith(ADMIN_RPC_PREFIX)) {
+        const call: CallFacts = { principalId: "", code: undefined };
+        callFacts.set(req, call);
+        values.set(kCallFacts, call);
+      }
+      return values;
+    },
   });
   return app;
 }

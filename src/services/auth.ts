@@ -7,6 +7,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { PRINCIPAL_METADATA, kCallFacts } from "../schema/call-facts.js";
 import { isWellFormedApiKey } from "./api-key-secret.js";
 import { translate } from "./errors.js";
 import { isExpired, type KeyRegistry } from "./key-registry.js";
@@ -20,10 +21,9 @@ export type Principal =
 
 /**
  * Metadata of an admission error naming the recognised caller (`master` or
- * a key id), for the request log: the REST gateway reads it and does not
- * pass it on.
+ * a key id), for the request log: the gateway reads it and does not pass it on.
  */
-export const PRINCIPAL_HEADER = "erplink-principal";
+export const PRINCIPAL_HEADER = PRINCIPAL_METADATA;
 
 /** How logs name a principal: `master` or the key id. */
 export function principalId(principal: Principal): string {
@@ -178,6 +178,28 @@ export function createAdminInterceptor(gate: AdminGate, options: AdminIntercepto
       const ce = ConnectError.from(err);
       for (const [name, value] of Object.entries(admission.headers)) ce.metadata.set(name, value);
       throw ce;
+    }
+  };
+}
+
+/**
+ * A server-side interceptor (outermost) that reports each call's caller and
+ * outcome to the gateway through {@link kCallFacts}, for the request log.
+ */
+export function createCallFactsInterceptor(): Interceptor {
+  return (next) => async (req) => {
+    const facts = req.contextValues.get(kCallFacts);
+    if (facts === undefined) return next(req);
+    try {
+      return await next(req);
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      facts.code = ce.code;
+      facts.principalId ||= ce.metadata.get(PRINCIPAL_HEADER) ?? "";
+      throw ce;
+    } finally {
+      const principal = req.contextValues.get(kPrincipal);
+      if (principal !== undefined) facts.principalId = principalId(principal);
     }
   };
 }

@@ -9,6 +9,7 @@ import {
   createAdminGate,
   createAdminInterceptor,
   createAuthenticator,
+  createCallFactsInterceptor,
   masterKeyMatcher,
   principalId,
   type AdminGate,
@@ -112,7 +113,11 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     },
     routes: createRoutes(deps),
     gate,
-    publicInterceptors: [errorLog, createAdminInterceptor(gate, { count: true, publicServices: PUBLIC_SERVICES })],
+    publicInterceptors: [
+      createCallFactsInterceptor(),
+      errorLog,
+      createAdminInterceptor(gate, { count: true, publicServices: PUBLIC_SERVICES }),
+    ],
     inProcessInterceptors: [errorLog, createAdminInterceptor(gate, { count: false, publicServices: PUBLIC_SERVICES })],
   };
 }
