@@ -113,12 +113,56 @@ function isJson(contentType: string | undefined): boolean {
 function bodyOf(raw: Buffer | undefined, contentType: string | undefined): RequestBody | undefined {
   if (raw === undefined || raw.length === 0) return undefined;
   if (!isJson(contentType)) return { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
+  // The back end decodes with the charset the client names (even UTF-7):
+  // anything but UTF-8 could read as another body than the one authorized.
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? "")?.[1];
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    throw new GatewayError(415, `JSON request bodies must be UTF-8, not '${charset.slice(0, 40)}'`);
+  }
+  let text: string;
+  try {
+    text = UTF8.decode(raw);
+  } catch {
+    throw new GatewayError(400, "request body is not valid UTF-8");
+  }
   try {
     // Strict: a duplicate member would be read one way here and maybe another way by the back end.
-    return { kind: "json", value: jsonValue(parseJson(raw.toString("utf8"), "request body")) };
+    return { kind: "json", value: jsonValue(parseJson(text, "request body")) };
   } catch (err) {
     throw new GatewayError(400, err instanceof Refusal ? err.message : "request body is not valid JSON");
   }
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A service name as it may appear in the back end's URL: RFC 3986 path
+ * segment characters, no `%` (it is already decoded), `/`, `?` or `#`.
+ */
+const SERVICE_NAME = /^[A-Za-z0-9_.~!$&'()*+,;=:@-]{1,200}$/;
+
+/**
+ * SAP query options and headers a client may not set: the instance decides
+ * the SAP client (tenant), and debug output and session contexts are the
+ * gateway's business.
+ */
+const SAP_QUERY_OPTIONS = new Set(["sap-client", "sap-ds-debug", "sap-contextid-accept"]);
+const SAP_REQUEST_HEADERS = ["sap-client", "sap-contextid", "sap-contextid-accept"];
+
+/** The first query option of `query` a client may not send, if any. */
+function forbiddenQueryOption(query: string): string | undefined {
+  if (query === "") return undefined;
+  for (const pair of query.split("&")) {
+    const raw = pair.split("=")[0]!;
+    let name: string;
+    try {
+      name = decodeURIComponent(raw.replace(/\+/g, " ")).trim().toLowerCase();
+    } catch {
+      continue; // the OData parser answers malformed encodings
+    }
+    if (SAP_QUERY_OPTIONS.has(name)) return name;
+  }
+  return undefined;
 }
 
 /** A metadata fetch outcome, cached per instance and service. */
@@ -150,7 +194,7 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
     if (flight === undefined) {
       flight = fetchModel(target, root)
         .then((entry) => {
-          if (models.size >= 10_000 && !models.has(cacheKey)) models.clear();
+          if (models.size >= MAX_MODELS && !models.has(cacheKey)) models.clear();
           models.set(cacheKey, entry);
           return entry;
         })
@@ -241,6 +285,9 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
       }
       fact.apiKeyId = key.id;
 
+      if (!SERVICE_NAME.test(params.service)) {
+        throw new GatewayError(400, "the service name may only contain letters, digits and the characters _ . ~ ! $ & ' ( ) * + , ; = : @ -");
+      }
       // Instance before lookup: never reveal instances a key cannot see.
       const seen = port.serviceDecision(key, params.instance, params.service);
       if (!seen.allowed && seen.step === "instance") {
@@ -254,6 +301,11 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
         throw new GatewayError(403, seen.message);
       }
 
+      const forbidden = forbiddenQueryOption(query);
+      if (forbidden !== undefined) {
+        fact.denialStep = "NOT_ALLOWED";
+        throw new GatewayError(403, `query option '${forbidden}' is not allowed: the instance decides it`);
+      }
       const root = `${target.baseUrl}/${target.servicePath(params.service)}`;
       const raw = Buffer.isBuffer(req.body) ? req.body : undefined;
       const contentType = req.headers["content-type"];
@@ -339,6 +391,7 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
             delete out.authorization;
             delete out.cookie;
             delete out["x-csrf-token"];
+            for (const h of SAP_REQUEST_HEADERS) delete out[h];
             if (authorization) out.authorization = authorization;
             if (csrf?.token !== undefined) out["x-csrf-token"] = csrf.token;
             if (csrf !== undefined && csrf.cookie !== "") out.cookie = csrf.cookie;
@@ -358,6 +411,9 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
             // The back end's session is erplink's business, not the client's.
             delete out["set-cookie"];
             delete out["x-csrf-token"];
+            delete out["sap-contextid"];
+            // A challenge for erplink's back-end credentials is not the client's to answer.
+            delete out["www-authenticate"];
             return { ...out, "x-request-id": req.id, ...admission.headers };
           },
           onResponse: (_request, _reply, response) => {
@@ -407,6 +463,9 @@ function clearUpstreamHeaders(reply: FastifyReply): void {
   }
 }
 
+/** Most `$metadata` models kept (per instance and service root); beyond it the cache starts over. */
+const MAX_MODELS = 1_000;
+
 /** How long a failed `$metadata` fetch is remembered (ms). */
 const METADATA_FAILURE_TTL_MS = 5_000;
 
@@ -416,6 +475,8 @@ const METADATA_FAILURE_TTL_MS = 5_000;
  * leaves the service root.
  */
 export function relativeToRoot(url: string, clientRoot: string): string | undefined {
+  // Content-ID references name requests of a batch; there is none here.
+  if (url.startsWith("$")) return undefined;
   let path = url;
   if (/^[a-z][a-z0-9+.-]*:/i.test(url)) {
     try {

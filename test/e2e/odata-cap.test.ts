@@ -230,6 +230,28 @@ E2E("V4 PUT on a missing entity: a key with create upserts, a key without gets I
   // CAP answers 412 Precondition Failed: If-Match: * matches no entity.
   assert.is(refused.statusCode, 412, refused.body);
   assert.is((await v4Partner(ctx, "E2E0003")).status, 404, "the PUT must not have created the entity");
+  // A blank If-Match is no precondition to CAP: erplink replaces it.
+  const blank = await call(ctx, ctx.noCreate, `${BP}/A_BusinessPartner('E2E0003')`, {
+    method: "PUT",
+    headers: { "if-match": "" },
+    body: { BusinessPartner: "E2E0003", FirstName: "Hopper" },
+  });
+  assert.is(blank.statusCode, 412, blank.body);
+  assert.is((await v4Partner(ctx, "E2E0003")).status, 404, "a blank If-Match must not let the PUT create");
+  // If-None-Match: * is ignored by CAP (no ETags), which then updates: it needs update as well as create.
+  const createOnly = json(
+    await post(ctx.world.app, "/admin/api-keys", { name: "create-only", permissions: { s4: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["create"] } } } }),
+  ).data.key as string;
+  assertEnvelope(
+    await call(ctx, createOnly, `${BP}/A_BusinessPartner('E2E0002')`, {
+      method: "PUT",
+      headers: { "if-none-match": "*" },
+      body: { BusinessPartner: "E2E0002", FirstName: "Overwritten" },
+    }),
+    403,
+    "FORBIDDEN",
+    "API key lacks permission 'update' for entity 'A_BusinessPartner'",
+  );
 
   // CAP does not upsert on PATCH (404 even for a key with create), so this only shows no side effect.
   const patchMissing = await call(ctx, ctx.noCreate, `${BP}/A_BusinessPartner('E2E0004')`, { method: "PATCH", body: { FirstName: "X" } });

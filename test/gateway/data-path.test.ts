@@ -294,6 +294,56 @@ Data("a media entity is created from raw bytes (HasStream), forwarded byte for b
   assert.is(forwarded.length, 1);
 });
 
+Data("what a back end could read differently is refused: other charsets, bad UTF-8, odd service names, SAP client switches", async (ctx) => {
+  const writer = json(
+    await post(ctx.world.app, "/admin/api-keys", { name: "w2", permissions: { prod: { "*": { "*": ["list", "create"] } } } }),
+  ).data.key;
+  const send = (url: string, payload: string | Buffer, headers: Record<string, string> = {}) =>
+    ctx.world.app.inject({
+      method: "POST",
+      url,
+      headers: { authorization: `Bearer ${writer}`, "content-type": "application/json", ...headers },
+      payload,
+    });
+  // UTF-7 would turn this string into a deep insert at a back end that honours the charset.
+  assertEnvelope(
+    await send("/odata/prod/SALES/SalesOrders", '{"Note":"a+ACI-,+ACI-Items+ACI-:[{+ACI-ItemNo+ACI-:1}],+ACI-x+ACI-:+ACI-y"}', {
+      "content-type": "application/json; charset=utf-7",
+    }),
+    415,
+    "UNSUPPORTED_MEDIA_TYPE",
+    "JSON request bodies must be UTF-8, not 'utf-7'",
+  );
+  assertEnvelope(
+    await send("/odata/prod/SALES/SalesOrders", Buffer.from([0x7b, 0x22, 0x4e, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d])),
+    400,
+    "VALIDATION_ERROR",
+    "request body is not valid UTF-8",
+  );
+  assertEnvelope(
+    await send("/odata/prod/x%3Fy=1/SalesOrders", "{}"),
+    400,
+    "VALIDATION_ERROR",
+    "the service name may only contain letters, digits and the characters _ . ~ ! $ & ' ( ) * + , ; = : @ -",
+  );
+  assertEnvelope(
+    await get(ctx, "/odata/prod/SALES/SalesOrders?sap-client=200", {}),
+    403,
+    "FORBIDDEN",
+    "query option 'sap-client' is not allowed: the instance decides it",
+  );
+  assert.equal(ctx.seen, []);
+  // SAP session headers do not pass in either direction; UTF-8 with its charset named does.
+  const ok = await send("/odata/prod/SALES/SalesOrders", '{"Note":"ü"}', {
+    "content-type": "application/json;charset=UTF-8",
+    "sap-client": "200",
+    "sap-contextid-accept": "header",
+  });
+  assert.is(ok.statusCode, 200, ok.body);
+  const forwarded = ctx.seen.filter((r) => r.method === "POST");
+  assert.equal(forwarded.map((r) => [r.headers["sap-client"], r.headers["sap-contextid-accept"], r.body]), [[undefined, undefined, '{"Note":"ü"}']]);
+});
+
 Data("the key's rate limit applies: the fourth request in the minute is 429 and forwards nothing", async (ctx) => {
   for (let i = 0; i < 3; i++) assert.is((await get(ctx, "/odata/prod/SALES/SalesOrders")).statusCode, 200);
   const limited = await get(ctx, "/odata/prod/SALES/SalesOrders");

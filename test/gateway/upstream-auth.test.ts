@@ -362,6 +362,7 @@ OAuth("a token the back end refuses is dropped, a new one fetched and the reques
   const refused = await send(ctx, "GET", "/odata/prod/SALES/SalesOrders");
   assert.is(refused.statusCode, 401);
   assert.is(refused.body, "token rejected");
+  assert.is(refused.headers["www-authenticate"], undefined, "the back end's challenge is not the client's to answer");
 });
 
 OAuth("token endpoint failures are 502 or 504 in the envelope, naming no secret, and nothing is forwarded", async (ctx) => {

@@ -7,22 +7,50 @@
  * forwards only on `kind: "access"`.
  *
  * What the back end receives is written from what was parsed here, never
- * passed through as received, so that it cannot read the batch differently:
+ * passed through as received, so that it cannot read the batch differently.
+ * Back ends are lenient in ways that matter: SAP CAP reads a multipart batch
+ * as text through regular expressions and Node's HTTP parser (any line
+ * starting with `--` is a boundary, a PUT/POST/PATCH body ends at the first
+ * blank line, GET/DELETE/HEAD get no body at all, `content-length: <n>` CRLF
+ * is deleted wherever it occurs, the boundary is the first `boundary=`
+ * anywhere in a Content-Type, and Content-IDs are read from MIME headers
+ * only); its V2 adapter splits lines at CRLF and takes `boundary` only as the
+ * first parameter. So:
  * - Multipart: the delimiter lines are written anew (`--b` CRLF … CRLF
  *   `--b--`), so preambles, epilogues, transport padding and bare-LF line
  *   endings of the framing are dropped; header lines and request lines are
- *   written as parsed, joined with CRLF. With CRLF input and nothing to
- *   rewrite, every part comes out byte-identical, bodies always do.
+ *   written as parsed, joined with CRLF. The forwarded Content-Type is
+ *   written here, `multipart/mixed; boundary=<b>` (quoted only when it must
+ *   be), and so is every MIME Content-Type: `multipart/mixed; boundary=<cs>`
+ *   for a change set, `application/http` for a request. Every
+ *   `Content-Length` (MIME-level or the request's) is written exact for what
+ *   is forwarded, as `Name: <n>`. A Content-ID given only in the request's
+ *   headers is also written to its MIME headers. With CRLF input, canonical
+ *   header lines and nothing to rewrite, every part comes out byte-identical.
  * - `--<boundary>` may not occur anywhere in its multipart body except as
- *   a delimiter line (RFC 2046 §5.1.1 chooses boundaries so), so no parser,
- *   however lenient, can find a part boundary inside a body. A MIME-level
- *   `Content-Length` is recomputed for what is written, when that changed. Folded header lines,
- *   duplicate headers, control characters, non-ASCII request lines,
- *   non-identity `Content-Transfer-Encoding`, `Transfer-Encoding` and a
- *   `Content-Length` beyond the body are refused (invalid).
+ *   a delimiter line (RFC 2046 §5.1.1 chooses boundaries so), and no other
+ *   line (header line, request line, body) may start with `--`. Boundaries
+ *   must consist of RFC 2046 bchars. Folded header lines, duplicate headers,
+ *   control and non-ASCII characters in header lines, header lines other
+ *   than `Content-Length` that mention content-length, non-ASCII request
+ *   lines, non-identity `Content-Transfer-Encoding`, `Transfer-Encoding` and
+ *   a `Content-Length` beyond the body are refused (invalid).
+ * - Part bodies: GET, HEAD and DELETE parts may not have one. A JSON body is
+ *   forwarded compacted (the whitespace outside strings dropped from its own
+ *   text, numbers as written; U+2028/U+2029 escaped), so it holds no line
+ *   break; any other body must be one line (no CR, LF, U+2028, U+2029), not
+ *   starting with `--` nor ending in `content-length: <digits>`, and is
+ *   forwarded as received: a multi-line media upload must be sent as a
+ *   request of its own.
+ * - Charsets: a `charset` on the batch, a change set or a JSON request
+ *   Content-Type (either format) must be `utf-8` (any case, quoted or not):
+ *   back ends decode with the charset named. JSON part bodies are decoded
+ *   with a fatal UTF-8 decoder.
  * - JSON: duplicate member names are refused at every level (bodies
  *   included); the body is forwarded as received, but for the `url` values
- *   and `headers` rewritten in place.
+ *   and `headers` rewritten in place: header names in lower case (CAP uses
+ *   the object as its request headers, where `If-Match` would go unseen;
+ *   names differing only in case are refused) and `if-match` added.
  *
  * Decisions the protocols leave open, taken here:
  * - Part URLs may be relative to the service root, absolute paths or
@@ -39,7 +67,9 @@
  *   change sets are refused), in JSON to any preceding request named, or
  *   whose atomicity group is named, in `dependsOn`. The part is analyzed
  *   with `$<id>` replaced by the `entityPath` the referenced part's analysis
- *   reports; it is forwarded unchanged. Request ids must satisfy the ABNF
+ *   reports; it is forwarded unchanged. `$<id>[/…]` URLs in part bodies
+ *   (`@odata.bind`, `@odata.id`) resolve the same way, under the same rules;
+ *   one that does not resolve is denied. Request ids must satisfy the ABNF
  *   `request-id` rule and may not be the name of a system resource
  *   (`$metadata`, `$batch`, …), so a reference cannot be read as one; a
  *   multipart Content-ID used twice in the batch cannot be referred to.
@@ -60,7 +90,7 @@ import type { ServiceModel } from "./metadata.js";
 import { AccessList, type Access } from "./query.js";
 import { analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
-import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid } from "./syntax.js";
+import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted } from "./syntax.js";
 
 export { MAX_JSON_DEPTH } from "./json.js";
 
@@ -100,9 +130,13 @@ export type BatchAnalysis =
       readonly accesses: readonly Access[];
       /** How many individual requests the batch holds. */
       readonly parts: number;
-      /** The body to forward (relative URLs, `If-Match: *` added where needed). */
+      /** The body to forward, written as the module comment says (relative URLs, `If-Match: *` added where needed, JSON part bodies compacted, …). */
       readonly body: Buffer;
-      /** The content type to forward (the request's: boundaries are kept). */
+      /**
+       * The content type to forward: for multipart, written here
+       * (`multipart/mixed; boundary=<the batch boundary>`, nothing else); for
+       * JSON, the request's.
+       */
       readonly contentType: string;
     }
   /** A part is well-formed but not allowed through the gateway (403); the message names it. */
@@ -130,6 +164,7 @@ function analyze(input: BatchInput): BatchAnalysis {
     const boundary = media.params.get("boundary");
     if (boundary === undefined) invalid("the batch Content-Type has no boundary parameter");
     checkBoundary(boundary, "the batch Content-Type");
+    checkCharset(media, "the batch Content-Type");
     return analyzeMultipart(input, boundary);
   }
   if (media.type === "application/json") {
@@ -196,9 +231,10 @@ function parseMediaType(value: string, what: string): MediaType {
   return { type, params };
 }
 
+/** A `charset` parameter, when given, must be UTF-8: back ends decode with the charset named (UTF-7 would turn `+ACI-` into a quote). */
 function checkCharset(media: MediaType, what: string): void {
-  const charset = media.params.get("charset")?.toLowerCase();
-  if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") invalid(`${what} names charset '${excerpt(charset)}'; only UTF-8 is supported`);
+  const charset = media.params.get("charset");
+  if (charset !== undefined && charset.toLowerCase() !== "utf-8") invalid(`${what} names charset '${excerpt(charset)}'; only UTF-8 is supported`);
 }
 
 function isJsonType(type: string): boolean {
@@ -210,6 +246,11 @@ const BOUNDARY = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
 
 function checkBoundary(boundary: string, what: string): void {
   if (!BOUNDARY.test(boundary)) invalid(`${what} has a malformed boundary '${excerpt(boundary)}'`);
+}
+
+/** The only Content-Type written for a batch or change set: the boundary as its one parameter, quoted only when it must be. */
+function multipartType(boundary: string): string {
+  return `multipart/mixed; boundary=${TOKEN.test(boundary) ? boundary : `"${boundary}"`}`;
 }
 
 // OData ABNF `request-id = 1*unreserved`.
@@ -357,7 +398,7 @@ function analyzePart(
       headers: part.headers.record,
       ...(input.model ? { model: input.model } : {}),
       ...(part.body ? { body: part.body } : {}),
-      resolveReference: (url) => bodyReference(url, clientRoot),
+      resolveReference: (url) => bodyReference(url, clientRoot, entityPathOf),
     });
     if (analysis.kind === "batch") denied("a batch cannot contain another batch");
     if (analysis.kind === "denied" || analysis.kind === "invalid") throw new Refusal(analysis.kind, analysis.message);
@@ -380,11 +421,20 @@ function referenceId(segment: string): string | undefined {
   return id;
 }
 
-/** `resolveReference` for part bodies: an absolute URL below the service root, as a resource path. */
-function bodyReference(url: string, clientRoot: string): string | undefined {
+/**
+ * `resolveReference` for part bodies: an absolute URL below the service
+ * root, or a `$<id>[/…]` reference to a request this part may refer to
+ * (the same rules as for part URLs, through `entityPathOf`), as a resource
+ * path; undefined for anything else.
+ */
+function bodyReference(url: string, clientRoot: string, entityPathOf: (id: string) => string): string | undefined {
   try {
     const target = resolveTarget(url, clientRoot);
-    return target.relative.includes("?") ? undefined : target.relative;
+    if (target.relative.includes("?")) return undefined;
+    const first = target.relative.split("/")[0];
+    const id = referenceId(first);
+    if (id === undefined) return first.startsWith("$") ? undefined : target.relative;
+    return `${entityPathOf(id).replace(/^\//, "")}${target.relative.slice(first.length)}`;
   } catch {
     return undefined;
   }
@@ -502,15 +552,28 @@ function writeHead(head: Head): string {
 // Any control character but HT (a bare CR would be a line break to some parsers).
 const VALUE_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
-/** Parses header lines (`Name: value`) into `into`. */
+// CAP reads the batch as text with regular expressions: it deletes every
+// `content-length: <digits>` CRLF wherever it occurs (joining a header line
+// that ends so with the next one, which it then never sees), and adds no
+// length to a request whose head mentions content-length anywhere.
+const CONTENT_LENGTH_TEXT = /content-length/i;
+
+/** Parses multipart header lines (`Name: value`, printable ASCII) into `into`. */
 function parseHeaderLines(lines: readonly string[], into: { record: Record<string, string>; byName: Map<string, string> }, forbid: boolean): void {
   for (const line of lines) {
     if (line.startsWith(" ") || line.startsWith("\t")) invalid("folded header lines are not supported");
+    // Any line starting with `--` is a boundary to CAP and the V2 adapter.
+    if (line.startsWith("--")) invalid(`header line '${excerpt(line)}' starts with '--', as only delimiter lines may`);
     const colon = line.indexOf(":");
     const name = colon < 0 ? "" : line.slice(0, colon);
     if (!TOKEN.test(name)) invalid(`malformed header line '${excerpt(line)}'`);
     const value = trimSpace(line.slice(colon + 1));
     if (VALUE_CONTROL.test(value)) invalid(`control character in header '${excerpt(name)}'`);
+    // Decoded as UTF-8, U+2028 and U+2029 start a new line for JavaScript's `^` and `$`.
+    if (/[^\x00-\x7f]/.test(value)) invalid(`non-ASCII character in header '${excerpt(name)}'`);
+    if (name.toLowerCase() !== "content-length" && CONTENT_LENGTH_TEXT.test(line)) {
+      invalid(`header '${excerpt(name)}' cannot mention content-length: only the Content-Length header may`);
+    }
     addHeader(into, name, value, forbid);
   }
 }
@@ -535,18 +598,19 @@ function checkContentLength(headers: ReadonlyMap<string, string>, length: number
 /** An individual request of a multipart batch. */
 interface HttpPart extends Part {
   readonly mime: Head;
+  /** Whether the part's MIME headers carry the Content-ID (else it is written there from the request's). */
+  readonly mimeId: boolean;
   /** The request line and the request's headers. */
   readonly head: Head;
   readonly version: string;
-  readonly bodyRange: Range;
+  /** The body as forwarded, one latin1 character per byte: JSON compacted, anything else as received. */
+  readonly forwardBody: string;
   /** The index of the change set it belongs to, if any. */
   readonly changeSet: number | undefined;
 }
 
 interface ChangeSet {
   readonly mime: Head;
-  /** Where the change set's body part ends. */
-  readonly end: number;
   readonly boundary: string;
   readonly parts: HttpPart[];
   readonly closeTerminated: boolean;
@@ -587,6 +651,7 @@ function readHttpPart(text: string, raw: Buffer, range: Range, { mime, headers: 
     const head = readHead(text, mime.next, range[1], MAX_HEADER_LINES + 1);
     if (head.lines.length === 0) invalid("the body part holds no request line");
     const line = head.lines[0];
+    if (line.startsWith("--")) invalid("the request line starts with '--', as only delimiter lines may");
     const m = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) ([\x21-\x7e]+) (HTTP\/[0-9]\.[0-9])$/.exec(line);
     if (m === null) {
       if (hasControlCharacter(line) || /[^\x20-\x7e]/.test(line)) invalid("the request line has a control or non-ASCII character");
@@ -604,17 +669,19 @@ function readHttpPart(text: string, raw: Buffer, range: Range, { mime, headers: 
       invalid("a change set cannot contain GET requests");
     }
     const id = contentIdOf(mimeHeaders.get("content-id"), into.byName.get("content-id"));
+    const { body, forward } = bodyOf(text, raw, bodyRange, method, into.byName.get("content-type"));
     return {
       no,
       method,
       url,
       version,
       headers: into,
-      body: bodyOf(raw, bodyRange, into.byName.get("content-type")),
+      body,
       id,
       mime,
+      mimeId: mimeHeaders.has("content-id"),
       head,
-      bodyRange,
+      forwardBody: forward,
       changeSet,
     };
   } catch (error) {
@@ -635,20 +702,78 @@ function contentIdOf(mime: string | undefined, request: string | undefined): str
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A part body as the analyzer sees it. */
-function bodyOf(raw: Buffer, range: Range, contentType: string | undefined): RequestBody | undefined {
-  if (range[0] >= range[1]) return undefined;
-  if (contentType === undefined) return { kind: "other", contentType: "" };
-  const media = parseMediaType(contentType, "the request's Content-Type");
-  if (!isJsonType(media.type)) return { kind: "other", contentType: media.type };
-  checkCharset(media, "the request's Content-Type");
-  let text: string;
-  try {
-    text = utf8.decode(raw.subarray(range[0], range[1]));
-  } catch {
-    invalid("the request body is not valid UTF-8");
+/** A part body: as the analyzer sees it, and as it is forwarded (latin1, one character per byte). */
+interface PartBody {
+  readonly body: RequestBody | undefined;
+  readonly forward: string;
+}
+
+// Line breaks to CAP's parser, which reads the batch as text (U+2028 and
+// U+2029 in UTF-8 are line terminators to JavaScript's regular expressions).
+const LINE_BREAK = /[\r\n]|\u00e2\u0080[\u00a8\u00a9]/;
+
+const NOT_ALONE = "send it as a request of its own";
+
+/**
+ * Reads a part body. Back ends that parse a batch as a stream of HTTP
+ * requests end a body at the first blank line, or give GET, HEAD and
+ * DELETE none at all, and take any line starting with `--` for a boundary:
+ * so those methods may not have a body, a JSON body is forwarded compacted
+ * (JSON strings hold no raw line break), and any other body must be one line.
+ */
+function bodyOf(text: string, raw: Buffer, range: Range, method: string, contentType: string | undefined): PartBody {
+  if (range[0] >= range[1]) return { body: undefined, forward: "" };
+  const upper = method.toUpperCase();
+  if (upper === "GET" || upper === "HEAD" || upper === "DELETE") invalid(`a ${upper} request cannot have a body`);
+  const media = contentType === undefined ? undefined : parseMediaType(contentType, "the request's Content-Type");
+  if (media !== undefined && isJsonType(media.type)) {
+    checkCharset(media, "the request's Content-Type");
+    let decoded: string;
+    try {
+      decoded = utf8.decode(raw.subarray(range[0], range[1]));
+    } catch {
+      invalid("the request body is not valid UTF-8");
+    }
+    const value = jsonValue(parseJson(decoded, "the request body"));
+    return { body: { kind: "json", value }, forward: Buffer.from(compactJson(decoded), "utf8").toString("latin1") };
   }
-  return { kind: "json", value: jsonValue(parseJson(text, "the request body")) };
+  const forward = text.slice(range[0], range[1]);
+  if (LINE_BREAK.test(forward)) invalid(`a non-JSON body in a multipart batch cannot contain line breaks; ${NOT_ALONE}`);
+  if (forward.startsWith("--")) invalid(`a non-JSON body in a multipart batch cannot start with '--'; ${NOT_ALONE}`);
+  if (/content-length: *[0-9]+$/i.test(forward)) invalid(`a non-JSON body in a multipart batch cannot end in 'content-length: <digits>'; ${NOT_ALONE}`);
+  return { body: { kind: "other", contentType: media?.type ?? "" }, forward };
+}
+
+/**
+ * Valid JSON text without the whitespace outside strings, from the text
+ * itself (numbers stay as written); U+2028 and U+2029, which only strings
+ * can hold, are escaped. The result holds no line break of any kind.
+ */
+function compactJson(json: string): string {
+  const out: string[] = [];
+  let from = 0;
+  for (let i = 0; i < json.length; ) {
+    const c = json.charCodeAt(i);
+    if (c === 0x22) {
+      const next = skipDoubleQuoted(json, i);
+      if (next < 0) break; // not after parseJson
+      i = next;
+      continue;
+    }
+    if (isJsonSpace(c)) {
+      out.push(json.slice(from, i));
+      while (i < json.length && isJsonSpace(json.charCodeAt(i))) i++;
+      from = i;
+      continue;
+    }
+    i++;
+  }
+  out.push(json.slice(from));
+  return out.join("").replace(/[\u2028\u2029]/g, (c) => (c === "\u2028" ? "\\u2028" : "\\u2029"));
+}
+
+function isJsonSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
 function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
@@ -683,11 +808,12 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
     const csBoundary = contentType.params.get("boundary");
     if (csBoundary === undefined) invalid(`${label}: its Content-Type has no boundary parameter`);
     within(label, () => checkBoundary(csBoundary, "its Content-Type"));
+    within(label, () => checkCharset(contentType, "its Content-Type"));
     if (csBoundary === boundary) invalid(`${label}: its boundary must differ from the batch boundary`);
     const nested = splitMultipart(text, mime.next, range[1], csBoundary, label);
     if (nested.parts.length === 0) invalid(`${label} is empty`);
     const index = items.length;
-    const changeSet: ChangeSet = { mime, end: range[1], boundary: csBoundary, parts: [], closeTerminated: nested.closeTerminated };
+    const changeSet: ChangeSet = { mime, boundary: csBoundary, parts: [], closeTerminated: nested.closeTerminated };
     const ids = new Set<string>();
     for (const inner of nested.parts) {
       const innerMime = within(labelOf({ no: no + 1 }), () => readMime(text, inner));
@@ -733,42 +859,56 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
     kind: "access",
     accesses: accesses.items,
     parts: no,
-    body: Buffer.from(writeMultipart(text, boundary, items, outer.closeTerminated, results), "latin1"),
-    contentType: input.contentType,
+    body: Buffer.from(writeMultipart(boundary, items, outer.closeTerminated, results), "latin1"),
+    contentType: multipartType(boundary),
   };
 }
 
 /** Writes the multipart body the back end receives (see the module comment). */
-function writeMultipart(text: string, boundary: string, items: readonly Item[], closeTerminated: boolean, results: ReadonlyMap<HttpPart, PartResult>): string {
+function writeMultipart(boundary: string, items: readonly Item[], closeTerminated: boolean, results: ReadonlyMap<HttpPart, PartResult>): string {
   const writePart = (part: HttpPart): string => {
     const result = results.get(part);
-    const lines = [...part.head.lines];
+    const body = part.forwardBody;
+    const lines = part.head.lines.map((l, i) => (i > 0 && headerName(l).toLowerCase() === "content-length" ? `${headerName(l)}: ${body.length}` : l));
     if (result?.relativeUrl !== undefined) lines[0] = `${part.method} ${result.relativeUrl} ${part.version}`;
     const head: Head = { ...part.head, lines };
     if (result?.ifMatchStar) {
       lines.push("If-Match: *");
       head.terminated = true;
     }
-    return withMime(part.mime, writeHead(head) + text.slice(part.bodyRange[0], part.bodyRange[1]), part.bodyRange[1]);
+    // CAP reads the Content-ID from the MIME headers only.
+    const extra = part.mimeId || part.id === undefined ? [] : [`Content-ID: ${part.id}`];
+    return writeMime(part.mime, "application/http", extra, writeHead(head) + body);
   };
-  // A MIME-level Content-Length follows what is written, when that changed.
-  const withMime = (mime: Head, content: string, end: number): string => {
-    if (content.length === end - mime.next && content === text.slice(mime.next, end)) return writeHead(mime) + content;
-    const lines = mime.lines.map((l) => (/^content-length:/i.test(l) ? `${l.slice(0, l.indexOf(":"))}: ${content.length}` : l));
-    return writeHead({ ...mime, lines }) + content;
+  // The MIME headers as parsed, but for the Content-Type written here and an exact Content-Length.
+  const writeMime = (mime: Head, contentType: string, extra: readonly string[], content: string): string => {
+    const lines = mime.lines.map((l) => {
+      const name = headerName(l);
+      const lower = name.toLowerCase();
+      if (lower === "content-type") return `${name}: ${contentType}`;
+      if (lower === "content-length") return `${name}: ${content.length}`;
+      return l;
+    });
+    return writeHead({ ...mime, lines: [...lines, ...extra] }) + content;
   };
   const writeMulti = (b: string, bodies: readonly string[], terminated: boolean): string =>
     `--${b}\r\n${bodies.join(`\r\n--${b}\r\n`)}\r\n--${b}--${terminated ? "\r\n" : ""}`;
   const bodies = items.map((item) =>
     item.kind === "request"
       ? writePart(item.part)
-      : withMime(
+      : writeMime(
           item.changeSet.mime,
+          multipartType(item.changeSet.boundary),
+          [],
           writeMulti(item.changeSet.boundary, item.changeSet.parts.map(writePart), item.changeSet.closeTerminated),
-          item.changeSet.end,
         ),
   );
   return writeMulti(boundary, bodies, closeTerminated);
+}
+
+/** The name of a header line already checked by {@link parseHeaderLines}. */
+function headerName(line: string): string {
+  return line.slice(0, line.indexOf(":"));
 }
 
 // ---------------------------------------------------------------------------
@@ -848,8 +988,21 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
   for (const [index, part] of parts.entries()) {
     const result = results[index];
     if (result.relativeUrl !== undefined) edits.push({ at: part.urlNode.start, end: part.urlNode.end, text: JSON.stringify(result.relativeUrl) });
+    const h = part.headersNode;
+    // Header names in lower case: back ends (CAP) use the object as their
+    // request headers, where only lower-case names are found.
+    if (h !== undefined) {
+      let after = h.start + 1;
+      for (const m of h.members) {
+        const at = skipJsonSeparators(text, after);
+        const end = skipDoubleQuoted(text, at);
+        if (text[at] !== '"' || end < 0) throw new Error("a header name was not found where parsed"); // denied by analyzeBatch
+        const lower = m.name.toLowerCase();
+        if (lower !== m.name) edits.push({ at, end, text: JSON.stringify(lower) });
+        after = m.value.end;
+      }
+    }
     if (result.ifMatchStar) {
-      const h = part.headersNode;
       if (h !== undefined) edits.push({ at: h.end - 1, end: h.end - 1, text: `${h.members.length > 0 ? "," : ""}"if-match":"*"` });
       else edits.push({ at: part.node.end - 1, end: part.node.end - 1, text: `,"headers":{"if-match":"*"}` });
     }
@@ -866,6 +1019,13 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
     body = Buffer.from(out + text.slice(from), "utf8");
   }
   return { kind: "access", accesses: accesses.items, parts: parts.length, body, contentType: input.contentType };
+}
+
+/** Index of the next member name after `from` in an object: past whitespace and a comma. */
+function skipJsonSeparators(text: string, from: number): number {
+  let i = from;
+  while (i < text.length && (isJsonSpace(text.charCodeAt(i)) || text[i] === ",")) i++;
+  return i;
 }
 
 const JSON_MEMBERS = new Set(["id", "method", "url", "atomicityGroup", "dependsOn", "if", "headers", "body"]);
@@ -922,6 +1082,7 @@ function readJsonPart(node: JsonNode, no: number): JsonPart {
       const ct = headers.byName.get("content-type");
       const media = ct === undefined ? undefined : parseMediaType(ct, "the request's Content-Type");
       if (media === undefined || isJsonType(media.type)) {
+        if (media !== undefined) checkCharset(media, "the request's Content-Type");
         body = { kind: "json", value: jsonValue(bodyNode) };
       } else {
         if (bodyNode.type !== "string") invalid(`a body of type '${excerpt(media.type)}' must be a string`);

@@ -619,13 +619,21 @@ class Walker {
    */
   #reference(url: string, where: string, last: "get" | "update", reason: string): void {
     this.#charge(1 + (url.length >> 5));
-    if (url.startsWith("$")) return; // a Content-ID reference: the batch module resolves it
     let path = url;
-    if (ABSOLUTE.test(url) || url.startsWith("/")) {
+    // A Content-ID reference (`$1`, `$1/Items(2)`) is resolved by the caller
+    // (the batch module) like an absolute URL; elsewhere it names nothing.
+    const contentId = url.startsWith("$");
+    if (contentId || ABSOLUTE.test(url) || url.startsWith("/")) {
       const resolve = this.ctx.resolveReference;
-      if (resolve === undefined) denied(`cannot authorize '${quote(url)}' in '${quote(where)}': absolute URLs cannot be resolved here`);
+      if (resolve === undefined) denied(`cannot authorize '${quote(url)}' in '${quote(where)}': ${contentId ? "Content-ID references" : "absolute URLs"} cannot be resolved here`);
       const resolved = resolve(url);
-      if (resolved === undefined) denied(`'${quote(url)}' in '${quote(where)}' leaves the service root`);
+      if (resolved === undefined) {
+        denied(
+          contentId
+            ? `'${quote(url)}' in '${quote(where)}' does not refer to an earlier request of this batch`
+            : `'${quote(url)}' in '${quote(where)}' leaves the service root`,
+        );
+      }
       path = resolved.startsWith("/") ? resolved.slice(1) : resolved;
     }
     if (path.includes("?") || path.includes("#")) invalid(`'${quote(url)}' in '${quote(where)}' must not have a query or fragment`);

@@ -19,8 +19,9 @@
  * - `PUT` or `PATCH` of an entity may create it (upsert). Unless the request
  *   already carries `If-Match`, the analysis names the entity set in
  *   `upsertEntitySet`, and {@link needsIfMatchStar} tells the gateway whether
- *   to add `If-Match: *` for a key without `create`. With `If-None-Match: *`
- *   the request can only create, so it is authorized as `create`.
+ *   to add `If-Match: *` for a key without `create` (a blank `If-Match` counts
+ *   as none). With `If-None-Match: *` the request is meant to create only, but
+ *   back ends may ignore the header and update, so it needs `create` and `update`.
  * - Without metadata, only requests that cannot navigate are analyzed:
  *   anything after a key, `$expand`, and member paths (`A/B`) in expressions
  *   are denied. With metadata, names the model does not know are invalid
@@ -323,7 +324,8 @@ function analyze(input: RequestInput): Analysis {
     state.tail === undefined &&
     !state.property &&
     state.shape === "entity" &&
-    !headers.has("if-match") &&
+    // A blank If-Match is no precondition: back ends ignore it (CAP tests its truthiness).
+    !headers.get("if-match")?.trim() &&
     headers.get("if-none-match")?.trim() !== "*";
   const entityPath = entityPathOf(input.path, state, method, model);
   return {
@@ -640,7 +642,10 @@ function finish(state: PathState, method: string, headers: ReadonlyMap<string, s
   } else if (method === "DELETE") {
     accesses.add(target, "delete", "resource path");
   } else if (headers.get("if-none-match")?.trim() === "*") {
+    // Meant to create only, but a back end may ignore it where entities have
+    // no ETag (CAP does) and update instead: both are needed.
     accesses.add(target, "create", "resource path (If-None-Match: *)");
+    accesses.add(target, "update", "resource path (If-None-Match: *)");
   } else {
     accesses.add(target, "update", "resource path");
   }

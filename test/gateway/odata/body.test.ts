@@ -260,6 +260,7 @@ table("body: deep update", [
       kind: "access",
       accesses: [
         acc("SalesOrders", "create", "resource path (If-None-Match: *)"),
+        acc("SalesOrders", "update", "resource path (If-None-Match: *)"),
         acc("Customers", "create", "deep update Customer"),
         acc("Customers", "update", "deep update Customer"),
       ],
@@ -342,7 +343,8 @@ table("body: entity references", [
     resolve: true,
     expect: createOrder(acc("Customers", "get", "link Customer")),
   },
-  { model: "v4", path: "/SalesOrders", json: { Customer: { "@odata.id": "$1" } }, expect: createOrder(acc("Customers", "get", "link Customer")) },
+  // Outside a batch (no resolver) a Content-ID reference names nothing.
+  { model: "v4", path: "/SalesOrders", json: { Customer: { "@odata.id": "$1" } }, expect: denied("cannot authorize '$1' in 'Customer/@odata.id': Content-ID references cannot be resolved here") },
   { model: "v4", path: "/SalesOrders", json: { Customer: { "@odata.id": 5 } }, expect: invalid("'Customer/@odata.id' must be a URL") },
   {
     model: "v4",
@@ -381,7 +383,7 @@ table("body: bind", [
     json: { "Customer@odata.bind": "Products('P')" },
     expect: createOrder(acc("Customers", "get", "bind Customer"), acc("Products", "get", "bind Customer")),
   },
-  { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "$1" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
+  { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "$1" }, expect: denied("cannot authorize '$1' in 'Customer@odata.bind': Content-ID references cannot be resolved here") },
   {
     model: "v4",
     path: "/SalesOrders",

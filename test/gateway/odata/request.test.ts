@@ -151,7 +151,17 @@ table("request: writes", [
     path: "/SalesOrders(1)",
     entityPath: "SalesOrders(1)",
     headers: { "if-none-match": "*" },
-    expect: ok("PUT", acc("SalesOrders", "create", "resource path (If-None-Match: *)")),
+    // Back ends may ignore If-None-Match and update: create and update.
+    expect: ok("PUT", acc("SalesOrders", "create", "resource path (If-None-Match: *)"), acc("SalesOrders", "update", "resource path (If-None-Match: *)")),
+  },
+  {
+    model: "v4",
+    method: "PUT",
+    path: "/SalesOrders(1)",
+    entityPath: "SalesOrders(1)",
+    headers: { "if-match": "  " },
+    // A blank If-Match is no precondition: still an upsert.
+    expect: { ...ok("PUT", acc("SalesOrders", "update", "resource path")), upsertEntitySet: "SalesOrders" } as Analysis,
   },
   {
     model: "v4",
