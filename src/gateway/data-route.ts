@@ -414,6 +414,11 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
             delete out["sap-contextid"];
             // A challenge for erplink's back-end credentials is not the client's to answer.
             delete out["www-authenticate"];
+            // URLs of the back end's root name erplink's instead (the client cannot reach the back end).
+            for (const h of URL_HEADERS) {
+              const v = out[h];
+              if (typeof v === "string" && v.startsWith(`${root}/`)) out[h] = `${req.protocol}://${req.headers.host ?? ""}${clientRoot}${v.slice(root.length)}`;
+            }
             return { ...out, "x-request-id": req.id, ...admission.headers };
           },
           onResponse: (_request, _reply, response) => {
@@ -462,6 +467,9 @@ function clearUpstreamHeaders(reply: FastifyReply): void {
     if (name !== "x-request-id" && !name.startsWith("x-ratelimit-") && !name.startsWith("ratelimit")) reply.removeHeader(name);
   }
 }
+
+/** Response headers holding URLs of the back end (`Location` of a created entity, its OData id). */
+const URL_HEADERS = ["location", "content-location", "odata-entityid", "entityid"];
 
 /** Most `$metadata` models kept (per instance and service root); beyond it the cache starts over. */
 const MAX_MODELS = 1_000;

@@ -53,6 +53,7 @@ Data.before.each(async (ctx) => {
         "odata-version": "4.0",
         "set-cookie": "SAP_SESSIONID=secret; path=/",
         "x-upstream": "yes",
+        ...(req.method === "POST" ? { location: `${ctx.base}/sap/sales/0001/SalesOrders(1)`, "odata-entityid": "https://elsewhere/SalesOrders(1)" } : {}),
       });
       res.end(JSON.stringify({ value: [{ ID: 1 }], echo: req.url }));
     }, ctx.delay);
@@ -264,6 +265,9 @@ Data("bodies are authorized: a deep insert needs create on the nested set, a bin
   assert.is(ok.statusCode, 200, ok.body);
   const forwarded = ctx.seen.filter((r) => r.method === "POST");
   assert.equal(forwarded.map((r) => [r.url, r.body]), [["/odata/sap/sales/0001/SalesOrders", body]]);
+  // The back end's own URL in Location names erplink's service root; other URLs are left alone.
+  assert.is(ok.headers.location, "http://localhost:80/odata/prod/SALES/SalesOrders(1)");
+  assert.is(ok.headers["odata-entityid"], "https://elsewhere/SalesOrders(1)");
 });
 
 Data("a media entity is created from raw bytes (HasStream), forwarded byte for byte with its Slug", async (ctx) => {
