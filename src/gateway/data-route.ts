@@ -112,7 +112,19 @@ function isJson(contentType: string | undefined): boolean {
  */
 function bodyOf(raw: Buffer | undefined, contentType: string | undefined): RequestBody | undefined {
   if (raw === undefined || raw.length === 0) return undefined;
-  if (!isJson(contentType)) return { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
+  if (!isJson(contentType)) {
+    // Some back ends (CAP) read a body as JSON whatever its Content-Type: a
+    // body that parses as a JSON object or array is analyzed as one, so that
+    // a "media" upload cannot carry a deep insert past the analyzer.
+    if (/^\s*[[{]/.test(raw.subarray(0, 64).toString("latin1"))) {
+      try {
+        return { kind: "json", value: jsonValue(parseJson(UTF8.decode(raw), "request body")) };
+      } catch {
+        // Not JSON: opaque.
+      }
+    }
+    return { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
+  }
   // The back end decodes with the charset the client names (even UTF-7):
   // anything but UTF-8 could read as another body than the one authorized.
   const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? "")?.[1];

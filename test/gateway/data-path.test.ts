@@ -287,6 +287,18 @@ Data("a media entity is created from raw bytes (HasStream), forwarded byte for b
     forwarded.map((r) => [r.url, r.headers["content-type"], r.headers.slug, r.headers["content-length"]]),
     [["/odata/sap/sales/0001/Products", "application/pdf", "manual.pdf", String(pdf.length)]],
   );
+  // A "media" body that is a JSON object is read as an entity (back ends like CAP parse it whatever its type).
+  assertEnvelope(
+    await ctx.world.app.inject({
+      method: "POST",
+      url: "/odata/prod/SALES/Products",
+      headers: { authorization: `Bearer ${writer}`, "content-type": "text/plain" },
+      payload: '{"ID":"P9","Category":{"ID":9}}',
+    }),
+    403,
+    "FORBIDDEN",
+    "API key has no access to entity 'Categories'",
+  );
   // The same bytes to a set without a stream are not an entity the gateway can check.
   const refused = await ctx.world.app.inject({
     method: "POST",

@@ -741,6 +741,18 @@ function bodyOf(text: string, raw: Buffer, range: Range, method: string, content
   if (LINE_BREAK.test(forward)) invalid(`a non-JSON body in a multipart batch cannot contain line breaks; ${NOT_ALONE}`);
   if (forward.startsWith("--")) invalid(`a non-JSON body in a multipart batch cannot start with '--'; ${NOT_ALONE}`);
   if (/content-length: *[0-9]+$/i.test(forward)) invalid(`a non-JSON body in a multipart batch cannot end in 'content-length: <digits>'; ${NOT_ALONE}`);
+  // CAP reads every part body as JSON, whatever its Content-Type: a body
+  // that parses as a JSON object or array is analyzed as one, so that, say,
+  // a "media" create cannot carry a deep insert past the analyzer.
+  const looksJson = /^[ \t]*[[{]/.test(forward);
+  if (looksJson) {
+    try {
+      const value = jsonValue(parseJson(utf8.decode(raw.subarray(range[0], range[1])), "the request body"));
+      return { body: { kind: "json", value }, forward };
+    } catch {
+      // Not JSON after all: opaque.
+    }
+  }
   return { body: { kind: "other", contentType: media?.type ?? "" }, forward };
 }
 

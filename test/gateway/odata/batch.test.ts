@@ -1304,3 +1304,19 @@ limits("truncated and mutated batches never throw nor reach the catch-all", () =
 });
 
 limits.run();
+
+const media = suite("batch: bodies CAP reads as JSON whatever their Content-Type");
+
+media("a media create whose one-line body is a JSON object is analyzed as an entity: its deep insert needs create", () => {
+  // Products has a stream: as media, the body would be opaque (create Products only).
+  const body = batch(http("POST Products HTTP/1.1", { headers: ["Content-Type: text/plain"], body: '{"ID":"P9","Category":{"ID":9}}' }));
+  expectAccess(run(body), 1, body, [
+    acc("Products", "create", "part 1: resource path"),
+    acc("Categories", "create", "part 1: deep insert Category"),
+  ]);
+  // Opaque text stays opaque: a media create of the set only.
+  const text = batch(http("POST Products HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "{not json" }));
+  expectAccess(run(text), 1, text, [acc("Products", "create", "part 1: resource path")]);
+});
+
+media.run();
