@@ -19,7 +19,7 @@ import { ConnectError } from "@connectrpc/connect";
 import replyFrom from "@fastify/reply-from";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "./errors.js";
-import { analyzeBatch } from "./odata/batch.js";
+import { analyzeBatch, parseMediaType } from "./odata/batch.js";
 import { jsonValue, parseJson } from "./odata/json.js";
 import { parseMetadata, type ServiceModel } from "./odata/metadata.js";
 import { analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./odata/request.js";
@@ -112,37 +112,40 @@ function isJson(contentType: string | undefined): boolean {
  */
 function bodyOf(raw: Buffer | undefined, contentType: string | undefined): RequestBody | undefined {
   if (raw === undefined || raw.length === 0) return undefined;
-  if (!isJson(contentType)) {
-    // Some back ends (CAP) read a body as JSON whatever its Content-Type: a
-    // body that parses as a JSON object or array is analyzed as one, so that
-    // a "media" upload cannot carry a deep insert past the analyzer.
-    if (/^\s*[[{]/.test(raw.subarray(0, 64).toString("latin1"))) {
-      try {
-        return { kind: "json", value: jsonValue(parseJson(UTF8.decode(raw), "request body")) };
-      } catch {
-        // Not JSON: opaque.
-      }
-    }
-    return { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
-  }
-  // The back end decodes with the charset the client names (even UTF-7):
-  // anything but UTF-8 could read as another body than the one authorized.
-  const charset = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? "")?.[1];
-  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-    throw new GatewayError(415, `JSON request bodies must be UTF-8, not '${charset.slice(0, 40)}'`);
-  }
+  const declared = isJson(contentType);
+  const other: RequestBody = { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
+  // Some back ends (CAP) read a body as JSON whatever its Content-Type: a
+  // body that parses as a JSON object or array is analyzed as one, so that
+  // a "media" upload cannot carry a deep insert past the analyzer.
+  if (!declared && !/^\s*[[{]/.test(raw.subarray(0, 64).toString("latin1"))) return other;
   let text: string;
   try {
     text = UTF8.decode(raw);
   } catch {
+    if (!declared) return other;
     throw new GatewayError(400, "request body is not valid UTF-8");
   }
+  let value: unknown;
   try {
     // Strict: a duplicate member would be read one way here and maybe another way by the back end.
-    return { kind: "json", value: jsonValue(parseJson(text, "request body")) };
+    value = jsonValue(parseJson(text, "request body"));
   } catch (err) {
+    if (!declared) return other;
     throw new GatewayError(400, err instanceof Refusal ? err.message : "request body is not valid JSON");
   }
+  // The back end decodes with the charset the client names (even UTF-7):
+  // anything but UTF-8 could read as another body than the one authorized.
+  // A parameter given twice is refused (back ends disagree on which counts).
+  let charset: string | undefined;
+  try {
+    charset = contentType === undefined ? undefined : parseMediaType(contentType, "the request's Content-Type").params.get("charset");
+  } catch (err) {
+    throw new GatewayError(400, err instanceof Refusal ? err.message : "the request's Content-Type is malformed");
+  }
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    throw new GatewayError(415, `JSON request bodies must be UTF-8, not '${charset.slice(0, 40)}'`);
+  }
+  return { kind: "json", value };
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

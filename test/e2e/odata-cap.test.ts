@@ -380,7 +380,7 @@ E2E("V4 deep insert: the nested entity set needs create; without it nothing is c
 });
 
 /** A multipart batch body: each entry a request, or an array of requests (a change set). */
-function multipart(parts: (string | string[])[]): string {
+function multipart(parts: (string | string[])[], mimeIds = true): string {
   const http = (req: string, id?: number) =>
     ["Content-Type: application/http", "Content-Transfer-Encoding: binary", ...(id ? [`Content-ID: ${id}`] : []), "", req].join("\r\n");
   let n = 0;
@@ -391,7 +391,7 @@ function multipart(parts: (string | string[])[]): string {
       out.push(http(p));
     } else {
       out.push("Content-Type: multipart/mixed; boundary=changeset_e2e", "");
-      for (const req of p) out.push("--changeset_e2e", http(req, ++n));
+      for (const req of p) out.push("--changeset_e2e", http(req, mimeIds ? ++n : undefined));
       out.push("--changeset_e2e--");
     }
   }
@@ -474,6 +474,22 @@ E2E("V2 multipart $batch with a MERGE change set", async (ctx) => {
   assert.is(res.body.match(/HTTP\/1\.1 200 OK/g)?.length, 2);
   assert.match(res.body, /"SearchTerm1":"V2BATCH"/);
   assert.is(JSON.parse((await v4Partner(ctx, "1000003")).body).SearchTerm1, "V2BATCH");
+  // As SAPUI5's V2 model writes it: the Content-ID in the request's headers, a later part navigating from it.
+  const deep = await batch(
+    ctx,
+    ctx.deep,
+    BP2,
+    multipart([
+      [
+        "POST A_BusinessPartner HTTP/1.1\r\nContent-ID: id-1700000000000-12\r\nContent-Type: application/json\r\n\r\n{\"BusinessPartner\":\"E2EV2B\",\"FirstName\":\"Ui5\"}",
+        "POST $id-1700000000000-12/to_Address HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{\"AddressID\":\"1\",\"CityName\":\"Porto\"}",
+      ],
+    ], false),
+  );
+  assert.is(deep.statusCode, 202, deep.body);
+  assert.is(deep.body.match(/HTTP\/1\.1 201 Created/g)?.length, 2, deep.body);
+  const address = await direct(ctx, "/odata/v4/api-business-partner/A_BusinessPartnerAddress(BusinessPartner='E2EV2B',AddressID='1')");
+  assert.is(JSON.parse(address.body).CityName, "Porto");
   const denied = await batch(ctx, ctx.noAddr, BP2, multipart([["MERGE A_BusinessPartner('1000003') HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{\"SearchTerm1\":\"NO\"}"]]));
   assertEnvelope(denied, 403, "FORBIDDEN", "API key lacks permission 'update' for entity 'A_BusinessPartner' (batch part 1: resource path)");
   assert.is(JSON.parse((await v4Partner(ctx, "1000003")).body).SearchTerm1, "V2BATCH");

@@ -330,6 +330,21 @@ Data("what a back end could read differently is refused: other charsets, bad UTF
     "UNSUPPORTED_MEDIA_TYPE",
     "JSON request bodies must be UTF-8, not 'utf-7'",
   );
+  // A second charset (CAP decodes with the last one) or one hidden in a quoted value.
+  assertEnvelope(
+    await send("/odata/prod/SALES/SalesOrders", '{"Note":"a"}', {
+      "content-type": "application/json;charset=UTF-8;odata.metadata=minimal;charset=utf-7",
+    }),
+    400,
+    "VALIDATION_ERROR",
+    "the request's Content-Type gives parameter 'charset' twice",
+  );
+  assertEnvelope(
+    await send("/odata/prod/SALES/SalesOrders", '{"Note":"a"}', { "content-type": 'application/json; x="; charset=utf-8"; charset=utf-7' }),
+    415,
+    "UNSUPPORTED_MEDIA_TYPE",
+    "JSON request bodies must be UTF-8, not 'utf-7'",
+  );
   assertEnvelope(
     await send("/odata/prod/SALES/SalesOrders", Buffer.from([0x7b, 0x22, 0x4e, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d])),
     400,

@@ -24,8 +24,10 @@
  *   be), and so is every MIME Content-Type: `multipart/mixed; boundary=<cs>`
  *   for a change set, `application/http` for a request. Every
  *   `Content-Length` (MIME-level or the request's) is written exact for what
- *   is forwarded, as `Name: <n>`. A Content-ID given only in the request's
- *   headers is also written to its MIME headers. With CRLF input, canonical
+ *   is forwarded, as `Name: <n>`. On a V4 service a Content-ID given only in
+ *   the request's headers is also written to its MIME headers (CAP V4 reads
+ *   it there only); on a V2 service it stays where it is (V2 back ends read
+ *   the request's, and CAP's V2 adapter would see it twice). With CRLF input, canonical
  *   header lines and nothing to rewrite, every part comes out byte-identical.
  * - `--<boundary>` may not occur anywhere in its multipart body except as
  *   a delimiter line (RFC 2046 §5.1.1 chooses boundaries so), and no other
@@ -187,7 +189,7 @@ interface MediaType {
 }
 
 /** Parses a media type (RFC 9110 §8.3.1); refuses (invalid) anything malformed, naming it `what`. */
-function parseMediaType(value: string, what: string): MediaType {
+export function parseMediaType(value: string, what: string): MediaType {
   const bad: () => never = () => invalid(`${what} '${excerpt(value)}' is malformed`);
   const semi = value.indexOf(";");
   const type = (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
@@ -234,7 +236,7 @@ function parseMediaType(value: string, what: string): MediaType {
 /** A `charset` parameter, when given, must be UTF-8: back ends decode with the charset named (UTF-7 would turn `+ACI-` into a quote). */
 function checkCharset(media: MediaType, what: string): void {
   const charset = media.params.get("charset");
-  if (charset !== undefined && charset.toLowerCase() !== "utf-8") invalid(`${what} names charset '${excerpt(charset)}'; only UTF-8 is supported`);
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) invalid(`${what} names charset '${excerpt(charset)}'; only UTF-8 is supported`);
 }
 
 function isJsonType(type: string): boolean {
@@ -724,7 +726,11 @@ const NOT_ALONE = "send it as a request of its own";
 function bodyOf(text: string, raw: Buffer, range: Range, method: string, contentType: string | undefined): PartBody {
   if (range[0] >= range[1]) return { body: undefined, forward: "" };
   const upper = method.toUpperCase();
-  if (upper === "GET" || upper === "HEAD" || upper === "DELETE") invalid(`a ${upper} request cannot have a body`);
+  if (upper === "GET" || upper === "HEAD" || upper === "DELETE") {
+    // Blank lines before the next delimiter are no body: they are dropped.
+    if (/^[\r\n \t]*$/.test(text.slice(range[0], range[1]))) return { body: undefined, forward: "" };
+    invalid(`a ${upper} request cannot have a body`);
+  }
   const media = contentType === undefined ? undefined : parseMediaType(contentType, "the request's Content-Type");
   if (media !== undefined && isJsonType(media.type)) {
     checkCharset(media, "the request's Content-Type");
@@ -871,13 +877,23 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
     kind: "access",
     accesses: accesses.items,
     parts: no,
-    body: Buffer.from(writeMultipart(boundary, items, outer.closeTerminated, results), "latin1"),
+    // V4 back ends (CAP) read a Content-ID from the MIME headers only, so one
+    // given in the request's headers is copied there; V2 back ends (SAP
+    // Gateway, CAP's V2 adapter) read it from the request's headers and would
+    // see it twice.
+    body: Buffer.from(writeMultipart(boundary, items, outer.closeTerminated, results, input.model?.version !== "2.0"), "latin1"),
     contentType: multipartType(boundary),
   };
 }
 
 /** Writes the multipart body the back end receives (see the module comment). */
-function writeMultipart(boundary: string, items: readonly Item[], closeTerminated: boolean, results: ReadonlyMap<HttpPart, PartResult>): string {
+function writeMultipart(
+  boundary: string,
+  items: readonly Item[],
+  closeTerminated: boolean,
+  results: ReadonlyMap<HttpPart, PartResult>,
+  copyContentIds: boolean,
+): string {
   const writePart = (part: HttpPart): string => {
     const result = results.get(part);
     const body = part.forwardBody;
@@ -888,8 +904,7 @@ function writeMultipart(boundary: string, items: readonly Item[], closeTerminate
       lines.push("If-Match: *");
       head.terminated = true;
     }
-    // CAP reads the Content-ID from the MIME headers only.
-    const extra = part.mimeId || part.id === undefined ? [] : [`Content-ID: ${part.id}`];
+    const extra = !copyContentIds || part.mimeId || part.id === undefined ? [] : [`Content-ID: ${part.id}`];
     return writeMime(part.mime, "application/http", extra, writeHead(head) + body);
   };
   // The MIME headers as parsed, but for the Content-Type written here and an exact Content-Length.
