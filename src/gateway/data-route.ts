@@ -156,29 +156,8 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
  */
 const SERVICE_NAME = /^[A-Za-z0-9_.~!$&'()*+,;=:@-]{1,200}$/;
 
-/**
- * SAP query options and headers a client may not set: the instance decides
- * the SAP client (tenant), and debug output and session contexts are the
- * gateway's business.
- */
-const SAP_QUERY_OPTIONS = new Set(["sap-client", "sap-ds-debug", "sap-contextid-accept"]);
+/** SAP headers a client may not send: the instance decides the SAP client; session contexts are the gateway's. */
 const SAP_REQUEST_HEADERS = ["sap-client", "sap-contextid", "sap-contextid-accept"];
-
-/** The first query option of `query` a client may not send, if any. */
-function forbiddenQueryOption(query: string): string | undefined {
-  if (query === "") return undefined;
-  for (const pair of query.split("&")) {
-    const raw = pair.split("=")[0]!;
-    let name: string;
-    try {
-      name = decodeURIComponent(raw.replace(/\+/g, " ")).trim().toLowerCase();
-    } catch {
-      continue; // the OData parser answers malformed encodings
-    }
-    if (SAP_QUERY_OPTIONS.has(name)) return name;
-  }
-  return undefined;
-}
 
 /** A metadata fetch outcome, cached per instance and service. */
 type ModelEntry = { readonly at: number; readonly model: ServiceModel } | { readonly at: number; readonly error: GatewayError };
@@ -316,11 +295,6 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
         throw new GatewayError(403, seen.message);
       }
 
-      const forbidden = forbiddenQueryOption(query);
-      if (forbidden !== undefined) {
-        fact.denialStep = "NOT_ALLOWED";
-        throw new GatewayError(403, `query option '${forbidden}' is not allowed: the instance decides it`);
-      }
       const root = `${target.baseUrl}/${target.servicePath(params.service)}`;
       const raw = Buffer.isBuffer(req.body) ? req.body : undefined;
       const contentType = req.headers["content-type"];

@@ -269,7 +269,20 @@ function checkRequestId(id: string, what: string): void {
 }
 
 /** Headers an individual request may not carry (OData 4.01 Protocol §11.7.7.1, plus the client's session). */
-const FORBIDDEN_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "expect", "from", "max-forwards", "range", "te"]);
+const FORBIDDEN_HEADERS = new Set([
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "expect",
+  "from",
+  "max-forwards",
+  "range",
+  "te",
+  // SAP: the instance decides the client; session contexts are the gateway's.
+  "sap-client",
+  "sap-contextid",
+  "sap-contextid-accept",
+]);
 
 /** One part's request headers: as given (for the analyzer), and by lower-case name. */
 interface PartHeaders {

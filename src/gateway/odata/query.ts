@@ -100,6 +100,12 @@ export function systemOptionName(name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * SAP custom query options a client may not set: the instance decides the
+ * SAP client (tenant); debug output and session contexts are the gateway's.
+ */
+const FORBIDDEN_CUSTOM_OPTIONS = new Set(["sap-client", "sap-ds-debug", "sap-contextid-accept"]);
+
 /** A parsed query string. */
 export interface ParsedQuery {
   /** System query options by canonical name (see {@link systemOptionName}), values decoded. */
@@ -138,6 +144,9 @@ export function parseQuery(query: string): ParsedQuery {
       if (aliases.has(name)) invalid(`parameter alias '${excerpt(name)}' is given more than once`);
       aliases.set(name, value);
       continue;
+    }
+    if (FORBIDDEN_CUSTOM_OPTIONS.has(name.trim().toLowerCase())) {
+      denied(`query option '${name.trim().toLowerCase()}' is not allowed: the instance decides it`);
     }
     const canonical = systemOptionName(name);
     if (canonical === undefined) continue;

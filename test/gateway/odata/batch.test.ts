@@ -1337,3 +1337,22 @@ media("a media create whose one-line body is a JSON object is analyzed as an ent
 });
 
 media.run();
+
+const sap = suite("batch: SAP client and session switches");
+
+sap("sap-client and SAP session headers are refused in parts, and the query options in part URLs", () => {
+  assert.equal(
+    run(batch(http("GET Customers HTTP/1.1", { headers: ["sap-client: 200"] }))),
+    invalid("batch part 1 (GET Customers): header 'sap-client' is not allowed in a batch part"),
+  );
+  assert.equal(
+    run(batch(http("GET Customers HTTP/1.1", { headers: ["SAP-ContextId-Accept: header"] }))),
+    invalid("batch part 1 (GET Customers): header 'SAP-ContextId-Accept' is not allowed in a batch part"),
+  );
+  assert.equal(
+    run(batch(http("GET Customers?sap%2Dclient=200 HTTP/1.1"))),
+    denied("batch part 1 (GET Customers?sap%2Dclient=200): query option 'sap-client' is not allowed: the instance decides it"),
+  );
+});
+
+sap.run();
