@@ -27,6 +27,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { createErplink } from "../src/app.js";
+import { intOption, percentile, runBench } from "./lib.js";
 import { loadConfig } from "../src/config.js";
 import {
   ApiKeySchema,
@@ -254,11 +255,6 @@ async function createDataKey(address: string): Promise<string> {
   }
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
 interface Scenario {
   readonly name: string;
   readonly setup: WorkerSetup;
@@ -286,15 +282,10 @@ async function main(started: number): Promise<void> {
       rounds: { type: "string", default: "4" },
     },
   });
-  const int = (name: string, raw: string, max: number) => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`--${name} must be an integer from 1 to ${max}`);
-    return n;
-  };
-  const count = int("count", values.count!, 200_000);
-  const warmup = int("warmup", values.warmup!, 50_000);
-  const concurrency = int("concurrency", values.concurrency!, 1024);
-  const rounds = int("rounds", values.rounds!, 100);
+  const count = intOption("count", values.count!, 200_000);
+  const warmup = intOption("warmup", values.warmup!, 50_000);
+  const concurrency = intOption("concurrency", values.concurrency!, 1024);
+  const rounds = intOption("rounds", values.rounds!, 100);
   const perRound = Math.ceil(count / rounds);
 
   const erplink = await createErplink(
@@ -428,19 +419,8 @@ async function main(started: number): Promise<void> {
 }
 
 if (isMainThread) {
-  const started = Date.now();
-  const watchdog = setTimeout(() => {
-    console.error(`bench: not done within ${TOTAL_BUDGET_MS / 1000} s; giving up`);
-    process.exit(1);
-  }, TOTAL_BUDGET_MS);
-  watchdog.unref();
-  try {
+  await runBench(TOTAL_BUDGET_MS, async (started) => {
     await main(started);
     console.log(`\ndone in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  } catch (err) {
-    console.error("bench failed:", err);
-    process.exitCode = 1;
-  } finally {
-    clearTimeout(watchdog);
-  }
+  });
 }

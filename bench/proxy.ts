@@ -26,6 +26,7 @@ import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { createErplink } from "../src/app.js";
+import { intOption, median, percentile, runBench } from "./lib.js";
 import { loadConfig } from "../src/config.js";
 import {
   BACKEND_AUTHORIZATION,
@@ -273,19 +274,6 @@ class BenchWorker {
   }
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
-/** The median of the finite values (a round cut short before any request has none). */
-function median(xs: number[]): number {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
 /** One measured round of one scenario. */
 interface Round {
   readonly done: number;
@@ -339,15 +327,10 @@ async function main(started: number): Promise<boolean> {
       client: { type: "string", default: "auto" },
     },
   });
-  const int = (name: string, raw: string, max: number) => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`--${name} must be an integer from 1 to ${max}`);
-    return n;
-  };
-  const count = int("count", values.count!, 1_000_000);
-  const warmup = int("warmup", values.warmup!, 100_000);
-  const concurrency = int("concurrency", values.concurrency!, 512);
-  const rounds = int("rounds", values.rounds!, 100);
+  const count = intOption("count", values.count!, 1_000_000);
+  const warmup = intOption("warmup", values.warmup!, 100_000);
+  const concurrency = intOption("concurrency", values.concurrency!, 512);
+  const rounds = intOption("rounds", values.rounds!, 100);
   if (!["auto", "undici", "http"].includes(values.client!)) throw new Error("--client must be auto, undici or http");
   const undici = await loadUndici();
   if (values.client === "undici" && undici === undefined) throw new Error("--client undici: undici does not resolve from this repository");
@@ -553,22 +536,4 @@ async function main(started: number): Promise<boolean> {
   return !failed;
 }
 
-if (isMainThread) {
-  const started = Date.now();
-  const watchdog = setTimeout(() => {
-    console.error(`bench: not done within ${TOTAL_BUDGET_MS / 1000} s; giving up`);
-    process.exit(1);
-  }, TOTAL_BUDGET_MS);
-  watchdog.unref();
-  try {
-    if (!(await main(started))) {
-      console.error("bench: FAILED (see above)");
-      process.exitCode = 1;
-    }
-  } catch (err) {
-    console.error("bench failed:", err);
-    process.exitCode = 1;
-  } finally {
-    clearTimeout(watchdog);
-  }
-}
+if (isMainThread) await runBench(TOTAL_BUDGET_MS, main);
