@@ -19,12 +19,13 @@ import { ConnectError } from "@connectrpc/connect";
 import replyFrom from "@fastify/reply-from";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { GatewayError } from "./errors.js";
-import { analyzeBatch, parseMediaType } from "./odata/batch.js";
+import { analyzeBatch } from "./odata/batch.js";
 import { jsonValue, parseJson } from "./odata/json.js";
+import { isJsonType, isUtf8, parseMediaType } from "./odata/media-type.js";
 import { parseMetadata, type ServiceModel } from "./odata/metadata.js";
-import { analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./odata/request.js";
+import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./odata/request.js";
 import { Refusal } from "./odata/syntax.js";
-import { UpstreamSessions, csrfRequired, type UpstreamCredentials } from "./upstream-session.js";
+import { UpstreamSessions, csrfRequired, isTimeout, type UpstreamCredentials } from "./upstream-session.js";
 
 /** An operation on an entity set, as the permission engine names it. */
 type Operation = "list" | "get" | "create" | "update" | "delete";
@@ -99,12 +100,6 @@ const STEP_NAMES: Readonly<Record<string, string>> = {
 /** Methods that only read; every other one carries the CSRF session. */
 const READS = new Set(["GET", "HEAD"]);
 
-/** Whether a content type is JSON (`application/json`, `application/*+json`), parameters aside. */
-function isJson(contentType: string | undefined): boolean {
-  const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
-  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
-}
-
 /**
  * The body as the analyzer sees it: parsed JSON for JSON content types,
  * otherwise only its content type; undefined when there is none. Throws 400
@@ -112,7 +107,7 @@ function isJson(contentType: string | undefined): boolean {
  */
 function bodyOf(raw: Buffer | undefined, contentType: string | undefined): RequestBody | undefined {
   if (raw === undefined || raw.length === 0) return undefined;
-  const declared = isJson(contentType);
+  const declared = isJsonType((contentType ?? "").split(";")[0]!.trim().toLowerCase());
   const other: RequestBody = { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
   // Some back ends (CAP) read a body as JSON whatever its Content-Type: a
   // body that parses as a JSON object or array is analyzed as one, so that
@@ -142,7 +137,7 @@ function bodyOf(raw: Buffer | undefined, contentType: string | undefined): Reque
   } catch (err) {
     throw new GatewayError(400, err instanceof Refusal ? err.message : "the request's Content-Type is malformed");
   }
-  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+  if (charset !== undefined && !isUtf8(charset)) {
     throw new GatewayError(415, `JSON request bodies must be UTF-8, not '${charset.slice(0, 40)}'`);
   }
   return { kind: "json", value };
@@ -155,9 +150,6 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
  * segment characters, no `%` (it is already decoded), `/`, `?` or `#`.
  */
 const SERVICE_NAME = /^[A-Za-z0-9_.~!$&'()*+,;=:@-]{1,200}$/;
-
-/** SAP headers a client may not send: the instance decides the SAP client; session contexts are the gateway's. */
-const SAP_REQUEST_HEADERS = ["sap-client", "sap-contextid", "sap-contextid-accept"];
 
 /** A metadata fetch outcome, cached per instance and service. */
 type ModelEntry = { readonly at: number; readonly model: ServiceModel } | { readonly at: number; readonly error: GatewayError };
@@ -209,9 +201,8 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
     try {
       res = await fetch(`${root}/$metadata`, { headers, redirect: "manual", signal: AbortSignal.timeout(options.upstreamTimeoutMs) });
     } catch (err) {
-      const timedOut = err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError");
       return failed(
-        timedOut
+        isTimeout(err)
           ? new GatewayError(504, "cannot authorize the request: the back end did not send the service's $metadata in time")
           : new GatewayError(502, "cannot authorize the request: the back end could not be reached for the service's $metadata"),
       );
@@ -308,7 +299,8 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
         query,
         headers: req.headers as Record<string, string | undefined>,
         model,
-        body: bodyOf(raw, contentType),
+        // A $batch body is the batch module's to read (once).
+        body: /^\/?\$batch$/.test(resourcePath) ? undefined : bodyOf(raw, contentType),
         resolveReference: (url) => relativeToRoot(url, clientRoot),
       });
       let ifMatchStar = false;
@@ -380,7 +372,7 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
             delete out.authorization;
             delete out.cookie;
             delete out["x-csrf-token"];
-            for (const h of SAP_REQUEST_HEADERS) delete out[h];
+            for (const h of SAP_SESSION_HEADERS) delete out[h];
             if (authorization) out.authorization = authorization;
             if (csrf?.token !== undefined) out["x-csrf-token"] = csrf.token;
             if (csrf !== undefined && csrf.cookie !== "") out.cookie = csrf.cookie;

@@ -82,6 +82,7 @@ export class UpstreamSessions {
   private readonly csrf = new Map<string, CsrfSession>();
   private readonly csrfFlights = new Map<string, Promise<CsrfSession>>();
   private readonly fingerprints = new WeakMap<UpstreamCredentials, string>();
+  private readonly staticHeaders = new WeakMap<UpstreamCredentials, string>();
   private readonly now: () => number;
 
   constructor(private readonly options: UpstreamSessionOptions) {
@@ -99,9 +100,18 @@ export class UpstreamSessions {
       case "none":
         return undefined;
       case "basic":
-        return `Basic ${Buffer.from(`${c.username ?? ""}:${c.password ?? ""}`, "utf8").toString("base64")}`;
-      case "bearer":
-        return `Bearer ${c.token ?? ""}`;
+      case "bearer": {
+        // Once per credentials object (the data plane keeps it while the instance is cached).
+        let header = this.staticHeaders.get(c);
+        if (header === undefined) {
+          header =
+            c.type === "basic"
+              ? `Basic ${Buffer.from(`${c.username ?? ""}:${c.password ?? ""}`, "utf8").toString("base64")}`
+              : `Bearer ${c.token ?? ""}`;
+          this.staticHeaders.set(c, header);
+        }
+        return header;
+      }
       case "oauth2_client_credentials":
         return (await this.token(target)).header;
     }
@@ -264,7 +274,8 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function isTimeout(err: unknown): boolean {
+/** Whether a `fetch` failed because its `AbortSignal.timeout` fired. */
+export function isTimeout(err: unknown): boolean {
   return err instanceof DOMException && (err.name === "TimeoutError" || err.name === "AbortError");
 }
 

@@ -90,8 +90,9 @@
  */
 import type { ServiceModel } from "./metadata.js";
 import { AccessList, type Access } from "./query.js";
-import { analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
+import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
+import { TOKEN, isJsonType, isUtf8, parseMediaType, type MediaType } from "./media-type.js";
 import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted } from "./syntax.js";
 
 export { MAX_JSON_DEPTH } from "./json.js";
@@ -179,69 +180,11 @@ function analyze(input: BatchInput): BatchAnalysis {
 // ---------------------------------------------------------------------------
 // Shared: media types, headers, URLs, the analysis of one part
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
-interface MediaType {
-  /** `type/subtype`, lower case. */
-  readonly type: string;
-  /** Parameters by lower-case name, unquoted. */
-  readonly params: ReadonlyMap<string, string>;
-}
-
-/** Parses a media type (RFC 9110 §8.3.1); refuses (invalid) anything malformed, naming it `what`. */
-export function parseMediaType(value: string, what: string): MediaType {
-  const bad: () => never = () => invalid(`${what} '${excerpt(value)}' is malformed`);
-  const semi = value.indexOf(";");
-  const type = (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
-  const slash = type.indexOf("/");
-  if (slash < 0 || !TOKEN.test(type.slice(0, slash)) || !TOKEN.test(type.slice(slash + 1))) bad();
-  const params = new Map<string, string>();
-  let i = semi < 0 ? value.length : semi;
-  const skipSpace = () => {
-    while (value[i] === " " || value[i] === "\t") i++;
-  };
-  while (i < value.length) {
-    if (value[i] !== ";") bad();
-    i++;
-    skipSpace();
-    if (i === value.length) break;
-    const eq = value.indexOf("=", i);
-    if (eq < 0) bad();
-    const name = value.slice(i, eq).toLowerCase();
-    if (!TOKEN.test(name)) bad();
-    i = eq + 1;
-    let v = "";
-    if (value[i] === '"') {
-      for (i++; ; i++) {
-        if (i >= value.length) bad();
-        if (value[i] === '"') break;
-        if (value[i] === "\\") i++;
-        if (i >= value.length) bad();
-        v += value[i];
-      }
-      i++;
-    } else {
-      const start = i;
-      while (i < value.length && value[i] !== ";" && value[i] !== " " && value[i] !== "\t") i++;
-      v = value.slice(start, i);
-      if (!TOKEN.test(v)) bad();
-    }
-    if (params.has(name)) invalid(`${what} gives parameter '${excerpt(name)}' twice`);
-    params.set(name, v);
-    skipSpace();
-  }
-  return { type, params };
-}
-
-/** A `charset` parameter, when given, must be UTF-8: back ends decode with the charset named (UTF-7 would turn `+ACI-` into a quote). */
 function checkCharset(media: MediaType, what: string): void {
   const charset = media.params.get("charset");
-  if (charset !== undefined && !/^utf-?8$/i.test(charset)) invalid(`${what} names charset '${excerpt(charset)}'; only UTF-8 is supported`);
+  if (charset !== undefined && !isUtf8(charset)) invalid(`${what} names charset '${excerpt(charset)}'; only UTF-8 is supported`);
 }
 
-function isJsonType(type: string): boolean {
-  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
-}
 
 // RFC 2046 §5.1.1: 1 to 70 characters, not ending with a space.
 const BOUNDARY = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/;
@@ -278,10 +221,7 @@ const FORBIDDEN_HEADERS = new Set([
   "max-forwards",
   "range",
   "te",
-  // SAP: the instance decides the client; session contexts are the gateway's.
-  "sap-client",
-  "sap-contextid",
-  "sap-contextid-accept",
+  ...SAP_SESSION_HEADERS,
 ]);
 
 /** One part's request headers: as given (for the analyzer), and by lower-case name. */

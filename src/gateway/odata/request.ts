@@ -65,6 +65,13 @@ import {
 export type { Access } from "./query.js";
 export type { RequestBody } from "./body.js";
 
+/**
+ * SAP headers a client may not send: the instance decides the SAP client
+ * (tenant), and session contexts are the gateway's. The gateway strips them
+ * from requests; the batch module refuses them in parts.
+ */
+export const SAP_SESSION_HEADERS: readonly string[] = ["sap-client", "sap-contextid", "sap-contextid-accept"];
+
 /** Longest resource path accepted, in characters (before decoding). */
 export const MAX_PATH_LENGTH = 8 * 1024;
 

@@ -13,7 +13,6 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { Operation } from "../../../src/services/permissions.js";
 import {
   MAX_BATCH_PARTS,
   MAX_JSON_DEPTH,
@@ -24,6 +23,7 @@ import {
 } from "../../../src/gateway/odata/batch.js";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import type { Access } from "../../../src/gateway/odata/request.js";
+import { acc } from "../../../test-support/odata/analysis.js";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const V4 = parseMetadata(V4_METADATA);
@@ -85,10 +85,6 @@ const batch = (...parts: string[]): string => multipart(BOUNDARY, ...parts);
 
 /** A JSON batch of these request objects. */
 const jsonRef = (...requests: object[]): string => JSON.stringify({ requests });
-
-function acc(entitySet: string, operation: Operation, reason: string): Access {
-  return { entitySet, operation, reason };
-}
 
 /** Asserts an `access` outcome: its accesses, part count and forwarded body (as text), exactly. */
 function expectAccess(r: BatchAnalysis, parts: number, body: string | Buffer, accesses: Access[], contentType = MULTIPART): void {

@@ -7,10 +7,10 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { Operation } from "../../../src/services/permissions.js";
 import { MAX_BODY_WORK } from "../../../src/gateway/odata/body.js";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import { analyzeRequest, type Access, type Analysis, type RequestBody, type RequestInput } from "../../../src/gateway/odata/request.js";
+import { acc, ok, PATH, SOURCE } from "../../../test-support/odata/analysis.js";
 import { V2_METADATA, V4_BODY_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const MODELS: Record<"v4" | "v2" | "none", ServiceModel | undefined> = {
@@ -46,15 +46,6 @@ interface Case {
   readonly expect: Analysis;
 }
 
-const PATH = "resource path";
-const SOURCE = "navigation source in resource path";
-
-function acc(entitySet: string, operation: Operation, reason: string): Access {
-  return { entitySet, operation, reason };
-}
-function ok(method: string, ...accesses: Access[]): Analysis {
-  return { kind: "access", accesses, effectiveMethod: method };
-}
 /** An allowed create of one entity: `entityPath` names it with a placeholder key. */
 function created(entityPath: string, ...accesses: Access[]): Analysis {
   return { kind: "access", accesses, effectiveMethod: "POST", entityPath };

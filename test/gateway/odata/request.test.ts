@@ -6,7 +6,6 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { Operation } from "../../../src/services/permissions.js";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import {
   analyzeRequest,
@@ -16,6 +15,7 @@ import {
   type RequestBody,
   type RequestInput,
 } from "../../../src/gateway/odata/request.js";
+import { acc, ok, PATH, SOURCE } from "../../../test-support/odata/analysis.js";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const MODELS: Record<"v4" | "v2" | "none", ServiceModel | undefined> = {
@@ -37,15 +37,6 @@ interface Case {
   readonly expect: Analysis;
 }
 
-const PATH = "resource path";
-const SOURCE = "navigation source in resource path";
-
-function acc(entitySet: string, operation: Operation, reason: string): Access {
-  return { entitySet, operation, reason };
-}
-function ok(method: string, ...accesses: Access[]): Analysis {
-  return { kind: "access", accesses, effectiveMethod: method };
-}
 function upsert(method: string, entitySet: string, ...accesses: Access[]): Analysis {
   return { kind: "access", accesses, effectiveMethod: method, upsertEntitySet: entitySet };
 }

@@ -1,0 +1,74 @@
+/**
+ * Media types as the OData authorizer reads them (RFC 9110 §8.3.1): strict,
+ * so that erplink and a back end cannot read one `Content-Type` two ways
+ * (a parameter given twice, a `charset` hidden in a quoted value).
+ */
+import { excerpt, invalid } from "./syntax.js";
+
+/** An HTTP token (RFC 9110 §5.6.2). */
+export const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** A parsed media type. */
+export interface MediaType {
+  /** `type/subtype`, lower case. */
+  readonly type: string;
+  /** Parameters by lower-case name, unquoted. */
+  readonly params: ReadonlyMap<string, string>;
+}
+
+/** Parses a media type (RFC 9110 §8.3.1); refuses (invalid) anything malformed, naming it `what`. */
+export function parseMediaType(value: string, what: string): MediaType {
+  const bad: () => never = () => invalid(`${what} '${excerpt(value)}' is malformed`);
+  const semi = value.indexOf(";");
+  const type = (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
+  const slash = type.indexOf("/");
+  if (slash < 0 || !TOKEN.test(type.slice(0, slash)) || !TOKEN.test(type.slice(slash + 1))) bad();
+  const params = new Map<string, string>();
+  let i = semi < 0 ? value.length : semi;
+  const skipSpace = () => {
+    while (value[i] === " " || value[i] === "\t") i++;
+  };
+  while (i < value.length) {
+    if (value[i] !== ";") bad();
+    i++;
+    skipSpace();
+    if (i === value.length) break;
+    const eq = value.indexOf("=", i);
+    if (eq < 0) bad();
+    const name = value.slice(i, eq).toLowerCase();
+    if (!TOKEN.test(name)) bad();
+    i = eq + 1;
+    let v = "";
+    if (value[i] === '"') {
+      for (i++; ; i++) {
+        if (i >= value.length) bad();
+        if (value[i] === '"') break;
+        if (value[i] === "\\") i++;
+        if (i >= value.length) bad();
+        v += value[i];
+      }
+      i++;
+    } else {
+      const start = i;
+      while (i < value.length && value[i] !== ";" && value[i] !== " " && value[i] !== "\t") i++;
+      v = value.slice(start, i);
+      if (!TOKEN.test(v)) bad();
+    }
+    if (params.has(name)) invalid(`${what} gives parameter '${excerpt(name)}' twice`);
+    params.set(name, v);
+    skipSpace();
+  }
+  return { type, params };
+}
+
+/** A `charset` parameter, when given, must be UTF-8: back ends decode with the charset named (UTF-7 would turn `+ACI-` into a quote). */
+
+/** Whether a media type (lower case, no parameters) is JSON: `application/json` or `application/*+json`. */
+export function isJsonType(type: string): boolean {
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
+/** Whether a `charset` value names UTF-8 (`utf-8`, or the common alias `utf8`, any case). */
+export function isUtf8(charset: string): boolean {
+  return /^utf-?8$/i.test(charset);
+}

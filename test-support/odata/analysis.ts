@@ -1,0 +1,21 @@
+/**
+ * Expected values for the OData authorizer's table tests (request, body and
+ * batch analysis): one access, an allowed analysis, the common reasons.
+ */
+import type { Access, Analysis } from "../../src/gateway/odata/request.js";
+import type { Operation } from "../../src/services/permissions.js";
+
+/** The reason of an access the resource path itself needs. */
+export const PATH = "resource path";
+/** The reason of an entity set the resource path navigates through. */
+export const SOURCE = "navigation source in resource path";
+
+/** One (entity set, operation) access with its reason. */
+export function acc(entitySet: string, operation: Operation, reason: string): Access {
+  return { entitySet, operation, reason };
+}
+
+/** An allowed analysis of a request with `method` and these accesses, in order. */
+export function ok(method: string, ...accesses: Access[]): Analysis {
+  return { kind: "access", accesses, effectiveMethod: method };
+}
