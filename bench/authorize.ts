@@ -27,7 +27,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { createErplink } from "../src/app.js";
-import { intOption, percentile, runBench } from "./lib.js";
+import { intOption, type PhaseRequest, type PhaseResult, percentile, runBench } from "./lib.js";
 import { loadConfig } from "../src/config.js";
 import {
   ApiKeySchema,
@@ -59,25 +59,6 @@ interface WorkerSetup {
   /** What every response must say, or the run fails. */
   readonly expect: { readonly allowed: boolean; readonly denialStep: DenialStep };
   readonly concurrency: number;
-}
-
-/** A phase a worker is asked to run: `n` calls, stopping at `deadline` (epoch ms). */
-interface PhaseRequest {
-  readonly n: number;
-  readonly measure: boolean;
-  readonly deadline: number;
-}
-
-/** What a worker reports after a phase. */
-interface PhaseResult {
-  /** Latency of each measured call (ms); empty for a warm-up. */
-  readonly latencies: Float64Array;
-  /** Calls completed (less than `n` when the deadline passed). */
-  readonly done: number;
-  readonly elapsedMs: number;
-  readonly errors: number;
-  readonly unexpected: number;
-  readonly firstProblem?: string;
 }
 
 // ------------------------------------------------------------------ worker: the load generator

@@ -3,6 +3,27 @@
  * thread's run with its watchdog. Not a benchmark itself.
  */
 
+/** A phase a load worker is asked to run: `n` requests, stopping at `deadline` (epoch ms). */
+export interface PhaseRequest {
+  readonly n: number;
+  readonly measure: boolean;
+  readonly deadline: number;
+}
+
+/** What a load worker reports after a phase. */
+export interface PhaseResult {
+  /** Latency of each measured request (ms); empty for a warm-up. */
+  readonly latencies: Float64Array;
+  /** Requests completed (less than `n` when the deadline passed). */
+  readonly done: number;
+  readonly elapsedMs: number;
+  /** Requests that failed (connection error, timeout). */
+  readonly errors: number;
+  /** Answers other than the expected one. */
+  readonly unexpected: number;
+  readonly firstProblem?: string;
+}
+
 /** An integer command-line option from 1 to `max`; throws naming `--name` otherwise. */
 export function intOption(name: string, raw: string | undefined, max: number): number {
   const n = Number(raw);

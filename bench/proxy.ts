@@ -26,7 +26,7 @@ import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { createErplink } from "../src/app.js";
-import { intOption, median, percentile, runBench } from "./lib.js";
+import { intOption, type PhaseRequest, type PhaseResult, median, percentile, runBench } from "./lib.js";
 import { loadConfig } from "../src/config.js";
 import {
   BACKEND_AUTHORIZATION,
@@ -66,27 +66,6 @@ interface LoadSetup {
 /** The back-end worker. */
 interface BackendSetup {
   readonly role: "backend";
-}
-
-/** A phase a load worker is asked to run: `n` requests, stopping at `deadline` (epoch ms). */
-interface PhaseRequest {
-  readonly n: number;
-  readonly measure: boolean;
-  readonly deadline: number;
-}
-
-/** What a load worker reports after a phase. */
-interface PhaseResult {
-  /** Latency of each measured request (ms); empty for a warm-up. */
-  readonly latencies: Float64Array;
-  /** Requests completed (less than `n` when the deadline passed). */
-  readonly done: number;
-  readonly elapsedMs: number;
-  /** Requests that failed (connection error, timeout). */
-  readonly errors: number;
-  /** Responses other than 200 with the expected payload. */
-  readonly unexpected: number;
-  readonly firstProblem?: string;
 }
 
 /** The part of undici's Pool this file uses (typed here: undici is only a transitive dependency). */
