@@ -16,10 +16,15 @@
  * anywhere in a Content-Type, and Content-IDs are read from MIME headers
  * only); its V2 adapter splits lines at CRLF and takes `boundary` only as the
  * first parameter. So:
+ * - Every part's request line is written from its canonical request
+ *   (`./target.ts`): the method the back end acts on (a tunnel's), and the
+ *   URL relative to the service root in erplink's strict encoding, with a
+ *   `$<Content-ID>` reference kept as such; never the client's bytes.
  * - Multipart: the delimiter lines are written anew (`--b` CRLF … CRLF
  *   `--b--`), so preambles, epilogues, transport padding and bare-LF line
- *   endings of the framing are dropped; header lines and request lines are
- *   written as parsed, joined with CRLF. The forwarded Content-Type is
+ *   endings of the framing are dropped; header lines are written as parsed,
+ *   joined with CRLF, but for `Authorization`, `Proxy-Authorization`,
+ *   `Cookie` and method tunnels, which are left out. The forwarded Content-Type is
  *   written here, `multipart/mixed; boundary=<b>` (quoted only when it must
  *   be), and so is every MIME Content-Type: `multipart/mixed; boundary=<cs>`
  *   for a change set, `application/http` for a request. Every
@@ -49,16 +54,18 @@
  *   back ends decode with the charset named. JSON part bodies are decoded
  *   with a fatal UTF-8 decoder.
  * - JSON: duplicate member names are refused at every level (bodies
- *   included); the body is forwarded as received, but for the `url` values
- *   and `headers` rewritten in place: header names in lower case (CAP uses
- *   the object as its request headers, where `If-Match` would go unseen;
- *   names differing only in case are refused) and `if-match` added.
+ *   included); the batch is written anew: members in a fixed order, `url`
+ *   canonical, header names in lower case (CAP uses the object as its
+ *   request headers, where `If-Match` would go unseen; names differing only
+ *   in case are refused), `if-match` added, the stripped headers left out,
+ *   each body as the text that was analyzed (compacted); annotations of the
+ *   batch itself are dropped. Method tunnels are refused (JSON has `method`).
  *
  * Decisions the protocols leave open, taken here:
  * - Part URLs may be relative to the service root, absolute paths or
  *   absolute `http(s)` URLs. An absolute one must lie below the service root
- *   the client addressed (`clientRoot`); it is forwarded in the relative
- *   form, since the back end has another root. The host of an absolute URL
+ *   the client addressed (`clientRoot`); every URL is forwarded in the
+ *   relative form, since the back end has another root. The host of an absolute URL
  *   is not compared: the part reaches this service whatever it names, as
  *   the relative form is all that is forwarded. Anything else (other paths,
  *   dot segments, other schemes, network-path references, query-only URLs)
@@ -69,17 +76,19 @@
  *   change sets are refused), in JSON to any preceding request named, or
  *   whose atomicity group is named, in `dependsOn`. The part is analyzed
  *   with `$<id>` replaced by the `entityPath` the referenced part's analysis
- *   reports; it is forwarded unchanged. `$<id>[/…]` URLs in part bodies
+ *   reports; it is forwarded as `$<id>` followed by the rest in canonical form. `$<id>[/…]` URLs in part bodies
  *   (`@odata.bind`, `@odata.id`) resolve the same way, under the same rules;
  *   one that does not resolve is denied. Request ids must satisfy the ABNF
  *   `request-id` rule and may not be the name of a system resource
  *   (`$metadata`, `$batch`, …), so a reference cannot be read as one; a
  *   multipart Content-ID used twice in the batch cannot be referred to.
- * - `Authorization`, `Proxy-Authorization`, `Cookie` and the other headers
- *   the protocol forbids in parts (`Expect`, `From`, `Max-Forwards`,
- *   `Range`, `TE`) are refused (invalid): the back end's credentials are the
- *   gateway's business. So is JSON's conditional `if` member (denied): it
- *   evaluates an expression against data.
+ * - `Authorization`, `Proxy-Authorization` and `Cookie` in parts are
+ *   stripped (clients that copy common headers into every part send them;
+ *   the back end's credentials are the gateway's business). The other
+ *   headers the protocol forbids in parts (`Expect`, `From`,
+ *   `Max-Forwards`, `Range`, `TE`) and the SAP session headers are refused
+ *   (invalid). So is JSON's conditional `if` member (denied): it evaluates
+ *   an expression against data.
  * - Structure first: the whole body is parsed and checked before the first
  *   part is analyzed; then the parts are analyzed in order and the first
  *   denied or invalid one answers for the batch, naming the part
@@ -94,6 +103,7 @@ import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, t
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
 import { TOKEN, isJsonType, isUtf8, parseMediaType, type MediaType } from "./media-type.js";
 import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted } from "./syntax.js";
+import { serializeTarget } from "./target.js";
 
 export { MAX_JSON_DEPTH } from "./json.js";
 
@@ -133,6 +143,8 @@ export type BatchAnalysis =
       readonly accesses: readonly Access[];
       /** How many individual requests the batch holds. */
       readonly parts: number;
+      /** Every part's URL as forwarded (relative to the service root, canonical), in part order. */
+      readonly partUrls: readonly string[];
       /** The body to forward, written as the module comment says (relative URLs, `If-Match: *` added where needed, JSON part bodies compacted, …). */
       readonly body: Buffer;
       /**
@@ -211,11 +223,8 @@ function checkRequestId(id: string, what: string): void {
   if (RESERVED_IDS.has(id.toLowerCase())) invalid(`${what} '${id}' is reserved: $${id} names a system resource`);
 }
 
-/** Headers an individual request may not carry (OData 4.01 Protocol §11.7.7.1, plus the client's session). */
+/** Headers an individual request may not carry (OData 4.01 Protocol §11.7.7.1, plus the SAP session). */
 const FORBIDDEN_HEADERS = new Set([
-  "authorization",
-  "proxy-authorization",
-  "cookie",
   "expect",
   "from",
   "max-forwards",
@@ -229,6 +238,14 @@ interface PartHeaders {
   readonly record: Record<string, string>;
   readonly byName: ReadonlyMap<string, string>;
 }
+
+/**
+ * Headers of a part that are read here but never forwarded: the client's
+ * credentials (clients that copy common headers into every part send them;
+ * the back end's credentials are erplink's), and method tunnels (the part is
+ * forwarded with the method they name).
+ */
+const STRIPPED_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "x-http-method", "x-http-method-override"]);
 
 /** Adds one header; refuses duplicates (case-insensitive) and forbidden headers. */
 function addHeader(into: { record: Record<string, string>; byName: Map<string, string> }, name: string, value: string, forbid: boolean): void {
@@ -245,11 +262,9 @@ function newHeaders(): { record: Record<string, string>; byName: Map<string, str
 }
 
 /** Where a part's URL points, below the service root. */
-interface Target {
-  /** The URL relative to the service root (path and query), as it is analyzed and forwarded. */
+interface PartTarget {
+  /** The URL relative to the service root (path and query), still percent-encoded, as it is analyzed. */
   readonly relative: string;
-  /** Whether the part gave an absolute path or URL, which is forwarded as `relative`. */
-  readonly rewritten: boolean;
 }
 
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
@@ -258,19 +273,16 @@ const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
  * Resolves a part's URL against the service root the client addressed;
  * refuses (denied) anything that leaves it.
  */
-function resolveTarget(url: string, clientRoot: string): Target {
+function resolveTarget(url: string, clientRoot: string): PartTarget {
   if (url.includes("#")) invalid("the URL has a fragment");
   if (url.includes("\\")) invalid("the URL contains a backslash");
   let path = url;
-  let rewritten = false;
   if (SCHEME.test(url)) {
     const m = /^https?:\/\/[^/?]*(.*)$/i.exec(url);
     if (m === null) denied("URL leaves the service root");
     path = m[1];
-    rewritten = true;
   }
   if (path.startsWith("/")) {
-    rewritten = true;
     const q = path.indexOf("?");
     const p = q < 0 ? path : path.slice(0, q);
     if (p === clientRoot || p === `${clientRoot}/`) denied("the service document cannot be requested in a batch");
@@ -285,7 +297,7 @@ function resolveTarget(url: string, clientRoot: string): Target {
     const decoded = decodeOnce(raw) ?? raw;
     if (decoded.split(/[/\\]/).some((s) => s === "." || s === "..")) denied("URL leaves the service root");
   }
-  return { relative: path, rewritten };
+  return { relative: path };
 }
 
 /** A request of the batch, as both formats describe it. */
@@ -320,8 +332,13 @@ function within<T>(label: string, fn: () => T): T {
 /** What the analysis of one part leaves for the rewrite. */
 interface PartResult {
   readonly analysis: Analysis;
-  /** The relative URL to forward when the part gave an absolute one. */
-  readonly relativeUrl: string | undefined;
+  /**
+   * The part's URL as forwarded: relative to the service root, written from
+   * its canonical target (`./target.ts`), a `$<id>` reference kept as such.
+   */
+  readonly forwardUrl: string;
+  /** The method the back end acts on (a tunnel's, see `X-HTTP-Method`). */
+  readonly method: string;
   /** Whether `If-Match: *` must be added. */
   readonly ifMatchStar: boolean;
 }
@@ -345,7 +362,13 @@ function analyzePart(
     const query = q < 0 ? "" : target.relative.slice(q + 1);
     const first = path.split("/")[0];
     const id = referenceId(first);
-    if (id !== undefined) path = `${entityPathOf(id).replace(/^\//, "")}${path.slice(first.length)}`;
+    // Segments the reference stands for: written back as `$<id>`.
+    let referenced = 0;
+    if (id !== undefined) {
+      const entityPath = entityPathOf(id).replace(/^\//, "");
+      referenced = entityPath.split("/").length;
+      path = `${entityPath}${path.slice(first.length)}`;
+    }
     const analysis = analyzeRequest({
       method: part.method,
       path,
@@ -360,9 +383,15 @@ function analyzePart(
     if (analysis.kind === "access") {
       for (const a of analysis.accesses) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
     }
+    let forwardUrl = analysis.forward;
+    if (id !== undefined) {
+      const rest = serializeTarget({ segments: analysis.target.segments.slice(referenced), query: analysis.target.query });
+      forwardUrl = `$${id}${rest === "" || rest.startsWith("?") ? "" : "/"}${rest}`;
+    }
     return {
       analysis,
-      relativeUrl: target.rewritten ? target.relative : undefined,
+      forwardUrl,
+      method: analysis.kind === "access" ? analysis.effectiveMethod : part.method.toUpperCase(),
       ifMatchStar: needsIfMatchStar(analysis, input.mayCreate),
     };
   });
@@ -830,6 +859,7 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
     kind: "access",
     accesses: accesses.items,
     parts: no,
+    partUrls: items.flatMap((item) => (item.kind === "request" ? [item.part] : item.changeSet.parts)).map((p) => results.get(p)!.forwardUrl),
     // V4 back ends (CAP) read a Content-ID from the MIME headers only, so one
     // given in the request's headers is copied there; V2 back ends (SAP
     // Gateway, CAP's V2 adapter) read it from the request's headers and would
@@ -850,8 +880,13 @@ function writeMultipart(
   const writePart = (part: HttpPart): string => {
     const result = results.get(part);
     const body = part.forwardBody;
-    const lines = part.head.lines.map((l, i) => (i > 0 && headerName(l).toLowerCase() === "content-length" ? `${headerName(l)}: ${body.length}` : l));
-    if (result?.relativeUrl !== undefined) lines[0] = `${part.method} ${result.relativeUrl} ${part.version}`;
+    const lines = [`${result!.method} ${result!.forwardUrl} ${part.version}`];
+    for (const l of part.head.lines.slice(1)) {
+      const name = headerName(l);
+      const lower = name.toLowerCase();
+      if (STRIPPED_HEADERS.has(lower)) continue;
+      lines.push(lower === "content-length" ? `${name}: ${body.length}` : l);
+    }
     const head: Head = { ...part.head, lines };
     if (result?.ifMatchStar) {
       lines.push("If-Match: *");
@@ -896,9 +931,7 @@ function headerName(line: string): string {
 
 /** An individual request of a JSON batch. */
 interface JsonPart extends Part {
-  readonly node: JsonNode & { type: "object" };
-  readonly urlNode: JsonNode;
-  readonly headersNode: (JsonNode & { type: "object" }) | undefined;
+  readonly bodyNode: JsonNode | undefined;
   readonly group: string | undefined;
   readonly dependsOn: ReadonlySet<string>;
 }
@@ -963,49 +996,35 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
     results.push(analyzePart(part, input, normalizeRoot(input.clientRoot), entityPathOf, accesses));
   }
 
-  // The body as received, with urls and headers rewritten in place.
-  const edits: { at: number; end: number; text: string }[] = [];
-  for (const [index, part] of parts.entries()) {
+  // Written anew from what was parsed, so that the back end cannot read it
+  // differently: members in a fixed order, every url in canonical form,
+  // header names in lower case (CAP uses the object as its request headers,
+  // where only lower-case names are found), stripped headers left out,
+  // `if-match` added where needed, bodies as the text that was analyzed.
+  const written = parts.map((part, index) => {
     const result = results[index];
-    if (result.relativeUrl !== undefined) edits.push({ at: part.urlNode.start, end: part.urlNode.end, text: JSON.stringify(result.relativeUrl) });
-    const h = part.headersNode;
-    // Header names in lower case: back ends (CAP) use the object as their
-    // request headers, where only lower-case names are found.
-    if (h !== undefined) {
-      let after = h.start + 1;
-      for (const m of h.members) {
-        const at = skipJsonSeparators(text, after);
-        const end = skipDoubleQuoted(text, at);
-        if (text[at] !== '"' || end < 0) throw new Error("a header name was not found where parsed"); // denied by analyzeBatch
-        const lower = m.name.toLowerCase();
-        if (lower !== m.name) edits.push({ at, end, text: JSON.stringify(lower) });
-        after = m.value.end;
-      }
+    const members = [`"id":${JSON.stringify(part.id)}`, `"method":${JSON.stringify(result.method)}`, `"url":${JSON.stringify(result.forwardUrl)}`];
+    if (part.group !== undefined) members.push(`"atomicityGroup":${JSON.stringify(part.group)}`);
+    if (part.dependsOn.size > 0) members.push(`"dependsOn":${JSON.stringify([...part.dependsOn])}`);
+    const headers: string[] = [];
+    for (const [lower, value] of part.headers.byName) {
+      if (!STRIPPED_HEADERS.has(lower)) headers.push(`${JSON.stringify(lower)}:${JSON.stringify(value)}`);
     }
-    if (result.ifMatchStar) {
-      if (h !== undefined) edits.push({ at: h.end - 1, end: h.end - 1, text: `${h.members.length > 0 ? "," : ""}"if-match":"*"` });
-      else edits.push({ at: part.node.end - 1, end: part.node.end - 1, text: `,"headers":{"if-match":"*"}` });
-    }
-  }
-  let body = input.body;
-  if (edits.length > 0) {
-    edits.sort((a, b) => a.at - b.at);
-    let out = "";
-    let from = 0;
-    for (const e of edits) {
-      out += text.slice(from, e.at) + e.text;
-      from = e.end;
-    }
-    body = Buffer.from(out + text.slice(from), "utf8");
-  }
-  return { kind: "access", accesses: accesses.items, parts: parts.length, body, contentType: input.contentType };
-}
-
-/** Index of the next member name after `from` in an object: past whitespace and a comma. */
-function skipJsonSeparators(text: string, from: number): number {
-  let i = from;
-  while (i < text.length && (isJsonSpace(text.charCodeAt(i)) || text[i] === ",")) i++;
-  return i;
+    if (result.ifMatchStar) headers.push('"if-match":"*"');
+    if (headers.length > 0) members.push(`"headers":{${headers.join(",")}}`);
+    const b = part.bodyNode;
+    if (b !== undefined && !(b.type === "scalar" && b.value === null)) members.push(`"body":${compactJson(text.slice(b.start, b.end))}`);
+    return `{${members.join(",")}}`;
+  });
+  const body = Buffer.from(`{"requests":[${written.join(",")}]}`, "utf8");
+  return {
+    kind: "access",
+    accesses: accesses.items,
+    parts: parts.length,
+    partUrls: results.map((r) => r.forwardUrl),
+    body,
+    contentType: input.contentType,
+  };
 }
 
 const JSON_MEMBERS = new Set(["id", "method", "url", "atomicityGroup", "dependsOn", "if", "headers", "body"]);
@@ -1055,6 +1074,9 @@ function readJsonPart(node: JsonNode, no: number): JsonPart {
         addHeader(headers, h.name, h.value.value, true);
       }
     }
+    if (headers.byName.has("x-http-method") || headers.byName.has("x-http-method-override")) {
+      invalid("method tunnelling (X-HTTP-Method) is not supported in a JSON batch: give the method in 'method'");
+    }
     const bodyNode = member.get("body");
     let body: RequestBody | undefined;
     if (bodyNode !== undefined && !(bodyNode.type === "scalar" && bodyNode.value === null)) {
@@ -1076,9 +1098,7 @@ function readJsonPart(node: JsonNode, no: number): JsonPart {
       headers,
       body,
       id,
-      node,
-      urlNode: member.get("url")!,
-      headersNode: headersNode?.type === "object" ? headersNode : undefined,
+      bodyNode,
       group,
       dependsOn,
     };

@@ -27,6 +27,7 @@ import {
   splitTopLevel,
   walkTopLevel,
 } from "./syntax.js";
+import { OPTION_NAME, type QueryOption } from "./target.js";
 
 /** One (entity set, operation) pair a request needs, with why. */
 export interface Access {
@@ -112,11 +113,18 @@ export interface ParsedQuery {
   readonly options: ReadonlyMap<string, string>;
   /** Parameter aliases (`@p`, with the `@`) -> decoded value. */
   readonly aliases: ReadonlyMap<string, string>;
+  /**
+   * Every option in the client's order, as it is forwarded: system options
+   * under their canonical name (`$expand`, whatever the spelling), aliases
+   * and custom options under theirs; values decoded.
+   */
+  readonly entries: readonly QueryOption[];
 }
 
 function decodeQueryPart(raw: string, what: string): string {
   // Form encoding: a `+` is a space. Reading it so can only split tokens,
-  // never join them, whatever the back end makes of it.
+  // never join them; the forwarded query encodes a space as %20 and a plus
+  // as %2B, so the back end reads what was analyzed whatever it makes of `+`.
   const decoded = decodeOnce(raw.replaceAll("+", " "));
   if (decoded === undefined) invalid(`malformed percent-encoding in ${what}`);
   if (hasControlCharacter(decoded)) invalid(`control character in ${what}`);
@@ -125,35 +133,55 @@ function decodeQueryPart(raw: string, what: string): string {
 
 /**
  * Splits a raw query string (without `?`) on `&`, decodes every name and
- * value exactly once, and keeps the system options and aliases. A system
- * option or alias given twice (in any spelling) is invalid: the back end
- * might honour either one.
+ * value exactly once, and keeps every option. Names must be plain tokens
+ * (`[$]name`, `@alias`): back ends trim, fold and strip names in ways that
+ * would turn an option erplink took for a custom one into a system option.
+ * A system option or alias given twice (in any spelling) is invalid: the
+ * back end might honour either one. On V2 services (`version` `2.0`), a
+ * `search` without `$` is SAP's custom search option and keeps its name
+ * (it is still analyzed as `$search`, which reaches no entity).
  */
-export function parseQuery(query: string): ParsedQuery {
+export function parseQuery(query: string, version?: string): ParsedQuery {
   if (query.length > MAX_QUERY_LENGTH) invalid(`query string is longer than ${MAX_QUERY_LENGTH} characters`);
   const options = new Map<string, string>();
   const aliases = new Map<string, string>();
-  if (query === "") return { options, aliases };
+  const entries: QueryOption[] = [];
+  if (query === "") return { options, aliases, entries };
   for (const part of query.split("&")) {
     if (part === "") continue;
     const eq = part.indexOf("=");
     const name = decodeQueryPart(eq < 0 ? part : part.slice(0, eq), "a query option name");
     const value = eq < 0 ? "" : decodeQueryPart(part.slice(eq + 1), `query option '${excerpt(name)}'`);
-    if (name.startsWith("@")) {
-      if (!isSimpleIdentifier(name.slice(1))) invalid(`malformed parameter alias '${excerpt(name)}'`);
-      if (aliases.has(name)) invalid(`parameter alias '${excerpt(name)}' is given more than once`);
-      aliases.set(name, value);
-      continue;
-    }
+    const given = eq < 0 ? undefined : value;
     if (FORBIDDEN_CUSTOM_OPTIONS.has(name.trim().toLowerCase())) {
       denied(`query option '${name.trim().toLowerCase()}' is not allowed: the instance decides it`);
     }
+    if (!OPTION_NAME.test(name)) {
+      invalid(
+        name === ""
+          ? "a query option has no name"
+          : name.startsWith("@")
+            ? `malformed parameter alias '${excerpt(name)}'`
+          : `query option name '${excerpt(name)}' is not a plain token (letters, digits, '_', '.', '-', after an optional '$' or '@')`,
+      );
+    }
+    if (name.startsWith("@")) {
+      if (aliases.has(name)) invalid(`parameter alias '${excerpt(name)}' is given more than once`);
+      aliases.set(name, value);
+      entries.push({ name, value: given });
+      continue;
+    }
     const canonical = systemOptionName(name);
-    if (canonical === undefined) continue;
+    if (canonical === undefined) {
+      entries.push({ name, value: given });
+      continue;
+    }
     if (options.has(canonical)) invalid(`system query option $${canonical} is given more than once`);
     options.set(canonical, value);
+    const keepName = version === "2.0" && canonical === "search" && !name.startsWith("$");
+    entries.push({ name: keepName ? name : `$${canonical}`, value: given });
   }
-  return { options, aliases };
+  return { options, aliases, entries };
 }
 
 /**

@@ -47,6 +47,7 @@ import type { Operation } from "../../services/permissions.js";
 import { analyzeBody, type BodyTarget, type RequestBody } from "./body.js";
 import type { Position, ServiceModel } from "./metadata.js";
 import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type QueryContext, type Scope } from "./query.js";
+import { serializePath, serializeTarget, type Target } from "./target.js";
 import {
   Refusal,
   decodeOnce,
@@ -64,6 +65,7 @@ import {
 
 export type { Access } from "./query.js";
 export type { RequestBody } from "./body.js";
+export type { Target } from "./target.js";
 
 /**
  * SAP headers a client may not send: the instance decides the SAP client
@@ -106,10 +108,22 @@ export interface RequestInput {
   readonly resolveReference?: (url: string) => string | undefined;
 }
 
+/**
+ * What every analysis that may be forwarded carries: the request target in
+ * canonical form (decoded once, system options under their canonical names)
+ * and as erplink writes it for the back end (see `./target.ts`). Nothing of
+ * the client's raw path or query is forwarded; only this.
+ */
+export interface Forwardable {
+  readonly target: Target;
+  /** {@link target} serialized, relative to the service root: `A_Currency('EUR')?$select=Currency`. */
+  readonly forward: string;
+}
+
 /** The outcome of {@link analyzeRequest}. */
 export type Analysis =
   /** Authorize every access (in order); the first denial answers 403 and nothing is forwarded. */
-  | {
+  | (Forwardable & {
       readonly kind: "access";
       readonly accesses: readonly Access[];
       /** The method the back end will act on: the request's, or the one tunnelled with `X-HTTP-Method`. */
@@ -117,8 +131,8 @@ export type Analysis =
       /** Set when the request may create the entity it updates (upsert); see {@link needsIfMatchStar}. */
       readonly upsertEntitySet?: string;
       /**
-       * The raw resource path (no leading slash, still percent-encoded as
-       * received) of the one entity the request yields, so that a `$batch`
+       * The resource path (no leading slash, in the canonical encoding of
+       * {@link Forwardable.forward}) of the one entity the request yields, so that a `$batch`
        * part can be referred to as `$<Content-ID>`: for a `POST` creating in
        * a collection, the request path plus a placeholder key naming every
        * key property (`SalesOrders(ID=0)`, `PriceConditions(OrderID=0,Type=0)`;
@@ -128,11 +142,11 @@ export type Analysis =
        * `$count`, bound operations).
        */
       readonly entityPath?: string;
-    }
+    })
   /** `$metadata` or the service document: allowed when the key has any permission on the service. */
-  | { readonly kind: "metadata" }
+  | (Forwardable & { readonly kind: "metadata" })
   /** A `POST $batch`: each part must be analyzed by the batch module. */
-  | { readonly kind: "batch" }
+  | (Forwardable & { readonly kind: "batch" })
   /** Well-formed but not allowed through the gateway (403). */
   | { readonly kind: "denied"; readonly message: string }
   /** Malformed path or query (400). */
@@ -189,10 +203,15 @@ function effectiveMethodOf(method: string, headers: ReadonlyMap<string, string>)
   return method;
 }
 
-/** Splits the raw path on `/`, then decodes each segment exactly once. */
+/**
+ * Splits the raw path on `/`, then decodes each segment exactly once. One
+ * trailing `/` after a segment is dropped (`E/` is `E`: clients such as the
+ * SAP Cloud SDK write it); any other empty segment is invalid.
+ */
 function decodeSegments(path: string): string[] {
   if (path.length > MAX_PATH_LENGTH) invalid(`path is longer than ${MAX_PATH_LENGTH} characters`);
-  const body = path.startsWith("/") ? path.slice(1) : path;
+  let body = path.startsWith("/") ? path.slice(1) : path;
+  if (body.endsWith("/") && body.length > 1 && !body.endsWith("//")) body = body.slice(0, -1);
   if (body === "") return [];
   const raw = body.split("/");
   if (raw.length > MAX_SEGMENTS) invalid(`path has more than ${MAX_SEGMENTS} segments`);
@@ -286,12 +305,16 @@ function analyze(input: RequestInput): Analysis {
   const headers = lowerCaseHeaders(input.headers);
   const method = effectiveMethodOf(input.method, headers);
   const segments = decodeSegments(input.path);
-  const query = parseQuery(input.query);
   const { model } = input;
+  const query = parseQuery(input.query, model?.version);
+  // Written here, before anything else: what cannot be written unambiguously
+  // for the back end is refused, whatever it would mean.
+  const target: Target = { segments, query: query.entries };
+  const forwardable: Forwardable = { target, forward: serializeTarget(target) };
 
   if (segments.length === 0) {
     if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on the service document`);
-    return { kind: "metadata" };
+    return { kind: "metadata", ...forwardable };
   }
   const first = segments[0];
   if (first.startsWith("$")) {
@@ -299,10 +322,10 @@ function analyze(input: RequestInput): Analysis {
       if (segments.length > 1) invalid(`${first} cannot be followed by another path segment`);
       if (first === "$batch") {
         if (method !== "POST") denied(`$batch requires POST, not ${method}`);
-        return { kind: "batch" };
+        return { kind: "batch", ...forwardable };
       }
       if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on $metadata`);
-      return { kind: "metadata" };
+      return { kind: "metadata", ...forwardable };
     }
     const name = first.split("(")[0];
     if (name === "$all" || name === "$crossjoin" || name === "$entity") denied(`${name} is not allowed`);
@@ -334,9 +357,10 @@ function analyze(input: RequestInput): Analysis {
     // A blank If-Match is no precondition: back ends ignore it (CAP tests its truthiness).
     !headers.get("if-match")?.trim() &&
     headers.get("if-none-match")?.trim() !== "*";
-  const entityPath = entityPathOf(input.path, state, method, model);
+  const entityPath = entityPathOf(segments, state, method, model);
   return {
     kind: "access",
+    ...forwardable,
     accesses: accesses.items,
     effectiveMethod: method,
     ...(upsert ? { upsertEntitySet: state.hops[state.hops.length - 1] } : {}),
@@ -380,9 +404,9 @@ function walkReference(path: string, model: ServiceModel | undefined): readonly 
 }
 
 /** See `entityPath` in {@link Analysis}. */
-function entityPathOf(path: string, state: PathState, method: string, model: ServiceModel | undefined): string | undefined {
+function entityPathOf(segments: readonly string[], state: PathState, method: string, model: ServiceModel | undefined): string | undefined {
   if (state.tail !== undefined || state.property) return undefined;
-  const raw = path.startsWith("/") ? path.slice(1) : path;
+  const raw = serializePath(segments);
   if (state.shape === "entity") return raw;
   if (state.shape !== "collection" || method !== "POST") return undefined;
   if (!model || state.position === undefined) return `${raw}(0)`;

@@ -15,7 +15,7 @@ import {
   type RequestBody,
   type RequestInput,
 } from "../../../src/gateway/odata/request.js";
-import { acc, ok, PATH, SOURCE } from "../../../test-support/odata/analysis.js";
+import { acc, ok, PATH, SOURCE, withoutTarget, type Expected } from "../../../test-support/odata/analysis.js";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const MODELS: Record<"v4" | "v2" | "none", ServiceModel | undefined> = {
@@ -34,16 +34,16 @@ interface Case {
   readonly body?: RequestBody;
   /** The `entityPath` expected in an `access` analysis (see {@link Analysis}); absent when none is. */
   readonly entityPath?: string;
-  readonly expect: Analysis;
+  readonly expect: Expected;
 }
 
-function upsert(method: string, entitySet: string, ...accesses: Access[]): Analysis {
+function upsert(method: string, entitySet: string, ...accesses: Access[]): Expected {
   return { kind: "access", accesses, effectiveMethod: method, upsertEntitySet: entitySet };
 }
-const get = (...accesses: Access[]): Analysis => ok("GET", ...accesses);
-const denied = (message: string): Analysis => ({ kind: "denied", message });
-const invalid = (message: string): Analysis => ({ kind: "invalid", message });
-const noNav = (what: string): Analysis =>
+const get = (...accesses: Access[]): Expected => ok("GET", ...accesses);
+const denied = (message: string): Expected => ({ kind: "denied", message });
+const invalid = (message: string): Expected => ({ kind: "invalid", message });
+const noNav = (what: string): Expected =>
   denied(`cannot authorize navigation ${what}: the service metadata does not say which entity set it leads to`);
 
 function input(c: Case): RequestInput {
@@ -68,7 +68,7 @@ function table(name: string, cases: readonly Case[]): void {
   for (const c of cases) {
     test(title(c), () => {
       const expected = c.entityPath === undefined ? c.expect : { ...c.expect, entityPath: c.entityPath };
-      assert.equal(analyzeRequest(input(c)), expected);
+      assert.equal(withoutTarget(analyzeRequest(input(c))), expected);
     });
   }
   test.run();
@@ -87,8 +87,8 @@ table("request: reads and keys", [
   { model: "v4", path: "/SalesOrders(ID=1)", entityPath: "SalesOrders(ID=1)", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(@k)", entityPath: "SalesOrders(@k)", query: "@k=1", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/Customers('O''Neil')", entityPath: "Customers('O''Neil')", expect: get(acc("Customers", "get", PATH)) },
-  { model: "v4", path: "/Customers('O%27%27Neil')", entityPath: "Customers('O%27%27Neil')", expect: get(acc("Customers", "get", PATH)) },
-  { model: "v4", path: "/PriceConditions(OrderID=1,Type='a,b')", entityPath: "PriceConditions(OrderID=1,Type='a,b')", expect: get(acc("PriceConditions", "get", PATH)) },
+  { model: "v4", path: "/Customers('O%27%27Neil')", entityPath: "Customers('O''Neil')", expect: get(acc("Customers", "get", PATH)) },
+  { model: "v4", path: "/PriceConditions(OrderID=1,Type='a,b')", entityPath: "PriceConditions(OrderID=1,Type='a%2Cb')", expect: get(acc("PriceConditions", "get", PATH)) },
   { model: "v4", path: "/PriceConditions(Type='x',OrderID=1)", entityPath: "PriceConditions(Type='x',OrderID=1)", expect: get(acc("PriceConditions", "get", PATH)) },
   { model: "v4", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/Customers/O%20Neil", entityPath: "Customers/O%20Neil", expect: get(acc("Customers", "get", PATH)) },
@@ -153,7 +153,7 @@ table("request: writes", [
     entityPath: "SalesOrders(1)",
     headers: { "if-match": "  " },
     // A blank If-Match is no precondition: still an upsert.
-    expect: { ...ok("PUT", acc("SalesOrders", "update", "resource path")), upsertEntitySet: "SalesOrders" } as Analysis,
+    expect: { ...ok("PUT", acc("SalesOrders", "update", "resource path")), upsertEntitySet: "SalesOrders" } as Expected,
   },
   {
     model: "v4",
@@ -239,7 +239,7 @@ table("request: writes", [
 // entity type (V4 HasStream, V2 m:HasStream) is `create`, like any POST; the
 // entity itself (PUT/PATCH/MERGE) still takes JSON only, its media goes to $value.
 const media = (contentType: string): RequestBody => ({ kind: "other", contentType });
-const notJson = (got: string, why = ""): Analysis => denied(`only JSON request bodies can be authorized for entity writes; got ${got}${why}`);
+const notJson = (got: string, why = ""): Expected => denied(`only JSON request bodies can be authorized for entity writes; got ${got}${why}`);
 table("request: media entity creates", [
   { model: "v4", method: "POST", path: "/Products", body: media("application/pdf"), entityPath: "Products(ID=0)", expect: ok("POST", acc("Products", "create", PATH)) },
   {
@@ -926,7 +926,9 @@ table("request: adversarial input", [
   { model: "v4", path: "/SalesOrders/%2E%2E/Customers", expect: invalid("dot segments are not allowed in the path") },
   { model: "v4", path: "/./SalesOrders", expect: invalid("dot segments are not allowed in the path") },
   { model: "v4", path: "/SalesOrders//1", expect: invalid("empty path segment at position 2") },
-  { model: "v4", path: "/SalesOrders/", expect: invalid("empty path segment at position 2") },
+  // One trailing slash is dropped (the SAP Cloud SDK writes it); two are an empty segment.
+  { model: "v4", path: "/SalesOrders/", expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/SalesOrders//", expect: invalid("empty path segment at position 2") },
   { model: "v4", path: "//", expect: invalid("empty path segment at position 1") },
   { model: "v4", path: "/SalesOrders(1)%00", expect: invalid("control character in path segment 1") },
   { model: "none", path: "/Customers('a%00b')", expect: invalid("control character in path segment 1") },
@@ -934,12 +936,12 @@ table("request: adversarial input", [
   { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20'%00'", expect: invalid("control character in query option '$filter'") },
   { model: "v4", path: "/SalesOrders%ZZ", expect: invalid("malformed percent-encoding in path segment 'SalesOrders%ZZ'") },
   { model: "v4", path: "/SalesOrders", query: "$filter=%E0%A4%A", expect: invalid("malformed percent-encoding in query option '$filter'") },
-  { model: "v4", path: "/SalesOrders(1)%2FCustomer", expect: invalid("unexpected characters after ')' in the first path segment") },
+  { model: "v4", path: "/SalesOrders(1)%2FCustomer", expect: invalid("character '/' is not allowed in path segment 'SalesOrders(1)/Customer' outside a quoted literal") },
   { model: "v4", path: "/SalesOrders(1", expect: invalid("unbalanced '(' in the first path segment") },
   { model: "v4", path: "/SalesOrders(1))", expect: invalid("unbalanced ')' in the first path segment") },
   { model: "v4", path: "/SalesOrders1)", expect: invalid("unbalanced ')' in the first path segment") },
-  { model: "v4", path: "/Customers('abc)", expect: invalid("unterminated string literal in the first path segment") },
-  { model: "v4", path: "/Customers('O'Neil')", expect: invalid("unterminated string literal in the first path segment") },
+  { model: "v4", path: "/Customers('abc)", expect: invalid("unterminated string literal in path segment 'Customers('abc)'") },
+  { model: "v4", path: "/Customers('O'Neil')", expect: invalid("unterminated string literal in path segment 'Customers('O'Neil')'") },
   { model: "v4", path: "/Customers('a'b)", expect: invalid("malformed string literal ''a'b' in the key of Customers") },
   { model: "v4", path: "/SalesOrders(1%20or%201)", expect: invalid("malformed key value '1 or 1' in the key of SalesOrders") },
   { model: "v4", path: "/SalesOrders", query: "$filter=(Note%20eq%20'x'", expect: invalid("unbalanced '(' in $filter") },
@@ -975,7 +977,7 @@ table("request: adversarial input", [
   {
     model: "v4",
     path: `/Customers('${"(".repeat(5_000)}')`,
-    entityPath: `Customers('${"(".repeat(5_000)}')`,
+    entityPath: `Customers('${"%28".repeat(5_000)}')`,
     expect: get(acc("Customers", "get", PATH)),
   },
   { model: "v4", path: "/SalesOrders", query: `$filter=${"a".repeat(1024 * 1024)}`, expect: invalid("query string is longer than 32768 characters") },
@@ -1060,7 +1062,7 @@ for (const [model, path, entityPath, next, accesses] of yields) {
 entityPaths("none POST /SalesOrders yields SalesOrders(0), which reads as one entity", () => {
   const created = analyzeRequest(input({ model: "none", method: "POST", path: "/SalesOrders", expect: denied("") }));
   assert.is(created.kind === "access" ? created.entityPath : undefined, "SalesOrders(0)");
-  assert.equal(analyzeRequest(input({ model: "none", path: "SalesOrders(0)", expect: denied("") })), {
+  assert.equal(withoutTarget(analyzeRequest(input({ model: "none", path: "SalesOrders(0)", expect: denied("") }))), {
     ...get(acc("SalesOrders", "get", PATH)),
     entityPath: "SalesOrders(0)",
   });

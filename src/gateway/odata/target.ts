@@ -1,0 +1,177 @@
+/**
+ * The canonical form of a request target below a service root, and erplink's
+ * own strict encoder for it. The analyzer decodes the client's path and query
+ * exactly once into a {@link Target}; what the back end receives is written
+ * from that structure by {@link serializeTarget}, never copied from the
+ * client's bytes, so that no parser downstream (the forwarder's URL parser,
+ * a proxy, the back end) can read it as anything but what was authorized.
+ *
+ * The encoder is strict in both directions:
+ * - **Data is encoded.** Inside a quoted literal (`'…'`, doubled quotes `''`
+ *   kept as they are) every character but the RFC 3986 unreserved ones is
+ *   percent-encoded (UTF-8), so a `\`, `#`, `/`, `?`, `%` or `;` in a key
+ *   value is data to every parser. In query values, everything but the
+ *   unreserved characters and `$ ( ) , / : @ * !` is encoded (`'`, `=`, `&`,
+ *   `;`, `+`, space and `#` included), so no back end can split, join or
+ *   end a value where erplink did not.
+ * - **Structure must be plain.** Outside literals a path segment may hold
+ *   only OData's own syntax: letters, digits, `- . _ ~ ( ) , = : @ $ +` and
+ *   spaces (encoded as `%20`); non-ASCII letters are UTF-8 encoded. Anything
+ *   else there (a `\`, `#`, `?`, `/`, `%`, `;`, `&`, `"`, brackets, control
+ *   characters) cannot be represented unambiguously and is refused, as are
+ *   empty and dot segments. Query option names must be plain tokens
+ *   (`[$]name`, `@alias`, `sap-language`).
+ *
+ * Pure: no I/O. Refusals are thrown as {@link Refusal} (`invalid`).
+ */
+import { Refusal, excerpt, invalid, skipSingleQuoted } from "./syntax.js";
+
+/** One query option as forwarded: its name as written upstream and its decoded value. */
+export interface QueryOption {
+  /** `$filter` (system options in canonical spelling), `@p` (aliases), or a custom option's name. */
+  readonly name: string;
+  /** The decoded value; undefined when the option had no `=` (a custom flag such as `sap-statistics`). */
+  readonly value: string | undefined;
+}
+
+/** A request target below a service root, decoded. */
+export interface Target {
+  /** The resource path's segments, each decoded once; empty for the service root. */
+  readonly segments: readonly string[];
+  /** The query options in the client's order, names canonical, values decoded. */
+  readonly query: readonly QueryOption[];
+}
+
+// RFC 3986 unreserved characters: never encoded anywhere.
+const UNRESERVED = /[A-Za-z0-9\-._~]/;
+// Outside literals in a path segment: OData's syntax characters, written raw.
+const PATH_STRUCTURE = /[A-Za-z0-9\-._~(),=:@$+]/;
+// In query values: unreserved plus characters no parser reads as a delimiter of
+// the query itself (the WHATWG URL parser leaves them alone too).
+const QUERY_VALUE_RAW = /[A-Za-z0-9\-._~$(),/:@*!]/;
+// Letters, marks and digits beyond ASCII: identifiers may hold them (encoded).
+const NON_ASCII_NAME = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]/u;
+
+/** A system option, alias or custom option name as it may be forwarded. */
+export const OPTION_NAME = /^(?:\$?[A-Za-z_][A-Za-z0-9_.-]{0,127}|@[A-Za-z_][A-Za-z0-9_]{0,127})$/;
+
+const encoder = new TextEncoder();
+
+function percentEncode(ch: string): string {
+  let out = "";
+  for (const byte of encoder.encode(ch)) out += `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  return out;
+}
+
+/** Names a character for a refusal message: `'#'`, or `U+0000` for invisible ones. */
+function describe(ch: string): string {
+  const cp = ch.codePointAt(0)!;
+  return cp <= 0x20 || (cp >= 0x7f && cp <= 0xa0) || /\p{Z}|\p{Cf}/u.test(ch)
+    ? `U+${cp.toString(16).toUpperCase().padStart(4, "0")}`
+    : `'${ch}'`;
+}
+
+/**
+ * Encodes one decoded path segment (see the module comment). Throws
+ * `Refusal` (invalid) for what cannot be represented unambiguously.
+ */
+export function encodeSegment(segment: string): string {
+  if (segment === "") invalid("empty path segment");
+  if (segment === "." || segment === "..") invalid("dot segments are not allowed in the path");
+  let out = "";
+  for (let i = 0; i < segment.length; ) {
+    const ch = String.fromCodePoint(segment.codePointAt(i)!);
+    if (ch === "'") {
+      const end = skipSingleQuoted(segment, i);
+      if (end < 0) invalid(`unterminated string literal in path segment '${excerpt(segment)}'`);
+      out += `'${encodeLiteral(segment.slice(i + 1, end - 1))}'`;
+      i = end;
+      continue;
+    }
+    if (PATH_STRUCTURE.test(ch)) out += ch;
+    else if (ch === " ") out += "%20";
+    else if (ch.codePointAt(0)! > 0x7f && NON_ASCII_NAME.test(ch)) out += percentEncode(ch);
+    else {
+      invalid(
+        `character ${describe(ch)} is not allowed in path segment '${excerpt(segment)}' outside a quoted literal` +
+          (ch === '"' ? " (pass JSON values as parameter aliases)" : ""),
+      );
+    }
+    i += ch.length;
+  }
+  return out;
+}
+
+/** The inside of a single-quoted literal: `''` stays, everything else but unreserved characters is encoded. */
+function encodeLiteral(inner: string): string {
+  let out = "";
+  for (let i = 0; i < inner.length; ) {
+    if (inner[i] === "'") {
+      // Only doubled quotes remain inside a literal skipSingleQuoted accepted.
+      out += "''";
+      i += 2;
+      continue;
+    }
+    const ch = String.fromCodePoint(inner.codePointAt(i)!);
+    out += UNRESERVED.test(ch) ? ch : percentEncode(ch);
+    i += ch.length;
+  }
+  return out;
+}
+
+/** Encodes a decoded query value (see the module comment). */
+export function encodeQueryValue(value: string): string {
+  let out = "";
+  for (let i = 0; i < value.length; ) {
+    const ch = String.fromCodePoint(value.codePointAt(i)!);
+    out += QUERY_VALUE_RAW.test(ch) ? ch : percentEncode(ch);
+    i += ch.length;
+  }
+  return out;
+}
+
+/** The encoded resource path (no leading `/`) of decoded segments. */
+export function serializePath(segments: readonly string[]): string {
+  return segments.map(encodeSegment).join("/");
+}
+
+/** The encoded query string (no `?`) of query options. */
+export function serializeQuery(query: readonly QueryOption[]): string {
+  return query
+    .map((o) => {
+      if (!OPTION_NAME.test(o.name)) invalid(`query option name '${excerpt(o.name)}' is not a plain token`);
+      return o.value === undefined ? o.name : `${o.name}=${encodeQueryValue(o.value)}`;
+    })
+    .join("&");
+}
+
+/**
+ * The request target relative to the service root, as erplink forwards it:
+ * `A_Currency('EUR')?$select=Currency` (`""` for the service root, which the
+ * caller writes as `<root>/`).
+ */
+export function serializeTarget(target: Target): string {
+  const query = serializeQuery(target.query);
+  return `${serializePath(target.segments)}${query === "" ? "" : `?${query}`}`;
+}
+
+/** Whether two targets are the same, segment for segment and option for option. */
+export function sameTarget(a: Target, b: Target): boolean {
+  return (
+    a.segments.length === b.segments.length &&
+    a.segments.every((s, i) => s === b.segments[i]) &&
+    a.query.length === b.query.length &&
+    a.query.every((o, i) => o.name === b.query[i]!.name && o.value === b.query[i]!.value)
+  );
+}
+
+/** Runs `fn`, turning a refusal into its message (for callers that report rather than throw). */
+export function refusalOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (err) {
+    if (err instanceof Refusal) return err.message;
+    throw err;
+  }
+}
