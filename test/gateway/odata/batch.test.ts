@@ -581,7 +581,7 @@ const hiddenCases: [string, string, BatchAnalysis][] = [
   [
     "a GET part whose body is only whitespace and a line break is read without it",
     batch(http("GET Customers HTTP/1.1", { body: " \r\n" })),
-    { kind: "access", accesses: [{ entitySet: "Customers", operation: "list", reason: "part 1: resource path" }], parts: 1, body: Buffer.from(batch(http("GET Customers HTTP/1.1"))), contentType: MULTIPART },
+    { kind: "access", accesses: [{ entitySet: "Customers", operation: "list", reason: "part 1: resource path" }], parts: 1, partUrls: ["Customers"], body: Buffer.from(batch(http("GET Customers HTTP/1.1"))), contentType: MULTIPART },
   ],
   [
     "regression: a text/plain body with a blank line and a request after it (CAP deleted CHF)",
