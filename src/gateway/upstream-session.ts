@@ -47,6 +47,14 @@ export interface UpstreamTarget {
   readonly credentials: UpstreamCredentials;
 }
 
+/** A service root of a back end, as the CSRF session is kept for it. */
+export interface CsrfScope {
+  /** Identifies the service root (and the instance's query options). */
+  readonly key: string;
+  /** The absolute URL of a target relative to the root (`""`: the root itself, `<root>/`), the instance's options included. */
+  urlOf(forward: string): string;
+}
+
 /** A CSRF token with the session cookies it belongs to. */
 export interface CsrfSession {
   /** Undefined when the back end gave no token (it does not use them). */
@@ -124,17 +132,17 @@ export class UpstreamSessions {
   }
 
   /**
-   * The CSRF session for modifying requests to the service at `serviceRoot`
-   * (absolute URL, no trailing `/`), fetched once per instance, credential and
-   * service. Throws a {@link GatewayError} when the back end cannot be reached.
+   * The CSRF session for modifying requests to the service at `serviceRoot`,
+   * fetched once per instance, credential and service. Throws a
+   * {@link GatewayError} when the back end cannot be reached.
    */
-  async csrfSession(target: UpstreamTarget, serviceRoot: string, authorization: string | undefined): Promise<CsrfSession> {
-    const key = `${this.keyOf(target)}|${serviceRoot}`;
+  async csrfSession(target: UpstreamTarget, serviceRoot: CsrfScope, authorization: string | undefined): Promise<CsrfSession> {
+    const key = `${this.keyOf(target)}|${serviceRoot.key}`;
     const hit = this.csrf.get(key);
     if (hit !== undefined) return hit;
     let flight = this.csrfFlights.get(key);
     if (flight === undefined) {
-      flight = this.fetchCsrf(serviceRoot, authorization)
+      flight = this.fetchCsrf(serviceRoot.urlOf(""), authorization)
         .then((session) => {
           if (session !== undefined) remember(this.csrf, key, session);
           return session ?? { token: undefined, cookie: "" };
@@ -146,8 +154,8 @@ export class UpstreamSessions {
   }
 
   /** Forgets the CSRF session `session` (the back end asked for a new token). */
-  dropCsrf(target: UpstreamTarget, serviceRoot: string, session: CsrfSession): void {
-    const key = `${this.keyOf(target)}|${serviceRoot}`;
+  dropCsrf(target: UpstreamTarget, serviceRoot: CsrfScope, session: CsrfSession): void {
+    const key = `${this.keyOf(target)}|${serviceRoot.key}`;
     if (this.csrf.get(key) === session) this.csrf.delete(key);
   }
 
@@ -225,12 +233,12 @@ export class UpstreamSessions {
   }
 
   /** The back end's CSRF token and session, or undefined when it could not say (not cached then). */
-  private async fetchCsrf(serviceRoot: string, authorization: string | undefined): Promise<CsrfSession | undefined> {
+  private async fetchCsrf(url: string, authorization: string | undefined): Promise<CsrfSession | undefined> {
     const headers: Record<string, string> = { "x-csrf-token": "Fetch", accept: "application/json" };
     if (authorization !== undefined) headers.authorization = authorization;
     let res: Response;
     try {
-      res = await fetch(`${serviceRoot}/`, {
+      res = await fetch(url, {
         headers,
         redirect: "manual",
         signal: AbortSignal.timeout(this.options.timeoutMs),

@@ -132,6 +132,8 @@ export interface BatchInput {
   readonly model: ServiceModel | undefined;
   /** Whether the key may `create` in an entity set: upserting parts without it get `If-Match: *`. */
   readonly mayCreate: (entitySet: string) => boolean;
+  /** The instance's SAP client (see `sapClient` of the request analyzer). */
+  readonly sapClient?: string | undefined;
 }
 
 /** The outcome of {@link analyzeBatch}. */
@@ -377,6 +379,7 @@ function analyzePart(
       ...(input.model ? { model: input.model } : {}),
       ...(part.body ? { body: part.body } : {}),
       resolveReference: (url) => bodyReference(url, clientRoot, entityPathOf),
+      sapClient: input.sapClient,
     });
     if (analysis.kind === "batch") denied("a batch cannot contain another batch");
     if (analysis.kind === "denied" || analysis.kind === "invalid") throw new Refusal(analysis.kind, analysis.message);

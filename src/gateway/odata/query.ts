@@ -139,9 +139,11 @@ function decodeQueryPart(raw: string, what: string): string {
  * A system option or alias given twice (in any spelling) is invalid: the
  * back end might honour either one. On V2 services (`version` `2.0`), a
  * `search` without `$` is SAP's custom search option and keeps its name
- * (it is still analyzed as `$search`, which reaches no entity).
+ * (it is still analyzed as `$search`, which reaches no entity). A
+ * `sap-client` equal to `sapClient` (the instance's) is dropped; any other is
+ * denied, like the other SAP options the instance decides.
  */
-export function parseQuery(query: string, version?: string): ParsedQuery {
+export function parseQuery(query: string, version?: string, sapClient?: string): ParsedQuery {
   if (query.length > MAX_QUERY_LENGTH) invalid(`query string is longer than ${MAX_QUERY_LENGTH} characters`);
   const options = new Map<string, string>();
   const aliases = new Map<string, string>();
@@ -153,6 +155,9 @@ export function parseQuery(query: string, version?: string): ParsedQuery {
     const name = decodeQueryPart(eq < 0 ? part : part.slice(0, eq), "a query option name");
     const value = eq < 0 ? "" : decodeQueryPart(part.slice(eq + 1), `query option '${excerpt(name)}'`);
     const given = eq < 0 ? undefined : value;
+    // The instance's own SAP client, as a followed link of the back end's may
+    // carry it: left out here, the gateway writes the instance's.
+    if (sapClient !== undefined && name === "sap-client" && value === sapClient) continue;
     if (FORBIDDEN_CUSTOM_OPTIONS.has(name.trim().toLowerCase())) {
       denied(`query option '${name.trim().toLowerCase()}' is not allowed: the instance decides it`);
     }

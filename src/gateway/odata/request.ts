@@ -106,6 +106,12 @@ export interface RequestInput {
    * it, absolute URLs in bodies are denied.
    */
   readonly resolveReference?: (url: string) => string | undefined;
+  /**
+   * The instance's SAP client, which the gateway adds to every upstream
+   * request: a `sap-client` query option with this value is accepted and left
+   * out of the target (any other is denied).
+   */
+  readonly sapClient?: string | undefined;
 }
 
 /**
@@ -306,7 +312,7 @@ function analyze(input: RequestInput): Analysis {
   const method = effectiveMethodOf(input.method, headers);
   const segments = decodeSegments(input.path);
   const { model } = input;
-  const query = parseQuery(input.query, model?.version);
+  const query = parseQuery(input.query, model?.version, input.sapClient);
   // Written here, before anything else: what cannot be written unambiguously
   // for the back end is refused, whatever it would mean.
   const target: Target = { segments, query: query.entries };
