@@ -345,14 +345,14 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     const [s1] = idsOf("sys", 1);
     const [i1, unknown] = idsOf("ins", 2);
     await systems.create(system(s1, "erp"));
-    const rec = instance(i1, s1, "erp-prod", { environment: "" });
+    const rec = instance(i1, s1, "erp-prod", { environment: "", sapClient: "100" });
     assert.equal(await instances.create(rec), rec);
     const got = await instances.get(i1);
     assert.equal(got, rec);
     assert.instance(got!.createdAt, Date);
     assert.is(await instances.get(unknown), undefined);
 
-    const patch = { baseUrl: "https://new.example.com/odata/", environment: "staging", updatedAt: T2 };
+    const patch = { baseUrl: "https://new.example.com/odata/", environment: "staging", sapClient: "200", updatedAt: T2 };
     const updated: InstanceRecord = { ...rec, ...patch };
     assert.equal(await instances.update(i1, patch), updated);
     assert.equal(await instances.get(i1), updated);
@@ -361,6 +361,36 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     assert.equal(await instances.delete(i1), updated);
     assert.is(await instances.get(i1), undefined);
     assertNotFound(await rejection(() => instances.delete(i1)), "instances", i1);
+  });
+
+  test("instances: sapClient is cleared by a patch of undefined (read back absent); a document without it reads as absent", async (ctx) => {
+    const { systems, instances } = storeOf(ctx);
+    const [s1] = idsOf("sys", 1);
+    const [i1, i2] = idsOf("ins", 2);
+    await systems.create(system(s1, "erp"));
+    const rec = instance(i1, s1, "erp-prod", { sapClient: "100" });
+    await instances.create(rec);
+    const { sapClient: _cleared, ...without } = rec;
+    const cleared = await instances.update(i1, { sapClient: undefined, updatedAt: T2 });
+    assert.equal(cleared, { ...without, updatedAt: T2 });
+    assert.not.ok("sapClient" in cleared, "absent, not undefined or null");
+    assert.equal(await instances.get(i1), { ...without, updatedAt: T2 });
+    assert.equal(await instances.getByName("erp-prod"), { ...without, updatedAt: T2 });
+
+    // As an older release wrote it: no sapClient field at all.
+    await collectionOf(instances).insert({
+      _id: i2,
+      systemId: s1,
+      name: "erp-old",
+      environment: "production",
+      baseUrl: "https://old.example.com/odata/",
+      services: [],
+      createdAt: T0,
+      updatedAt: T1,
+    });
+    const old = await instances.get(i2);
+    assert.equal(old, instance(i2, s1, "erp-old", { baseUrl: "https://old.example.com/odata/" }));
+    assert.not.ok("sapClient" in old!, "absent in an older document");
   });
 
   test("instances: names are unique across systems: DuplicateKeyError(instances, name), nothing written", async (ctx) => {

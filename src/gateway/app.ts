@@ -100,6 +100,10 @@ export interface AccessLogEntry {
   readonly upstreamDurationMs: number;
   readonly clientIp: string;
   readonly userAgent: string;
+  /** Data requests: the HTTP method sent to the back end; "" when nothing was forwarded. */
+  readonly upstreamMethod: string;
+  /** Data requests: the full URL sent to the back end (origin, path, query); "" when nothing was forwarded. */
+  readonly upstreamUrl: string;
 }
 
 /** What the request log needs to know of a request beyond Fastify's own (one per gateway). */
@@ -209,6 +213,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         upstreamDurationMs: data?.upstreamDurationMs ?? 0,
         clientIp: req.ip,
         userAgent: typeof ua === "string" ? ua.slice(0, 512) : "",
+        // Admin requests and RPC calls forward nothing.
+        upstreamMethod: data?.upstreamMethod ?? "",
+        upstreamUrl: data?.upstreamUrl ?? "",
       });
     }
   });

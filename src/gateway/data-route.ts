@@ -72,6 +72,8 @@ export interface DataLogFacts {
   denialStep: string;
   upstreamStatus: number;
   upstreamDurationMs: number;
+  upstreamMethod: string;
+  upstreamUrl: string;
 }
 
 /** Options of {@link registerDataRoutes}. */
@@ -258,6 +260,8 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
         denialStep: "",
         upstreamStatus: 0,
         upstreamDurationMs: 0,
+        upstreamMethod: "",
+        upstreamUrl: "",
       };
       facts.set(req, fact);
 

@@ -28,6 +28,12 @@ export interface UpstreamInstance {
   servicePath(service: string): string;
   /** The back-end credentials, secrets opened. */
   readonly credentials: BackendCredentials;
+  /**
+   * The SAP client (three digits) to select on every upstream request, or
+   * undefined for none (the back end's default). Only the instance sets it,
+   * never the client of erplink.
+   */
+  readonly sapClient: string | undefined;
 }
 
 /** How long an instance is served from memory before it is read again (ms). */
@@ -98,6 +104,7 @@ export class DataPlane {
       baseUrl: rec.baseUrl.replace(/\/+$/, ""),
       servicePath: (service) => (Object.hasOwn(services, service) ? services[service]!.path : service),
       credentials: rec.auth ? openBackendAuth(rec.auth, rec.id, this.deps.secrets) : { type: "none" },
+      sapClient: rec.sapClient,
     };
   }
 

@@ -34,6 +34,11 @@ function servicesOf(instance: Instance): InstanceRecord["services"] {
   return Object.fromEntries(Object.entries(instance.services).map(([name, route]) => [name, { path: route.path }]));
 }
 
+/** The record's SAP client of a message's: "" (none) is kept as absent. */
+function sapClientOf(instance: Instance): { sapClient?: string } {
+  return instance.sapClient === "" ? {} : { sapClient: instance.sapClient };
+}
+
 /** The one mapping of a stored instance to its message. */
 export function instanceToMessage(rec: InstanceRecord): Instance {
   return create(InstanceSchema, {
@@ -44,6 +49,7 @@ export function instanceToMessage(rec: InstanceRecord): Instance {
     baseUrl: rec.baseUrl,
     services: Object.fromEntries(Object.entries(rec.services).map(([name, { path }]) => [name, { path }])),
     auth: rec.auth ? backendAuthToMessage(rec.auth) : undefined,
+    sapClient: rec.sapClient ?? "",
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
   });
@@ -100,6 +106,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         baseUrl: instance.baseUrl,
         services: servicesOf(instance),
         ...(instance.auth ? { auth: sealBackendAuth(instance.auth, id, this.deps.secrets) } : {}),
+        ...sapClientOf(instance),
         createdAt: now,
         updatedAt: now,
       });
@@ -124,6 +131,9 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
           Object.assign(patch, {
             auth: instance.auth ? sealBackendAuth(instance.auth, instance.id, this.deps.secrets) : undefined,
           });
+        } else if (field.name === "sap_client") {
+          // Clearing stores no value (undefined clears), never "".
+          Object.assign(patch, { sapClient: sapClientOf(instance).sapClient });
         } else Object.assign(patch, toPatch<InstanceRecord>(instance, [field]));
       }
       const rec = await this.deps.store.instances.update(instance.id, patch);

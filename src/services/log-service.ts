@@ -43,6 +43,8 @@ export function requestLogToMessage(r: RequestLogRecord): RequestLog {
     upstreamDurationMs: r.upstreamDurationMs,
     clientIp: r.clientIp,
     userAgent: r.userAgent,
+    upstreamMethod: r.upstreamMethod,
+    upstreamUrl: r.upstreamUrl,
   });
 }
 

@@ -33,6 +33,12 @@ export interface InstanceRecord extends BaseRecord {
   /** Service name -> path under `baseUrl`. */
   readonly services: Readonly<Record<string, { readonly path: string }>>;
   readonly auth?: StoredBackendAuth;
+  /**
+   * The SAP client (three digits) selected on every upstream request;
+   * absent for none (never ""). Documents written before the field existed
+   * read as absent.
+   */
+  readonly sapClient?: string;
 }
 
 /** The instances collection and its indexes. */
@@ -63,6 +69,8 @@ const codec: Codec<InstanceRecord> = {
     baseUrl: doc.baseUrl as string,
     services: decodeServices(doc.services),
     ...(doc.auth ? { auth: doc.auth as StoredBackendAuth } : {}),
+    // Absent in older documents; null once cleared.
+    ...(typeof doc.sapClient === "string" && doc.sapClient !== "" ? { sapClient: doc.sapClient } : {}),
     createdAt: decodeDate(doc.createdAt),
     updatedAt: decodeDate(doc.updatedAt),
   }),

@@ -26,6 +26,10 @@ export interface RequestLogRecord {
   readonly upstreamDurationMs: number;
   readonly clientIp: string;
   readonly userAgent: string;
+  /** Data requests: the HTTP method sent to the back end; "" when nothing was forwarded. */
+  readonly upstreamMethod: string;
+  /** Data requests: the full URL sent to the back end (origin, path, query); "" when nothing was forwarded. */
+  readonly upstreamUrl: string;
   /** When the entry may be purged. */
   readonly expiresAt: Date;
 }
@@ -92,6 +96,9 @@ function fromDoc(d: Document): RequestLogRecord {
     upstreamDurationMs: d.upstreamDurationMs as number,
     clientIp: d.clientIp as string,
     userAgent: d.userAgent as string,
+    // Absent in entries written before these fields existed.
+    upstreamMethod: (d.upstreamMethod as string | undefined) ?? "",
+    upstreamUrl: (d.upstreamUrl as string | undefined) ?? "",
     expiresAt: decodeDate(d.expiresAt),
   };
 }

@@ -156,6 +156,8 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
     system_id: systemId,
     ...PROD,
     services: {},
+    // No SAP client: the back end's default.
+    sap_client: "",
     created_at: "2026-01-02T03:04:05Z",
     updated_at: "2026-01-02T03:04:05Z",
   });
@@ -226,6 +228,65 @@ Instances("system_id in the body is rejected: it comes from the path", async ({ 
   assert.is(res.statusCode, 400);
   assert.equal(json(res).error.details, [{ field: "system_id", message: "is set by the server and cannot be written" }]);
   assert.is(await world.store.instances.countBySystem(systemId), 0);
+});
+
+Instances("sap_client: set on create, changed by PATCH, cleared with null or \"\"; anything but three digits is 400 naming it", async ({ world, systemId }) => {
+  const res = await post(world.app, `/admin/systems/${systemId}/instances`, { ...PROD, sap_client: "100" });
+  assert.is(res.statusCode, 201, res.body);
+  const created = json(res).data;
+  assert.equal(created, {
+    id: created.id,
+    system_id: systemId,
+    ...PROD,
+    services: {},
+    sap_client: "100",
+    created_at: "2026-01-02T03:04:05Z",
+    updated_at: "2026-01-02T03:04:05Z",
+  });
+  const url = `/admin/instances/${created.id}`;
+  assert.equal(json(await world.app.inject({ method: "GET", url, headers: AUTH })).data, created);
+
+  const changes: [unknown, string][] = [
+    ["200", "200"],
+    [null, ""],
+    ["300", "300"],
+    ["", ""],
+  ];
+  const actual = [];
+  for (const [value] of changes) {
+    const changed = await patch(world.app, url, { sap_client: value });
+    assert.is(changed.statusCode, 200, changed.body);
+    const data = json(changed).data;
+    assert.equal(data, { ...created, sap_client: data.sap_client }, "only sap_client changes");
+    actual.push([value, data.sap_client]);
+  }
+  assert.equal(actual, changes);
+  assert.is((await world.store.instances.get(created.id))?.sapClient, undefined, "cleared: nothing stored");
+
+  const pattern = "must match ^[0-9]{3}$";
+  const bad: [unknown, string][] = [
+    ["12", pattern],
+    ["1234", pattern],
+    ["abc", pattern],
+    [" 123", pattern],
+    [100, "must be a string"],
+  ];
+  for (const [value, message] of bad) {
+    for (const sent of [
+      await post(world.app, `/admin/systems/${systemId}/instances`, { ...PROD, name: "s4-dev", sap_client: value }),
+      await patch(world.app, url, { sap_client: value }),
+    ]) {
+      assert.is(sent.statusCode, 400, `${JSON.stringify(value)}: ${sent.body}`);
+      assert.equal(json(sent).error, {
+        code: "VALIDATION_ERROR",
+        message: `sap_client: ${message}`,
+        requestId: sent.headers["x-request-id"],
+        details: [{ field: "sap_client", message }],
+      });
+    }
+  }
+  assert.is(await world.store.instances.getByName("s4-dev"), undefined);
+  assert.is(json(await world.app.inject({ method: "GET", url, headers: AUTH })).data.sap_client, "");
 });
 
 Instances.run();

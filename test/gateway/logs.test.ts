@@ -71,6 +71,9 @@ const ADMIN_DEFAULTS = {
   denialStep: "",
   upstreamStatus: 0,
   upstreamDurationMs: 0,
+  // Nothing is forwarded for an /admin request.
+  upstreamMethod: "",
+  upstreamUrl: "",
 };
 
 async function createKey(w: World, body: object): Promise<{ id: string; key: string }> {
@@ -263,10 +266,15 @@ function rec(i: number, fields: Partial<RequestLogRecord> = {}): RequestLogRecor
     upstreamDurationMs: 0,
     clientIp: "10.1.2.3",
     userAgent: "seed",
+    upstreamMethod: "",
+    upstreamUrl: "",
     expiresAt: new Date(T0 + i * MINUTE + RETENTION_MS),
     ...fields,
   };
 }
+
+/** What seed entry 1 sent to the back end. */
+const UPSTREAM_URL = "https://s4.example.com/sap/opu/odata/sap/API_BP/A_BusinessPartner?$expand=to_BusinessPartnerAddress&sap-client=100";
 
 const SEED: RequestLogRecord[] = [
   rec(0),
@@ -280,6 +288,8 @@ const SEED: RequestLogRecord[] = [
     ],
     upstreamStatus: 200,
     upstreamDurationMs: 12.5,
+    upstreamMethod: "GET",
+    upstreamUrl: UPSTREAM_URL,
   }),
   rec(2, { apiKeyId: KEY_A, method: "DELETE", status: 403, instance: "prod", service: "API_SO", accesses: [{ entity: "A_SalesOrder", operation: "delete" }], denialStep: "OPERATION", errorCode: "FORBIDDEN" }),
   rec(3, { apiKeyId: "", status: 401, errorCode: "UNAUTHORIZED" }),
@@ -325,7 +335,7 @@ it("GET /admin/logs: each filter (and combinations) as a query parameter", async
   assert.equal(actual, cases);
 });
 
-it("GET /admin/logs: the REST shape of an entry (snake_case, every field, RFC 3339 timestamp)", async (w) => {
+it("GET /admin/logs: the REST shape of an entry (snake_case, every field, RFC 3339 timestamp, upstream_method and upstream_url as sent)", async (w) => {
   await w.store.logs.append(SEED);
   const res = await get(w, "/admin/logs?request_id=seed-1&instance=prod");
   assert.is(res.statusCode, 200);
@@ -352,6 +362,8 @@ it("GET /admin/logs: the REST shape of an entry (snake_case, every field, RFC 33
         upstream_duration_ms: 12.5,
         client_ip: "10.1.2.3",
         user_agent: "seed",
+        upstream_method: "GET",
+        upstream_url: UPSTREAM_URL,
       },
     ],
     meta: { requestId: res.headers["x-request-id"] },
@@ -482,6 +494,8 @@ it("GET /admin/logs/{id}: 200 with the entry; 404 NOT_FOUND for an unknown id; 4
       upstream_duration_ms: 0,
       client_ip: "10.1.2.3",
       user_agent: "seed",
+      upstream_method: "",
+      upstream_url: "",
     },
     meta: { requestId: res.headers["x-request-id"] },
   });

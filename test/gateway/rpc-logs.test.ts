@@ -26,7 +26,8 @@ async function entryOf(world: World, requestId: string) {
   const all = (await world.store.logs.query({ limit: 100 })).items.filter((e) => e.requestId === requestId);
   assert.is(all.length, 1, `one entry for ${requestId}`);
   const e = all[0]!;
-  return [e.apiKeyId, e.method, e.path, e.status, e.errorCode, e.instance, e.accesses.length];
+  // Nothing is forwarded for an RPC call: no upstream method or URL.
+  return [e.apiKeyId, e.method, e.path, e.status, e.errorCode, e.instance, e.accesses.length, e.upstreamMethod, e.upstreamUrl];
 }
 
 const connect = (world: World, method: string, body: unknown, headers: Record<string, string>) =>
@@ -41,20 +42,20 @@ Rpc("Connect calls: success, unknown id, no credential and a data key each log o
   const w = ctx.world;
   const ok = await connect(w, "ListSystems", {}, { ...AUTH, "x-request-id": "rid-list" });
   assert.is(ok.statusCode, 200, ok.body);
-  assert.equal(await entryOf(w, "rid-list"), ["master", "POST", "/erplink.admin.v1.SystemService/ListSystems", 200, "", "", 0]);
+  assert.equal(await entryOf(w, "rid-list"), ["master", "POST", "/erplink.admin.v1.SystemService/ListSystems", 200, "", "", 0, "", ""]);
 
   const missing = await connect(w, "GetSystem", { id: "sys_00000000000000000000000000" }, { ...AUTH, "x-request-id": "rid-missing" });
   assert.is(missing.statusCode, 404, missing.body);
-  assert.equal(await entryOf(w, "rid-missing"), ["master", "POST", "/erplink.admin.v1.SystemService/GetSystem", 404, "NOT_FOUND", "", 0]);
+  assert.equal(await entryOf(w, "rid-missing"), ["master", "POST", "/erplink.admin.v1.SystemService/GetSystem", 404, "NOT_FOUND", "", 0, "", ""]);
 
   const anonymous = await connect(w, "ListSystems", {}, { "x-request-id": "rid-anon" });
   assert.is(anonymous.statusCode, 401, anonymous.body);
-  assert.equal(await entryOf(w, "rid-anon"), ["", "POST", "/erplink.admin.v1.SystemService/ListSystems", 401, "UNAUTHORIZED", "", 0]);
+  assert.equal(await entryOf(w, "rid-anon"), ["", "POST", "/erplink.admin.v1.SystemService/ListSystems", 401, "UNAUTHORIZED", "", 0, "", ""]);
 
   const key = json(await post(w.app, "/admin/api-keys", { name: "reader", permissions: { prod: { "*": { "*": ["list"] } } } })).data;
   const dataKey = await connect(w, "ListSystems", {}, { authorization: `Bearer ${key.key}`, "x-request-id": "rid-data" });
   assert.is(dataKey.statusCode, 403, dataKey.body);
-  assert.equal(await entryOf(w, "rid-data"), [key.id, "POST", "/erplink.admin.v1.SystemService/ListSystems", 403, "FORBIDDEN", "", 0]);
+  assert.equal(await entryOf(w, "rid-data"), [key.id, "POST", "/erplink.admin.v1.SystemService/ListSystems", 403, "FORBIDDEN", "", 0, "", ""]);
 });
 
 Rpc("gRPC-Web answers 200 whatever the code; the entry records the code's status", async (ctx) => {
@@ -70,7 +71,7 @@ Rpc("gRPC-Web answers 200 whatever the code; the entry records the code's status
   });
   assert.is(res.statusCode, 200);
   assert.match(res.rawPayload.toString("latin1"), /grpc-status: ?5/);
-  assert.equal(await entryOf(ctx.world, "rid-grpcweb"), ["master", "POST", "/erplink.admin.v1.SystemService/GetSystem", 404, "NOT_FOUND", "", 0]);
+  assert.equal(await entryOf(ctx.world, "rid-grpcweb"), ["master", "POST", "/erplink.admin.v1.SystemService/GetSystem", 404, "NOT_FOUND", "", 0, "", ""]);
 });
 
 Rpc("Authorize calls are not logged", async (ctx) => {

@@ -1,7 +1,8 @@
 /**
  * InstanceService through a typed Connect client over the in-process router
- * transport: create under a system, field rules (name pattern, base URL),
- * uniqueness across systems, listing by system, update and delete.
+ * transport: create under a system, field rules (name pattern, base URL,
+ * SAP client), uniqueness across systems, listing by system, update and
+ * delete.
  */
 import { toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -19,6 +20,7 @@ const it = worldTests(test);
 
 const URL_OK = "https://erp.example.com/sap/opu/odata4/";
 const NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$";
+const SAP_CLIENT_PATTERN = "^[0-9]{3}$";
 const UNKNOWN_SYS = "sys_01J00000000000000000000000";
 const UNKNOWN_INS = "ins_01J00000000000000000000000";
 
@@ -37,7 +39,7 @@ async function createInstance(
   w: World,
   systemId: string,
   name: string,
-  extra: Partial<Pick<Instance, "environment" | "baseUrl">> = {},
+  extra: Partial<Pick<Instance, "environment" | "baseUrl" | "sapClient">> = {},
 ): Promise<Instance> {
   const res = await w.client(InstanceService).createInstance({
     systemId,
@@ -449,6 +451,84 @@ it("UpdateInstance of an unknown id -> NotFound 'instance not found'", async (w)
     Code.NotFound,
     "instance not found",
   );
+});
+
+// --- sap_client -------------------------------------------------------------
+
+it("CreateInstance with sap_client: returned, read back, stored, and handed to the data plane; without it: empty, nothing stored", async (w) => {
+  const sysId = await createSystem(w, "erp");
+  const ins = await createInstance(w, sysId, "prd", { sapClient: "100" });
+  assert.is(ins.sapClient, "100");
+  assert.equal(json((await w.client(InstanceService).getInstance({ id: ins.id })).instance), json(ins));
+  assert.is((await w.store.instances.get(ins.id))?.sapClient, "100");
+  assert.is((await w.layer.dataPlane.instance("prd"))?.sapClient, "100");
+
+  const none = await createInstance(w, sysId, "dev");
+  assert.is(none.sapClient, "");
+  assert.not.ok("sap_client" in (json(none) as object), "proto JSON leaves the empty field out");
+  const rec = await w.store.instances.get(none.id);
+  assert.ok(rec);
+  assert.not.ok("sapClient" in rec, "no SAP client is stored as absent, not as \"\"");
+  const upstream = await w.layer.dataPlane.instance("dev");
+  assert.ok(upstream);
+  assert.is(upstream.sapClient, undefined);
+  // "000" is a real client (SAP's own), not "none".
+  assert.is((await createInstance(w, sysId, "zero", { sapClient: "000" })).sapClient, "000");
+});
+
+it("CreateInstance rejects sap_client values that are not exactly three digits, naming sap_client; nothing stored", async (w) => {
+  const sysId = await createSystem(w, "erp");
+  const c = w.client(InstanceService);
+  const description = `must match ${SAP_CLIENT_PATTERN}`;
+  for (const sapClient of ["12", "1234", "abc", " 123", "123 ", "12a", "1_0", "\uff11\uff12\uff13", "100\n"]) {
+    const err = await rejects(
+      c.createInstance({ systemId: sysId, instance: { name: "prd", baseUrl: URL_OK, sapClient } }),
+      Code.InvalidArgument,
+      `sap_client: ${description}`,
+    );
+    assert.equal(violations(err), [{ field: "sap_client", description }], JSON.stringify(sapClient));
+  }
+  assert.equal(await allInstances(w), []);
+});
+
+it("UpdateInstance sets, changes and clears sap_client by the mask; an invalid value changes nothing", async (w) => {
+  const sysId = await createSystem(w, "erp");
+  const ins = await createInstance(w, sysId, "prd", { environment: "production" });
+  const c = w.client(InstanceService);
+  const update = (sapClient: string | undefined) =>
+    c.updateInstance({ instance: { id: ins.id, ...(sapClient === undefined ? {} : { sapClient }) }, updateMask: { paths: ["sap_client"] } });
+
+  tick(w);
+  let res = await update("100");
+  assert.is(res.instance?.sapClient, "100");
+  assert.is(res.instance?.environment, "production", "other fields unchanged");
+  assert.is(ms(res.instance?.updatedAt), w.now.getTime());
+  assert.is((await w.store.instances.get(ins.id))?.sapClient, "100");
+
+  res = await update("200");
+  assert.is(res.instance?.sapClient, "200");
+  // Not in the mask: left alone.
+  res = await c.updateInstance({ instance: { id: ins.id, environment: "prod", sapClient: "300" }, updateMask: { paths: ["environment"] } });
+  assert.equal([res.instance?.environment, res.instance?.sapClient], ["prod", "200"]);
+
+  const err = await rejects(update("1234"), Code.InvalidArgument, `sap_client: must match ${SAP_CLIENT_PATTERN}`);
+  assert.equal(violations(err), [{ field: "sap_client", description: `must match ${SAP_CLIENT_PATTERN}` }]);
+  assert.is((await c.getInstance({ id: ins.id })).instance?.sapClient, "200");
+
+  // Unset (or "", the same in proto3) in the mask clears it: stored as absent.
+  for (const cleared of [undefined, ""]) {
+    await update("400");
+    res = await update(cleared);
+    assert.is(res.instance?.sapClient, "", String(cleared));
+    const rec = await w.store.instances.get(ins.id);
+    assert.ok(rec);
+    assert.not.ok("sapClient" in rec, `cleared with ${JSON.stringify(cleared)}: stored as absent`);
+  }
+  // The data plane reads the instance again once its cache entry has expired.
+  assert.is((await w.layer.dataPlane.instance("prd"))?.sapClient, undefined);
+  await update("500");
+  tick(w, 5_000);
+  assert.is((await w.layer.dataPlane.instance("prd"))?.sapClient, "500");
 });
 
 // --- delete ---------------------------------------------------------------

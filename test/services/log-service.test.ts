@@ -56,12 +56,16 @@ function record(id: string, i: number, fields: Partial<RequestLogRecord> = {}): 
     upstreamDurationMs: 0,
     clientIp: "10.0.0.1",
     userAgent: "test-agent",
+    upstreamMethod: "",
+    upstreamUrl: "",
     expiresAt: new Date(T0 + i * MINUTE + 30 * 86_400_000),
     ...fields,
   };
 }
 
 const IDS = logIds(8);
+/** What entry 1 sent upstream. */
+const UPSTREAM_URL = "https://s4.example.com/sap/opu/odata/sap/API_BP/A_BusinessPartner?$expand=to_BusinessPartnerAddress&sap-client=100";
 /** Eight entries, oldest (0) to newest (7), one minute apart. */
 const FIXTURE: RequestLogRecord[] = [
   record(IDS[0]!, 0, { apiKeyId: "master", status: 200 }),
@@ -73,6 +77,8 @@ const FIXTURE: RequestLogRecord[] = [
       { entity: "A_BusinessPartner", operation: "list" },
       { entity: "A_BusinessPartnerAddress", operation: "get" },
     ],
+    upstreamMethod: "GET",
+    upstreamUrl: UPSTREAM_URL,
   }),
   record(IDS[2]!, 2, { apiKeyId: KEY_B, status: 404, instance: "dev", service: "API_BP", accesses: [{ entity: "A_SalesOrder", operation: "get" }] }),
   record(IDS[3]!, 3, {
@@ -298,7 +304,7 @@ it("QueryLogs: violation messages say what is expected; several bad filters are 
   assert.equal(violations(many).map((v) => v.field).sort(), ["api_key_id", "method", "operation", "status"]);
 });
 
-it("GetLog: found (every field), NotFound for an unknown id, InvalidArgument for a malformed one", async (w) => {
+it("GetLog: found (every field, the upstream method and URL as sent included), NotFound for an unknown id, InvalidArgument for a malformed one", async (w) => {
   await seed(w);
   const client = w.client(LogService);
   const res = await client.getLog({ id: IDS[1]! });
@@ -320,6 +326,8 @@ it("GetLog: found (every field), NotFound for an unknown id, InvalidArgument for
     ],
     clientIp: "10.0.0.1",
     userAgent: "test-agent",
+    upstreamMethod: "GET",
+    upstreamUrl: UPSTREAM_URL,
   });
   const unknown = logIds(9)[8]!;
   await rejects(client.getLog({ id: unknown }), Code.NotFound, "log entry not found");

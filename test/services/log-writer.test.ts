@@ -108,6 +108,8 @@ function entry(i: number): LogEntry {
     upstreamDurationMs: 0,
     clientIp: "127.0.0.1",
     userAgent: "ua",
+    upstreamMethod: "",
+    upstreamUrl: "",
   };
 }
 

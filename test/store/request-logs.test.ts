@@ -8,6 +8,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createIdGenerator } from "../../src/services/ids.js";
+import type { DocumentCollection } from "../../src/store/collection.js";
 import type { LogQuery, RequestLogRecord, Store } from "../../src/store/index.js";
 import { openTestStore, testMongoUrl } from "../../test-support/world.js";
 
@@ -54,6 +55,8 @@ function entry(i: number, fields: Partial<RequestLogRecord> = {}): RequestLogRec
     upstreamDurationMs: 0,
     clientIp: "127.0.0.1",
     userAgent: "ua",
+    upstreamMethod: "",
+    upstreamUrl: "",
     expiresAt: new Date(T0 + i * MINUTE + 30 * 86_400_000),
     ...fields,
   };
@@ -107,7 +110,7 @@ async function indexes(store: Store, q: Omit<LogQuery, "limit"> & { limit?: numb
   return page.items.map((r) => IDS.indexOf(r.id));
 }
 
-test("append/get round-trips every field (accesses, fractional durations, dates to the millisecond)", async ({ store }) => {
+test("append/get round-trips every field (accesses, fractional durations, dates to the millisecond, the upstream method and URL as sent)", async ({ store }) => {
   const rec: RequestLogRecord = {
     id: IDS[0]!,
     requestId: "req_7f0c6a8e-0000-4000-8000-000000000001",
@@ -129,6 +132,9 @@ test("append/get round-trips every field (accesses, fractional durations, dates 
     upstreamDurationMs: 7.25,
     clientIp: "2001:db8::1",
     userAgent: "curl/8.5.0",
+    upstreamMethod: "PATCH",
+    // Percent-encoding, `$` and `'` exactly as sent: stored verbatim, never normalised.
+    upstreamUrl: "https://s4.example.com:8443/sap/opu/odata/sap/API_BP/A_BusinessPartner('1%2F2')?$select=Name&sap-client=100",
     expiresAt: new Date("2026-02-01T03:04:05.679Z"),
   };
   await store.logs.append([rec]);
@@ -139,6 +145,17 @@ test("append/get round-trips every field (accesses, fractional durations, dates 
   assert.instance(got.timestamp, Date);
   assert.instance(got.expiresAt, Date);
   assert.is(await store.logs.get(IDS[1]!), undefined, "unknown id");
+});
+
+test("an entry written before upstream_method and upstream_url existed reads them as empty", async ({ store }) => {
+  const rec = entry(0, { instance: "prod", service: "API_BP", upstreamStatus: 200 });
+  const { id, upstreamMethod: _m, upstreamUrl: _u, accesses, ...rest } = rec;
+  // The document as an older release wrote it, straight into the adapter's collection.
+  const collection = (store.logs as unknown as { readonly collection: DocumentCollection }).collection;
+  assert.type(collection?.insertMany, "function", "RequestLogStore has no `collection`");
+  await collection.insertMany([{ _id: id, ...rest, accesses: [...accesses], accessKeys: [] }]);
+  assert.equal(await store.logs.get(id), rec);
+  assert.equal((await store.logs.query({ limit: 10 })).items, [rec]);
 });
 
 test("append writes a whole batch; query returns everything newest first (by id)", async ({ store }) => {
