@@ -30,7 +30,7 @@ import Fastify, {
   type FastifyServerFactory,
 } from "fastify";
 import { PRINCIPAL_METADATA, kCallFacts, type CallFacts } from "../schema/call-facts.js";
-import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data-route.js";
+import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
@@ -249,7 +249,6 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
       metadataTtlMs: 5 * 60_000,
       facts: dataFacts,
-      sendError,
     });
   }
 
