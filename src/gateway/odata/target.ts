@@ -57,7 +57,10 @@ export const OPTION_NAME = /^(?:\$?[A-Za-z_][A-Za-z0-9_.-]{0,127}|@[A-Za-z_][A-Z
 
 const encoder = new TextEncoder();
 
+/** `ch` as UTF-8 percent-encoding; a lone surrogate (not Unicode) is refused rather than replaced. */
 function percentEncode(ch: string): string {
+  const cp = ch.codePointAt(0)!;
+  if (cp >= 0xd800 && cp <= 0xdfff) invalid("the request holds a lone surrogate, which is not Unicode");
   let out = "";
   for (const byte of encoder.encode(ch)) out += `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   return out;
