@@ -73,7 +73,8 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
       if (options.constraints && field.scalar === ScalarType.STRING) {
         if (rules.minLen > 0) schema.minLength = rules.minLen;
         if (rules.maxLen > 0) schema.maxLength = rules.maxLen;
-        if (rules.pattern !== "") schema.pattern = rules.pattern;
+        // The services check a pattern on non-empty values only: "" (unset) must validate too.
+        if (rules.pattern !== "") schema.pattern = rules.minLen > 0 || rules.required ? rules.pattern : `^$|${rules.pattern}`;
         if (rules.httpUrl) schema.format = "uri";
       }
       break;

@@ -67,10 +67,14 @@
  *   the client addressed (`clientRoot`); every URL is forwarded in the
  *   relative form, since the back end has another root. The host of an absolute URL
  *   is not compared: the part reaches this service whatever it names, as
- *   the relative form is all that is forwarded. Anything else (other paths,
- *   dot segments, other schemes, network-path references, query-only URLs)
- *   is denied as leaving the service root; the service document itself
- *   cannot be requested in a batch.
+ *   the relative form is all that is forwarded. An absolute path that is
+ *   not below it is read relative to the service root (`/Customers('1')`:
+ *   the SAP Cloud SDK writes part URLs so, and SAP back ends read them so),
+ *   unless it is another erplink path (its first segment is the client
+ *   root's, `/odata/…`). Anything else (other erplink paths, dot segments,
+ *   other schemes, network-path references, query-only URLs) is denied as
+ *   leaving the service root; the service document itself cannot be
+ *   requested in a batch.
  * - `$<id>` (first segment) refers to an earlier part: in multipart to a
  *   preceding part of the same change set (4.0 rules; references across
  *   change sets are refused), in JSON to any preceding request named, or
@@ -273,9 +277,13 @@ const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:/;
 
 /**
  * Resolves a part's URL against the service root the client addressed;
- * refuses (denied) anything that leaves it.
+ * refuses (denied) anything that leaves it. With `serviceRelative` (part
+ * URLs, not URLs in bodies), an absolute path that is neither below the
+ * client's root nor another erplink path (same first segment) is read
+ * relative to the service root: the SAP Cloud SDK writes `/Entity(…)` so,
+ * and SAP back ends read it so.
  */
-function resolveTarget(url: string, clientRoot: string): PartTarget {
+function resolveTarget(url: string, clientRoot: string, serviceRelative = false): PartTarget {
   if (url.includes("#")) invalid("the URL has a fragment");
   if (url.includes("\\")) invalid("the URL contains a backslash");
   let path = url;
@@ -288,8 +296,9 @@ function resolveTarget(url: string, clientRoot: string): PartTarget {
     const q = path.indexOf("?");
     const p = q < 0 ? path : path.slice(0, q);
     if (p === clientRoot || p === `${clientRoot}/`) denied("the service document cannot be requested in a batch");
-    if (!path.startsWith(`${clientRoot}/`)) denied("URL leaves the service root");
-    path = path.slice(clientRoot.length + 1);
+    if (path.startsWith(`${clientRoot}/`)) path = path.slice(clientRoot.length + 1);
+    else if (serviceRelative && path === url && !path.startsWith("//") && path.split("/")[1] !== clientRoot.split("/")[1]) path = path.slice(1);
+    else denied("URL leaves the service root");
   }
   const q = path.indexOf("?");
   const p = q < 0 ? path : path.slice(0, q);
@@ -358,7 +367,7 @@ function analyzePart(
   accesses: AccessList,
 ): PartResult {
   return within(labelOf(part), () => {
-    const target = resolveTarget(part.url, clientRoot);
+    const target = resolveTarget(part.url, clientRoot, true);
     const q = target.relative.indexOf("?");
     let path = q < 0 ? target.relative : target.relative.slice(0, q);
     const query = q < 0 ? "" : target.relative.slice(q + 1);

@@ -951,6 +951,17 @@ for (const [url, expected] of leaving) {
   root(`multipart: GET ${url}`, () => assert.equal(run(batch(http(`GET ${url} HTTP/1.1`))), expected));
 }
 
+root("an absolute path that is not an erplink path is relative to the service root (the SAP Cloud SDK writes them so); forwarded relative", () => {
+  const body = batch(http("GET /Customers('C1')?$top=1 HTTP/1.1"), changeSet("cs", json("POST /SalesOrders HTTP/1.1", `{"Note":"n"}`, { id: "1" })));
+  const forwarded = batch(http("GET Customers('C1')?$top=1 HTTP/1.1"), changeSet("cs", json("POST SalesOrders HTTP/1.1", `{"Note":"n"}`, { id: "1" })));
+  expectAccess(run(body), 2, forwarded, [acc("Customers", "get", "part 1: resource path"), acc("SalesOrders", "create", "part 2: resource path")]);
+  const text = jsonRef({ id: "1", method: "get", url: "/Customers('C1')" });
+  expectAccess(run(text, { contentType: JSON_TYPE }), 1, writtenJson({ id: "1", method: "get", url: "Customers('C1')" }), [acc("Customers", "get", "part 1: resource path")], JSON_TYPE);
+  // Not in bodies: a bind to an absolute path outside the root is denied.
+  const bind = run(batch(json("POST SalesOrders HTTP/1.1", `{"Customer@odata.bind":"/Customers('C1')"}`)));
+  assert.is(bind.kind, "denied");
+});
+
 root("JSON: an absolute path outside the root, naming the part", () => {
   const text = jsonRef({ id: "1", method: "get", url: "Customers" }, { id: "2", method: "get", url: "/odata/prod/OTHER/Customers" });
   assert.equal(run(text, { contentType: JSON_TYPE }), denied("batch part 2 (GET /odata/prod/OTHER/Customers): URL leaves the service root"));

@@ -1,0 +1,103 @@
+/**
+ * Small helpers around the SAP Cloud SDK for the e2e suite: the SDK's own
+ * HTTP client (to follow server-driven paging links, which the SDK 4.5 does
+ * not do by itself), its log level, the HTTP answer behind an SDK error, and
+ * RFC 3986 resolution of the links a server writes.
+ *
+ * npm installed `@sap-cloud-sdk/http-client` and `-util` nested under each of
+ * `@sap-cloud-sdk/odata-v2` and `-v4`; they are loaded from there, so they are
+ * the very copies the generated clients run on.
+ */
+import { createRequire } from "node:module";
+
+/** The parts of an SDK destination the suite uses. */
+export interface SdkDestination {
+  readonly url: string;
+  readonly headers?: Record<string, string>;
+  readonly proxyConfiguration?: { readonly host: string; readonly port: number; readonly protocol: "http" };
+}
+
+/** An HTTP response as the SDK's http-client (axios) returns it. */
+export interface SdkHttpResponse {
+  readonly status: number;
+  readonly headers: Record<string, unknown>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly data: any;
+}
+
+/** `executeHttpRequest` of `@sap-cloud-sdk/http-client`. */
+export type ExecuteHttpRequest = (
+  destination: SdkDestination,
+  request: { readonly method: string; readonly url: string; readonly headers?: Record<string, string> },
+  options?: { readonly fetchCsrfToken?: boolean },
+) => Promise<SdkHttpResponse>;
+
+function sdkRequire(odataVersion: "v2" | "v4"): NodeJS.Require {
+  return createRequire(createRequire(import.meta.url).resolve(`@sap-cloud-sdk/odata-${odataVersion}`));
+}
+
+/** The SDK's generic HTTP client, the copy `@sap-cloud-sdk/odata-<version>` runs on. */
+export function sdkHttpClient(odataVersion: "v2" | "v4"): ExecuteHttpRequest {
+  return (sdkRequire(odataVersion)("@sap-cloud-sdk/http-client") as { executeHttpRequest: ExecuteHttpRequest }).executeHttpRequest;
+}
+
+/**
+ * Sets the log level of every SDK logger (both copies of `@sap-cloud-sdk/util`).
+ * The SDK logs a warning for every CSRF fetch that yields no token, which is
+ * every modifying request here (CAP issues none; erplink hides the back end's).
+ */
+export function setSdkLogLevel(level: "error" | "warn" | "info" | "debug"): void {
+  for (const v of ["v2", "v4"] as const) {
+    (sdkRequire(v)("@sap-cloud-sdk/util") as { setGlobalLogLevel(level: string): void }).setGlobalLogLevel(level);
+  }
+}
+
+/** The HTTP answer behind an SDK error, found by walking its `cause` chain. */
+export interface HttpCause {
+  readonly status: number;
+  readonly headers: Record<string, unknown>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly data: any;
+  /** The messages of the chain, outermost first. */
+  readonly messages: readonly string[];
+}
+
+/** Finds the HTTP response in an error's `cause` chain (the SDK wraps axios errors in `ErrorWithCause`). */
+export function httpCauseOf(err: unknown): HttpCause | undefined {
+  const messages: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 10; depth++) {
+    const o = e as { message?: unknown; response?: { status?: unknown; headers?: unknown; data?: unknown }; cause?: unknown };
+    if (typeof o.message === "string") messages.push(o.message);
+    if (o.response && typeof o.response.status === "number") {
+      return { status: o.response.status, headers: (o.response.headers ?? {}) as Record<string, unknown>, data: o.response.data, messages };
+    }
+    e = o.cause;
+  }
+  return undefined;
+}
+
+/** Awaits a promise that must reject and returns its reason. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected the SDK call to fail, but it succeeded");
+}
+
+/**
+ * Resolves a link as a server wrote it (`@odata.nextLink`, `__next`) against
+ * the URL of the request it answered (RFC 3986 §5.2, for the absolute,
+ * absolute-path and relative-path forms servers use), keeping its bytes: no
+ * re-encoding, unlike `new URL()`.
+ */
+export function resolveLink(requestUrl: string, link: string): string {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(link)) return link;
+  const origin = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(requestUrl)![0];
+  if (link.startsWith("//")) return `${requestUrl.slice(0, requestUrl.indexOf(":") + 1)}${link}`;
+  if (link.startsWith("/")) return `${origin}${link}`;
+  const path = requestUrl.slice(origin.length).replace(/[?#].*$/s, "");
+  const dir = path.slice(0, path.lastIndexOf("/") + 1) || "/";
+  return `${origin}${dir}${link}`;
+}
