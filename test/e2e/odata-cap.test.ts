@@ -5,17 +5,26 @@
  * reaches the back end on denial), `If-Match: *` for keys without `create`,
  * `$metadata`, deep inserts authorized from the body, multipart and JSON
  * `$batch` (a forbidden part denies the batch, nothing reaches CAP), and a
- * response of several MB streamed intact.
+ * response of several MB streamed intact. A recording proxy sits between
+ * erplink and CAP: after every request, what CAP received is checked to be
+ * exactly what erplink authorized and logged as sent (nothing on a refusal).
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { LightMyRequestResponse } from "fastify";
+import { parseMetadata } from "../../src/gateway/odata/metadata.js";
 import { startCapBackend, type CapBackend } from "../../test-support/cap/index.js";
+import { assertForwardedAsAuthorized, type ForwardedService } from "../../test-support/forwarded.js";
+import { startRecordingProxy, type RecordingProxy } from "../../test-support/recording-proxy.js";
 import { createWorld, type World } from "../../test-support/world.js";
 import { json, post } from "../../test-support/http.js";
 
 interface Ctx {
   cap: CapBackend;
+  /** Between erplink and CAP: records what CAP receives. */
+  proxy: RecordingProxy;
+  /** The two instances' API_BUSINESS_PARTNER, for the differential check. */
+  services: { v4: ForwardedService; v2: ForwardedService };
   world: World;
   /** list/get/create/update/delete on partners, list/get on addresses. */
   full: string;
@@ -35,6 +44,12 @@ const E2E = suite<Ctx>("OData data path against CAP");
 
 E2E.before(async (ctx) => {
   ctx.cap = await startCapBackend({ bulkBusinessPartners: BULK });
+  ctx.proxy = await startRecordingProxy(ctx.cap.baseUrl);
+  const model = async (path: string) => parseMetadata((await direct(ctx, path, "application/xml")).body);
+  ctx.services = {
+    v4: { upstreamRoot: "/odata/v4/api-business-partner", clientRoot: BP, model: await model("/odata/v4/api-business-partner/$metadata") },
+    v2: { upstreamRoot: "/odata/v2/api-business-partner", clientRoot: BP2, model: await model("/odata/v2/api-business-partner/$metadata") },
+  };
   ctx.world = await createWorld();
   const app = ctx.world.app;
   const sys = json(await post(app, "/admin/systems", { name: "S4HANA" })).data.id;
@@ -45,7 +60,7 @@ E2E.before(async (ctx) => {
   ] as const) {
     const res = await post(app, `/admin/systems/${sys}/instances`, {
       name,
-      base_url: `${ctx.cap.baseUrl}${root}`,
+      base_url: `${ctx.proxy.baseUrl}${root}`,
       services: { API_BUSINESS_PARTNER: { path: "api-business-partner" } },
       auth,
     });
@@ -72,29 +87,43 @@ E2E.before(async (ctx) => {
 });
 
 E2E.after(async (ctx) => {
+  await ctx.proxy?.close();
   await ctx.world?.close();
   await ctx.cap?.stop();
 });
 
 type Req = { method?: string; headers?: Record<string, string>; body?: unknown };
 
-/** A request through erplink with a data key. */
-function call(ctx: Ctx, key: string, url: string, req: Req = {}): Promise<LightMyRequestResponse> {
+/**
+ * Asserts that CAP received exactly what erplink authorized for `res`
+ * (test-support/forwarded.ts), or nothing when erplink refused it.
+ */
+async function checked(ctx: Ctx, url: string, res: LightMyRequestResponse, clientBody?: string): Promise<LightMyRequestResponse> {
+  const service = url.startsWith(BP2) ? ctx.services.v2 : ctx.services.v4;
+  const logs = { store: ctx.world.store, flush: () => ctx.world.layer.logWriter.flush() };
+  await assertForwardedAsAuthorized(logs, ctx.proxy, service, String(res.headers["x-request-id"]), clientBody);
+  return res;
+}
+
+/** A request through erplink with a data key; what CAP received is checked against what was authorized. */
+async function call(ctx: Ctx, key: string, url: string, req: Req = {}): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, ...req.headers };
   if (req.body !== undefined) headers["content-type"] ??= "application/json";
-  return ctx.world.app.inject({
+  const payload = req.body !== undefined ? JSON.stringify(req.body) : undefined;
+  const res = await ctx.world.app.inject({
     method: (req.method ?? "GET") as "GET",
     url,
     headers,
-    ...(req.body !== undefined ? { payload: JSON.stringify(req.body) } : {}),
+    ...(payload !== undefined ? { payload } : {}),
   });
+  return checked(ctx, url, res, payload);
 }
 
 /** A request straight to CAP with its credentials (to observe side effects). */
-async function direct(ctx: Ctx, path: string): Promise<{ status: number; body: string }> {
+async function direct(ctx: Ctx, path: string, accept = "application/json"): Promise<{ status: number; body: string }> {
   const { username, password } = ctx.cap.credentials;
   const res = await fetch(`${ctx.cap.baseUrl}${path}`, {
-    headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, accept: "application/json" },
+    headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, accept },
   });
   return { status: res.status, body: await res.text() };
 }
@@ -293,13 +322,17 @@ E2E("a forbidden entity set (A_Currency) is 403 and nothing reaches the back end
 });
 
 E2E("without erplink credentials: 401 envelope and the back end never sees the request", async (ctx) => {
-  const res = await ctx.world.app.inject({ method: "DELETE", url: `${BP}/A_BusinessPartner('1000004')` });
+  const res = await checked(ctx, BP, await ctx.world.app.inject({ method: "DELETE", url: `${BP}/A_BusinessPartner('1000004')` }));
   assertEnvelope(res, 401, "UNAUTHORIZED", "missing bearer token: send Authorization: Bearer <data key>");
-  const basic = await ctx.world.app.inject({
-    method: "DELETE",
-    url: `${BP}/A_BusinessPartner('1000004')`,
-    headers: { authorization: `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}` },
-  });
+  const basic = await checked(
+    ctx,
+    BP,
+    await ctx.world.app.inject({
+      method: "DELETE",
+      url: `${BP}/A_BusinessPartner('1000004')`,
+      headers: { authorization: `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}` },
+    }),
+  );
   assert.is(basic.statusCode, 401, basic.body);
   assert.is((await v4Partner(ctx, "1000004")).status, 200, "the partner still exists");
 });
@@ -402,13 +435,14 @@ function multipart(parts: (string | string[])[], mimeIds = true): string {
 const postPartner = (id: string, name: string) =>
   `POST A_BusinessPartner HTTP/1.1\r\nContent-Type: application/json\r\n\r\n${JSON.stringify({ BusinessPartner: id, FirstName: name })}`;
 
-function batch(ctx: Ctx, key: string, root: string, body: string, contentType = "multipart/mixed; boundary=batch_e2e") {
-  return ctx.world.app.inject({
+async function batch(ctx: Ctx, key: string, root: string, body: string, contentType = "multipart/mixed; boundary=batch_e2e") {
+  const res = await ctx.world.app.inject({
     method: "POST",
     url: `${root}/$batch`,
     headers: { authorization: `Bearer ${key}`, "content-type": contentType },
     payload: body,
   });
+  return checked(ctx, root, res);
 }
 
 E2E("V4 multipart $batch: a change set and a read go through; one forbidden part denies the whole batch", async (ctx) => {

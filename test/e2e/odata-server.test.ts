@@ -2,21 +2,33 @@
  * The data path over a real port, as clients meet it: erplink composed as
  * `src/main.ts` does, listening on 127.0.0.1, in front of a real OData back
  * end (SAP CAP); reads and writes over HTTP/1.1 and over h2c on the same
- * port, and an instance whose back end is down (502).
+ * port, and an instance whose back end is down (502). A recording proxy
+ * between erplink and CAP checks after every request that CAP received
+ * exactly what erplink authorized and logged as sent.
  */
 import http2 from "node:http2";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { parseMetadata } from "../../src/gateway/odata/metadata.js";
 import { startCapBackend, type CapBackend } from "../../test-support/cap/index.js";
 import { freePort, startErplink, type RunningErplink } from "../../test-support/e2e.js";
+import { assertForwardedAsAuthorized, type ForwardedService } from "../../test-support/forwarded.js";
+import { startRecordingProxy, type RecordingProxy } from "../../test-support/recording-proxy.js";
 
 interface Ctx {
   cap: CapBackend;
+  proxy: RecordingProxy;
+  service: ForwardedService;
   erplink: RunningErplink;
   key: string;
 }
 
 const Server = suite<Ctx>("OData data path over a real port");
+const BP = "/odata/s4/API_BUSINESS_PARTNER";
+
+/** CAP received exactly what erplink authorized for the answer with `requestId` (nothing when erplink refused). */
+const checked = (ctx: Ctx, requestId: string | null | undefined, clientBody?: string) =>
+  assertForwardedAsAuthorized({ store: ctx.erplink.erplink.store }, ctx.proxy, ctx.service, String(requestId), clientBody);
 
 async function admin(ctx: Ctx, path: string, body: unknown): Promise<{ data: Record<string, string> }> {
   const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
@@ -31,11 +43,17 @@ async function admin(ctx: Ctx, path: string, body: unknown): Promise<{ data: Rec
 
 Server.before(async (ctx) => {
   ctx.cap = await startCapBackend();
+  ctx.proxy = await startRecordingProxy(ctx.cap.baseUrl);
+  const { username, password } = ctx.cap.credentials;
+  const metadata = await fetch(`${ctx.cap.baseUrl}/odata/v4/api-business-partner/$metadata`, {
+    headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, accept: "application/xml" },
+  });
+  ctx.service = { upstreamRoot: "/odata/v4/api-business-partner", clientRoot: BP, model: parseMetadata(await metadata.text()) };
   ctx.erplink = await startErplink();
   const sys = (await admin(ctx, "/admin/systems", { name: "S4" })).data.id;
   await admin(ctx, `/admin/systems/${sys}/instances`, {
     name: "s4",
-    base_url: `${ctx.cap.baseUrl}/odata/v4/`,
+    base_url: `${ctx.proxy.baseUrl}/odata/v4/`,
     services: { API_BUSINESS_PARTNER: { path: "api-business-partner" } },
     auth: { type: "basic", ...ctx.cap.credentials },
   });
@@ -52,11 +70,11 @@ Server.before(async (ctx) => {
 });
 
 Server.after(async (ctx) => {
+  await ctx.proxy?.close();
   await ctx.erplink?.close();
   await ctx.cap?.stop();
 });
 
-const BP = "/odata/s4/API_BUSINESS_PARTNER";
 
 Server("HTTP/1.1: a read and a create through erplink", async (ctx) => {
   const res = await fetch(`${ctx.erplink.baseUrl}${BP}/A_BusinessPartner('1000001')?$select=BusinessPartnerFullName`, {
@@ -66,13 +84,16 @@ Server("HTTP/1.1: a read and a create through erplink", async (ctx) => {
   assert.is(res.headers.get("x-ratelimit-limit"), "600");
   assert.match(res.headers.get("x-request-id") ?? "", /^req_/);
   assert.is(((await res.json()) as { BusinessPartnerFullName: string }).BusinessPartnerFullName, "Acme Industries");
+  await checked(ctx, res.headers.get("x-request-id"));
+  const body = JSON.stringify({ BusinessPartner: "SRV0001", FirstName: "Http" });
   const created = await fetch(`${ctx.erplink.baseUrl}${BP}/A_BusinessPartner`, {
     method: "POST",
     headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
-    body: JSON.stringify({ BusinessPartner: "SRV0001", FirstName: "Http" }),
+    body,
   });
   assert.is(created.status, 201, await created.clone().text());
   assert.is(((await created.json()) as { FirstName: string }).FirstName, "Http");
+  await checked(ctx, created.headers.get("x-request-id"), body);
 });
 
 /** One request over an h2c session; the answer's status, headers and body. */
@@ -102,13 +123,12 @@ Server("h2c on the same port: a read, a create and a denial", async (ctx) => {
     );
     assert.is(read.headers["x-ratelimit-limit"], "600");
     assert.is(read.headers["set-cookie"], undefined);
-    const created = await h2(
-      session,
-      { ":method": "POST", ":path": `${BP}/A_BusinessPartner`, authorization: auth, "content-type": "application/json" },
-      JSON.stringify({ BusinessPartner: "SRV0002", FirstName: "H2" }),
-    );
+    await checked(ctx, read.headers["x-request-id"] as string);
+    const body = JSON.stringify({ BusinessPartner: "SRV0002", FirstName: "H2" });
+    const created = await h2(session, { ":method": "POST", ":path": `${BP}/A_BusinessPartner`, authorization: auth, "content-type": "application/json" }, body);
     assert.is(created.status, 201, created.body);
     assert.is((JSON.parse(created.body) as { FirstName: string }).FirstName, "H2");
+    await checked(ctx, created.headers["x-request-id"] as string, body);
     const denied = await h2(session, { ":method": "DELETE", ":path": `${BP}/A_BusinessPartner('SRV0002')`, authorization: auth });
     assert.is(denied.status, 403);
     assert.equal(JSON.parse(denied.body), {
@@ -118,6 +138,7 @@ Server("h2c on the same port: a read, a create and a denial", async (ctx) => {
         requestId: denied.headers["x-request-id"],
       },
     });
+    await checked(ctx, denied.headers["x-request-id"] as string);
   } finally {
     session.close();
   }

@@ -1,0 +1,98 @@
+/**
+ * The differential check of the e2e suites: what the back end received for a
+ * request (seen by the recording proxy, `./recording-proxy.ts`) must be
+ * exactly what erplink authorized and says it sent (its request-log entry):
+ * the same method and URL byte for byte, nothing at all when erplink refused,
+ * and the received request, analyzed again with erplink's analyzer against
+ * the service's `$metadata`, needs exactly the accesses erplink authorized.
+ * For writes the body received is the one the client sent (or, for a
+ * `$batch`, one that analyzes to the same accesses).
+ */
+import * as assert from "uvu/assert";
+import { analyzeBatch } from "../src/gateway/odata/batch.js";
+import type { ServiceModel } from "../src/gateway/odata/metadata.js";
+import { analyzeRequest } from "../src/gateway/odata/request.js";
+import type { RequestLogRecord, Store } from "../src/store/index.js";
+import type { RecordingProxy } from "./recording-proxy.js";
+
+/** Where the request log is read: a store, and a flush of the log writer when the test can reach it (else it is polled). */
+export interface LogSource {
+  readonly store: Store;
+  readonly flush?: () => Promise<void>;
+}
+
+/** The request-log entry of `requestId`, flushed or waited for (entries are written within about a second). */
+async function entryOf(logs: LogSource, requestId: string): Promise<RequestLogRecord | undefined> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    await logs.flush?.();
+    const entry = (await logs.store.logs.query({ limit: 1000 })).items.find((e) => e.requestId === requestId);
+    if (entry !== undefined || Date.now() > deadline) return entry;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** What the check needs to know of the instance the request went to. */
+export interface ForwardedService {
+  /** The service root's path at the back end (`/odata/v4/api-business-partner`). */
+  readonly upstreamRoot: string;
+  /** The service root as clients address it through erplink (`/odata/s4/API_BUSINESS_PARTNER`). */
+  readonly clientRoot: string;
+  readonly model: ServiceModel;
+}
+
+/**
+ * Asserts the differential property for the request answered with
+ * `requestId`; `clientBody` is the body the client sent, if any (not for a
+ * batch). Returns the log entry.
+ */
+export async function assertForwardedAsAuthorized(
+  logs: LogSource,
+  proxy: RecordingProxy,
+  service: ForwardedService,
+  requestId: string,
+  clientBody?: string,
+): Promise<RequestLogRecord> {
+  const entry = await entryOf(logs, requestId);
+  assert.ok(entry, `no request-log entry for ${requestId}`);
+  // erplink's own fetches ($metadata, CSRF tokens) carry no request id.
+  const got = proxy.received.filter((r) => r.headers["x-request-id"] === requestId);
+  if (entry!.upstreamUrl === "") {
+    assert.is(got.length, 0, `erplink refused ${requestId} (${entry!.status}), but the back end received ${got.map((r) => `${r.method} ${r.target}`).join(", ")}`);
+    return entry!;
+  }
+  assert.is(got.length, 1, `the back end received ${got.length} requests for ${requestId}`);
+  const r = got[0]!;
+  assert.is(`${r.method} ${proxy.baseUrl}${r.target}`, `${entry!.upstreamMethod} ${entry!.upstreamUrl}`, "what was sent is what the request log says was sent");
+  assert.ok(r.target.startsWith(`${service.upstreamRoot}/`), `${r.target} is not below ${service.upstreamRoot}`);
+  const rest = r.target.slice(service.upstreamRoot.length + 1);
+  const q = rest.indexOf("?");
+  const headers = Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(", ") : v]));
+  const text = r.body.toString("utf8");
+  const contentType = String(r.headers["content-type"] ?? "");
+  let accesses: readonly { entitySet: string; operation: string }[];
+  if (rest.split("?")[0] === "$batch") {
+    const again = analyzeBatch({ contentType, body: r.body, clientRoot: service.clientRoot, model: service.model, mayCreate: () => true });
+    assert.is(again.kind, "access", again.kind === "access" ? "" : again.message);
+    accesses = again.kind === "access" ? again.accesses : [];
+  } else {
+    if (clientBody !== undefined) assert.is(text, clientBody, "the body the back end received is the client's");
+    else assert.is(r.body.length, 0, "no body was sent");
+    const again = analyzeRequest({
+      method: r.method,
+      path: q < 0 ? rest : rest.slice(0, q),
+      query: q < 0 ? "" : rest.slice(q + 1),
+      headers,
+      model: service.model,
+      ...(text !== "" && /json/.test(contentType) ? { body: { kind: "json" as const, value: JSON.parse(text) } } : {}),
+    });
+    assert.ok(again.kind === "access" || again.kind === "metadata", `read again, the request is ${again.kind}: ${"message" in again ? again.message : ""}`);
+    accesses = again.kind === "access" ? again.accesses : [];
+  }
+  assert.equal(
+    accesses.map((a) => ({ entity: a.entitySet, operation: a.operation })),
+    entry!.accesses,
+    "read again, what the back end received needs exactly the accesses erplink authorized",
+  );
+  return entry!;
+}
