@@ -361,6 +361,47 @@ E2E("V2 list with $inlinecount=allpages", async (ctx) => {
   assert.match(meta.body, /Version="1\.0"/);
 });
 
+/** Follows a URL the back end wrote in an answer, through erplink, as a client would: its path and query on erplink's host. */
+function follow(ctx: Ctx, key: string, url: string): Promise<LightMyRequestResponse> {
+  const u = new URL(url);
+  assert.is(u.origin, "http://localhost", `${url} names erplink's host (as the client addressed it: localhost:80)`);
+  assert.ok(u.pathname.startsWith(`${BP2}/`), `${url} lies under erplink's V2 service root`);
+  return call(ctx, key, `${u.pathname}${u.search}`);
+}
+
+E2E("V2 absolute URLs in answers (__metadata.uri, __deferred.uri, __next, Location) lead back through erplink to the same data", async (ctx) => {
+  const one = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner('1000001')?$format=json`);
+  assert.is(one.statusCode, 200, one.body);
+  const d = JSON.parse(one.body).d;
+  const self = await follow(ctx, ctx.full, d.__metadata.uri);
+  assert.is(self.statusCode, 200, self.body);
+  assert.is(JSON.parse(self.body).d.BusinessPartnerFullName, d.BusinessPartnerFullName);
+  const addresses = await follow(ctx, ctx.full, d.to_Address.__deferred.uri);
+  assert.is(addresses.statusCode, 200, addresses.body);
+  assert.equal(JSON.parse(addresses.body).d.results.map((a: { BusinessPartner: string }) => a.BusinessPartner).filter((b: string) => b !== "1000001"), []);
+  // A key without the addresses follows the same link into a 403, as it should.
+  assertEnvelope(await follow(ctx, ctx.noAddr, d.to_Address.__deferred.uri), 403, "FORBIDDEN", "API key has no access to entity 'A_BusinessPartnerAddress'");
+
+  // Server-driven paging: CAP pages at 1000; the next link continues where the first page ended.
+  const page = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner?$select=BusinessPartner&$orderby=BusinessPartner&$format=json`);
+  assert.is(page.statusCode, 200, page.body);
+  const first = JSON.parse(page.body).d;
+  assert.is(first.results.length, 1000);
+  const next = await follow(ctx, ctx.full, first.__next);
+  assert.is(next.statusCode, 200, next.body);
+  const second = JSON.parse(next.body).d.results.map((r: { BusinessPartner: string }) => r.BusinessPartner);
+  assert.ok(second.length > 0 && second[0] > first.results[999].BusinessPartner, `${second[0]} follows ${first.results[999].BusinessPartner}`);
+
+  // A create's Location names the new entity on erplink.
+  const created = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner`, { method: "POST", body: { BusinessPartner: "E2EV2L", FirstName: "Loc" } });
+  assert.is(created.statusCode, 201, created.body);
+  const location = String(created.headers.location);
+  assert.is(location, `http://localhost:80${BP2}/A_BusinessPartner('E2EV2L')`);
+  const there = await follow(ctx, ctx.full, `${location}?$format=json`);
+  assert.is(JSON.parse(there.body).d.FirstName, "Loc");
+  assert.is(JSON.parse(created.body).d.__metadata.uri, location);
+});
+
 E2E("V2 MERGE and POST with X-HTTP-Method: MERGE are 204 and update the entity", async (ctx) => {
   const merge = await call(ctx, ctx.full, `${BP2}/A_BusinessPartner('1000002')`, { method: "MERGE", body: { SearchTerm1: "MERGED" } });
   assert.is(merge.statusCode, 204, merge.body);
