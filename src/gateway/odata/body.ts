@@ -619,6 +619,12 @@ class Walker {
    */
   #reference(url: string, where: string, last: "get" | "update", reason: string): void {
     this.#charge(1 + (url.length >> 5));
+    // Forwarded as written (erplink cannot re-encode a client's JSON): a
+    // backslash (a `/` to URL parsers) or a control character may not be in
+    // it; `?` and `#` are refused below, encoded delimiters by `walkReference`.
+    if (/[\\\u0000-\u001f\u007f]/.test(url)) {
+      invalid(`'${quote(url)}' in '${quote(where)}' must not contain '\\' or control characters: body URLs are forwarded as written`);
+    }
     let path = url;
     // A Content-ID reference (`$1`, `$1/Items(2)`) is resolved by the caller
     // (the batch module) like an absolute URL; elsewhere it names nothing.

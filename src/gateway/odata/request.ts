@@ -47,7 +47,7 @@ import type { Operation } from "../../services/permissions.js";
 import { analyzeBody, type BodyTarget, type RequestBody } from "./body.js";
 import type { Position, ServiceModel } from "./metadata.js";
 import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type QueryContext, type Scope } from "./query.js";
-import { serializePath, serializeTarget, type Target } from "./target.js";
+import { encodeSegment, serializePath, serializeTarget, type Target } from "./target.js";
 import {
   Refusal,
   decodeOnce,
@@ -403,6 +403,13 @@ function bodyTargetOf(state: PathState, method: string): BodyTarget | undefined 
  */
 function walkReference(path: string, model: ServiceModel | undefined): readonly string[] {
   const segments = decodeSegments(path);
+  // The URL is forwarded as written: it must read the same to a back end
+  // that decodes first and splits after, so no decoded segment may hold what
+  // would split or end it, inside a literal or not.
+  for (const s of segments) {
+    if (/[/\\#?%]/.test(s)) invalid(`body URLs are forwarded as written: '${excerpt(path)}' may not encode '/', '\\', '#', '?' or '%'`);
+    encodeSegment(s);
+  }
   if (segments.length === 0 || segments[0].startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);
   const state = walkPath(segments, model);
   if (state.tail !== undefined || state.property || state.shape !== "entity") invalid(`'${excerpt(path)}' does not address one entity`);

@@ -57,9 +57,13 @@ export const OPTION_NAME = /^(?:\$?[A-Za-z_][A-Za-z0-9_.-]{0,127}|@[A-Za-z_][A-Z
 
 const encoder = new TextEncoder();
 
+// `%XX` of every ASCII character, computed once: most characters encoded are ASCII.
+const ASCII_ENCODED = Array.from({ length: 128 }, (_, c) => `%${c.toString(16).toUpperCase().padStart(2, "0")}`);
+
 /** `ch` as UTF-8 percent-encoding; a lone surrogate (not Unicode) is refused rather than replaced. */
 function percentEncode(ch: string): string {
   const cp = ch.codePointAt(0)!;
+  if (cp < 0x80) return ASCII_ENCODED[cp]!;
   if (cp >= 0xd800 && cp <= 0xdfff) invalid("the request holds a lone surrogate, which is not Unicode");
   let out = "";
   for (const byte of encoder.encode(ch)) out += `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;

@@ -350,6 +350,20 @@ table("body: entity references", [
 
 // Bind annotations: a read of the navigation target and of every entity set the URL names.
 table("body: bind", [
+  // Body URLs are forwarded as written: nothing a URL parser would read as structure.
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    json: { "Customer@odata.bind": "Customers('a\\..\\Orders')" },
+    expect: invalid("'Customers('a\\..\\Orders')' in 'Customer@odata.bind' must not contain '\\' or control characters: body URLs are forwarded as written"),
+  },
+  ...["%2F..%2F", "%5C", "%23", "%3F", "%25"].map((enc) => ({
+    model: "v4" as const,
+    path: "/SalesOrders",
+    json: { "Customer@odata.bind": `Customers('a${enc}b')` },
+    expect: invalid(`body URLs are forwarded as written: 'Customers('a${enc}b')' may not encode '/', '\\', '#', '?' or '%' in 'Customer@odata.bind'`),
+  })),
+  { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('ACME Inc')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
   { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('C1')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
   { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers/C1" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
   { model: "v4", path: "/SalesOrders", json: { "Customer@bind": "Customers('C1')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
