@@ -91,6 +91,13 @@ OpenApi("describes bodies, envelopes, errors and the bearer scheme", ({ doc }) =
   ]);
 });
 
+OpenApi("an optional field's pattern admits \"\" (unset), as the services do; a required one's does not", ({ doc }) => {
+  for (const name of ["Instance", "InstanceCreate", "InstanceUpdate"]) {
+    assert.is(doc.components.schemas[name].properties.sap_client.pattern, "^$|^[0-9]{3}$", name);
+  }
+  assert.is(doc.components.schemas.InstanceCreate.properties.name.pattern, "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$");
+});
+
 OpenApi("serves a browsable reference page without a token", async ({ world }) => {
   const res = await world.app.inject({ method: "GET", url: "/api-reference" });
   const page = res.statusCode === 302 ? await world.app.inject({ method: "GET", url: res.headers.location as string }) : res;
