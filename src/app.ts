@@ -24,6 +24,8 @@ export interface Erplink {
   readonly masterKey: string;
   /** Whether the master key was generated because none was configured. */
   readonly generatedMasterKey: boolean;
+  /** Writes the queued request-log entries now (they are written every second anyway). */
+  flushLogs(): Promise<void>;
   /** Stops accepting, finishes in-flight requests (bounded), closes the store. */
   close(): Promise<void>;
 }
@@ -117,6 +119,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     logger,
     masterKey,
     generatedMasterKey,
+    flushLogs: () => layer.logWriter.flush(),
     async close() {
       const force = setTimeout(() => {
         logger.warn("shutdown timeout: closing open connections");

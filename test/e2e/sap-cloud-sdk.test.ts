@@ -27,6 +27,9 @@ import { startCapBackend, type CapBackend } from "../../test-support/cap/index.j
 import { httpRequest, startErplink, type RunningErplink } from "../../test-support/e2e.js";
 import { loadSdkClient, type SdkClient } from "../../test-support/sdk/generate.js";
 import { describeExchanges, startRecordingProxy, type Exchange, type RecordingProxy } from "../../test-support/sdk/recording-proxy.js";
+import * as backend from "../../test-support/recording-proxy.js";
+import { assertForwardedAsAuthorized, type ForwardedService } from "../../test-support/forwarded.js";
+import { parseMetadata } from "../../src/gateway/odata/metadata.js";
 import { httpCauseOf, rejection, resolveLink, sdkHttpClient, setSdkLogLevel, type SdkDestination } from "../../test-support/sdk/sdk.js";
 
 /** Extra partners (9000000001…): more than CAP's page size of 1000, so that reads are paged. */
@@ -54,7 +57,13 @@ const FLAVOURS: readonly Flavour[] = [
 interface Ctx {
   cap: CapBackend;
   erplink: RunningErplink;
+  /** Between the SDK and erplink: what the SDK sent and got. */
   proxy: RecordingProxy;
+  /** Between erplink and CAP: what CAP received. */
+  backend: backend.RecordingProxy;
+  /** How many of the SDK's exchanges were checked against what CAP received. */
+  checked: number;
+  services: Record<"v4" | "v2", ForwardedService>;
   /** Every operation on partners and addresses. */
   full: string;
   /** Every operation on partners; only list and get on addresses. */
@@ -84,11 +93,14 @@ E2E.before(async (ctx) => {
     startErplink({ ERPLINK_DATA_RATE_PER_MINUTE: "100000" }),
     startRecordingProxy(),
   ]);
+  ctx.backend = await backend.startRecordingProxy(ctx.cap.baseUrl);
+  ctx.checked = 0;
+  ctx.services = {} as Ctx["services"];
   const system = await admin(ctx, "/admin/systems", { name: "S4HANA" });
   for (const f of FLAVOURS) {
     await admin(ctx, `/admin/systems/${system.id}/instances`, {
       name: f.instance,
-      base_url: `${ctx.cap.baseUrl}/odata/${f.version}/`,
+      base_url: `${ctx.backend.baseUrl}/odata/${f.version}/`,
       services: { [SERVICE]: { path: "api-business-partner" } },
       auth: { type: "basic", ...ctx.cap.credentials },
     });
@@ -111,11 +123,13 @@ E2E.before(async (ctx) => {
     assert.is(res.status, 200, metadata);
     clients[f.version] = await loadSdkClient({ metadata, serviceName: SERVICE });
     assert.is(clients[f.version]!.odataVersion, f.version);
+    ctx.services[f.version] = { upstreamRoot: `/odata/${f.version}/api-business-partner`, clientRoot: servicePath(f), model: parseMetadata(metadata) };
   }
   ctx.clients = clients as Ctx["clients"];
 });
 
 E2E.after(async (ctx) => {
+  await ctx.backend?.close();
   await ctx.proxy?.close();
   await ctx.erplink?.close();
   await ctx.cap?.stop();
@@ -123,6 +137,21 @@ E2E.after(async (ctx) => {
 
 E2E.before.each((ctx) => {
   ctx.proxy?.take();
+});
+
+// After every test: for every request the SDK sent (its CSRF fetches
+// included), CAP received exactly what erplink authorized and logged as sent,
+// or nothing when erplink refused it (test-support/forwarded.ts).
+E2E.after.each(async (ctx) => {
+  const logs = { store: ctx.erplink.erplink.store, flush: () => ctx.erplink.erplink.flushLogs() };
+  for (const ex of ctx.proxy.exchanges.slice(ctx.checked)) {
+    const requestId = ex.responseHeaders["x-request-id"];
+    if (typeof requestId !== "string" || !ex.path.startsWith("/odata/")) continue;
+    const service = ex.path.startsWith(`${servicePath(FLAVOURS[1]!)}/`) ? ctx.services.v2 : ctx.services.v4;
+    const batchOrBodiless = /\/\$batch$/.test(ex.path) || ["GET", "HEAD", "DELETE"].includes(ex.method);
+    await assertForwardedAsAuthorized(logs, ctx.backend, service, requestId, batchOrBodiless ? undefined : ex.requestBody);
+  }
+  ctx.checked = ctx.proxy.exchanges.length;
 });
 
 // ------------------------------------------------------------------ helpers
