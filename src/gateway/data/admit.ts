@@ -1,0 +1,19 @@
+/**
+ * Stage 5, admit: counts the request against the key's rate limits (a
+ * `$batch` counts once) and puts the rate-limit headers on the answer,
+ * whatever it will be; over the limit it is 429 and nothing is forwarded.
+ */
+import type { FastifyReply } from "fastify";
+import { GatewayError } from "../errors.js";
+import type { Admitted, Authorized } from "./exchange.js";
+import type { DataKey, DataPort } from "./ports.js";
+
+export async function admit<K extends DataKey>(a: Authorized<K>, port: DataPort<K>, reply: FastifyReply): Promise<Admitted<K>> {
+  const admission = await port.admit(a.key);
+  reply.headers(admission.headers);
+  if (!admission.allowed) {
+    a.fact.denialStep = "RATE_LIMITED";
+    throw new GatewayError(429, "rate limit exceeded for this API key", { code: "RATE_LIMITED" });
+  }
+  return { ...a, admission };
+}

@@ -1,0 +1,177 @@
+/**
+ * Stage 3, analyze: turns the client's bytes into the canonical request
+ * (`./exchange.ts`) with erplink's OData analyzer (`../odata/`): the target
+ * decoded once and re-encoded by our own encoder, the accesses it implies
+ * (path, query, body, every `$batch` part), the headers and the body that
+ * will be forwarded. Refusals: 400 for what is malformed or cannot be
+ * forwarded unambiguously, 403 (`NOT_ALLOWED`) for what the gateway never
+ * lets through, 415 for bodies it cannot read as the back end would, and
+ * the `$metadata` fetch's 502/504 (fail closed: without the model nothing
+ * below the service root is authorized).
+ *
+ * Bodies: GET, HEAD and DELETE (tunnelled ones too) may not have one, since
+ * erplink does not analyze it and forwards none (400). A `Content-Encoding`
+ * other than `identity` is refused (415): the back end would decode another
+ * body than the one analyzed. JSON bodies are parsed strictly (duplicate
+ * members refused) and must be UTF-8; a body of any type that parses as a
+ * JSON object or array is analyzed as JSON, since some back ends (CAP) read
+ * it so. The bytes forwarded are the bytes analyzed.
+ */
+import { GatewayError } from "../errors.js";
+import { analyzeBatch } from "../odata/batch.js";
+import { jsonValue, parseJson } from "../odata/json.js";
+import { isJsonType, isUtf8, parseMediaType } from "../odata/media-type.js";
+import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
+import { Refusal } from "../odata/syntax.js";
+import type { Analyzed, CanonicalRequest, Resolved } from "./exchange.js";
+import { forwardedRequestHeaders } from "./headers.js";
+import type { MetadataCache } from "./metadata-cache.js";
+import type { DataKey, DataPort } from "./ports.js";
+
+/** Methods that carry no body erplink would analyze or forward. */
+const BODILESS = new Set(["GET", "HEAD", "DELETE"]);
+
+export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<K>, metadata: MetadataCache): Promise<Analyzed<K>> {
+  const { req } = r;
+  const raw = Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : undefined;
+  const contentType = req.headers["content-type"];
+  // Fastify reads no body for GET and HEAD: a declared one counts as well.
+  const length = req.headers["content-length"];
+  const declared = raw !== undefined || (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined;
+  if (declared && BODILESS.has(req.method)) throw new GatewayError(400, `a ${req.method} request cannot have a body`);
+  const encoding = req.headers["content-encoding"];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+    throw new GatewayError(415, "request bodies with a Content-Encoding are not supported: send them unencoded");
+  }
+  const isServiceRoot = r.rawPath === "" || r.rawPath === "/" || /^\/?\$metadata$/.test(r.rawPath);
+  const model = isServiceRoot ? undefined : await metadata.model(r.instance, r.root);
+  const isBatch = /^\/?\$batch$/.test(r.rawPath);
+  const analyzedBody = isBatch ? undefined : bodyOf(raw, contentType);
+  const resolveReference = (url: string) => relativeToRoot(url, r.client.path);
+  const mayCreate = (entity: string) =>
+    port.decide(r.key, { instance: r.instanceName, service: r.serviceName, entity, operation: "create" }).allowed;
+  const analysis: Analysis = analyzeRequest({
+    method: req.method,
+    path: r.rawPath,
+    query: r.rawQuery,
+    headers: req.headers as Record<string, string | undefined>,
+    model,
+    // A $batch body is the batch module's to read (once).
+    body: analyzedBody,
+    resolveReference,
+    sapClient: r.instance.sapClient,
+  });
+  if (analysis.kind === "invalid") throw new GatewayError(400, analysis.message);
+  if (analysis.kind === "denied") {
+    r.fact.denialStep = "NOT_ALLOWED";
+    throw new GatewayError(403, analysis.message);
+  }
+  const method = analysis.kind === "access" ? analysis.effectiveMethod : req.method;
+  if (raw !== undefined && BODILESS.has(method)) throw new GatewayError(400, `a ${method} request cannot have a body`);
+  const base = {
+    kind: analysis.kind,
+    method,
+    target: analysis.target,
+    forward: analysis.forward,
+    headers: forwardedRequestHeaders(req.headers),
+    model,
+    analyzedBody,
+    resolveReference,
+  };
+  let request: CanonicalRequest;
+  if (analysis.kind === "batch") {
+    const batch = analyzeBatch({
+      contentType: contentType ?? "",
+      body: raw ?? Buffer.alloc(0),
+      clientRoot: r.client.path,
+      model,
+      mayCreate,
+      sapClient: r.instance.sapClient,
+    });
+    if (batch.kind === "invalid") throw new GatewayError(400, batch.message);
+    if (batch.kind === "denied") {
+      r.fact.denialStep = "NOT_ALLOWED";
+      throw new GatewayError(403, batch.message);
+    }
+    request = {
+      ...base,
+      accesses: batch.accesses,
+      body: { bytes: batch.body, contentType: batch.contentType },
+      upsertEntitySet: undefined,
+      partUrls: batch.partUrls,
+    };
+  } else {
+    request = {
+      ...base,
+      accesses: analysis.kind === "access" ? analysis.accesses : [],
+      body: raw === undefined ? undefined : { bytes: raw, contentType: contentType ?? "application/octet-stream" },
+      upsertEntitySet: analysis.kind === "access" ? analysis.upsertEntitySet : undefined,
+      partUrls: [],
+    };
+  }
+  return { ...r, request };
+}
+
+/**
+ * The body as the analyzer sees it: parsed JSON for JSON content types (and
+ * for any body that parses as a JSON object or array), otherwise only its
+ * content type; undefined when there is none. Throws 400 on malformed JSON
+ * and 415 on a charset other than UTF-8.
+ */
+function bodyOf(raw: Buffer | undefined, contentType: string | undefined): RequestBody | undefined {
+  if (raw === undefined) return undefined;
+  const declared = isJsonType((contentType ?? "").split(";")[0]!.trim().toLowerCase());
+  const other: RequestBody = { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
+  if (!declared && !/^\s*[[{]/.test(raw.subarray(0, 64).toString("latin1"))) return other;
+  let text: string;
+  try {
+    text = UTF8.decode(raw);
+  } catch {
+    if (!declared) return other;
+    throw new GatewayError(400, "request body is not valid UTF-8");
+  }
+  let value: unknown;
+  try {
+    // Strict: a duplicate member would be read one way here and maybe another way by the back end.
+    value = jsonValue(parseJson(text, "request body"));
+  } catch (err) {
+    if (!declared) return other;
+    throw new GatewayError(400, err instanceof Refusal ? err.message : "request body is not valid JSON");
+  }
+  // The back end decodes with the charset the client names (even UTF-7):
+  // anything but UTF-8 could read as another body than the one authorized.
+  // A parameter given twice is refused (back ends disagree on which counts).
+  let charset: string | undefined;
+  try {
+    charset = contentType === undefined ? undefined : parseMediaType(contentType, "the request's Content-Type").params.get("charset");
+  } catch (err) {
+    throw new GatewayError(400, err instanceof Refusal ? err.message : "the request's Content-Type is malformed");
+  }
+  if (charset !== undefined && !isUtf8(charset)) {
+    throw new GatewayError(415, `JSON request bodies must be UTF-8, not '${charset.slice(0, 40)}'`);
+  }
+  return { kind: "json", value };
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The service-relative form of a URL a client wrote in a body (absolute, or
+ * absolute-path under `clientRoot`), or undefined when it leaves the
+ * service root.
+ */
+export function relativeToRoot(url: string, clientRoot: string): string | undefined {
+  // Content-ID references name requests of a batch; there is none here.
+  if (url.startsWith("$")) return undefined;
+  let path = url;
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url)) {
+    try {
+      const parsed = new URL(url);
+      path = `${parsed.pathname}${parsed.search}`;
+    } catch {
+      return undefined;
+    }
+  }
+  if (!path.startsWith("/")) return path;
+  return path.startsWith(`${clientRoot}/`) ? path.slice(clientRoot.length + 1) : undefined;
+}

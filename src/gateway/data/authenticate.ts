@@ -1,0 +1,21 @@
+/**
+ * Stage 1, authenticate: the data key of the `Authorization` header. A
+ * missing, malformed, unknown, revoked or expired key is 401; the master key
+ * and admin keys are 403 (data access needs a data key). Both come from the
+ * services as ConnectErrors, which the gateway's error table maps.
+ */
+import { ConnectError } from "@connectrpc/connect";
+import type { Authenticated, Incoming } from "./exchange.js";
+import type { DataKey, DataPort } from "./ports.js";
+
+export async function authenticate<K extends DataKey>(incoming: Incoming, port: DataPort<K>): Promise<Authenticated<K>> {
+  let key: K;
+  try {
+    key = await port.authenticate(incoming.req.headers.authorization);
+  } catch (err) {
+    if (err instanceof ConnectError) incoming.fact.denialStep = "KEY_INVALID";
+    throw err;
+  }
+  incoming.fact.apiKeyId = key.id;
+  return { ...incoming, key };
+}

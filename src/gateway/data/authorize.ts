@@ -1,0 +1,27 @@
+/**
+ * Stage 4, authorize: every access of the canonical request against the
+ * key's permissions, in order; the first denial answers 403 with its step's
+ * message (in a batch followed by the part, `… (batch part 2: resource
+ * path)`). An update that may create the entity (upsert) gets `If-Match: *`
+ * when the key may not `create` in its entity set.
+ */
+import { GatewayError } from "../errors.js";
+import type { Analyzed, Authorized } from "./exchange.js";
+import type { DataKey, DataPort } from "./ports.js";
+import { STEP_NAMES } from "./record.js";
+
+export function authorize<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>): Authorized<K> {
+  const decide = (entity: string, operation: Parameters<DataPort<K>["decide"]>[1]["operation"]) =>
+    port.decide(a.key, { instance: a.instanceName, service: a.serviceName, entity, operation });
+  const batched = a.request.kind === "batch";
+  for (const access of a.request.accesses) {
+    a.fact.accesses.push({ entity: access.entitySet, operation: access.operation });
+    const decision = decide(access.entitySet, access.operation);
+    if (!decision.allowed) {
+      a.fact.denialStep = STEP_NAMES[decision.step] ?? "";
+      throw new GatewayError(403, batched ? `${decision.message} (batch ${access.reason})` : decision.message);
+    }
+  }
+  const upsert = a.request.upsertEntitySet;
+  return { ...a, ifMatchStar: upsert !== undefined && !decide(upsert, "create").allowed };
+}

@@ -1,0 +1,89 @@
+/**
+ * One data request on its way through the pipeline
+ * (`authenticate -> resolve instance -> analyze -> authorize -> admit ->
+ * forward -> record`). Each stage takes what the previous one produced and
+ * returns it enriched, or throws a {@link GatewayError} (a refusal, with the
+ * log facts already set); the types say what is known at each point.
+ */
+import type { FastifyRequest } from "fastify";
+import type { Access } from "../odata/query.js";
+import type { ServiceModel } from "../odata/metadata.js";
+import type { RequestBody } from "../odata/request.js";
+import type { Target } from "../odata/target.js";
+import type { ClientRoot } from "./headers.js";
+import type { DataAdmission, DataInstance, DataKey, DataLogFacts } from "./ports.js";
+import type { ServiceRoot } from "./service-root.js";
+
+/** A request as it arrived: `/odata/<instance>/<service><raw path>?<raw query>`. */
+export interface Incoming {
+  readonly req: FastifyRequest;
+  /** The request log's facts, filled in stage by stage. */
+  readonly fact: DataLogFacts;
+  readonly instanceName: string;
+  readonly serviceName: string;
+  /** The resource path below the service root, raw (still percent-encoded), `""` or starting with `/`. */
+  readonly rawPath: string;
+  /** The raw query string, without `?`. */
+  readonly rawQuery: string;
+  /** Where the client addressed the service (for absolute URLs in bodies and batches, and for rewriting answers). */
+  readonly client: ClientRoot;
+}
+
+/** After `authenticate`: the data key. */
+export interface Authenticated<K extends DataKey> extends Incoming {
+  readonly key: K;
+}
+
+/** After `resolve instance`: the instance and the service's root on its back end. */
+export interface Resolved<K extends DataKey> extends Authenticated<K> {
+  readonly instance: DataInstance;
+  readonly root: ServiceRoot;
+}
+
+/**
+ * The canonical request: everything erplink forwards, decided from the
+ * client's bytes once. Nothing after `analyze` reads the client's request
+ * again.
+ */
+export interface CanonicalRequest {
+  /** `access` (entity data), `metadata` (`$metadata`, the service document) or `batch`. */
+  readonly kind: "access" | "metadata" | "batch";
+  /** The method the back end acts on (a tunnel's, from `X-HTTP-Method`). */
+  readonly method: string;
+  /** The request target below the service root, decoded (`../odata/target.ts`). */
+  readonly target: Target;
+  /** {@link target} as erplink writes it, relative to the service root. */
+  readonly forward: string;
+  /** Every (entity set, operation) the request needs, in order; for a batch every part's. */
+  readonly accesses: readonly Access[];
+  /** The client's headers that are forwarded (`./headers.ts`). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The body as forwarded (exactly the bytes analyzed), or undefined. */
+  readonly body: { readonly bytes: Buffer; readonly contentType: string } | undefined;
+  /** The body as the analyzer read it (not for a batch, whose parts carry theirs). */
+  readonly analyzedBody: RequestBody | undefined;
+  /** How the analyzer resolved absolute URLs in the body (for reading it again). */
+  readonly resolveReference: (url: string) => string | undefined;
+  /** Set when the request may create the entity it updates (upsert): a key without `create` adds `If-Match: *`. */
+  readonly upsertEntitySet: string | undefined;
+  /** A batch's part URLs as forwarded, relative to the service root. */
+  readonly partUrls: readonly string[];
+  /** The model the request was analyzed with (undefined for `$metadata` and the service document). */
+  readonly model: ServiceModel | undefined;
+}
+
+/** After `analyze`: the canonical request. */
+export interface Analyzed<K extends DataKey> extends Resolved<K> {
+  readonly request: CanonicalRequest;
+}
+
+/** After `authorize`: every access allowed. */
+export interface Authorized<K extends DataKey> extends Analyzed<K> {
+  /** Whether `If-Match: *` is added so that an update cannot create (the key may not). */
+  readonly ifMatchStar: boolean;
+}
+
+/** After `admit`: counted against the key's rate limit. */
+export interface Admitted<K extends DataKey> extends Authorized<K> {
+  readonly admission: DataAdmission;
+}

@@ -1,0 +1,97 @@
+/**
+ * Stage 6, forward: writes the upstream request from the canonical request
+ * (never from the client's bytes), checks it (`./verify.ts`), and sends it
+ * with the instance's back-end credentials (`../upstream-session.ts`: basic,
+ * bearer, OAuth 2.0 client credentials; the SAP CSRF token and session
+ * cookies on modifying requests). A refused CSRF token (403 with
+ * `X-CSRF-Token: Required`) or OAuth token (401) is fetched anew and the
+ * request sent once more; the client's answer is the back end's, streamed,
+ * with its headers cleaned (`./headers.ts`). Records what was sent and how
+ * the back end answered for the request log.
+ *
+ * Headers erplink adds: `X-Request-Id`; `Forwarded` and
+ * `X-Forwarded-For/-Proto/-Host`; `X-Forwarded-Path` with the path the
+ * client used (`/odata/<instance>/<service>/<canonical path>`), from which
+ * back ends such as CAP's V2 adapter build the absolute URLs of their answers
+ * (`__metadata.uri`, `__deferred`, `__next`), so that a client following them
+ * stays on erplink; `If-Match: *` where an update must not create.
+ */
+import type { FastifyReply } from "fastify";
+import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
+import type { Admitted } from "./exchange.js";
+import type { Forwarder, UpstreamResponse } from "./forwarder.js";
+import { clientResponseHeaders } from "./headers.js";
+import type { DataKey, DataPort } from "./ports.js";
+import { verifyBatch, verifyForward } from "./verify.js";
+
+/** Methods that only read; every other one carries the CSRF session. */
+const READS = new Set(["GET", "HEAD"]);
+/** Methods that carry no body upstream. */
+const BODILESS = new Set(["GET", "HEAD", "DELETE"]);
+
+/** What the forward stage works with. */
+export interface ForwardDeps<K extends DataKey> {
+  readonly port: DataPort<K>;
+  readonly forwarder: Forwarder;
+  readonly sessions: UpstreamSessions;
+}
+
+export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDeps<K>, reply: FastifyReply): Promise<void> {
+  const { req, request, root, instance, fact } = a;
+  const path = root.pathOf(request.forward);
+
+  // The headers the analyzer reads (the client's allowed ones, and ours that change its reading).
+  const headers: Record<string, string> = { ...request.headers };
+  if (a.ifMatchStar) headers["if-match"] = "*";
+  verifyForward(a, path, headers);
+  if (request.kind === "batch") {
+    verifyBatch(a, (entity) => deps.port.decide(a.key, { instance: a.instanceName, service: a.serviceName, entity, operation: "create" }).allowed);
+  }
+
+  if (request.body !== undefined) headers["content-type"] = request.body.contentType;
+  headers["x-request-id"] = req.id;
+  const host = req.headers.host ?? "";
+  headers.forwarded = `for=${quoted(req.ip)};proto=${req.protocol};host=${quoted(host)}`;
+  headers["x-forwarded-for"] = req.ip;
+  headers["x-forwarded-proto"] = req.protocol;
+  headers["x-forwarded-host"] = host;
+  headers["x-forwarded-path"] = `${a.client.path}/${request.forward.split("?")[0]}`;
+  const body = BODILESS.has(request.method) ? undefined : (request.body?.bytes ?? Buffer.alloc(0));
+  const modifying = !READS.has(request.method);
+  fact.upstreamMethod = request.method;
+  fact.upstreamUrl = `${root.origin}${path}`;
+
+  const started = performance.now();
+  let res: UpstreamResponse | undefined;
+  for (let attempt = 0; res === undefined; attempt++) {
+    const authorization = await deps.sessions.authorization(instance);
+    const csrf = modifying ? await deps.sessions.csrfSession(instance, root, authorization) : undefined;
+    const sent = { ...headers };
+    if (authorization !== undefined) sent.authorization = authorization;
+    if (csrf?.token !== undefined) sent["x-csrf-token"] = csrf.token;
+    if (csrf !== undefined && csrf.cookie !== "") sent.cookie = csrf.cookie;
+    const answer = await deps.forwarder.send({ origin: root.origin, path, method: request.method, headers: sent, body });
+    const csrfRefused = csrf !== undefined && csrfRequired(answer.status, answer.headers);
+    const tokenRefused = answer.status === 401 && instance.credentials.type === "oauth2_client_credentials";
+    if (attempt === 0 && (csrfRefused || tokenRefused)) {
+      // Sent once more with a new token; the refusal's body is not the client's.
+      answer.body.on("error", () => {});
+      answer.body.resume();
+      if (csrfRefused) deps.sessions.dropCsrf(instance, root, csrf);
+      else deps.sessions.dropToken(instance, authorization);
+      continue;
+    }
+    res = answer;
+  }
+  fact.upstreamStatus = res.status;
+  fact.upstreamDurationMs = Math.round((performance.now() - started) * 1000) / 1000;
+  reply.code(res.status);
+  reply.headers(clientResponseHeaders(res.headers, root, a.client));
+  reply.headers({ "x-request-id": req.id, ...a.admission.headers });
+  await reply.send(res.body);
+}
+
+/** An RFC 9110 quoted-string. */
+function quoted(s: string): string {
+  return `"${s.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+}

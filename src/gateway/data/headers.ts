@@ -1,0 +1,144 @@
+/**
+ * Header hygiene of the data path, both ways.
+ *
+ * Requests: only the client headers an OData back end needs to answer the
+ * request it was authorized for are forwarded (an allowlist, as Envoy's
+ * and Kong's hardened setups do): content negotiation, preconditions
+ * (analyzed), OData versions and preferences, media upload names, idempotency
+ * and tracing. Everything else is dropped, so that no header can change what
+ * the back end does behind the analyzer's back: method overrides
+ * (`X-HTTP-Method`, `X-Method-Override`; the method they name is forwarded
+ * instead), URL overrides (`X-Original-URL`, `X-Rewrite-URL`), the client's
+ * credentials and cookies, SAP session and client headers, `Expect`
+ * (erplink answers `100 Continue` itself and buffers the body), and
+ * hop-by-hop headers. `Content-Type` and `Content-Length` are written from
+ * the body erplink forwards.
+ *
+ * Answers: the back end's headers pass but for hop-by-hop ones, its session
+ * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`) and challenges for
+ * erplink's credentials (`WWW-Authenticate`); URLs under the back end's
+ * service root name erplink's instead.
+ */
+import type { ServiceRoot } from "./service-root.js";
+
+/** Client headers forwarded to the back end (lower case). */
+export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
+  "accept",
+  "accept-charset",
+  "accept-encoding",
+  "accept-language",
+  "cache-control",
+  "content-disposition",
+  "content-language",
+  "dataserviceversion",
+  "if-match",
+  "if-modified-since",
+  "if-none-match",
+  "if-range",
+  "if-unmodified-since",
+  "maxdataserviceversion",
+  "odata-isolation",
+  "odata-maxversion",
+  "odata-version",
+  "pragma",
+  "prefer",
+  "range",
+  "repeatability-client-id",
+  "repeatability-first-sent",
+  "repeatability-origin",
+  "repeatability-request-id",
+  "slug",
+  "traceparent",
+  "tracestate",
+  "user-agent",
+  "x-requested-with",
+]);
+
+/** Headers of an answer never passed back (RFC 9110 §7.6.1 hop-by-hop, plus the back end's session and challenges). */
+const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "set-cookie",
+  "x-csrf-token",
+  "sap-contextid",
+  "www-authenticate",
+]);
+
+/** Response headers holding URLs of the back end (`Location` of a created entity, its OData id). */
+const URL_HEADERS = ["location", "content-location", "odata-entityid", "entityid"];
+
+/** The client's headers to forward, from the allowlist; repeated ones as Node joined them. */
+export function forwardedRequestHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || !FORWARDED_REQUEST_HEADERS.has(name)) continue;
+    out[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}
+
+/** Where the client reached the service, for rewriting the back end's URLs. */
+export interface ClientRoot {
+  /** `http(s)://<Host>` as the client addressed erplink. */
+  readonly origin: string;
+  /** `/odata/<instance>/<service>` as the client wrote it (raw). */
+  readonly path: string;
+}
+
+/**
+ * The back end's answer headers as passed to the client (see the module
+ * comment). Header names are lower case (undici's).
+ */
+export function clientResponseHeaders(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  root: ServiceRoot,
+  client: ClientRoot,
+): Record<string, string | string[]> {
+  const listed = new Set<string>();
+  const connection = headers.connection;
+  for (const v of Array.isArray(connection) ? connection : connection === undefined ? [] : [connection]) {
+    for (const name of v.split(",")) listed.add(name.trim().toLowerCase());
+  }
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name)) continue;
+    out[name] = value;
+  }
+  for (const name of URL_HEADERS) {
+    const value = out[name];
+    if (typeof value === "string") out[name] = clientUrl(value, root, client);
+  }
+  return out;
+}
+
+/**
+ * A URL of the back end's answer as the client must follow it: one under the
+ * back end's service root path, whether it names the back end's origin
+ * (`Location` as the back end knows itself), the client's (a back end that
+ * honoured `X-Forwarded-Host` but not the path) or none, is rewritten under
+ * erplink's (`<client origin>/odata/<instance>/<service>/…`), without the
+ * instance's `sap-client`, which erplink adds itself. Anything else passes.
+ */
+export function clientUrl(value: string, root: ServiceRoot, client: ClientRoot): string {
+  let url: URL;
+  try {
+    url = new URL(value, `${root.origin}/`);
+  } catch {
+    return value;
+  }
+  const absolute = /^[A-Za-z][A-Za-z0-9+.-]*:/.test(value);
+  if (absolute && url.origin !== root.origin && url.origin !== client.origin) return value;
+  if (!absolute && !value.startsWith("/")) return value; // relative to the request: stays right
+  if (url.pathname !== root.path && !url.pathname.startsWith(`${root.path}/`)) return value;
+  if (root.instanceQuery !== "") {
+    const params = url.search.slice(1).split("&").filter((p) => p !== "" && p !== root.instanceQuery);
+    url.search = params.length > 0 ? `?${params.join("&")}` : "";
+  }
+  return `${client.origin}${client.path}${url.pathname.slice(root.path.length)}${url.search}${url.hash}`;
+}

@@ -1,0 +1,62 @@
+/**
+ * What the data path needs from outside the gateway: the port into the
+ * services (keys, instances, decisions, rate limits), implemented by
+ * src/services/data-plane.ts and handed over by the composition root, and
+ * the facts it reports for the request log. Types only.
+ */
+import type { UpstreamCredentials } from "../upstream-session.js";
+
+/** An operation on an entity set, as the permission engine names it. */
+export type Operation = "list" | "get" | "create" | "update" | "delete";
+
+/** A permission decision; a denial names the failing step and says why. */
+export type Decision = { readonly allowed: true } | { readonly allowed: false; readonly step: string; readonly message: string };
+
+/** An instance as the data path reaches it. */
+export interface DataInstance {
+  readonly id: string;
+  /** The back end's OData root, without a trailing `/`. */
+  readonly baseUrl: string;
+  /** Path of a service under `baseUrl` (its name unless the instance maps it). */
+  servicePath(service: string): string;
+  readonly credentials: UpstreamCredentials;
+  /** The SAP client (three digits) erplink selects on every upstream request, if any. */
+  readonly sapClient?: string | undefined;
+}
+
+/** A data key, as far as the data path needs it. */
+export interface DataKey {
+  readonly id: string;
+}
+
+/** Rate-limit outcome with its response headers. */
+export interface DataAdmission {
+  readonly allowed: boolean;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** The port through which the data path reaches the services (implemented by the service layer). */
+export interface DataPort<K extends DataKey = DataKey> {
+  /** The data key of an `Authorization` header; throws the services' ConnectError. */
+  authenticate(authorization: string | undefined): Promise<K>;
+  instance(name: string): Promise<DataInstance | undefined>;
+  serviceDecision(key: K, instance: string, service: string): Decision;
+  decide(key: K, access: { instance: string; service: string; entity: string; operation: Operation }): Decision;
+  /** Counts the request; resolves to whether it may pass and the rate-limit headers. */
+  admit(key: K): Promise<DataAdmission>;
+}
+
+/** What the data path reports of a request for the request log (filled in stage by stage). */
+export interface DataLogFacts {
+  apiKeyId: string;
+  instance: string;
+  service: string;
+  /** What was authorized: every (entity set, operation) the request needs. */
+  accesses: { entity: string; operation: string }[];
+  denialStep: string;
+  /** What was sent: the method and the full URL of the upstream request ("" when nothing was). */
+  upstreamMethod: string;
+  upstreamUrl: string;
+  upstreamStatus: number;
+  upstreamDurationMs: number;
+}

@@ -1,0 +1,51 @@
+/**
+ * The request log's view of a data request: created when the request
+ * arrives (with where it was addressed), filled in by every stage (the key,
+ * the accesses authorized, the denial step, what was sent upstream and how
+ * the back end answered), and written by the gateway after the response.
+ */
+import type { FastifyRequest } from "fastify";
+import type { Incoming } from "./exchange.js";
+import type { DataLogFacts } from "./ports.js";
+
+/** Permission steps as the request log names them. */
+export const STEP_NAMES: Readonly<Record<string, string>> = {
+  instance: "INSTANCE",
+  service: "SERVICE",
+  entity: "ENTITY",
+  operation: "OPERATION",
+};
+
+/**
+ * The request as it arrived, with fresh log facts registered in `facts`.
+ * The resource path is taken from the raw URL (everything after
+ * `/odata/<instance>/<service>`), so that it is decoded exactly once, by
+ * the analyzer, however the client encoded the names before it.
+ */
+export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts>): Incoming {
+  const params = req.params as { instance: string; service: string };
+  const rawUrl = req.raw.url ?? req.url;
+  const q = rawUrl.indexOf("?");
+  const segments = (q < 0 ? rawUrl : rawUrl.slice(0, q)).split("/");
+  const fact: DataLogFacts = {
+    apiKeyId: "",
+    instance: params.instance,
+    service: params.service,
+    accesses: [],
+    denialStep: "",
+    upstreamMethod: "",
+    upstreamUrl: "",
+    upstreamStatus: 0,
+    upstreamDurationMs: 0,
+  };
+  facts.set(req, fact);
+  return {
+    req,
+    fact,
+    instanceName: params.instance,
+    serviceName: params.service,
+    rawPath: segments.length > 4 ? `/${segments.slice(4).join("/")}` : "",
+    rawQuery: q < 0 ? "" : rawUrl.slice(q + 1),
+    client: { origin: `${req.protocol}://${req.headers.host ?? ""}`, path: segments.slice(0, 4).join("/") },
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Stage 2, resolve instance: the instance step of the permission model
+ * before the lookup (403 if the key does not name the instance, else 404 if
+ * it does not exist, so a key never learns of instances it cannot see), then
+ * the service step; the service name must be a plain path segment. Yields
+ * the instance (cached by the services) and the service's root upstream.
+ */
+import { GatewayError } from "../errors.js";
+import type { Authenticated, Resolved } from "./exchange.js";
+import type { DataKey, DataPort } from "./ports.js";
+import { STEP_NAMES } from "./record.js";
+import { ServiceRoot } from "./service-root.js";
+
+/**
+ * A service name as it may appear in the back end's URL: RFC 3986 path
+ * segment characters, no `%` (it is already decoded), `/`, `?` or `#`.
+ */
+const SERVICE_NAME = /^[A-Za-z0-9_.~!$&'()*+,;=:@-]{1,200}$/;
+
+export async function resolveInstance<K extends DataKey>(a: Authenticated<K>, port: DataPort<K>): Promise<Resolved<K>> {
+  if (!SERVICE_NAME.test(a.serviceName)) {
+    throw new GatewayError(400, "the service name may only contain letters, digits and the characters _ . ~ ! $ & ' ( ) * + , ; = : @ -");
+  }
+  const seen = port.serviceDecision(a.key, a.instanceName, a.serviceName);
+  if (!seen.allowed && seen.step === "instance") {
+    a.fact.denialStep = "INSTANCE";
+    throw new GatewayError(403, seen.message);
+  }
+  const instance = await port.instance(a.instanceName);
+  if (instance === undefined) throw new GatewayError(404, `instance '${a.instanceName}' not found`);
+  if (!seen.allowed) {
+    a.fact.denialStep = STEP_NAMES[seen.step] ?? "";
+    throw new GatewayError(403, seen.message);
+  }
+  return { ...a, instance, root: new ServiceRoot(instance, a.serviceName) };
+}

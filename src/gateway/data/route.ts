@@ -1,0 +1,72 @@
+/**
+ * The OData data path, `/odata/<instance>/<service>/<resource path>?<query>`,
+ * as a pipeline of named stages over one request (Envoy's filter chain,
+ * Kong's phases):
+ *
+ *   authenticate -> resolve instance -> analyze -> authorize -> admit -> forward -> record
+ *
+ * Each stage is its own module in this folder; a refusal is a
+ * {@link GatewayError} (answered in the envelope by the gateway's error
+ * handler), and every stage fills in the request log's facts (`./record.ts`),
+ * which the gateway writes after the response. The caches (`$metadata`
+ * models, back-end sessions) and the upstream connections are created here,
+ * once per gateway.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { UpstreamSessions } from "../upstream-session.js";
+import { admit } from "./admit.js";
+import { analyze } from "./analyze.js";
+import { authenticate } from "./authenticate.js";
+import { authorize } from "./authorize.js";
+import { forward } from "./forward.js";
+import { Forwarder } from "./forwarder.js";
+import { MetadataCache } from "./metadata-cache.js";
+import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
+import { receive } from "./record.js";
+import { resolveInstance } from "./resolve-instance.js";
+
+export type { DataInstance, DataKey, DataLogFacts, DataPort } from "./ports.js";
+
+/** Options of {@link registerDataRoutes}. */
+export interface DataRouteOptions<K extends DataKey> {
+  readonly port: DataPort<K>;
+  /** Upstream answer timeout (ms): slower answers get 504. */
+  readonly upstreamTimeoutMs: number;
+  /** How long a service's `$metadata` is cached (ms). */
+  readonly metadataTtlMs: number;
+  /** Where facts for the request log go. */
+  readonly facts: WeakMap<object, DataLogFacts>;
+}
+
+/** The methods of the data path (MERGE: OData V2 updates). */
+const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "MERGE"];
+
+/** Registers the data routes in their own scope (bodies buffered for analysis, answers streamed). */
+export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance, options: DataRouteOptions<K>): Promise<void> {
+  const { port } = options;
+  const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs });
+  const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs });
+  const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
+  app.addHook("onClose", async () => forwarder.close());
+
+  await app.register(async (scope) => {
+    // Bodies are buffered (within the body limit) so that they can be
+    // authorized (deep inserts, binds, $batch parts) and sent once more when
+    // the back end asks for a new CSRF or OAuth token.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+
+    const handler = async (req: FastifyRequest, reply: FastifyReply) => {
+      const incoming = receive(req, options.facts);
+      const authenticated = await authenticate(incoming, port);
+      const resolved = await resolveInstance(authenticated, port);
+      const analyzed = await analyze(resolved, port, metadata);
+      const authorized = authorize(analyzed, port);
+      const admitted = await admit(authorized, port, reply);
+      await forward(admitted, { port, forwarder, sessions }, reply);
+      return reply;
+    };
+    scope.route({ method: METHODS, url: "/odata/:instance/:service", handler });
+    scope.route({ method: METHODS, url: "/odata/:instance/:service/*", handler });
+  });
+}

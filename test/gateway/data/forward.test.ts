@@ -1,0 +1,375 @@
+/**
+ * Forward exactly what was authorized: regression tests for each class of
+ * bypass found against erplink (two parsers reading one request
+ * differently; option names the back end normalizes; edges where what was
+ * analyzed and what was sent drift apart), and for what the forward stage
+ * writes: the canonical target, the allowlisted headers, the instance's SAP
+ * client, `X-Forwarded-Path`, and the request log's record of what was sent.
+ * Against a recording upstream of our own that sees the request line byte
+ * for byte; raw request lines go over a real socket (`app.inject()` would
+ * normalize them first).
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
+import { rawHttp } from "../../../test-support/raw-http.js";
+import { createWorld, type World } from "../../../test-support/world.js";
+import { json, post } from "../../../test-support/http.js";
+
+interface Seen {
+  method: string;
+  /** The request target exactly as it arrived. */
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+interface Ctx {
+  world: World;
+  upstream: http.Server;
+  seen: Seen[];
+  /** Every request, `$metadata` and CSRF fetches included. */
+  all: Seen[];
+  origin: string;
+  port: number;
+  key: string;
+  keyId: string;
+}
+
+const SALES = "/odata/prod/SALES";
+const UP = "/erp/sap/sales/0001";
+
+const Fwd = suite<Ctx>("data path: forward exactly what was authorized");
+
+Fwd.before.each(async (ctx) => {
+  ctx.seen = [];
+  ctx.all = [];
+  ctx.upstream = http.createServer(async (req, res) => {
+    const rec: Seen = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: "" };
+    for await (const chunk of req) rec.body += String(chunk);
+    ctx.all.push(rec);
+    const path = rec.url.split("?")[0]!;
+    if (path.endsWith("/$metadata")) {
+      res.writeHead(200, { "content-type": "application/xml" }).end(path.includes("/v2/") ? V2_METADATA : V4_METADATA);
+      return;
+    }
+    if (req.headers["x-csrf-token"] === "Fetch") {
+      res.writeHead(200, { "x-csrf-token": "tok-1", "set-cookie": "SAP_SESSIONID=s1; path=/" }).end("{}");
+      return;
+    }
+    ctx.seen.push(rec);
+    res.writeHead(201, {
+      "content-type": "application/json",
+      location: `http://${req.headers["x-forwarded-host"]}${UP}/SalesOrders(7)?sap-client=100`,
+      "content-location": `${ctx.origin}${UP}/SalesOrders(7)`,
+      "odata-entityid": `https://elsewhere.example${UP}/SalesOrders(7)`,
+    });
+    res.end(JSON.stringify({ echo: rec.url }));
+  });
+  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
+  ctx.origin = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}`;
+  ctx.world = await createWorld();
+  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4" })).data.id;
+  const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
+    name: "prod",
+    base_url: `${ctx.origin}/erp/`,
+    services: { SALES: { path: "sap/sales/0001" }, SALES2: { path: "v2/ZSALES_SRV" } },
+    sap_client: "100",
+    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
+  });
+  assert.is(ins.statusCode, 201, ins.body);
+  const key = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "app",
+      permissions: {
+        prod: {
+          SALES: { SalesOrders: ["list", "get", "update", "delete"], Customers: ["get"] },
+          SALES2: { SalesOrderSet: ["list", "get", "update"] },
+        },
+      },
+    }),
+  ).data;
+  ctx.key = key.key;
+  ctx.keyId = key.id;
+  await ctx.world.app.listen({ port: 0, host: "127.0.0.1" });
+  ctx.port = (ctx.world.app.server.address() as AddressInfo).port;
+});
+
+Fwd.after.each(async (ctx) => {
+  await ctx.world.close();
+  ctx.upstream.closeAllConnections();
+  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+});
+
+/** Sends a request line as written; returns erplink's answer. */
+const raw = (ctx: Ctx, requestLine: string, headers: string[] = [], body = "") =>
+  rawHttp(ctx.port, [requestLine, `Host: 127.0.0.1:${ctx.port}`, `Authorization: Bearer ${ctx.key}`, ...headers].join("\r\n"), body);
+
+function assertEnvelope(res: { status: number; body: string; headers: Record<string, string> }, status: number, code: string, message: string) {
+  assert.is(res.status, status, res.body);
+  assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
+}
+
+/** The log entry of a request, after a flush. */
+async function logOf(ctx: Ctx, requestId: string) {
+  await ctx.world.layer.logWriter.flush();
+  const entry = (await ctx.world.store.logs.query({ limit: 100 })).items.find((e) => e.requestId === requestId);
+  assert.ok(entry, `no log entry for ${requestId}`);
+  return entry!;
+}
+
+Fwd("regression (two parsers): '\\', '#' and '..' inside a key literal are data: forwarded percent-encoded to the same entity set", async (ctx) => {
+  // Authorized as a get on SalesOrders; before the rewrite the URL parser made it a list of Customers.
+  const res = await raw(ctx, `GET ${SALES}/SalesOrders('\\..\\..\\Customers%23') HTTP/1.1`);
+  assert.is(res.status, 201, res.body);
+  assert.is(ctx.seen.length, 1);
+  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders('%5C..%5C..%5CCustomers%23')?sap-client=100`);
+  const encoded = await raw(ctx, `GET ${SALES}/SalesOrders('a%2F..%2F..%2FCustomers') HTTP/1.1`);
+  assert.is(encoded.status, 201, encoded.body);
+  assert.is(ctx.seen[1]!.url, `${UP}/SalesOrders('a%2F..%2F..%2FCustomers')?sap-client=100`);
+  const entry = await logOf(ctx, res.headers["x-request-id"]!);
+  assert.equal(entry.accesses, [{ entity: "SalesOrders", operation: "get" }]);
+});
+
+Fwd("regression (two parsers): '\\' or '#' outside a literal and dot segments, raw or encoded, are refused (400); nothing is forwarded", async (ctx) => {
+  const cases: [string, string][] = [
+    [`${SALES}/SalesOrders('1')\\..\\Customers`, "character '\\' is not allowed in path segment 'SalesOrders('1')\\..\\Customers' outside a quoted literal"],
+    [`${SALES}/SalesOrders%5C..%5CCustomers`, "character '\\' is not allowed in path segment 'SalesOrders\\..\\Customers' outside a quoted literal"],
+    [`${SALES}/SalesOrders('1')%23/Customer`, "character '#' is not allowed in path segment 'SalesOrders('1')#' outside a quoted literal"],
+    [`${SALES}/SalesOrders/../Customers`, "dot segments are not allowed in the path"],
+    [`${SALES}/SalesOrders/%2e%2E/Customers`, "dot segments are not allowed in the path"],
+    [`${SALES}/SalesOrders/./Customers`, "dot segments are not allowed in the path"],
+    [`${SALES}/Customers('1')/..`, "dot segments are not allowed in the path"],
+    [`${SALES}/SalesOrders('1')%2F..%2F..%2FCustomers`, "character '/' is not allowed in path segment 'SalesOrders('1')/../../Customers' outside a quoted literal"],
+  ];
+  for (const [target, message] of cases) assertEnvelope(await raw(ctx, `GET ${target} HTTP/1.1`), 400, "VALIDATION_ERROR", message);
+  assert.is(ctx.seen.length, 0, "nothing reached the back end");
+});
+
+Fwd("regression (option names the back end normalizes): names that are not plain tokens are refused; other spellings of a system option are that option", async (ctx) => {
+  const notToken = (name: string) =>
+    `query option name '${name}' is not a plain token (letters, digits, '_', '.', '-', after an optional '$' or '@')`;
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?%20$expand=Customer HTTP/1.1`), 400, "VALIDATION_ERROR", notToken(" $expand"));
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?+$expand=Customer HTTP/1.1`), 400, "VALIDATION_ERROR", notToken(" $expand"));
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?$expand%00=Customer HTTP/1.1`), 400, "VALIDATION_ERROR", "control character in a query option name");
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?%E3%80%80$expand=Customer HTTP/1.1`), 400, "VALIDATION_ERROR", notToken("\u3000$expand"));
+  assert.is(ctx.seen.length, 0);
+  // Case and the $-less 4.01 form are the system option: authorized as such, written canonically.
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?EXPAND=Items($expand=Product) HTTP/1.1`), 403, "FORBIDDEN", "API key has no access to entity 'Products'");
+  const res = await raw(ctx, `GET ${SALES}/SalesOrders?$EXPAND=Customer&expand-me=1 HTTP/1.1`);
+  assert.is(res.status, 201, res.body);
+  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders?$expand=Customer&expand-me=1&sap-client=100`);
+  const entry = await logOf(ctx, res.headers["x-request-id"]!);
+  assert.equal(entry.accesses, [
+    { entity: "SalesOrders", operation: "list" },
+    { entity: "Customers", operation: "get" },
+  ]);
+  assertEnvelope(
+    await raw(ctx, `GET ${SALES}/SalesOrders?$expand=Customer&Expand=Items HTTP/1.1`),
+    400,
+    "VALIDATION_ERROR",
+    "system query option $expand is given more than once",
+  );
+});
+
+Fwd("regression (option names the back end normalizes): in $batch part URLs too, multipart and JSON", async (ctx) => {
+  const part = (url: string) =>
+    ["--b", "Content-Type: application/http", "", `GET ${url} HTTP/1.1`, "", "", "--b--", ""].join("\r\n");
+  const multipart = await ctx.world.app.inject({
+    method: "POST",
+    url: `${SALES}/$batch`,
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "multipart/mixed; boundary=b" },
+    payload: part("SalesOrders?%20$expand=Items($expand=Product)"),
+  });
+  assert.is(multipart.statusCode, 400, multipart.body);
+  assert.is(
+    JSON.parse(multipart.body).error.message,
+    "batch part 1 (GET SalesOrders?%20$expand=Items($expand=Product)): query option name ' $expand' is not a plain token (letters, digits, '_', '.', '-', after an optional '$' or '@')",
+  );
+  const jsonBatch = await ctx.world.app.inject({
+    method: "POST",
+    url: `${SALES}/$batch`,
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
+    payload: { requests: [{ id: "1", method: "GET", url: "SalesOrders?EXPAND=Items($expand=Product)" }] },
+  });
+  assert.is(jsonBatch.statusCode, 403, jsonBatch.body);
+  assert.is(JSON.parse(jsonBatch.body).error.message, "API key has no access to entity 'Products' (batch part 1: $expand Items/Product)");
+  assert.is(ctx.seen.length, 0);
+});
+
+Fwd("regression (edges): a body on GET, HEAD or DELETE, tunnelled or not, is refused (400) and nothing is forwarded", async (ctx) => {
+  const body = '{"Note":"x"}';
+  const headers = ["Content-Type: application/json", `Content-Length: ${body.length}`];
+  for (const method of ["GET", "DELETE"]) {
+    assertEnvelope(await raw(ctx, `${method} ${SALES}/SalesOrders(1) HTTP/1.1`, headers, body), 400, "VALIDATION_ERROR", `a ${method} request cannot have a body`);
+  }
+  const head = await raw(ctx, `HEAD ${SALES}/SalesOrders(1) HTTP/1.1`, headers, body);
+  assert.is(head.status, 400);
+  assertEnvelope(
+    await raw(ctx, `POST ${SALES}/SalesOrders(1) HTTP/1.1`, [...headers, "X-HTTP-Method: DELETE"], body),
+    400,
+    "VALIDATION_ERROR",
+    "a DELETE request cannot have a body",
+  );
+  assert.is(ctx.seen.length, 0);
+  // Without a body, the tunnel is forwarded as the method it names.
+  const del = await raw(ctx, `POST ${SALES}/SalesOrders(1) HTTP/1.1`, ["X-HTTP-Method: DELETE", "Content-Length: 0"]);
+  assert.is(del.status, 201, del.body);
+  assert.equal([ctx.seen[0]!.method, ctx.seen[0]!.url, ctx.seen[0]!.body], ["DELETE", `${UP}/SalesOrders(1)?sap-client=100`, ""]);
+  assert.is(ctx.seen[0]!.headers["x-http-method"], undefined);
+});
+
+Fwd("regression (edges): Expect: 100-continue is answered by erplink and never forwarded", async (ctx) => {
+  const body = '{"Note":"ok"}';
+  const res = await rawHttp(
+    ctx.port,
+    [
+      `PATCH ${SALES}/SalesOrders(1) HTTP/1.1`,
+      `Host: 127.0.0.1:${ctx.port}`,
+      `Authorization: Bearer ${ctx.key}`,
+      "Content-Type: application/json",
+      `Content-Length: ${body.length}`,
+      "If-Match: *",
+      "Expect: 100-continue",
+    ].join("\r\n"),
+    body,
+    true,
+  );
+  assert.equal(res.interim, ["HTTP/1.1 100 Continue"]);
+  assert.is(res.status, 201, res.body);
+  assert.is(ctx.seen.length, 1);
+  assert.equal([ctx.seen[0]!.method, ctx.seen[0]!.body, ctx.seen[0]!.headers.expect], ["PATCH", body, undefined]);
+});
+
+Fwd("regression (edges): the request log records the upstream method and URL as sent, beside the accesses authorized", async (ctx) => {
+  const res = await raw(ctx, `GET ${SALES}/SalesOrders(1)?%24select=ID&$expand=Customer&x=a+b%2Bc HTTP/1.1`);
+  assert.is(res.status, 201, res.body);
+  const sent = `${UP}/SalesOrders(1)?$select=ID&$expand=Customer&x=a%20b%2Bc&sap-client=100`;
+  assert.is(ctx.seen[0]!.url, sent);
+  const entry = await logOf(ctx, res.headers["x-request-id"]!);
+  assert.equal(
+    { accesses: entry.accesses, method: entry.upstreamMethod, url: entry.upstreamUrl, status: entry.upstreamStatus },
+    {
+      accesses: [
+        { entity: "SalesOrders", operation: "get" },
+        { entity: "Customers", operation: "get" },
+      ],
+      method: "GET",
+      url: `${ctx.origin}${sent}`,
+      status: 201,
+    },
+  );
+  // Refused requests record nothing as sent.
+  const denied = await raw(ctx, `GET ${SALES}/Customers HTTP/1.1`);
+  const deniedEntry = await logOf(ctx, denied.headers["x-request-id"]!);
+  assert.equal([deniedEntry.status, deniedEntry.upstreamMethod, deniedEntry.upstreamUrl], [403, "", ""]);
+});
+
+Fwd("only allowlisted client headers reach the back end; method and URL overrides, cookies and credentials never do", async (ctx) => {
+  const res = await raw(ctx, `POST ${SALES}/SalesOrders(1) HTTP/1.1`, [
+    "X-HTTP-Method: MERGE",
+    "X-HTTP-Method-Override: MERGE",
+    "X-Method-Override: DELETE",
+    "X-Original-URL: /erp/sap/other/Customers",
+    "X-Rewrite-URL: /erp/sap/other/Customers",
+    "Cookie: SAP_SESSIONID=client",
+    "Proxy-Authorization: Basic eDp5",
+    "sap-client: 200",
+    "X-Custom: 1",
+    "Accept: application/json",
+    "Prefer: return=minimal",
+    "OData-Version: 4.0",
+    "If-Match: W/\"1\"",
+    "Content-Type: application/json",
+    "Content-Length: 12",
+  ], '{"Note":"m"}');
+  assert.is(res.status, 201, res.body);
+  const seen = ctx.seen[0]!;
+  assert.equal([seen.method, seen.url, seen.body], ["MERGE", `${UP}/SalesOrders(1)?sap-client=100`, '{"Note":"m"}']);
+  const h = seen.headers;
+  for (const name of ["x-http-method", "x-http-method-override", "x-method-override", "x-original-url", "x-rewrite-url", "proxy-authorization", "sap-client", "x-custom", "expect"]) {
+    assert.is(h[name], undefined, name);
+  }
+  assert.equal(
+    [h.accept, h.prefer, h["odata-version"], h["if-match"], h["content-type"], h["content-length"]],
+    ["application/json", "return=minimal", "4.0", 'W/"1"', "application/json", "12"],
+  );
+  // erplink's own: back-end credentials, the CSRF session of the back end (not the client's cookie).
+  assert.is(h.authorization, `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`);
+  assert.equal([h["x-csrf-token"], h.cookie], ["tok-1", "SAP_SESSIONID=s1"]);
+});
+
+Fwd("a request Content-Encoding is refused (415): the back end would decode another body than the one analyzed", async (ctx) => {
+  assertEnvelope(
+    await raw(ctx, `PATCH ${SALES}/SalesOrders(1) HTTP/1.1`, ["Content-Type: application/json", "Content-Encoding: gzip", "Content-Length: 2"], "{}"),
+    415,
+    "UNSUPPORTED_MEDIA_TYPE",
+    "request bodies with a Content-Encoding are not supported: send them unencoded",
+  );
+  assert.is(ctx.seen.length, 0);
+});
+
+Fwd("the instance's sap_client goes on every upstream request ($metadata, CSRF fetch, data, $batch); a client's equal one is accepted once, another refused", async (ctx) => {
+  const ok = await raw(ctx, `PATCH ${SALES}/SalesOrders(1)?sap-client=100 HTTP/1.1`, ["Content-Type: application/json", "If-Match: *", "Content-Length: 2"], "{}");
+  assert.is(ok.status, 201, ok.body);
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?sap-client=200 HTTP/1.1`), 403, "FORBIDDEN", "query option 'sap-client' is not allowed: the instance decides it");
+  const batch = await ctx.world.app.inject({
+    method: "POST",
+    url: `${SALES}/$batch`,
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
+    payload: { requests: [{ id: "1", method: "GET", url: "SalesOrders(1)?sap-client=100" }] },
+  });
+  assert.is(batch.statusCode, 201, batch.body);
+  assert.equal(
+    ctx.all.map((s) => `${s.method} ${s.url}`),
+    [
+      `GET ${UP}/$metadata?sap-client=100`,
+      `GET ${UP}/?sap-client=100`,
+      `PATCH ${UP}/SalesOrders(1)?sap-client=100`,
+      `POST ${UP}/$batch?sap-client=100`,
+    ],
+  );
+  assert.equal(JSON.parse(ctx.all[3]!.body), { requests: [{ id: "1", method: "GET", url: "SalesOrders(1)" }] });
+});
+
+Fwd("X-Forwarded-Path names the client's path; URL headers under the back end's path are rewritten to erplink's, whichever origin they name", async (ctx) => {
+  const res = await raw(ctx, `GET ${SALES}/SalesOrders(7)?$select=ID HTTP/1.1`);
+  assert.is(res.status, 201, res.body);
+  const h = ctx.seen[0]!.headers;
+  assert.equal(
+    [h["x-forwarded-path"], h["x-forwarded-host"], h["x-forwarded-proto"], h.forwarded],
+    [`${SALES}/SalesOrders(7)`, `127.0.0.1:${ctx.port}`, "http", `for="127.0.0.1";proto=http;host="127.0.0.1:${ctx.port}"`],
+  );
+  const mine = `http://127.0.0.1:${ctx.port}${SALES}/SalesOrders(7)`;
+  // The client's origin with the back end's path (and its sap-client), the back end's origin, another origin.
+  assert.equal(
+    [res.headers.location, res.headers["content-location"], res.headers["odata-entityid"]],
+    [mine, mine, `https://elsewhere.example${UP}/SalesOrders(7)`],
+  );
+});
+
+Fwd("the SAP Cloud SDK's CSRF fetch (HEAD on the entity set with a trailing slash) is a list, forwarded without the slash", async (ctx) => {
+  const res = await raw(ctx, `HEAD ${SALES}/SalesOrders/ HTTP/1.1`, ["x-csrf-token: fetch"]);
+  assert.is(res.status, 201);
+  assert.equal([ctx.seen[0]!.method, ctx.seen[0]!.url, ctx.seen[0]!.headers["x-csrf-token"]], ["HEAD", `${UP}/SalesOrders?sap-client=100`, undefined]);
+  const entry = await logOf(ctx, res.headers["x-request-id"]!);
+  assert.equal(entry.accesses, [{ entity: "SalesOrders", operation: "list" }]);
+});
+
+Fwd("query values are written anew: '+' is a space (%20), %2B a plus, quotes and ';' encoded; custom options keep their names and order", async (ctx) => {
+  const res = await raw(ctx, `GET ${SALES}/SalesOrders?$filter=Note+eq+'a;b%2Bc'&sap-language=EN&flag&$top=2 HTTP/1.1`);
+  assert.is(res.status, 201, res.body);
+  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders?$filter=Note%20eq%20%27a%3Bb%2Bc%27&sap-language=EN&flag&$top=2&sap-client=100`);
+});
+
+Fwd("V2: the service document and tunnelled MERGE reach the mapped path; the V2 'search' option keeps its name", async (ctx) => {
+  const doc = await raw(ctx, `GET /odata/prod/SALES2 HTTP/1.1`);
+  assert.is(doc.status, 201, doc.body);
+  const search = await raw(ctx, `GET /odata/prod/SALES2/SalesOrderSet?search=abc&$inlinecount=allpages HTTP/1.1`);
+  assert.is(search.status, 201, search.body);
+  assert.equal(ctx.seen.map((s) => s.url), [`/erp/v2/ZSALES_SRV/?sap-client=100`, `/erp/v2/ZSALES_SRV/SalesOrderSet?search=abc&$inlinecount=allpages&sap-client=100`]);
+});
+
+Fwd.run();
