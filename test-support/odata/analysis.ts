@@ -32,3 +32,11 @@ export function withoutTarget(analysis: Analysis): Expected {
 export function ok(method: string, ...accesses: Access[]): Expected {
   return { kind: "access", accesses, effectiveMethod: method };
 }
+
+/**
+ * Time bound of the hostile-input tests: a guard against super-linear work,
+ * not a speed test (that is bench/'s business). Their inputs take well under
+ * 100 ms when the work is linear and seconds to minutes when it is not, so a
+ * bound this wide holds on a loaded CI machine and still fails on a blowup.
+ */
+export const LINEAR_BOUND_MS = 2_000;
