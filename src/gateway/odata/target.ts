@@ -24,7 +24,7 @@
  *
  * Pure: no I/O. Refusals are thrown as {@link Refusal} (`invalid`).
  */
-import { Refusal, excerpt, invalid, skipSingleQuoted } from "./syntax.js";
+import { excerpt, invalid, skipSingleQuoted } from "./syntax.js";
 
 /** One query option as forwarded: its name as written upstream and its decoded value. */
 export interface QueryOption {
@@ -170,15 +170,4 @@ export function sameTarget(a: Target, b: Target): boolean {
     a.query.length === b.query.length &&
     a.query.every((o, i) => o.name === b.query[i]!.name && o.value === b.query[i]!.value)
   );
-}
-
-/** Runs `fn`, turning a refusal into its message (for callers that report rather than throw). */
-export function refusalOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-    return undefined;
-  } catch (err) {
-    if (err instanceof Refusal) return err.message;
-    throw err;
-  }
 }
