@@ -22,7 +22,7 @@
  *   empty and dot segments. Query option names must be plain tokens
  *   (`[$]name`, `@alias`, `sap-language`).
  *
- * Pure: no I/O. Refusals are thrown as {@link Refusal} (`invalid`).
+ * Pure: no I/O. Refusals are thrown as `Refusal` (`invalid`, from `./syntax.ts`).
  */
 import { excerpt, invalid, skipSingleQuoted } from "./syntax.js";
 
