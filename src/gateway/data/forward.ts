@@ -88,7 +88,9 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   reply.code(res.status);
   reply.headers(clientResponseHeaders(res.headers, root, a.client));
   reply.headers({ "x-request-id": req.id, ...a.admission.headers });
-  await reply.send(res.body);
+  // Not awaited: the handler returns the reply, and Fastify streams the body
+  // (an upstream error mid-stream ends the connection; the status is sent).
+  reply.send(res.body);
 }
 
 /** An RFC 9110 quoted-string. */
