@@ -15,12 +15,15 @@
  * body than the one analyzed. JSON bodies are parsed strictly (duplicate
  * members refused) and must be UTF-8; a body of any type that parses as a
  * JSON object or array is analyzed as JSON, since some back ends (CAP) read
- * it so. The bytes forwarded are the bytes analyzed.
+ * it so, and one that reads as an Atom entry or feed as Atom (which entity
+ * writes refuse); JSON behind a byte order mark is refused (back ends
+ * disagree on whether the mark belongs to it). The bytes forwarded are the
+ * bytes analyzed.
  */
 import { GatewayError } from "../errors.js";
 import { analyzeBatch } from "../odata/batch.js";
 import { jsonValue, parseJson } from "../odata/json.js";
-import { isJsonType, isUtf8, parseMediaType } from "../odata/media-type.js";
+import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBody } from "../odata/media-type.js";
 import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
 import { Refusal } from "../odata/syntax.js";
 import type { Analyzed, CanonicalRequest, Resolved } from "./exchange.js";
@@ -122,7 +125,13 @@ function bodyOf(raw: Buffer | undefined, contentType: string | undefined): Reque
   if (raw === undefined) return undefined;
   const declared = isJsonType((contentType ?? "").split(";")[0]!.trim().toLowerCase());
   const other: RequestBody = { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
-  if (!declared && !/^\s*[[{]/.test(raw.subarray(0, 64).toString("latin1"))) return other;
+  const sniffed = sniffBody(raw.subarray(0, 1024).toString("latin1"));
+  if (sniffed === "json-behind-bom" || (declared && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf)) {
+    throw new GatewayError(400, "a request body that reads as JSON may not start with a byte order mark: back ends disagree on whether it belongs to the JSON");
+  }
+  // An Atom entry sent as something else is still read as one by some back ends.
+  if (!declared && sniffed === "atom") return { kind: "other", contentType: "application/atom+xml" };
+  if (!declared && sniffed !== "json") return other;
   let text: string;
   try {
     text = UTF8.decode(raw);
@@ -153,7 +162,6 @@ function bodyOf(raw: Buffer | undefined, contentType: string | undefined): Reque
   return { kind: "json", value };
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * The service-relative form of a URL a client wrote in a body (absolute, or

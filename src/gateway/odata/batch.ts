@@ -105,7 +105,7 @@ import type { ServiceModel } from "./metadata.js";
 import { AccessList, type Access } from "./query.js";
 import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
-import { TOKEN, isJsonType, isUtf8, parseMediaType, type MediaType } from "./media-type.js";
+import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, type MediaType } from "./media-type.js";
 import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted } from "./syntax.js";
 import { serializeTarget } from "./target.js";
 
@@ -696,7 +696,8 @@ function contentIdOf(mime: string | undefined, request: string | undefined): str
   return id;
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// Fatal, and a byte order mark kept: JSON behind one does not parse.
+const utf8 = UTF8;
 
 /** A part body: as the analyzer sees it, and as it is forwarded (latin1, one character per byte). */
 interface PartBody {
@@ -743,9 +744,13 @@ function bodyOf(text: string, raw: Buffer, range: Range, method: string, content
   if (/content-length: *[0-9]+$/i.test(forward)) invalid(`a non-JSON body in a multipart batch cannot end in 'content-length: <digits>'; ${NOT_ALONE}`);
   // CAP reads every part body as JSON, whatever its Content-Type: a body
   // that parses as a JSON object or array is analyzed as one, so that, say,
-  // a "media" create cannot carry a deep insert past the analyzer.
-  const looksJson = /^[ \t]*[[{]/.test(forward);
-  if (looksJson) {
+  // a "media" create cannot carry a deep insert past the analyzer; one that
+  // reads as Atom is analyzed as Atom; JSON behind a byte order mark is
+  // refused (back ends disagree on whether the mark belongs to it).
+  const sniffed = sniffBody(forward.slice(0, 1024));
+  if (sniffed === "json-behind-bom") invalid("a body that reads as JSON may not start with a byte order mark");
+  if (sniffed === "atom") return { body: { kind: "other", contentType: "application/atom+xml" }, forward };
+  if (sniffed === "json") {
     try {
       const value = jsonValue(parseJson(utf8.decode(raw.subarray(range[0], range[1])), "the request body"));
       return { body: { kind: "json", value }, forward };

@@ -72,3 +72,38 @@ export function isJsonType(type: string): boolean {
 export function isUtf8(charset: string): boolean {
   return /^utf-?8$/i.test(charset);
 }
+
+/**
+ * UTF-8 as bodies are read: malformed bytes are an error, and a byte order
+ * mark is kept (as U+FEFF), so that JSON behind one does not parse: back ends
+ * disagree on whether the mark belongs to the text.
+ */
+export const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** What a body's first bytes say it is, whatever its `Content-Type`. */
+export type Sniffed =
+  /** A JSON object or array: back ends such as CAP read it as JSON whatever the type. */
+  | "json"
+  /** JSON behind a UTF-8 byte order mark: some back ends strip the mark, others do not. */
+  | "json-behind-bom"
+  /** An Atom entry or feed: a back end may read it as an entity with inline entries and links. */
+  | "atom"
+  | undefined;
+
+// A UTF-8 byte order mark, as latin1 text.
+const BOM = "\u00ef\u00bb\u00bf";
+const JSON_START = /^[ \t\r\n]*[[{]/;
+const ATOM_START = /^[ \t\r\n]*(?:<\?xml[^>]{0,200}\?>[ \t\r\n]*)?(?:<!--[^]{0,500}?-->[ \t\r\n]*)*<(?:[A-Za-z_][\w.-]{0,63}:)?(?:entry|feed)[\s/>]/;
+
+/**
+ * Sniffs a body from its first bytes (`start`: up to 1 KiB of it as latin1,
+ * one character per byte), so that a body is analyzed as what a lenient back
+ * end would read it as, not only as what its `Content-Type` says.
+ */
+export function sniffBody(start: string): Sniffed {
+  const bom = start.startsWith(BOM);
+  const text = bom ? start.slice(BOM.length) : start;
+  if (JSON_START.test(text)) return bom ? "json-behind-bom" : "json";
+  if (ATOM_START.test(text)) return "atom";
+  return undefined;
+}

@@ -320,6 +320,7 @@ function analyze(input: RequestInput): Analysis {
 
   if (segments.length === 0) {
     if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on the service document`);
+    onlyOptions(query.options, ["format"], "the service document");
     return { kind: "metadata", ...forwardable };
   }
   const first = segments[0];
@@ -328,9 +329,11 @@ function analyze(input: RequestInput): Analysis {
       if (segments.length > 1) invalid(`${first} cannot be followed by another path segment`);
       if (first === "$batch") {
         if (method !== "POST") denied(`$batch requires POST, not ${method}`);
+        onlyOptions(query.options, [], "$batch");
         return { kind: "batch", ...forwardable };
       }
       if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on $metadata`);
+      onlyOptions(query.options, ["format", "schemaversion"], "$metadata");
       return { kind: "metadata", ...forwardable };
     }
     const name = first.split("(")[0];
@@ -372,6 +375,15 @@ function analyze(input: RequestInput): Analysis {
     ...(upsert ? { upsertEntitySet: state.hops[state.hops.length - 1] } : {}),
     ...(entityPath !== undefined ? { entityPath } : {}),
   };
+}
+
+/**
+ * Refuses system query options other than `allowed` on a resource that
+ * reads no entity data: they are not analyzed there, so none may reach the
+ * back end (custom options pass).
+ */
+function onlyOptions(options: ReadonlyMap<string, string>, allowed: readonly string[], what: string): void {
+  for (const name of options.keys()) if (!allowed.includes(name)) invalid(`system query option $${name} is not allowed on ${what}`);
 }
 
 /**

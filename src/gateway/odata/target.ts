@@ -9,8 +9,10 @@
  * The encoder is strict in both directions:
  * - **Data is encoded.** Inside a quoted literal (`'…'`, doubled quotes `''`
  *   kept as they are) every character but the RFC 3986 unreserved ones is
- *   percent-encoded (UTF-8), so a `\`, `#`, `/`, `?`, `%` or `;` in a key
- *   value is data to every parser. In query values, everything but the
+ *   percent-encoded (UTF-8), so a `%`, `;`, `&` or space in a key value is
+ *   data to every parser. The path's own delimiters (`/`, `\`, `#`, `?`) are
+ *   refused even there: a back end that decodes the whole path before
+ *   reading it would take them for structure, encoded or not. In query values, everything but the
  *   unreserved characters and `$ ( ) , / : @ * !` is encoded (`'`, `=`, `&`,
  *   `;`, `+`, space and `#` included), so no back end can split, join or
  *   end a value where erplink did not.
@@ -91,7 +93,7 @@ export function encodeSegment(segment: string): string {
     if (ch === "'") {
       const end = skipSingleQuoted(segment, i);
       if (end < 0) invalid(`unterminated string literal in path segment '${excerpt(segment)}'`);
-      out += `'${encodeLiteral(segment.slice(i + 1, end - 1))}'`;
+      out += `'${encodeLiteral(segment.slice(i + 1, end - 1), segment)}'`;
       i = end;
       continue;
     }
@@ -109,8 +111,15 @@ export function encodeSegment(segment: string): string {
   return out;
 }
 
-/** The inside of a single-quoted literal: `''` stays, everything else but unreserved characters is encoded. */
-function encodeLiteral(inner: string): string {
+// Delimiters of a URL's path: even encoded inside a literal, a back end that
+// decodes the path before reading it would take them for structure.
+const PATH_DELIMITERS = /[/\\#?]/;
+
+/**
+ * The inside of a single-quoted literal: `''` stays, everything else but
+ * unreserved characters is encoded; a path delimiter is refused.
+ */
+function encodeLiteral(inner: string, segment: string): string {
   let out = "";
   for (let i = 0; i < inner.length; ) {
     if (inner[i] === "'") {
@@ -120,6 +129,12 @@ function encodeLiteral(inner: string): string {
       continue;
     }
     const ch = String.fromCodePoint(inner.codePointAt(i)!);
+    if (PATH_DELIMITERS.test(ch)) {
+      invalid(
+        `character ${describe(ch)} in a quoted literal of path segment '${excerpt(segment)}' cannot be forwarded unambiguously ` +
+          "(a back end that decodes the path first would read it as structure): select by it with $filter instead",
+      );
+    }
     out += UNRESERVED.test(ch) ? ch : percentEncode(ch);
     i += ch.length;
   }

@@ -1,0 +1,912 @@
+/**
+ * Request generators of the forwarding fuzzer (fast-check arbitraries).
+ *
+ * A request is drawn as a *seed* of small numbers and strings, then built
+ * against the model (./model.ts): every number picks among what is valid at
+ * that point (an entity set, a navigation of the type reached, a key
+ * property, a query option that fits the type), so that most requests are
+ * well-formed OData that erplink would forward, and shrinking a number to 0
+ * means "the first, simplest choice". Adversarial material comes in three
+ * ways, anywhere in the request: inside string literals (keys, filter
+ * values), in the spelling and encoding of option names and values, and as
+ * raw fragments inserted into the finished target (`mutations`).
+ *
+ * Also `$batch` requests (multipart, with change sets, and JSON) whose part
+ * URLs come from the same generators, and hostile JSON texts for the JSON
+ * parser differential.
+ */
+import fc from "fast-check";
+import type { NavDef, ServiceDef, TypeDef, Universe, Version } from "./model.js";
+import { typesOf } from "./model.js";
+
+/** A request ready for the wire, with what the generator meant. */
+export interface FuzzCase {
+  readonly kind: "plain" | "batch-multipart" | "batch-json";
+  readonly instance: string;
+  readonly service: string;
+  readonly method: string;
+  /** The full request-target, raw (may hold anything the generators chose). */
+  readonly target: string;
+  /** Extra request headers (the harness adds the credentials and a request id). */
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body?: Buffer;
+}
+
+// ---------------------------------------------------------------- alphabets
+
+/** Raw fragments inserted anywhere in a target or literal. */
+export const ADVERSARIAL: readonly string[] = [
+  "\\", "#", "?", "%2F", "%2f", "%252F", "%2e%2e", "%2E%2E", "%5C", "%5c", "%255C", "%23", "%3F", "%26", "%3B", "%3D", "%00", "%25", "%2", "%",
+  "..", ".", "/..", "/../", "/./", "\\..\\", "..\\", "%2e%2e%2f", "..%2F", "..%5C", "%2e%2e%5c", "..;/", ".%2e/", "//", "/",
+  ";", "&", "&&", "+", "=", ",", " ", "%20", "\t", "%09", "\u00a0", "%C2%A0", "%A0", "\u3000", "%E3%80%80", "\u2028", "%E2%80%A8", "\ufeff", "%EF%BB%BF",
+  "'", "''", "%27", "%2527", '"', "(", ")", "%28", "%29", "@p", "@", "$", "*", "%24", "\u0001", "%01", "%7F", "%0D%0A", "é", "%C3%A9", "%C0%AF", "%FF",
+  "~", "!", "$count", "$value", "$ref", "$batch", "$metadata", "$root", "$crossjoin", "$all", "$entity", "$apply",
+];
+
+/** Characters that may stand inside a quoted literal as written by a client. */
+const LITERAL_PIECES: readonly string[] = ["a", "b", "1", "x", "O", "Neil", "EUR", "C1", " ", "-", "_"];
+
+/** Entity sets, navigations and other services' roots of a universe: what an attack would aim at. */
+function aims(u: Universe): { sets: string[]; navs: string[]; roots: string[] } {
+  const sets = new Set<string>();
+  const navs = new Set<string>();
+  for (const def of Object.values(u.services)) {
+    for (const s of Object.keys(def.sets)) sets.add(s);
+    for (const t of def.types) for (const n of Object.keys(t.navs)) navs.add(n);
+  }
+  const roots = new Set<string>();
+  for (const i of u.instances) for (const s of Object.values(i.services)) roots.add(s.path);
+  return { sets: [...sets], navs: [...navs], roots: [...roots] };
+}
+
+/** Attack snippets aimed at the universe's names: walks out of the key, out of the service, into the query. */
+export function snippets(u: Universe): string[] {
+  const { sets, navs, roots } = aims(u);
+  const out: string[] = [];
+  for (const s of sets) {
+    out.push(`\\..\\${s}#`, `\\..\\${s}`, `/../${s}`, `%2F..%2F${s}`, `%5C..%5C${s}`, `/..%2F${s}`, `#/../${s}`, `%2e%2e/${s}`, `..%5C${s}%23`);
+    for (const r of roots) out.push(`\\..\\..\\${r}\\${s}#`, `%5C..%5C..%5C${r}%5C${s}%23`, `/../../${r}/${s}`, `%2F..%2F..%2F${r}%2F${s}`);
+  }
+  for (const n of navs) {
+    out.push(
+      `?$expand=${n}`, `&$expand=${n}`, `;$expand=${n}`, `%26$expand=${n}`, `&%20$expand=${n}`, `&expand=${n}`, `&$EXPAND=${n}`,
+      `&%24expand=${n}`, `&\u00a0$expand=${n}`, `&%C2%A0$expand=${n}`, `&$expand%20=${n}`, `&+$expand=${n}`, `#&$expand=${n}`, `&%E3%80%80expand=${n}`,
+      `&$filter=${n}/any()`, `&$select=${n}`, `/${n}`, `%2F${n}`, `\\${n}`, `&$expand=*`, `;$expand=*`, `&%20$expand=*`,
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- seeds
+
+/** A literal's text and how it is written into the URL. */
+export interface LiteralSeed {
+  readonly text: string;
+  /** 0 minimal, 1 `+` for spaces, 2 encodeURIComponent, 3 raw, 4 double-encoded. */
+  readonly enc: number;
+}
+
+interface KeySeed {
+  /** 0 unnamed, 1 named, 2 named in reverse order, 3 key as segment, 4 parameter alias. */
+  readonly form: number;
+  readonly values: readonly LiteralSeed[];
+}
+
+interface StepSeed {
+  readonly pick: number;
+  readonly key: KeySeed | null;
+}
+
+interface PathSeed {
+  readonly set: number;
+  readonly key: KeySeed | null;
+  readonly steps: readonly StepSeed[];
+  /** 0 as declared, 1 lower case, 2 upper case (only the first segment). */
+  readonly caseVariant: number;
+}
+
+interface OptionSeed {
+  readonly kind: number;
+  readonly picks: readonly number[];
+  /** Index into NAME_VARIANTS. */
+  readonly name: number;
+  /** 0 minimal, 1 `+` for spaces, 2 encodeURIComponent, 3 raw, 4 double-encoded. */
+  readonly enc: number;
+  readonly literal: LiteralSeed;
+}
+
+interface MutationSeed {
+  /** 0 path, 1 query, 2 anywhere after the service, 3 anywhere (service segment included). */
+  readonly zone: number;
+  readonly at: number;
+  readonly fragment: string;
+  /** 0 insert, 1 replace one character, 2 percent-encode the character there (3 twice). */
+  readonly mode: number;
+}
+
+interface BodySeed {
+  /** 0 none, 1 entity, 2 deep insert, 3 bind, 4 hostile JSON, 5 media bytes, 6 Atom/XML, 7 JSON-looking text. */
+  readonly kind: number;
+  readonly pick: number;
+  /** Index into CONTENT_TYPES. */
+  readonly contentType: number;
+  readonly literal: LiteralSeed;
+}
+
+interface RequestSeed {
+  readonly path: PathSeed;
+  readonly options: readonly OptionSeed[];
+  /** 0 `&`, 1 `;`, 2 `&&`. */
+  readonly separator: number;
+  readonly method: number;
+  readonly body: BodySeed;
+  readonly headers: readonly number[];
+  readonly mutations: readonly MutationSeed[];
+}
+
+interface BatchSeed {
+  /** 0 multipart, 1 multipart with a change set for writes, 2 JSON. */
+  readonly format: number;
+  readonly parts: readonly RequestSeed[];
+  /** Per part: 0 relative, 1 absolute path, 2 absolute URL, 3 `$<id>` reference to the previous part. */
+  readonly urlForms: readonly number[];
+  /** Mutations of the outer `$batch` target. */
+  readonly outer: readonly MutationSeed[];
+}
+
+/** A whole case: instance, service and either a plain request or a batch. */
+export interface CaseSeed {
+  readonly instance: number;
+  /** 0..7 the first service (the one the key may use), 8 another. */
+  readonly service: number;
+  readonly request: RequestSeed;
+  readonly batch: BatchSeed | null;
+}
+
+const NAME_VARIANTS: readonly ((n: string) => string)[] = [
+  (n) => `$${n}`,
+  (n) => `$${n}`,
+  (n) => `$${n}`,
+  (n) => `$${n.toUpperCase()}`,
+  (n) => n,
+  (n) => `%24${n}`,
+  (n) => `%20$${n}`,
+  (n) => `$${n}%20`,
+  (n) => `+$${n}`,
+  (n) => ` $${n}`,
+  (n) => `%C2%A0$${n}`,
+  (n) => `\u00a0$${n}`,
+  (n) => `%E3%80%80$${n}`,
+  (n) => `%E2%80%A8$${n}`,
+  (n) => `%09$${n}`,
+  (n) => `%EF%BB%BF$${n}`,
+  (n) => `$${n.slice(0, -1)}%${n.charCodeAt(n.length - 1).toString(16)}`,
+  (n) => `$${n[0]!.toUpperCase()}${n.slice(1)}`,
+  (n) => `%2524${n}`,
+  (n) => `${n.toUpperCase()}%00`,
+];
+
+/** Custom query options: harmless ones, and SAP's tenant, debug and session switches. */
+const CUSTOM_NAMES: readonly string[] = ["foo", "sap-language", "x", "sap-client", "sap-client", "sap-ds-debug", "sap-contextid-accept"];
+const CUSTOM_VALUES: readonly (string | undefined)[] = [undefined, "100", "200", "true", "header"];
+const CUSTOM_NAME_VARIANTS: readonly ((n: string) => string)[] = [
+  (n) => n,
+  (n) => n,
+  (n) => n.toUpperCase(),
+  (n) => `%20${n}`,
+  (n) => `${n}%20`,
+  (n) => `+${n}`,
+  (n) => `%C2%A0${n}`,
+  (n) => n.replace("-", "%2D"),
+  (n) => `$${n}`,
+  (n) => `${n}%00`,
+];
+
+const CONTENT_TYPES: readonly (string | undefined)[] = [
+  "application/json",
+  "application/json",
+  "application/json;charset=utf-8",
+  "application/json;odata.metadata=minimal",
+  undefined,
+  "text/plain",
+  "application/octet-stream",
+  "application/atom+xml",
+  "application/json; charset=utf-7",
+  "application/x-www-form-urlencoded",
+];
+
+/** How text is written into the URL: mostly as a careful client would, sometimes encoded more, rarely raw or twice. */
+const encoding = fc.oneof(
+  { withCrossShrink: true },
+  { weight: 12, arbitrary: fc.constant(0) },
+  { weight: 2, arbitrary: fc.constant(1) },
+  { weight: 3, arbitrary: fc.constant(2) },
+  { weight: 1, arbitrary: fc.constant(3) },
+  { weight: 2, arbitrary: fc.constant(4) },
+);
+
+/**
+ * A few of something, mostly none or one: up to `max` slots, each empty with
+ * weight `empty` against 1. Shrinking empties slots one by one (and drops them).
+ */
+function few<T>(arb: fc.Arbitrary<T>, max: number, empty = 1): fc.Arbitrary<T[]> {
+  return fc
+    .array(fc.oneof({ withCrossShrink: true }, { weight: empty, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: arb }), { maxLength: max })
+    .map((items) => items.filter((x): x is Exclude<typeof x, null> => x !== null) as T[]);
+}
+
+const literalText = fc
+  .array(
+    fc.oneof(
+      { withCrossShrink: true },
+      { weight: 6, arbitrary: fc.constantFrom(...LITERAL_PIECES) },
+      { weight: 3, arbitrary: fc.constantFrom(...ADVERSARIAL) },
+    ),
+    { maxLength: 4 },
+  )
+  .map((a) => a.join(""));
+
+function literalSeed(u: Universe): fc.Arbitrary<LiteralSeed> {
+  const snip = snippets(u);
+  return fc.record({
+    text: fc.oneof({ withCrossShrink: true }, { weight: 5, arbitrary: literalText }, { weight: 2, arbitrary: fc.constantFrom(...snip) }),
+    enc: encoding,
+  });
+}
+
+function mutationSeed(u: Universe): fc.Arbitrary<MutationSeed> {
+  const snip = snippets(u);
+  return fc.record({
+    zone: fc.oneof({ withCrossShrink: true }, { weight: 10, arbitrary: fc.nat(2) }, { weight: 1, arbitrary: fc.constant(3) }),
+    at: fc.nat(200),
+    fragment: fc.oneof({ withCrossShrink: true }, { weight: 3, arbitrary: fc.constantFrom(...ADVERSARIAL) }, { weight: 2, arbitrary: fc.constantFrom(...snip) }),
+    mode: fc.oneof({ withCrossShrink: true }, { weight: 8, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constant(1) }, { weight: 2, arbitrary: fc.constantFrom(2, 3) }),
+  });
+}
+
+function keySeed(u: Universe): fc.Arbitrary<KeySeed> {
+  return fc.record({
+    form: fc.oneof({ withCrossShrink: true }, { weight: 6, arbitrary: fc.constantFrom(0, 1) }, { weight: 2, arbitrary: fc.constantFrom(2, 3, 4) }),
+    values: fc.array(literalSeed(u), { minLength: 2, maxLength: 2 }),
+  });
+}
+
+function requestSeed(u: Universe, batchPart = false): fc.Arbitrary<RequestSeed> {
+  return fc.record({
+    path: fc.record({
+      set: fc.nat(99),
+      key: fc.option(keySeed(u), { freq: 2 }),
+      steps: fc.array(fc.record({ pick: fc.nat(99), key: fc.option(keySeed(u), { freq: 3 }) }), { maxLength: 3 }),
+      caseVariant: fc.oneof({ withCrossShrink: true }, { weight: 12, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constantFrom(1, 2) }),
+    }),
+    options: few(
+      fc.record({
+        kind: fc.nat(99),
+        picks: fc.array(fc.nat(99), { minLength: 4, maxLength: 4 }),
+        name: fc.oneof({ withCrossShrink: true }, { weight: 10, arbitrary: fc.constant(0) }, { weight: 6, arbitrary: fc.nat(NAME_VARIANTS.length - 1) }),
+        enc: encoding,
+        literal: literalSeed(u),
+      }),
+      4,
+    ),
+    separator: fc.oneof({ withCrossShrink: true }, { weight: 12, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constantFrom(1, 2) }),
+    method: fc.nat(99),
+    body: fc.record({
+      kind: fc.oneof(
+        { withCrossShrink: true },
+        { weight: 1, arbitrary: fc.constant(0) },
+        { weight: 6, arbitrary: fc.constant(1) },
+        { weight: 2, arbitrary: fc.constantFrom(2, 3) },
+        { weight: 2, arbitrary: fc.constantFrom(4, 5, 6, 7) },
+      ),
+      pick: fc.nat(99),
+      contentType: fc.oneof({ withCrossShrink: true }, { weight: 8, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.nat(CONTENT_TYPES.length - 1) }),
+      literal: literalSeed(u),
+    }),
+    headers: few(fc.nat(99), 2, 2),
+    mutations: few(mutationSeed(u), batchPart ? 2 : 3, 3),
+  });
+}
+
+/** Seeds of whole cases: mostly plain requests, about one in eight a `$batch`. */
+export function caseSeed(u: Universe): fc.Arbitrary<CaseSeed> {
+  return fc.record({
+    instance: fc.nat(u.instances.length - 1),
+    service: fc.oneof({ withCrossShrink: true }, { weight: 40, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constant(8) }),
+    request: requestSeed(u),
+    batch: fc.oneof(
+      { withCrossShrink: true },
+      { weight: 7, arbitrary: fc.constant(null) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          format: fc.nat(2),
+          parts: fc.array(requestSeed(u, true), { minLength: 1, maxLength: 3 }),
+          urlForms: fc.array(fc.nat(3), { minLength: 3, maxLength: 3 }),
+          outer: fc.array(mutationSeed(u), { maxLength: 1 }),
+        }),
+      },
+    ),
+  });
+}
+
+// ---------------------------------------------------------------- building
+
+/** The types of a service as a version serves them, with helpers. */
+class TypeIndex {
+  readonly types = new Map<string, TypeDef>();
+  constructor(
+    readonly def: ServiceDef,
+    readonly version: Version,
+    readonly granted: ReadonlySet<string>,
+  ) {
+    for (const t of typesOf(def, version)) this.types.set(t.name, t);
+  }
+  members(t: TypeDef): { props: [string, string][]; navs: [string, NavDef][]; key: readonly string[] } {
+    const props: [string, string][] = [];
+    const navs: [string, NavDef][] = [];
+    let key: readonly string[] = [];
+    for (let at: TypeDef | undefined = t; at !== undefined; at = at.base ? this.types.get(at.base) : undefined) {
+      props.push(...Object.entries(at.props).filter(([, k]) => this.version === "4.0" || k !== "strings"));
+      navs.push(...Object.entries(at.navs));
+      if (key.length === 0) key = at.key;
+    }
+    return { props, navs, key };
+  }
+  derived(t: TypeDef): TypeDef[] {
+    return [...this.types.values()].filter((x) => x.base === t.name);
+  }
+}
+
+const pick = <T>(items: readonly T[], n: number): T => items[n % items.length]!;
+
+/** Writes text into a URL the way `enc` says. */
+export function encodeText(text: string, enc: number): string {
+  switch (enc % 5) {
+    case 0:
+      // What a careful client writes: only what cannot stand raw is encoded.
+      return text.replace(/[^A-Za-z0-9\-._~!$'()*,;:@/?=+&%\\#]/gu, (c) => encodeURIComponent(c)).replace(/[ #&+]/g, (c) => encodeURIComponent(c));
+    case 1:
+      return encodeURIComponent(text).replace(/%20/g, "+").replace(/%27/g, "'").replace(/%28/g, "(").replace(/%29/g, ")");
+    case 2:
+      return encodeURIComponent(text);
+    case 3:
+      return text;
+    default:
+      return encodeURIComponent(encodeURIComponent(text));
+  }
+}
+
+function literal(kind: string, seed: LiteralSeed): string {
+  if (kind === "int") {
+    const digits = seed.text.replace(/[^0-9]/g, "");
+    return digits === "" ? String(seed.text.length + 1) : digits.slice(0, 6);
+  }
+  if (kind === "decimal") return `${seed.text.length}.5`;
+  return `'${encodeText(seed.text.replaceAll("'", "''"), seed.enc)}'`;
+}
+
+function samplesOf(def: ServiceDef, set: string): readonly (readonly string[])[] | undefined {
+  return def.samples?.[set];
+}
+
+/** A key predicate (or key segment) for a type, written as a path suffix. */
+function keyText(idx: TypeIndex, t: TypeDef, set: string, seed: KeySeed, aliases: string[]): { suffix: string; segment?: string } {
+  const { props, key } = idx.members(t);
+  const kinds = key.map((k) => props.find(([n]) => n === k)?.[1] ?? "string");
+  const sample = samplesOf(idx.def, set);
+  const values = key.map((_, i) => {
+    const lit = seed.values[i % seed.values.length]!;
+    // A known key half of the time (real back ends then answer 200), else a generated one.
+    if (sample !== undefined && lit.text.length % 2 === 0) return sample[lit.enc % sample.length]![i]!;
+    return literal(kinds[i]!, lit);
+  });
+  switch (seed.form % 5) {
+    case 0:
+      return { suffix: key.length === 1 ? `(${values[0]})` : `(${key.map((k, i) => `${k}=${values[i]}`).join(",")})` };
+    case 1:
+      return { suffix: `(${key.map((k, i) => `${k}=${values[i]}`).join(",")})` };
+    case 2:
+      return { suffix: `(${key.map((k, i) => `${k}=${values[i]}`).reverse().join(",")})` };
+    case 3:
+      return key.length === 1 ? { suffix: "", segment: values[0]!.replace(/^'(.*)'$/, "$1") } : { suffix: `(${key.map((k, i) => `${k}=${values[i]}`).join(",")})` };
+    default: {
+      const names = key.map((k, i) => `@k${aliases.length + i}`);
+      key.forEach((_, i) => aliases.push(`${names[i]}=${values[i]}`));
+      return { suffix: key.length === 1 ? `(${names[0]})` : `(${key.map((k, i) => `${k}=${names[i]}`).join(",")})` };
+    }
+  }
+}
+
+interface Built {
+  /** Path below the service root, no leading slash. */
+  path: string;
+  /** Query pairs, each already written `name=value` (or `name`). */
+  pairs: string[];
+  method: string;
+  headers: [string, string][];
+  body?: Buffer;
+  /** The entity type reached (for bodies). */
+  type: TypeDef | undefined;
+  shape: "collection" | "entity" | "other";
+}
+
+const METHODS: readonly (readonly [string, string | undefined])[] = [
+  ...Array.from({ length: 14 }, () => ["GET", undefined] as const),
+  ["HEAD", undefined],
+  ["POST", undefined],
+  ["POST", undefined],
+  ["PATCH", undefined],
+  ["PATCH", undefined],
+  ["PUT", undefined],
+  ["DELETE", undefined],
+  ["DELETE", undefined],
+  ["MERGE", undefined],
+  ["POST", "PATCH"],
+  ["POST", "MERGE"],
+  ["POST", "DELETE"],
+  ["POST", "PUT"],
+  ["OPTIONS", undefined],
+  ["GET", "DELETE"],
+];
+
+function buildPath(idx: TypeIndex, seed: PathSeed, aliases: string[]): { path: string; type: TypeDef | undefined; shape: Built["shape"]; set: string } {
+  // Sets the key may use come up three times as often: their requests are the ones erplink forwards.
+  const sets = Object.keys(idx.def.sets).flatMap((s) => (idx.granted.has(s) ? [s, s, s] : [s]));
+  const set = pick(sets, seed.set);
+  let type = idx.types.get(idx.def.sets[set]!)!;
+  let first = seed.caseVariant === 1 ? set.toLowerCase() : seed.caseVariant === 2 ? set.toUpperCase() : set;
+  const segments: string[] = [];
+  const st: { shape: Built["shape"] } = { shape: "collection" };
+  let currentSet = set;
+  if (seed.key !== null) {
+    const k = keyText(idx, type, set, seed.key, aliases);
+    first += k.suffix;
+    segments.push(first);
+    if (k.segment !== undefined) segments.push(k.segment);
+    st.shape = "entity";
+  } else {
+    segments.push(first);
+  }
+  for (const step of seed.steps) {
+    if (st.shape === "other") break;
+    const { props, navs } = idx.members(type);
+    const options: (() => void)[] = [];
+    if (st.shape === "collection") {
+      options.push(() => {
+        segments.push("$count");
+        st.shape = "other";
+      });
+      if (step.key !== null) {
+        options.push(() => {
+          const k = keyText(idx, type, currentSet, step.key!, aliases);
+          if (k.suffix === "") segments.push(k.segment!);
+          else segments[segments.length - 1] += k.suffix;
+          st.shape = "entity";
+        });
+      }
+      if (idx.version === "4.0") {
+        for (const op of idx.def.ops.filter((o) => o.collection && o.binding === type.name)) {
+          options.push(() => {
+            segments.push(`${idx.def.namespace}.${op.name}()`);
+            st.shape = "other";
+          });
+        }
+      }
+    } else {
+      for (const [name, nav] of navs) {
+        options.push(() => {
+          segments.push(name + (nav.many && step.key !== null ? keyText(idx, idx.types.get(nav.type)!, nav.target, step.key, aliases).suffix : ""));
+          type = idx.types.get(nav.type)!;
+          currentSet = nav.target;
+          st.shape = nav.many && step.key === null ? "collection" : "entity";
+        });
+      }
+      for (const [name, kind] of props) {
+        options.push(() => {
+          segments.push(name);
+          if (kind === "address") segments.push("City");
+          if (kind !== "strings" && step.pick % 3 === 0) segments.push("$value");
+          st.shape = "other";
+        });
+      }
+      options.push(() => {
+        segments.push("$ref");
+        st.shape = "other";
+      });
+      options.push(() => {
+        segments.push(step.pick % 2 === 0 ? "$value" : "$count");
+        st.shape = "other";
+      });
+      if (idx.version === "2.0") {
+        for (const [name] of navs) {
+          options.push(() => {
+            segments.push("$links", name);
+            st.shape = "other";
+          });
+        }
+      } else {
+        for (const op of idx.def.ops.filter((o) => !o.collection && o.binding === type.name)) {
+          options.push(() => {
+            segments.push(`${idx.def.namespace}.${op.name}${op.kind === "function" ? "()" : ""}`);
+            st.shape = "other";
+          });
+        }
+      }
+    }
+    for (const d of idx.derived(type)) {
+      options.push(() => {
+        segments.push(`${idx.def.namespace}.${d.name}`);
+        type = d;
+      });
+    }
+    pick(options, step.pick)();
+  }
+  return { path: segments.join("/"), type, shape: st.shape, set: currentSet };
+}
+
+function expressionText(idx: TypeIndex, t: TypeDef, picks: readonly number[], lit: LiteralSeed, aliases: string[]): string {
+  const { props, navs } = idx.members(t);
+  const prims = props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const [pn, pk] = pick(prims, picks[1]!);
+  const value = literal(pk, lit);
+  const one = navs.filter(([, n]) => !n.many);
+  const many = navs.filter(([, n]) => n.many);
+  const forms: (() => string)[] = [
+    () => `${pn} eq ${value}`,
+    () => `${pn} ne ${value} and ${pn} eq ${value}`,
+    () => `contains(${pn},${value.startsWith("'") ? value : `'${value}'`})`,
+    () => {
+      aliases.push(`@a${aliases.length}=${value}`);
+      return `${pn} eq @a${aliases.length - 1}`;
+    },
+  ];
+  for (const [nn, nav] of one) {
+    const target = idx.types.get(nav.type)!;
+    const [tp] = pick(idx.members(target).props, picks[2]!);
+    forms.push(() => `${nn}/${tp} eq ${value}`);
+  }
+  for (const [nn, nav] of many) {
+    const target = idx.types.get(nav.type)!;
+    const [tp] = pick(idx.members(target).props, picks[2]!);
+    forms.push(() => `${nn}/any(d:d/${tp} eq ${value})`);
+    forms.push(() => `${nn}/$count gt 0`);
+  }
+  return pick(forms, picks[0]!)();
+}
+
+function expandText(idx: TypeIndex, t: TypeDef, picks: readonly number[], lit: LiteralSeed, aliases: string[], depth = 0): string {
+  const { navs, props } = idx.members(t);
+  if (navs.length === 0) return "*";
+  const [nn, nav] = pick(navs, picks[0]!);
+  const target = idx.types.get(nav.type)!;
+  const forms: (() => string)[] = [
+    () => nn,
+    () => "*",
+    () => `${nn}/$ref`,
+    () => `${nn}($select=${pick(idx.members(target).props, picks[1]!)[0]})`,
+    () => `${nn}($levels=${picks[1]! % 2 === 0 ? "2" : "max"})`,
+    () => `${nn}($filter=${expressionText(idx, target, picks.slice(1), lit, aliases)})`,
+    () => `${nn}($top=1;$expand=${depth < 2 ? expandText(idx, target, [picks[1]!, picks[2]!, picks[3]!, picks[0]!], lit, aliases, depth + 1) : "*"})`,
+    () => `${nn},${pick(navs, picks[1]!)[0]}`,
+  ];
+  if (idx.version === "2.0") {
+    const [n2] = pick(idx.members(target).navs.length > 0 ? idx.members(target).navs : [[pick(props, 0)[0], nav] as [string, NavDef]], picks[1]!);
+    forms.push(() => `${nn}/${n2}`);
+  }
+  for (const d of idx.derived(t)) {
+    const dn = Object.keys(d.navs);
+    if (dn.length > 0) forms.push(() => `${idx.def.namespace}.${d.name}/${pick(dn, picks[1]!)}`);
+  }
+  return pick(forms, picks[2]!)();
+}
+
+function selectText(idx: TypeIndex, t: TypeDef, picks: readonly number[]): string {
+  const { props, navs } = idx.members(t);
+  const forms: (() => string)[] = [() => pick(props, picks[0]!)[0], () => `${pick(props, picks[0]!)[0]},${pick(props, picks[1]!)[0]}`, () => "*"];
+  for (const [nn, nav] of navs) {
+    forms.push(() => nn);
+    forms.push(() => `${nn}/${pick(idx.members(idx.types.get(nav.type)!).props, picks[1]!)[0]}`);
+  }
+  return pick(forms, picks[2]!)();
+}
+
+function optionPair(idx: TypeIndex, t: TypeDef | undefined, seed: OptionSeed, aliases: string[]): string {
+  const named = (name: string, value: string) => `${pick(NAME_VARIANTS, seed.name)(name)}=${encodeText(value, seed.enc)}`;
+  const kinds: (() => string)[] = [];
+  if (t !== undefined) {
+    kinds.push(
+      () => named("expand", expandText(idx, t, seed.picks, seed.literal, aliases)),
+      () => named("expand", expandText(idx, t, seed.picks, seed.literal, aliases)),
+      () => named("filter", expressionText(idx, t, seed.picks, seed.literal, aliases)),
+      () => named("filter", expressionText(idx, t, seed.picks, seed.literal, aliases)),
+      () => named("select", selectText(idx, t, seed.picks)),
+      () => named("orderby", `${selectText(idx, t, seed.picks).split(",")[0]}${seed.picks[3]! % 2 === 0 ? " desc" : ""}`),
+    );
+  }
+  kinds.push(
+    () => named("top", String(seed.picks[0]! % 5)),
+    () => named("skip", String(seed.picks[0]! % 3)),
+    () => named(idx.version === "2.0" ? "inlinecount" : "count", idx.version === "2.0" ? "allpages" : "true"),
+    () => named("format", "json"),
+    () => named("search", seed.literal.text),
+    () => `${pick(CUSTOM_NAME_VARIANTS, seed.name)(pick(CUSTOM_NAMES, seed.picks[0]!))}=${encodeText(pick(CUSTOM_VALUES, seed.picks[1]!) ?? seed.literal.text, seed.enc)}`,
+    () => `@p=${encodeText(`'${seed.literal.text.replaceAll("'", "''")}'`, seed.enc)}`,
+  );
+  return pick(kinds, seed.kind)();
+}
+
+function entityBody(idx: TypeIndex, t: TypeDef | undefined, seed: BodySeed): string | Buffer | undefined {
+  const members = t === undefined ? { props: [["Note", "string"]] as [string, string][], navs: [] as [string, NavDef][] } : idx.members(t);
+  const prims = members.props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const [pn, pk] = prims.length > 0 ? pick(prims, seed.pick) : ["Note", "string"];
+  const value = pk === "string" ? JSON.stringify(seed.literal.text) : String(seed.literal.text.length);
+  const nav = members.navs.length > 0 ? pick(members.navs, seed.pick) : undefined;
+  switch (seed.kind % 8) {
+    case 0:
+      return undefined;
+    case 1:
+      return `{"${pn}":${value}}`;
+    case 2:
+      if (nav === undefined) return `{"${pn}":${value}}`;
+      return nav[1].many ? `{"${pn}":${value},"${nav[0]}":[{"${pn}":${value}}]}` : `{"${nav[0]}":{"${pn}":${value}}}`;
+    case 3: {
+      if (nav === undefined) return `{"${pn}":${value}}`;
+      const ref = `${nav[1].target}('${seed.literal.text.replaceAll("'", "''").replaceAll('"', "")}')`;
+      return nav[1].many ? `{"${nav[0]}@odata.bind":[${JSON.stringify(ref)}]}` : `{"${nav[0]}@odata.bind":${JSON.stringify(ref)}}`;
+    }
+    case 4:
+      return pick(
+        [
+          `{"${pn}":${value},"${pn}":${value}}`,
+          `\ufeff{"${pn}":${value}}`,
+          `\ufeff{"${nav?.[0] ?? pn}":{"${pn}":${value}}}`,
+          `{"__proto__":{"${nav?.[0] ?? pn}":{}},"${pn}":${value}}`,
+          `{"${pn}":${value}} {"${nav?.[0] ?? pn}":{}}`,
+          `{"${pn}":"\\ud800"}`,
+          `{"${nav?.[0] ?? pn}":${"[".repeat(70)}${"]".repeat(70)}}`,
+          `{"${pn}":1e999}`,
+          `{"${pn}\\u0000":1}`,
+        ],
+        seed.pick,
+      );
+    case 5:
+      return Buffer.from([0x25, 0x50, 0x44, 0x46, 0x2d, 0x31, 0x0a, 0x00, 0xff, seed.pick]);
+    case 6:
+      return `<entry xmlns="http://www.w3.org/2005/Atom"><link rel="http://schemas.microsoft.com/ado/2007/08/dataservices/related/${nav?.[0] ?? "X"}"/><content/></entry>`;
+    default:
+      // JSON behind a prefix a back end may skip and a content sniffer may not (white space, a BOM, Unicode spaces).
+      return `${pick(JSON_PREFIXES, seed.literal.text.length)}{"${nav?.[0] ?? pn}":{"${pn}":${value}}}`;
+  }
+}
+
+const JSON_PREFIXES: readonly string[] = [" ", "\ufeff", "\t\n", "\u00a0", "\u2028", "\r\n", "", "\u3000", "\ufeff "];
+
+/** Content types of bodies that are not declared JSON (media, Atom, JSON-looking text). */
+const UNDECLARED_TYPES: readonly (string | undefined)[] = [
+  "text/plain",
+  "application/octet-stream",
+  "image/png",
+  undefined,
+  "application/atom+xml",
+  "application/jsonx",
+  "text/json",
+];
+
+const EXTRA_HEADERS: readonly (readonly [string, string])[] = [
+  ["If-Match", "*"],
+  ["If-Match", ""],
+  ["If-None-Match", "*"],
+  ["Prefer", "return=minimal"],
+  ["Accept", "application/json"],
+  ["Content-ID", "1"],
+  ["OData-Version", "4.01"],
+  ["sap-client", "200"],
+  ["SAP-Client", "100"],
+  ["sap-contextid-accept", "header"],
+];
+
+/** Builds one request (below the service root) from its seed. */
+function buildRequest(idx: TypeIndex, seed: RequestSeed): Built {
+  const aliases: string[] = [];
+  const p = buildPath(idx, seed.path, aliases);
+  const [method, tunnel] = pick(METHODS, seed.method);
+  const headers: [string, string][] = [];
+  if (tunnel !== undefined) headers.push([seed.method % 2 === 0 ? "X-HTTP-Method" : "X-HTTP-Method-Override", tunnel]);
+  for (const h of seed.headers) {
+    const header = pick(EXTRA_HEADERS, h);
+    if (!headers.some(([n]) => n.toLowerCase() === header[0].toLowerCase())) headers.push([header[0], header[1]]);
+  }
+  const optionType = p.shape === "other" && !p.path.endsWith("$count") ? undefined : p.type;
+  const pairs = seed.options.map((o) => optionPair(idx, optionType, o, aliases));
+  pairs.push(...aliases);
+  const writes = method !== "GET" && method !== "HEAD" && method !== "DELETE" && method !== "OPTIONS";
+  // Reads and deletes rarely carry a body; writes usually do.
+  const wantBody = writes ? seed.body.kind !== 0 : seed.body.kind === 7 && seed.body.pick % 3 === 0;
+  let body: Buffer | undefined;
+  if (wantBody) {
+    const b = entityBody(idx, p.type, seed.body);
+    if (b !== undefined) {
+      body = typeof b === "string" ? Buffer.from(b, "utf8") : b;
+      // Media, Atom and JSON-looking bodies mostly come undeclared; the rest mostly as JSON.
+      const ct = seed.body.kind % 8 >= 5 && seed.body.contentType % 3 !== 2 ? pick(UNDECLARED_TYPES, seed.body.pick) : pick(CONTENT_TYPES, seed.body.contentType);
+      if (ct !== undefined) headers.push(["Content-Type", ct]);
+    }
+  }
+  return { path: p.path, pairs, method, headers, ...(body ? { body } : {}), type: p.type, shape: p.shape };
+}
+
+/** Applies mutations to a target (positions taken modulo the zone's length). */
+function mutate(target: string, zones: { path: [number, number]; query: [number, number]; after: number }, mutations: readonly MutationSeed[]): string {
+  let out = target;
+  for (const m of mutations) {
+    const [from, to] =
+      m.zone === 0 ? zones.path : m.zone === 1 ? zones.query : m.zone === 2 ? [zones.after, out.length] : [0, out.length];
+    const lo = Math.min(from, out.length);
+    const hi = Math.max(lo, Math.min(to + (out.length - target.length), out.length));
+    const at = lo + (m.at % (hi - lo + 1));
+    switch (m.mode) {
+      case 0:
+        out = out.slice(0, at) + m.fragment + out.slice(at);
+        break;
+      case 1:
+        out = out.slice(0, at) + m.fragment + out.slice(at + 1);
+        break;
+      default: {
+        const c = out[at];
+        if (c === undefined) break;
+        const once = `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`;
+        const code = c.charCodeAt(0) < 0x80 ? (m.mode === 3 ? `%25${once.slice(1)}` : once) : encodeURIComponent(c);
+        out = out.slice(0, at) + code + out.slice(at + 1);
+      }
+    }
+  }
+  return out;
+}
+
+const SEPARATORS = ["&", ";", "&&"];
+
+/** Builds a case from its seed. */
+export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
+  const instance = pick(u.instances, seed.instance);
+  const serviceNames = Object.keys(instance.services);
+  const service = seed.service >= 8 && serviceNames.length > 1 ? serviceNames[1]! : serviceNames[0]!;
+  const idx = new TypeIndex(u.services[service]!, instance.services[service]!.version, new Set(Object.keys(u.grants[service] ?? {})));
+  const prefix = `/odata/${instance.name}/${service}/`;
+
+  if (seed.batch === null) {
+    const b = buildRequest(idx, seed.request);
+    const query = b.pairs.length > 0 ? `?${b.pairs.join(pick(SEPARATORS, seed.request.separator))}` : "";
+    const plain = `${prefix}${b.path}${query}`;
+    const target = mutate(
+      plain,
+      { path: [prefix.length, prefix.length + b.path.length], query: [prefix.length + b.path.length, plain.length], after: prefix.length },
+      seed.request.mutations,
+    );
+    return { kind: "plain", instance: instance.name, service, method: b.method, target, headers: b.headers, ...(b.body ? { body: b.body } : {}) };
+  }
+
+  const batch = seed.batch;
+  const clientRoot = `/odata/${instance.name}/${service}`;
+  const parts = batch.parts.map((p, i) => {
+    const b = buildRequest(idx, p);
+    const query = b.pairs.length > 0 ? `?${b.pairs.join(pick(SEPARATORS, p.separator))}` : "";
+    let url = mutate(`${b.path}${query}`, { path: [0, b.path.length], query: [b.path.length, b.path.length + query.length], after: 0 }, p.mutations);
+    switch (pick(batch.urlForms, i) % 4) {
+      case 1:
+        url = `${clientRoot}/${url}`;
+        break;
+      case 2:
+        url = `http://localhost${clientRoot}/${url}`;
+        break;
+      case 3:
+        if (i > 0) url = `$${i}/${url.replace(/^[^/?]*\/?/, "")}`;
+        break;
+    }
+    const method = b.method === "OPTIONS" ? "GET" : b.method;
+    return { ...b, method, url, id: String(i + 1) };
+  });
+  const outerTarget = mutate(`${clientRoot}/$batch`, { path: [clientRoot.length, clientRoot.length + 7], query: [clientRoot.length + 7, clientRoot.length + 7], after: clientRoot.length }, batch.outer);
+  if (batch.format === 2) {
+    const requests = parts.map((p) => {
+      const headers: Record<string, string> = {};
+      for (const [n, v] of p.headers) headers[n.toLowerCase()] = v;
+      const r: Record<string, unknown> = { id: p.id, method: p.method, url: p.url };
+      if (Object.keys(headers).length > 0) r.headers = headers;
+      if (p.body !== undefined) {
+        const text = p.body.toString("utf8");
+        try {
+          r.body = JSON.parse(text);
+        } catch {
+          r.body = text;
+        }
+      }
+      if (p.url.startsWith("$")) r.dependsOn = [String(Number(p.id) - 1)];
+      return r;
+    });
+    return {
+      kind: "batch-json",
+      instance: instance.name,
+      service,
+      method: "POST",
+      target: outerTarget,
+      headers: [["Content-Type", "application/json"]],
+      body: Buffer.from(JSON.stringify({ requests }), "utf8"),
+    };
+  }
+  const httpPart = (p: (typeof parts)[number], withId: boolean) => {
+    const lines = ["Content-Type: application/http", "Content-Transfer-Encoding: binary", ...(withId ? [`Content-ID: ${p.id}`] : []), "", `${p.method} ${p.url} HTTP/1.1`];
+    for (const [n, v] of p.headers) lines.push(`${n}: ${v}`);
+    lines.push("", p.body?.toString("latin1") ?? "");
+    return lines.join("\r\n");
+  };
+  const writes = parts.filter((p) => p.method !== "GET" && p.method !== "HEAD");
+  const reads = parts.filter((p) => p.method === "GET" || p.method === "HEAD");
+  const chunks: string[] = [];
+  if (batch.format === 1 && writes.length > 0) {
+    for (const r of reads) chunks.push(httpPart(r, false));
+    chunks.push(
+      ["Content-Type: multipart/mixed; boundary=changeset_fz", "", ...writes.map((w) => `--changeset_fz\r\n${httpPart(w, true)}`), "--changeset_fz--", ""].join("\r\n"),
+    );
+  } else {
+    for (const p of parts) chunks.push(httpPart(p, false));
+  }
+  const body = `${chunks.map((c) => `--batch_fz\r\n${c}\r\n`).join("")}--batch_fz--\r\n`;
+  return {
+    kind: "batch-multipart",
+    instance: instance.name,
+    service,
+    method: "POST",
+    target: outerTarget,
+    headers: [["Content-Type", "multipart/mixed; boundary=batch_fz"]],
+    body: Buffer.from(body, "latin1"),
+  };
+}
+
+/** Cases of a universe: seeds built into requests (shrinking works on the seeds). */
+export function fuzzCase(u: Universe): fc.Arbitrary<{ seed: CaseSeed; case: FuzzCase }> {
+  return caseSeed(u).map((seed) => ({ seed, case: buildCase(u, seed) }));
+}
+
+// ---------------------------------------------------------------- hostile JSON
+
+/** Hostile JSON texts: duplicates, `__proto__`, deep nesting, BOM, lone surrogates, big numbers, odd white space. */
+export function hostileJson(): fc.Arbitrary<string> {
+  const ws = fc.constantFrom("", " ", "\t", "\n", "\r\n", "\u00a0", "\u2028", "\ufeff", "\u000b", "\u000c", "\u3000");
+  const key = fc.oneof(
+    fc.constantFrom("a", "b", "__proto__", "constructor", "toString", "", "\\u0061", "a\\u0000", "\\ud800", "\\udc00x", "\u00e9", "e\\u0301", "__proto__\\u0000"),
+    fc.string({ maxLength: 4 }),
+  );
+  const number = fc.oneof(
+    fc.constantFrom("0", "-0", "1e999", "-1e999", "9007199254740993", "1.0", "1E2", "0.1e-400", "01", "1.", ".5", "+1", "0x10", "NaN", "Infinity", "1e+2", "-"),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map(String),
+    fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
+  );
+  const stringLit = fc.oneof(
+    fc.constantFrom('"x"', '"\\ud800"', '"\\udc00"', '"\\ud800\\udc00"', '"\ud800"', '"\\u0000"', '"\\/"', '"\\x41"', '"\t"', '"\\u00e9"', "'x'", '"a\nb"', '"\\U0041"'),
+    fc.string({ maxLength: 6 }).map((s) => JSON.stringify(s)),
+  );
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      number,
+      stringLit,
+      fc.constantFrom("true", "false", "null", "True", "nul", "undefined"),
+      fc.tuple(ws, fc.array(tie("value"), { maxLength: 3 }), ws).map(([a, items, b]) => `[${a}${items.join(",")}${b}]`),
+      fc
+        .tuple(ws, fc.array(fc.tuple(key, ws, tie("value")), { maxLength: 3 }), fc.boolean())
+        .map(([a, members, dup]) => {
+          const written = members.map(([k, w, v]) => `${JSON.stringify(k).replace(/\\\\u/g, "\\u")}${w}:${v}`);
+          if (dup && written.length > 0) written.push(written[0]!);
+          return `{${a}${written.join(",")}}`;
+        }),
+    ),
+  }));
+  const deep = fc.tuple(fc.integer({ min: 30, max: 140 }), fc.constantFrom("[", '{"a":')).map(([n, open]) => `${open.repeat(n)}1${(open === "[" ? "]" : "}").repeat(n)}`);
+  return fc.oneof(
+    { withCrossShrink: true },
+    { weight: 8, arbitrary: fc.tuple(ws, value, ws).map(([a, v, b]) => `${a}${v}${b}`) },
+    { weight: 1, arbitrary: deep },
+    { weight: 1, arbitrary: fc.tuple(value, fc.constantFrom("", " ", "x", ",", "}", "\u0000", "/* c */", "\n{}")).map(([v, tail]) => `${v}${tail}`) },
+  );
+}

@@ -1,0 +1,1178 @@
+/**
+ * The fuzzer's oracle: what a back end may do with a request it received,
+ * under several independent readings of the request line, computed from the
+ * model's plain description (./model.ts) and never from erplink's analyzer.
+ *
+ * Interpretations of the request-target:
+ * - `whatwg`: `new URL(target, base)` (backslash is a slash, dot segments
+ *   resolved, `#…` cut); path segments percent-decoded one by one; the
+ *   query split on `&`, `+` as space, names and values decoded.
+ * - `legacy`: Node's `url.parse` (backslashes before `?` turned into
+ *   slashes, `#…` cut, dot segments kept) and `querystring` decoding.
+ * - `lenient`: a forgiving back end: the whole path percent-decoded first,
+ *   then `\` read as `/`, cut at `#`, dot segments resolved; the query
+ *   split on `&` and `;`, `+` as space, option names trimmed (Unicode
+ *   spaces, controls and BOM included), case-folded, `$` optional.
+ * - `double` (only with `ERPLINK_FUZZ_DOUBLE_DECODE=1`): `lenient` after the
+ *   target was percent-decoded once more (a back end behind a decoding proxy).
+ * In every reading, OData names (entity sets, properties, navigations,
+ * casts, bound operations) match case-insensitively, system query options
+ * with or without `$` and in any case (OData 4.01), and a `$batch` body is
+ * read leniently: every `METHOD url HTTP/x` line anywhere in it is a request
+ * (multipart), or every member of `requests` (JSON), each part URL read
+ * under the same interpretation against the service root.
+ *
+ * What counts as touched (conservative):
+ * - every entity set the resource path navigates through is read (`get`);
+ *   the target gets the method's operation (`list`/`get` for reads, `create`
+ *   for POST to a collection, `update` for PATCH/PUT/MERGE/POST to an entity
+ *   or property, `delete`; PUT and PATCH without `If-Match` also `create`
+ *   (upsert); a tunnel (`X-HTTP-Method`, `-Override`) counts as both methods);
+ * - every navigation in `$expand` (nested, `*`, `$levels` to a fixed point),
+ *   `$select`, and every navigation name outside string literals in
+ *   `$filter`, `$orderby`, `$compute` and the aliases they use, wherever
+ *   that name is declared; `$root/`, `$apply`, and path segments `$crossjoin`,
+ *   `$all`, `$entity`, `$each`, `$query` count as touching anything;
+ * - in entity bodies: a nested object or array under a navigation is a
+ *   create (and an update for PUT/PATCH/MERGE) of its target; binds,
+ *   `@odata.id` and `__metadata.uri` read the entity they name;
+ * - text the oracle cannot resolve where a back end could still act on it
+ *   (a malformed path segment, a path that goes on after an unknown name, an
+ *   unbalanced `$expand`/`$select`/`$filter`, a non-JSON entity body, a
+ *   bind it cannot place) counts as touching every entity set and
+ *   navigation target it names, string literals included, with every read
+ *   and (in the path and body) every operation the method could mean;
+ * - a name that is well-formed but unknown at its place in a parsed
+ *   `$expand`/`$select` item reaches nothing (the back end cannot resolve
+ *   it either); an entity set's name alone in an expression reaches nothing.
+ * Also reported: SAP client (tenant), debug or session switches
+ * (`sap-client`, `sap-ds-debug`, `sap-contextid-accept`, read trimmed and
+ * case-folded) other than the instance's own.
+ */
+import querystring from "node:querystring";
+import url from "node:url";
+import type { NavDef, ServiceDef, TypeDef, Universe, Version } from "./model.js";
+import { rootPath, typesOf } from "./model.js";
+
+/** One (entity set, operation) pair a reading of the request touches, with why. */
+export interface Touch {
+  readonly entitySet: string;
+  readonly operation: string;
+  readonly why: string;
+  /** Set when it comes from text the oracle could not resolve (a name mentioned), not from a resolved reading. */
+  readonly mentioned?: true;
+}
+
+/** What one interpretation makes of a received request. */
+export interface Reading {
+  readonly interpretation: string;
+  /** How it read the target: decoded path segments and query pairs. */
+  readonly seen: string;
+  /** Undefined when the request stays inside the service root; else why not. */
+  readonly escape?: string;
+  readonly touches: readonly Touch[];
+  /** Reasons why the request may touch anything at all. */
+  readonly anything: readonly string[];
+  /** SAP client (tenant), debug or session choices the request makes that are not the instance's. */
+  readonly switches: readonly string[];
+}
+
+/** The request as a back end received it. */
+export interface ReceivedRequest {
+  readonly method: string;
+  readonly target: string;
+  /** Lower-case names. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: Buffer;
+}
+
+/** Where the request was authorized: the instance's service root on the upstream. */
+export interface RootOf {
+  readonly instance: string;
+  readonly service: string;
+}
+
+// ---------------------------------------------------------------- names
+
+const SPACES = /^[\s\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u0085\u0000-\u001f\u007f]+|[\s\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u0085\u0000-\u001f\u007f]+$/gu;
+
+/** `s` without leading and trailing white space of any kind (Unicode spaces, controls, BOM). */
+export function trimAll(s: string): string {
+  return s.replace(SPACES, "");
+}
+
+const SYSTEM_OPTIONS = new Set([
+  "filter", "expand", "select", "orderby", "top", "skip", "count", "inlinecount", "search", "format", "skiptoken",
+  "deltatoken", "apply", "compute", "index", "schemaversion", "id", "levels",
+]);
+
+/** A service as one version serves it, with name lookups. */
+export class ServiceView {
+  readonly types = new Map<string, TypeDef>();
+  readonly sets = new Map<string, string>();
+  /** Navigation name (lower case) -> every definition of that name. */
+  readonly navsByName = new Map<string, { name: string; nav: NavDef }[]>();
+  /** Entity set name (lower case) -> name. */
+  readonly setsByLower = new Map<string, string>();
+
+  constructor(
+    readonly def: ServiceDef,
+    readonly version: Version,
+  ) {
+    for (const t of typesOf(def, version)) this.types.set(t.name, t);
+    for (const [set, type] of Object.entries(def.sets)) {
+      this.sets.set(set, type);
+      this.setsByLower.set(set.toLowerCase(), set);
+    }
+    for (const t of this.types.values()) {
+      for (const [name, nav] of Object.entries(t.navs)) {
+        const list = this.navsByName.get(name.toLowerCase()) ?? [];
+        list.push({ name, nav });
+        this.navsByName.set(name.toLowerCase(), list);
+      }
+    }
+  }
+
+  /** The entity set of a name (exact, then case-insensitive). */
+  set(name: string): string | undefined {
+    return this.sets.has(name) ? name : this.setsByLower.get(name.toLowerCase());
+  }
+
+  /** Properties and navigations of a type, its base types' included. */
+  members(type: TypeDef): { props: Record<string, string>; navs: Record<string, NavDef> } {
+    const props: Record<string, string> = {};
+    const navs: Record<string, NavDef> = {};
+    for (let t: TypeDef | undefined = type, depth = 0; t !== undefined && depth < 8; t = t.base ? this.types.get(t.base) : undefined, depth++) {
+      Object.assign(props, t.props);
+      Object.assign(navs, t.navs);
+    }
+    return { props, navs };
+  }
+
+  /** Types derived from `type` (transitively), for casts; with itself. */
+  family(type: TypeDef): TypeDef[] {
+    const out = [type];
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const t of this.types.values()) {
+        if (t.base !== undefined && !out.includes(t) && out.some((o) => o.name === t.base)) {
+          out.push(t);
+          changed = true;
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Every navigation of a type and the types derived from it (what `*` or a cast may reach). */
+  allNavs(type: TypeDef): [string, NavDef][] {
+    const out: [string, NavDef][] = [];
+    for (const t of this.family(type)) for (const e of Object.entries(this.members(t).navs)) out.push(e);
+    return out;
+  }
+
+  typeOfSet(set: string): TypeDef | undefined {
+    const t = this.sets.get(set);
+    return t === undefined ? undefined : this.types.get(t);
+  }
+
+  /** A member of a type by name (exact, then case-insensitive), casts and bound operations excluded. */
+  member(type: TypeDef, name: string): { kind: "nav"; name: string; nav: NavDef } | { kind: "prop"; name: string; prop: string } | undefined {
+    const { props, navs } = this.members(type);
+    const find = <T>(rec: Record<string, T>): [string, T] | undefined => {
+      if (Object.hasOwn(rec, name)) return [name, rec[name]!];
+      const lower = name.toLowerCase();
+      return Object.entries(rec).find(([k]) => k.toLowerCase() === lower);
+    };
+    const nav = find(navs);
+    if (nav) return { kind: "nav", name: nav[0], nav: nav[1] };
+    const prop = find(props);
+    if (prop) return { kind: "prop", name: prop[0], prop: prop[1] };
+    return undefined;
+  }
+
+  /** A qualified name: a cast to a type of the family of `type`, a bound operation, or nothing. */
+  qualified(type: TypeDef | undefined, name: string): { kind: "cast"; type: TypeDef } | { kind: "function" | "action"; collection: boolean } | undefined {
+    const dot = name.lastIndexOf(".");
+    if (dot < 0) return undefined;
+    const ns = name.slice(0, dot).toLowerCase();
+    const local = name.slice(dot + 1).toLowerCase();
+    if (ns !== this.def.namespace.toLowerCase()) return undefined;
+    if (type !== undefined) {
+      const cast = this.family(type).find((t) => t.name.toLowerCase() === local);
+      if (cast) return { kind: "cast", type: cast };
+    }
+    if (this.version !== "4.0") return undefined;
+    const op = this.def.ops.find((o) => o.name.toLowerCase() === local);
+    return op ? { kind: op.kind, collection: op.collection } : undefined;
+  }
+}
+
+// ---------------------------------------------------------------- decoding
+
+/** WHATWG percent-decode: valid `%XX` become bytes, the rest stays; then UTF-8 with replacement. */
+export function percentDecode(s: string): string {
+  if (!s.includes("%")) return s;
+  const bytes: number[] = [];
+  const raw = Buffer.from(s, "utf8");
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i]!;
+    if (c === 0x25 && i + 2 < raw.length + 0 && /^[0-9A-Fa-f]{2}$/.test(String.fromCharCode(raw[i + 1] ?? 0, raw[i + 2] ?? 0))) {
+      bytes.push(parseInt(String.fromCharCode(raw[i + 1]!, raw[i + 2]!), 16));
+      i += 2;
+    } else {
+      bytes.push(c);
+    }
+  }
+  return Buffer.from(bytes).toString("utf8");
+}
+
+/** RFC 3986 §5.2.4 remove_dot_segments on an absolute path. */
+export function removeDotSegments(path: string): string {
+  const input = path.split("/");
+  const out: string[] = [];
+  for (let i = 0; i < input.length; i++) {
+    const seg = input[i]!;
+    const last = i === input.length - 1;
+    if (seg === ".") {
+      if (last) out.push("");
+      continue;
+    }
+    if (seg === "..") {
+      if (out.length > 1) out.pop();
+      if (last) out.push("");
+      continue;
+    }
+    out.push(seg);
+  }
+  const joined = out.join("/");
+  return joined.startsWith("/") ? joined : `/${joined}`;
+}
+
+interface Parsed {
+  /** Decoded path segments from the upstream's root ("" segments kept). */
+  readonly segments: string[];
+  /** Query pairs, decoded. */
+  readonly pairs: [string, string][];
+  /** Whether option names are trimmed before matching. */
+  readonly trimNames: boolean;
+}
+
+function splitPairs(query: string, separators: RegExp, decode: (s: string) => string): [string, string][] {
+  if (query === "") return [];
+  return query
+    .split(separators)
+    .filter((p) => p !== "")
+    .map((p) => {
+      const eq = p.indexOf("=");
+      const name = eq < 0 ? p : p.slice(0, eq);
+      const value = eq < 0 ? "" : p.slice(eq + 1);
+      return [decode(name.replaceAll("+", " ")), decode(value.replaceAll("+", " "))];
+    });
+}
+
+const INTERPRETATIONS: Record<string, (target: string) => Parsed | undefined> = {
+  whatwg(target) {
+    let u: URL;
+    try {
+      u = new URL(target, "http://upstream.invalid");
+    } catch {
+      return undefined;
+    }
+    return {
+      segments: u.pathname.split("/").slice(1).map(percentDecode),
+      pairs: splitPairs(u.search.replace(/^\?/, ""), /&/, percentDecode),
+      trimNames: false,
+    };
+  },
+  legacy(target) {
+    let p: url.UrlWithStringQuery;
+    try {
+      p = url.parse(target);
+    } catch {
+      return undefined;
+    }
+    const unescape = (s: string) => {
+      try {
+        return querystring.unescape(s);
+      } catch {
+        return s;
+      }
+    };
+    return {
+      segments: (p.pathname ?? "").split("/").slice(1).map(unescape),
+      pairs: splitPairs(p.query ?? "", /&/, unescape),
+      trimNames: false,
+    };
+  },
+  lenient(target) {
+    return lenient(target);
+  },
+};
+
+function lenient(target: string): Parsed {
+  const q = target.indexOf("?");
+  let path = percentDecode(q < 0 ? target : target.slice(0, q));
+  let query = q < 0 ? "" : target.slice(q + 1);
+  path = path.replaceAll("\\", "/");
+  const hash = path.indexOf("#");
+  if (hash >= 0) {
+    path = path.slice(0, hash);
+    query = "";
+  }
+  const qh = query.indexOf("#");
+  if (qh >= 0) query = query.slice(0, qh);
+  if (!path.startsWith("/")) path = `/${path}`;
+  path = removeDotSegments(path);
+  return { segments: path.split("/").slice(1), pairs: splitPairs(query, /[&;]/, percentDecode), trimNames: true };
+}
+
+/** The interpretations in force (names). */
+export function interpretations(): string[] {
+  const names = Object.keys(INTERPRETATIONS);
+  return process.env.ERPLINK_FUZZ_DOUBLE_DECODE === "1" ? [...names, "double"] : names;
+}
+
+function parseWith(name: string, target: string): Parsed | undefined {
+  if (name === "double") return lenient(percentDecode(target));
+  return INTERPRETATIONS[name]!(target);
+}
+
+// ---------------------------------------------------------------- lexing
+
+/** Index of the quote closing the `'…'` literal opening at `s[i]` (`''` is an escaped quote), or -1. */
+function literalEnd(s: string, i: number): number {
+  for (let j = i + 1; ; ) {
+    const close = s.indexOf("'", j);
+    if (close < 0 || s[close + 1] !== "'") return close;
+    j = close + 2;
+  }
+}
+
+/** Splits at top-level `sep` (outside `'…'` literals and brackets); undefined when unbalanced. */
+function splitTop(s: string, sep: string): string[] | undefined {
+  const parts: string[] = [];
+  let depth = 0;
+  let from = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === "'") {
+      const close = literalEnd(s, i);
+      if (close < 0) return undefined;
+      i = close;
+      continue;
+    }
+    if (c === "(" || c === "[" || c === "{") depth++;
+    else if (c === ")" || c === "]" || c === "}") {
+      depth--;
+      if (depth < 0) return undefined;
+    } else if (c === sep && depth === 0) {
+      parts.push(s.slice(from, i));
+      from = i + 1;
+    }
+  }
+  if (depth !== 0) return undefined;
+  parts.push(s.slice(from));
+  return parts;
+}
+
+/** `name(args)` with the closing parenthesis last; undefined when malformed. */
+function splitCall(s: string): { name: string; args?: string } | undefined {
+  const open = s.indexOf("(");
+  if (open < 0) return /['")]/.test(s) ? undefined : { name: s };
+  if (!s.endsWith(")")) return undefined;
+  const inner = s.slice(open + 1, -1);
+  if (splitTop(inner, ",") === undefined) return undefined;
+  return { name: s.slice(0, open), args: inner };
+}
+
+const IDENT = /[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]*/gu;
+/** System resources and constructs that can reach any entity set, as whole words (`$all`, not `$allx`). */
+const SPECIALS = /(?:^|[/\s(,=;&?])\$(?:crossjoin|all|entity|each|query|apply)(?![\p{L}\p{Nl}\p{Nd}_.])|\$root\s*\//giu;
+/** `$root/…` in an expression: a path from the service root, to any entity set. */
+const ROOT = /\$root\s*\//giu;
+
+/** Text with the `'…'` literals blanked; undefined when a literal is unterminated. */
+function withoutLiterals(s: string): string | undefined {
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] !== "'") {
+      out += s[i];
+      continue;
+    }
+    const close = literalEnd(s, i);
+    if (close < 0) return undefined;
+    out += " ".repeat(close - i + 1);
+    i = close;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- the reading
+
+/** Operations a method may mean on what it addresses. */
+function writeOps(method: string): string[] {
+  switch (method) {
+    case "GET":
+    case "HEAD":
+      return [];
+    case "POST":
+      return ["create", "update"];
+    case "PUT":
+    case "PATCH":
+    case "MERGE":
+      return ["update", "create"];
+    case "DELETE":
+      return ["delete", "update"];
+    default:
+      return ["create", "update", "delete"];
+  }
+}
+
+class Collector {
+  readonly touches: Touch[] = [];
+  readonly anything: string[] = [];
+  add(entitySet: string, operation: string, why: string, mentioned = false): void {
+    const at = this.touches.findIndex((t) => t.entitySet === entitySet && t.operation === operation);
+    // A resolved reading wins over a mere mention of the same pair.
+    if (at >= 0 && (mentioned || !this.touches[at]!.mentioned)) return;
+    const touch: Touch = { entitySet, operation, why, ...(mentioned ? { mentioned: true as const } : {}) };
+    if (at >= 0) this.touches[at] = touch;
+    else this.touches.push(touch);
+  }
+}
+
+interface Ctx {
+  readonly svc: ServiceView;
+  readonly out: Collector;
+  readonly methods: readonly string[];
+  readonly aliases: ReadonlyMap<string, string[]>;
+  readonly trimNames: boolean;
+  readonly universe: Universe;
+}
+
+/**
+ * Every entity set and navigation target `text` names, with every read and,
+ * for text of the resource path or body (`writes`), every operation the
+ * methods could mean.
+ */
+function mentions(ctx: Ctx, text: string, why: string, expandLike = false, writes = false): void {
+  for (const m of text.matchAll(SPECIALS)) ctx.out.anything.push(`${why}: '${m[0]}' in ${JSON.stringify(text.slice(0, 80))}`);
+  if (expandLike && text.includes("*")) {
+    for (const [, list] of ctx.svc.navsByName) for (const { nav } of list) ctx.out.add(nav.target, nav.many ? "list" : "get", `${why} (*)`, true);
+  }
+  const extra = writes ? ctx.methods.flatMap(writeOps) : [];
+  const ops = new Set(["list", "get", ...extra]);
+  for (const m of text.matchAll(IDENT)) {
+    const word = m[0];
+    const set = ctx.svc.set(word);
+    if (set !== undefined) for (const op of ops) ctx.out.add(set, op, `${why}: name '${word}'`, true);
+    for (const { nav } of ctx.svc.navsByName.get(word.toLowerCase()) ?? []) {
+      for (const op of new Set([nav.many ? "list" : "get", ...extra])) ctx.out.add(nav.target, op, `${why}: navigation '${word}'`, true);
+    }
+  }
+}
+
+/** A filter-like expression: every navigation or entity-set name outside literals is followed (reads). */
+function expression(ctx: Ctx, text: string, why: string, depth: number): void {
+  const bare = withoutLiterals(text);
+  if (bare === undefined) {
+    mentions(ctx, text, `${why} (unterminated literal)`);
+    return;
+  }
+  // In an expression only `$root` reaches beyond the current entity (the other specials are path segments).
+  for (const m of bare.matchAll(ROOT)) ctx.out.anything.push(`${why}: '${m[0]}'`);
+  for (const m of bare.matchAll(/@[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}_]*/gu)) {
+    const values = ctx.aliases.get(m[0].toLowerCase()) ?? [];
+    if (depth > 6) {
+      for (const v of values) mentions(ctx, v, `${why} alias ${m[0]}`);
+      continue;
+    }
+    for (const v of values) expression(ctx, v, `${why} alias ${m[0]}`, depth + 1);
+  }
+  for (const m of bare.matchAll(IDENT)) {
+    const word = m[0];
+    if (m.index! > 0 && bare[m.index! - 1] === "@") continue;
+    // An entity set's name alone reaches nothing in an expression (only after `$root/`, counted above).
+    for (const { nav } of ctx.svc.navsByName.get(word.toLowerCase()) ?? []) ctx.out.add(nav.target, nav.many ? "list" : "get", `${why}: navigation '${word}'`);
+  }
+}
+
+function canonical(ctx: Ctx, name: string): string {
+  const n = (ctx.trimNames ? trimAll(name) : name).toLowerCase();
+  return n.startsWith("$") ? n.slice(1) : n;
+}
+
+/** Nested options `a=b;c=d` of an `$expand`/`$select` item, applied at `type`. */
+function nestedOptions(ctx: Ctx, type: TypeDef, text: string, why: string, depth: number): boolean {
+  if (trimAll(text) === "") return true;
+  const parts = splitTop(text, ";");
+  if (parts === undefined) return false;
+  const options: [string, string][] = [];
+  for (const p of parts) {
+    const eq = p.indexOf("=");
+    if (eq < 0) return false;
+    options.push([p.slice(0, eq), p.slice(eq + 1)]);
+  }
+  applyOptions(ctx, type, options, why, depth + 1, true);
+  return true;
+}
+
+/** Walks an `$expand`/`$select` path from `type`; returns the type reached and whether it crossed a navigation. */
+function walkItem(ctx: Ctx, type: TypeDef, segs: readonly string[], why: string): { type: TypeDef; ok: boolean } {
+  let at = type;
+  for (const raw of segs) {
+    const seg = ctx.trimNames ? trimAll(raw) : raw.trim();
+    if (seg === "$ref" || seg === "$count" || seg === "*" || seg === "") continue;
+    const q = ctx.svc.qualified(at, seg);
+    if (q?.kind === "cast") {
+      at = q.type;
+      continue;
+    }
+    if (q !== undefined) continue;
+    const m = ctx.svc.member(at, seg);
+    if (m === undefined) {
+      // A derived type's navigation without the cast: lenient back ends may find it.
+      const derived = ctx.svc.allNavs(at).find(([n]) => n.toLowerCase() === seg.toLowerCase());
+      if (derived) {
+        ctx.out.add(derived[1].target, derived[1].many ? "list" : "get", `${why} ${seg}`);
+        at = ctx.svc.types.get(derived[1].type) ?? at;
+        continue;
+      }
+      return { type: at, ok: false };
+    }
+    if (m.kind === "prop") continue;
+    ctx.out.add(m.nav.target, m.nav.many ? "list" : "get", `${why} ${m.name}`);
+    at = ctx.svc.types.get(m.nav.type) ?? at;
+  }
+  return { type: at, ok: true };
+}
+
+/** Whether the first name of a path exists at `type` (without recording anything). */
+function walkable(ctx: Ctx, type: TypeDef, segs: readonly string[]): boolean {
+  const first = (ctx.trimNames ? trimAll(segs[0] ?? "") : (segs[0] ?? "").trim());
+  return ctx.svc.member(type, first) !== undefined || ctx.svc.qualified(type, first) !== undefined || ctx.svc.allNavs(type).some(([n]) => n.toLowerCase() === first.toLowerCase());
+}
+
+function expandOption(ctx: Ctx, type: TypeDef, text: string, why: string, depth: number): void {
+  if (depth > 12) {
+    mentions(ctx, text, `${why} (too deep)`, true);
+    return;
+  }
+  const items = splitTop(text, ",");
+  if (items === undefined) {
+    mentions(ctx, text, `${why} (unparsable)`, true);
+    return;
+  }
+  for (const rawItem of items) {
+    const item = ctx.trimNames ? trimAll(rawItem) : rawItem.trim();
+    if (item === "") continue;
+    const call = splitCall(item);
+    if (call === undefined) {
+      mentions(ctx, item, `${why} (unparsable item)`, true);
+      continue;
+    }
+    const segs = call.name.split("/");
+    const nested = call.args;
+    const levels = nested !== undefined && /\$?levels\s*=/i.test(nested);
+    let frontier: TypeDef[] = [type];
+    const seen = new Set<string>();
+    for (let round = 0; round < (levels ? 16 : 1) && frontier.length > 0; round++) {
+      const next: TypeDef[] = [];
+      for (const from of frontier) {
+        const targets: TypeDef[] = [];
+        // Repeating an item ($levels) stops quietly where the type reached lacks its path.
+        const quiet = round > 0;
+        if (segs[segs.length - 1] === "*") {
+          const prefix = walkItem(ctx, from, segs.slice(0, -1), `$expand`);
+          // An unknown name in a well-formed item reaches nothing: the back end cannot resolve it either.
+          if (!prefix.ok) continue;
+          for (const [name, nav] of ctx.svc.allNavs(prefix.type)) {
+            ctx.out.add(nav.target, nav.many ? "list" : "get", `${why} * -> ${name}`);
+            const t = ctx.svc.types.get(nav.type);
+            if (t) targets.push(t);
+          }
+        } else {
+          if (quiet && !walkable(ctx, from, segs)) continue;
+          const reached = walkItem(ctx, from, segs, why);
+          if (!reached.ok) continue;
+          targets.push(reached.type);
+        }
+        for (const t of targets) {
+          if (nested !== undefined && !nestedOptions(ctx, t, nested, `${why} ${call.name}(…)`, depth)) {
+            mentions(ctx, nested, `${why} (unparsable nested options)`, true);
+          }
+          if (!seen.has(t.name)) {
+            seen.add(t.name);
+            next.push(t);
+          }
+        }
+      }
+      frontier = next;
+    }
+  }
+}
+
+function selectOption(ctx: Ctx, type: TypeDef, text: string, why: string, depth: number): void {
+  const items = splitTop(text, ",");
+  if (items === undefined) {
+    mentions(ctx, text, `${why} (unparsable)`);
+    return;
+  }
+  for (const rawItem of items) {
+    const item = ctx.trimNames ? trimAll(rawItem) : rawItem.trim();
+    if (item === "") continue;
+    const call = splitCall(item);
+    if (call === undefined) {
+      mentions(ctx, item, `${why} (unparsable item)`);
+      continue;
+    }
+    const reached = walkItem(ctx, type, call.name.split("/"), why);
+    if (!reached.ok) continue;
+    if (call.args !== undefined && !nestedOptions(ctx, reached.type, call.args, `${why} ${call.name}(…)`, depth)) {
+      mentions(ctx, call.args, `${why} (unparsable nested options)`);
+    }
+  }
+}
+
+/** Applies system query options at `type` (the entity type the resource path reached). */
+function applyOptions(ctx: Ctx, type: TypeDef | undefined, options: readonly [string, string][], why: string, depth: number, nested: boolean): void {
+  for (const [rawName, value] of options) {
+    const name = canonical(ctx, rawName);
+    if (!SYSTEM_OPTIONS.has(name)) continue;
+    const label = `${nested ? `${why} ` : ""}$${name}`;
+    if (name === "apply") {
+      ctx.out.anything.push(`${label}: $apply can reach any entity set`);
+      continue;
+    }
+    if (type === undefined) {
+      if (["expand", "select", "filter", "orderby", "compute"].includes(name)) mentions(ctx, value, `${label} (no entity type here)`, name === "expand");
+      continue;
+    }
+    switch (name) {
+      case "expand":
+        expandOption(ctx, type, value, label, depth);
+        break;
+      case "select":
+        selectOption(ctx, type, value, label, depth);
+        break;
+      case "filter":
+      case "orderby":
+      case "compute":
+      case "search":
+        if (name !== "search") expression(ctx, value, label, 0);
+        break;
+      case "id":
+        idOption(ctx, value, label);
+        break;
+    }
+  }
+}
+
+/** `$id=<url>` (a `$ref` delete or `$entity`): the entity it names is read. */
+function idOption(ctx: Ctx, value: string, why: string): void {
+  const path = value.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").split("?")[0]!;
+  const segs = path.split("/").filter((s) => s !== "" && s !== "." && s !== "..");
+  const first = segs.find((s) => ctx.svc.set(splitCall(s)?.name ?? "") !== undefined);
+  if (first === undefined) {
+    mentions(ctx, value, `${why} (unresolved)`);
+    return;
+  }
+  ctx.out.add(ctx.svc.set(splitCall(first)!.name)!, "get", why);
+  mentions(ctx, segs.slice(segs.indexOf(first) + 1).join("/"), why);
+}
+
+/** Checks a key predicate's syntax (quotes balanced, `name=value` pairs or one value). */
+function keyOk(args: string): boolean {
+  const parts = splitTop(args, ",");
+  if (parts === undefined) return false;
+  return parts.every((p) => trimAll(p) !== "");
+}
+
+type Shape = "collection" | "entity" | "property" | "count" | "value" | "ref" | "function" | "action";
+
+/** What the resource path addresses: its accesses go to `ctx.out`; returns the entity type the options apply to. */
+interface PathResult {
+  readonly type: TypeDef | undefined;
+  readonly bodyType?: TypeDef | undefined;
+  /** Whether a body is an entity (or complex value) whose nested entities and binds count. */
+  readonly entityBody?: boolean;
+  readonly batch: boolean;
+  readonly metadata: boolean;
+}
+
+function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedRequest["headers"], body: Buffer, why: string): PathResult {
+  const svc = ctx.svc;
+  const parts = segs.filter((s, i) => s !== "" || i === 0).map((s) => (ctx.trimNames ? trimAll(s) : s));
+  if (parts.length === 0 || (parts.length === 1 && parts[0] === "")) {
+    if (ctx.methods.some((m) => m !== "GET" && m !== "HEAD")) mentions(ctx, body.toString("latin1"), `${why}: write to the service document`, false, true);
+    return { type: undefined, batch: false, metadata: true };
+  }
+  const rest = parts.filter((s) => s !== "");
+  const first = rest[0]!;
+  if (first.toLowerCase() === "$metadata") {
+    if (rest.length > 1) mentions(ctx, rest.slice(1).join("/"), `${why} after $metadata`, false, true);
+    return { type: undefined, batch: false, metadata: true };
+  }
+  if (first.toLowerCase() === "$batch") {
+    if (rest.length > 1) mentions(ctx, rest.slice(1).join("/"), `${why} after $batch`, false, true);
+    return { type: undefined, batch: true, metadata: false };
+  }
+  const call = splitCall(first);
+  const set = call === undefined ? undefined : svc.set(call.name);
+  if (call === undefined || set === undefined || (call.args !== undefined && !keyOk(call.args))) {
+    mentions(ctx, rest.join("/"), `${why} (unresolved first segment)`, false, true);
+    return { type: undefined, entityBody: true, batch: false, metadata: false };
+  }
+  const hops: string[] = [set];
+  let type = svc.typeOfSet(set)!;
+  let shape: Shape = call.args === undefined ? "collection" : "entity";
+  let optionsType: TypeDef | undefined = type;
+  let links = false;
+  let lastIsComplex = false;
+  let unresolved: string | undefined;
+  for (let i = 1; i < rest.length && unresolved === undefined; i++) {
+    const seg = rest[i]!;
+    const lower = seg.toLowerCase();
+    if (shape === "count" || shape === "value" || shape === "ref" || shape === "function" || shape === "action") {
+      unresolved = rest.slice(i).join("/");
+      break;
+    }
+    if (lower === "$count") {
+      shape = "count";
+      continue;
+    }
+    if (lower === "$value") {
+      shape = "value";
+      continue;
+    }
+    if (lower === "$ref") {
+      shape = "ref";
+      continue;
+    }
+    if (lower === "$links") {
+      links = true;
+      continue;
+    }
+    if (seg.startsWith("$")) {
+      ctx.out.anything.push(`${why}: path segment '${seg.slice(0, 40)}'`);
+      unresolved = rest.slice(i).join("/");
+      break;
+    }
+    const c = splitCall(seg);
+    if (c === undefined || (c.args !== undefined && !keyOk(c.args))) {
+      unresolved = rest.slice(i).join("/");
+      break;
+    }
+    const q = svc.qualified(type, c.name);
+    if (q !== undefined) {
+      if (q.kind === "cast") {
+        type = q.type;
+        optionsType = type;
+        if (c.args !== undefined) shape = "entity";
+        continue;
+      }
+      if (q.kind === "function") ctx.out.add(hops[hops.length - 1]!, q.collection || shape === "collection" ? "list" : "get", `${why}: bound function`);
+      shape = q.kind;
+      continue;
+    }
+    if (shape === "collection" && !links) {
+      // Key as segment: one entity of the same set. A name here is not valid
+      // OData; if it names a navigation, a lenient back end might follow it.
+      if (svc.member(type, c.name)?.kind === "nav") mentions(ctx, seg, `${why}: navigation name after a collection`, false, true);
+      shape = "entity";
+      continue;
+    }
+    const m = svc.member(type, c.name);
+    if (m === undefined) {
+      unresolved = rest.slice(i).join("/");
+      break;
+    }
+    if (m.kind === "prop") {
+      shape = "property";
+      optionsType = type;
+      lastIsComplex = m.prop === "address";
+      if (m.prop === "address") continue;
+      // A primitive property: only $value may follow.
+      const nextSeg = rest[i + 1];
+      if (nextSeg !== undefined && nextSeg.toLowerCase() !== "$value") {
+        unresolved = rest.slice(i + 1).join("/");
+        break;
+      }
+      continue;
+    }
+    hops.push(m.nav.target);
+    type = svc.types.get(m.nav.type) ?? type;
+    optionsType = type;
+    shape = m.nav.many && c.args === undefined ? "collection" : "entity";
+    if (links) {
+      links = false;
+      shape = "ref";
+    }
+  }
+  if (unresolved !== undefined) mentions(ctx, unresolved, `${why} (unresolved path)`, false, true);
+  for (let h = 0; h < hops.length - 1; h++) ctx.out.add(hops[h]!, "get", `${why}: navigated through`);
+  const target = hops[hops.length - 1]!;
+  const source = hops.length > 1 ? hops[hops.length - 2] : undefined;
+  const ifMatch = headers["if-match"];
+  const hasIfMatch = ifMatch !== undefined && String(ifMatch).trim() !== "";
+  for (const method of ctx.methods) {
+    const add = (op: string, what = target) => ctx.out.add(what, op, `${why}: ${method} ${shape}`);
+    if (method === "GET" || method === "HEAD") {
+      // A read never invokes an action (back ends refuse GET on one): it reads at most.
+      if (shape === "collection" || shape === "count") add("list");
+      else if (shape !== "function") add("get");
+      continue;
+    }
+    if (shape === "ref") {
+      if (source !== undefined) add("update", source);
+      add("get");
+      if (method === "PUT" || method === "POST" || method === "PATCH") mentions(ctx, body.toString("utf8"), `${why}: link target in the body`, false, true);
+      continue;
+    }
+    if (shape === "function") continue;
+    if (shape === "action") {
+      add("update");
+      continue;
+    }
+    if (shape === "property" || shape === "value") {
+      add("update");
+      continue;
+    }
+    if (shape === "count") {
+      add("list");
+      for (const op of writeOps(method)) add(op);
+      continue;
+    }
+    switch (method) {
+      case "POST":
+        add(shape === "collection" ? "create" : "update");
+        break;
+      case "PUT":
+      case "PATCH":
+        add("update");
+        if (shape === "collection" || !hasIfMatch) add("create");
+        break;
+      case "MERGE":
+        add("update");
+        break;
+      case "DELETE":
+        add("delete");
+        break;
+      default:
+        for (const op of writeOps(method)) add(op);
+    }
+  }
+  return {
+    type: shape === "function" || shape === "action" ? undefined : optionsType,
+    // Only an entity, a collection (create) or a complex property takes an entity-like body; a
+    // primitive value, `$value`, a count, a link or an operation's parameters do not name entities.
+    // Where the path could not be resolved, the body is read without a type (every structured member a mention).
+    bodyType: unresolved === undefined && (shape === "entity" || shape === "collection" || (shape === "property" && lastIsComplex)) ? optionsType : undefined,
+    entityBody: unresolved !== undefined || shape === "entity" || shape === "collection" || (shape === "property" && lastIsComplex),
+    batch: false,
+    metadata: false,
+  };
+}
+
+/** What a JSON (or other) entity body asks for beyond the resource path: deep inserts and binds. */
+function entityBody(ctx: Ctx, type: TypeDef | undefined, body: Buffer, why: string): void {
+  if (body.length === 0) return;
+  const text = body.toString("utf8").replace(/^\ufeff/, "");
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // Not JSON: whatever names it holds may be read by a lenient back end (Atom, XML).
+    if (/<|\{/.test(text)) mentions(ctx, text, `${why} (non-JSON body)`, false, true);
+    return;
+  }
+  const update = ctx.methods.some((m) => m === "PUT" || m === "PATCH" || m === "MERGE");
+  const walk = (v: unknown, at: TypeDef | undefined, depth: number): void => {
+    if (depth > 40) {
+      mentions(ctx, JSON.stringify(v), `${why} (deep body)`, false, true);
+      return;
+    }
+    if (Array.isArray(v)) {
+      for (const item of v) walk(item, at, depth + 1);
+      return;
+    }
+    if (v === null || typeof v !== "object") return;
+    for (const [key, member] of Object.entries(v as Record<string, unknown>)) {
+      const bind = /^(.*)@(?:odata\.)?bind$/i.exec(key);
+      if (bind) {
+        const nav = at === undefined ? undefined : ctx.svc.member(at, bind[1]!);
+        if (nav?.kind === "nav") ctx.out.add(nav.nav.target, "get", `${why}: bind ${key}`);
+        else mentions(ctx, bind[1]!, `${why}: bind ${key}`, false, true);
+        for (const ref of Array.isArray(member) ? member : [member]) if (typeof ref === "string") referenceUrl(ctx, ref, `${why}: bind ${key}`);
+        continue;
+      }
+      if (/^@(odata\.)?id$/i.test(key) && typeof member === "string") {
+        referenceUrl(ctx, member, `${why}: ${key}`);
+        continue;
+      }
+      if (key === "__metadata" && member !== null && typeof member === "object") {
+        const uri = (member as Record<string, unknown>).uri;
+        if (typeof uri === "string") referenceUrl(ctx, uri, `${why}: __metadata.uri`);
+        continue;
+      }
+      if (key.includes("@")) continue;
+      const m = at === undefined ? undefined : ctx.svc.member(at, key);
+      if (m?.kind === "nav" && member !== null && typeof member === "object") {
+        ctx.out.add(m.nav.target, "create", `${why}: nested ${m.name}`);
+        if (update) ctx.out.add(m.nav.target, "update", `${why}: nested ${m.name}`);
+        walk(member, ctx.svc.types.get(m.nav.type), depth + 1);
+        continue;
+      }
+      if (m === undefined && member !== null && typeof member === "object") {
+        // Unknown member holding structure: a name the model knows elsewhere may still be followed.
+        mentions(ctx, key, `${why}: unknown member`, false, true);
+        walk(member, undefined, depth + 1);
+      }
+    }
+  };
+  walk(value, type, 0);
+}
+
+/** A URL inside a body (bind, `@odata.id`): the entity it names is read. */
+function referenceUrl(ctx: Ctx, ref: string, why: string): void {
+  const path = ref.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").split(/[?#]/)[0]!;
+  const segs = path.split("/").filter((s) => s !== "");
+  // The entity set is the first segment after whatever root the URL names.
+  const idx = segs.findIndex((s) => ctx.svc.set(splitCall(s)?.name ?? "") !== undefined);
+  if (idx < 0) {
+    if (!/^\$[0-9A-Za-z]/.test(path)) mentions(ctx, ref, `${why} (unresolved reference)`);
+    return;
+  }
+  ctx.out.add(ctx.svc.set(splitCall(segs[idx]!)!.name)!, "get", why);
+  if (segs.length > idx + 1) mentions(ctx, segs.slice(idx + 1).join("/"), `${why} (path after the entity)`);
+}
+
+/** The effective methods of a received request: its own and any tunnelled one (a back end may honour either). */
+function methodsOf(method: string, headers: ReceivedRequest["headers"]): string[] {
+  const out = new Set([method.toUpperCase()]);
+  for (const h of ["x-http-method", "x-http-method-override", "x-method-override"]) {
+    const v = headers[h];
+    for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.add(trimAll(one).toUpperCase());
+  }
+  return [...out];
+}
+
+// ---------------------------------------------------------------- batches
+
+interface BatchPart {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+  readonly id?: string;
+}
+
+/** Every request a lenient reader could find in a multipart batch: any request line anywhere, with the headers and body after it. */
+function multipartParts(body: Buffer): BatchPart[] {
+  const text = body.toString("latin1");
+  const lines = text.split(/\r?\n/);
+  const parts: BatchPart[] = [];
+  let lastMimeId: string | undefined;
+  for (let i = 0; i < lines.length; i++) {
+    const idm = /^content-id\s*:\s*(.*)$/i.exec(lines[i]!);
+    if (idm) lastMimeId = idm[1]!.trim();
+    if (/^--/.test(lines[i]!)) lastMimeId = undefined;
+    const m = /^\s*([A-Za-z]+)\s+(\S+)\s+HTTP\/\d(?:\.\d)?\s*$/.exec(lines[i]!);
+    if (!m) continue;
+    const headers: Record<string, string> = {};
+    let j = i + 1;
+    for (; j < lines.length && lines[j] !== ""; j++) {
+      const colon = lines[j]!.indexOf(":");
+      if (colon > 0) headers[lines[j]!.slice(0, colon).trim().toLowerCase()] = lines[j]!.slice(colon + 1).trim();
+    }
+    const bodyLines: string[] = [];
+    for (j = j + 1; j < lines.length && !/^--/.test(lines[j]!); j++) bodyLines.push(lines[j]!);
+    const id = headers["content-id"] ?? lastMimeId;
+    parts.push({ method: m[1]!.toUpperCase(), url: m[2]!, headers, body: Buffer.from(bodyLines.join("\r\n").trim(), "latin1"), ...(id ? { id } : {}) });
+  }
+  return parts;
+}
+
+function jsonParts(body: Buffer): BatchPart[] | undefined {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString("utf8").replace(/^\ufeff/, ""));
+  } catch {
+    return undefined;
+  }
+  const requests = (doc as { requests?: unknown })?.requests;
+  if (!Array.isArray(requests)) return undefined;
+  const parts: BatchPart[] = [];
+  for (const r of requests) {
+    if (r === null || typeof r !== "object") continue;
+    const o = r as Record<string, unknown>;
+    const headers: Record<string, string> = {};
+    if (o.headers !== null && typeof o.headers === "object") {
+      for (const [k, v] of Object.entries(o.headers as Record<string, unknown>)) headers[k.toLowerCase()] = String(v);
+    }
+    const b = o.body === undefined || o.body === null ? "" : typeof o.body === "string" ? o.body : JSON.stringify(o.body);
+    parts.push({
+      method: String(o.method ?? "GET").toUpperCase(),
+      url: String(o.url ?? ""),
+      headers,
+      body: Buffer.from(b, "utf8"),
+      ...(typeof o.id === "string" ? { id: o.id } : {}),
+    });
+  }
+  return parts;
+}
+
+/** Resolves a part URL against the service root under an interpretation; returns a request-target. */
+function partTarget(interpretation: string, rootUrlPath: string, partUrl: string, refs: ReadonlyMap<string, string>): string {
+  let u = partUrl;
+  const ref = /^\$([A-Za-z0-9\-._~]+)(.*)$/.exec(u);
+  if (ref && refs.has(ref[1]!)) u = `${refs.get(ref[1]!)}${ref[2]}`;
+  const base = `http://upstream.invalid${rootUrlPath}/`;
+  switch (interpretation) {
+    case "whatwg":
+      try {
+        const r = new URL(u, base);
+        return `${r.pathname}${r.search}`;
+      } catch {
+        return `${rootUrlPath}/${u}`;
+      }
+    case "legacy":
+      try {
+        const r = url.parse(url.resolve(base, u));
+        return `${r.pathname ?? ""}${r.search ?? ""}`;
+      } catch {
+        return `${rootUrlPath}/${u}`;
+      }
+    default: {
+      const abs = u.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "");
+      return abs.startsWith("/") ? abs : `${rootUrlPath}/${abs}`;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- entry point
+
+/** The upstream path of the service root a request was authorized for. */
+export function rootPathOf(universe: Universe, root: RootOf): string {
+  const instance = universe.instances.find((i) => i.name === root.instance);
+  if (instance === undefined || instance.services[root.service] === undefined) throw new Error(`unknown service root ${root.instance}/${root.service}`);
+  return rootPath(instance, root.service);
+}
+
+/** The service view of an authorized root. */
+export function viewOf(universe: Universe, root: RootOf): ServiceView {
+  const instance = universe.instances.find((i) => i.name === root.instance)!;
+  return new ServiceView(universe.services[root.service]!, instance.services[root.service]!.version);
+}
+
+/**
+ * Reads a received request under every interpretation: whether it stays
+ * inside the root of the service it was authorized for, and what it
+ * touches there.
+ */
+export function readRequest(universe: Universe, root: RootOf, req: ReceivedRequest): Reading[] {
+  const rootUrlPath = rootPathOf(universe, root);
+  const svc = viewOf(universe, root);
+  const sapClient = universe.instances.find((i) => i.name === root.instance)?.sapClient;
+  return interpretations().map((name) => readOne(universe, svc, rootUrlPath, name, req, 0, sapClient));
+}
+
+function readOne(universe: Universe, svc: ServiceView, rootUrlPath: string, name: string, req: ReceivedRequest, depth: number, sapClient: string | undefined): Reading {
+  const parsed = parseWith(name, req.target);
+  const out = new Collector();
+  if (parsed === undefined) return { interpretation: name, seen: "(refused by this parser)", touches: [], anything: [], switches: [] };
+  const seen = `${JSON.stringify(parsed.segments)} ${JSON.stringify(parsed.pairs)}`;
+  const rootSegs = rootUrlPath.split("/").slice(1);
+  const inside = rootSegs.every((s, i) => parsed.segments[i] === s);
+  if (!inside) return { interpretation: name, seen, escape: `the path leaves ${rootUrlPath}/`, touches: [], anything: [], switches: [] };
+  // SAP's tenant, debug and session options, read as leniently as any back end might (trimmed, any case).
+  const switches: string[] = [];
+  for (const [n, v] of parsed.pairs) {
+    const key = trimAll(n).toLowerCase();
+    if (key === "sap-client" && sapClient !== undefined && trimAll(v) === sapClient) continue;
+    if (key === "sap-client" || key === "sap-ds-debug" || key === "sap-contextid-accept") switches.push(`${key}=${v}`);
+  }
+  const aliases = new Map<string, string[]>();
+  for (const [n, v] of parsed.pairs) {
+    const key = (parsed.trimNames ? trimAll(n) : n).toLowerCase();
+    if (key.startsWith("@")) aliases.set(key, [...(aliases.get(key) ?? []), v]);
+  }
+  const ctx: Ctx = { svc, out, methods: methodsOf(req.method, req.headers), aliases, trimNames: parsed.trimNames, universe };
+  const resSegs = parsed.segments.slice(rootSegs.length);
+  const at = resourcePath(ctx, resSegs, req.headers, req.body, "resource path");
+  applyOptions(ctx, at.type, parsed.pairs, "", 0, false);
+  const escapes: string[] = [];
+  if (at.batch) {
+    const ct = String(req.headers["content-type"] ?? "").toLowerCase();
+    const parts = ct.includes("json") ? jsonParts(req.body) : multipartParts(req.body);
+    if (parts === undefined) {
+      mentions(ctx, req.body.toString("utf8"), "batch body (unparsable)");
+    } else if (depth > 1) {
+      ctx.out.anything.push("nested $batch");
+    } else {
+      const refs = new Map<string, string>();
+      parts.forEach((part, i) => {
+        const target = partTarget(name, rootUrlPath, part.url, refs);
+        const sub = readOne(universe, svc, rootUrlPath, name, { method: part.method, target, headers: part.headers, body: part.body }, depth + 1, sapClient);
+        if (sub.escape !== undefined) escapes.push(`batch part ${i + 1} (${part.method} ${part.url}): ${sub.escape}`);
+        for (const w of sub.switches) switches.push(`batch part ${i + 1}: ${w}`);
+        const partClient = part.headers["sap-client"];
+        if (partClient !== undefined && trimAll(partClient) !== sapClient) switches.push(`batch part ${i + 1}: header sap-client: ${partClient}`);
+        for (const t of sub.touches) out.add(t.entitySet, t.operation, `batch part ${i + 1}: ${t.why}`, t.mentioned === true);
+        for (const a of sub.anything) out.anything.push(`batch part ${i + 1}: ${a}`);
+        if (part.id !== undefined) refs.set(part.id, part.url.split("?")[0]!.replace(/^\//, ""));
+      });
+    }
+  } else if (!at.metadata) {
+    // Bodies of reads and deletes are a violation of their own (see ./check.ts).
+    if (ctx.methods.some((m) => m !== "GET" && m !== "HEAD" && m !== "DELETE") && at.entityBody === true) entityBody(ctx, at.bodyType, req.body, "body");
+  }
+  return {
+    interpretation: name,
+    seen,
+    ...(escapes.length > 0 ? { escape: escapes.join("; ") } : {}),
+    touches: out.touches,
+    anything: out.anything,
+    switches,
+  };
+}
+
+/** One way a reading breaks the key's grants. */
+export interface Violation {
+  /** `escape`, `touches-anything`, `unpermitted` (a resolved reading) or `unresolved-mention` (a name in text the oracle could not resolve). */
+  readonly kind: "escape" | "touches-anything" | "unpermitted" | "unresolved-mention" | "sap-switch";
+  /** Where in the request: `path`, `$expand`, `$filter`, `body`, `batch part:$expand`, … */
+  readonly where: string;
+  readonly message: string;
+}
+
+/** The part of the request a reason names (`resource path …` -> `path`, `batch part 2: $expand …` -> `batch:$expand`). */
+function whereOf(why: string): string {
+  const batch = /^batch part \d+(?: \([^)]*\))?: (.*)$/.exec(why);
+  if (batch) return `batch:${whereOf(batch[1]!)}`;
+  if (why.startsWith("resource path")) return "path";
+  const option = /^\$[a-z]+/.exec(why);
+  if (option) return option[0];
+  if (why.startsWith("body")) return "body";
+  return why.split(/[ :(]/)[0] ?? why;
+}
+
+/** A reading's violations against the key's grants on `service`. */
+export function violations(universe: Universe, service: string, reading: Reading): Violation[] {
+  const out: Violation[] = [];
+  const i = reading.interpretation;
+  if (reading.escape !== undefined) out.push({ kind: "escape", where: reading.escape.startsWith("batch") ? "batch:path" : "path", message: `[${i}] ${reading.escape}` });
+  for (const a of reading.anything) out.push({ kind: "touches-anything", where: whereOf(a), message: `[${i}] may touch anything: ${a}` });
+  for (const w of reading.switches) out.push({ kind: "sap-switch", where: w.startsWith("batch") ? "batch" : "query", message: `[${i}] chooses ${w}, not the instance's SAP client or session` });
+  for (const t of reading.touches) {
+    if (!(universe.grants[service]?.[t.entitySet]?.includes(t.operation) ?? false)) {
+      out.push({
+        kind: t.mentioned ? "unresolved-mention" : "unpermitted",
+        where: whereOf(t.why),
+        message: `[${i}] ${t.operation} on ${t.entitySet} is not permitted (${t.why})`,
+      });
+    }
+  }
+  return out;
+}
