@@ -9,13 +9,15 @@
  * The encoder is strict in both directions:
  * - **Data is encoded.** Inside a quoted literal (`'…'`, doubled quotes `''`
  *   kept as they are) every character but the RFC 3986 unreserved ones is
- *   percent-encoded (UTF-8), so a `%`, `;`, `&` or space in a key value is
+ *   percent-encoded (UTF-8), so a `;`, `&`, `+` or space in a key value is
  *   data to every parser. The path's own delimiters (`/`, `\`, `#`, `?`) are
- *   refused even there: a back end that decodes the whole path before
- *   reading it would take them for structure, encoded or not. In query values, everything but the
- *   unreserved characters and `$ ( ) , / : @ * !` is encoded (`'`, `=`, `&`,
- *   `;`, `+`, space and `#` included), so no back end can split, join or
- *   end a value where erplink did not.
+ *   refused even there, encoded or not: a back end that decodes the whole
+ *   path before reading it would take them for structure; so is `%`, which a
+ *   back end that decodes twice would decode again. In query values,
+ *   everything but the unreserved characters and `$ ( ) , / : @ * !` is
+ *   encoded (`'`, `=`, `&`, `;`, `+`, space and `#` included), so no back end
+ *   that splits the query before decoding it can split, join or end a value
+ *   where erplink did not.
  * - **Structure must be plain.** Outside literals a path segment may hold
  *   only OData's own syntax: letters, digits, `- . _ ~ ( ) , = : @ $ +` and
  *   spaces (encoded as `%20`); non-ASCII letters are UTF-8 encoded. Anything
@@ -112,8 +114,9 @@ export function encodeSegment(segment: string): string {
 }
 
 // Delimiters of a URL's path: even encoded inside a literal, a back end that
-// decodes the path before reading it would take them for structure.
-const PATH_DELIMITERS = /[/\\#?]/;
+// decodes the path before reading it would take them for structure. And `%`:
+// a back end that decodes twice would decode what follows it again.
+const PATH_DELIMITERS = /[/\\#?%]/;
 
 /**
  * The inside of a single-quoted literal: `''` stays, everything else but
@@ -132,7 +135,8 @@ function encodeLiteral(inner: string, segment: string): string {
     if (PATH_DELIMITERS.test(ch)) {
       invalid(
         `character ${describe(ch)} in a quoted literal of path segment '${excerpt(segment)}' cannot be forwarded unambiguously ` +
-          "(a back end that decodes the path first would read it as structure): select by it with $filter instead",
+          `(${ch === "%" ? "a back end that decodes the path twice would decode what follows it" : "a back end that decodes the path first would read it as structure"}): ` +
+          "select by it with $filter instead",
       );
     }
     out += UNRESERVED.test(ch) ? ch : percentEncode(ch);

@@ -129,13 +129,15 @@ Fwd("regression (two parsers): '\\', '/', '#' and '?' inside a key literal, raw 
     [`SalesOrders('a%2F..%2F..%2FCustomers')`, `character '/' in a quoted literal of path segment 'SalesOrders('a/../../Customers')' cannot be forwarded unambiguously ${why}`],
     [`SalesOrders('x%23')`, `character '#' in a quoted literal of path segment 'SalesOrders('x#')' cannot be forwarded unambiguously ${why}`],
     [`SalesOrders('x%3F$expand=Customer')`, `character '?' in a quoted literal of path segment 'SalesOrders('x?$expand=Customer')' cannot be forwarded unambiguously ${why}`],
+    // A back end that decodes twice would read %255C as '\'.
+    [`SalesOrders('%255C..%255CCustomers')`, `character '%' in a quoted literal of path segment 'SalesOrders('%5C..%5CCustomers')' cannot be forwarded unambiguously ${"(a back end that decodes the path twice would decode what follows it)"}: select by it with $filter instead`],
   ];
   for (const [target, message] of cases) assertEnvelope(await raw(ctx, `GET ${SALES}/${target} HTTP/1.1`), 400, "VALIDATION_ERROR", message);
   assert.is(ctx.seen.length, 0, "nothing reached the back end");
-  // Spaces, ';', '%', '&', '+' and dots in a literal are data: encoded, so every parser reads them as such.
-  const res = await raw(ctx, `GET ${SALES}/SalesOrders('a%20b;c%25d&e+f..g') HTTP/1.1`);
+  // Spaces, ';', '&', '+' and dots in a literal are data: encoded, so every parser reads them as such.
+  const res = await raw(ctx, `GET ${SALES}/SalesOrders('a%20b;c&e+f..g') HTTP/1.1`);
   assert.is(res.status, 201, res.body);
-  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders('a%20b%3Bc%25d%26e%2Bf..g')?sap-client=100`);
+  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders('a%20b%3Bc%26e%2Bf..g')?sap-client=100`);
   const entry = await logOf(ctx, res.headers["x-request-id"]!);
   assert.equal(entry.accesses, [{ entity: "SalesOrders", operation: "get" }]);
 });
