@@ -79,6 +79,8 @@ export interface WorldOptions {
   readonly adminLimits?: Limits;
   readonly dataLimits?: Limits;
   readonly upstreamTimeoutMs?: number;
+  /** `ERPLINK_PUBLIC_URL`: the base URL clients use. */
+  readonly publicUrl?: string;
 }
 
 /** Builds a world. Errors the services mask are collected in `errors`. */
@@ -109,6 +111,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     ready: () => store.ping(),
     logger: false,
     bodyLimit: 1024 * 1024,
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
   });
   // Clients of the public router: authenticated with the master key and
   // counted, as a remote gRPC caller would be.

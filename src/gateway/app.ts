@@ -249,6 +249,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
       metadataTtlMs: 5 * 60_000,
       facts: dataFacts,
+      publicUrl: options.publicUrl,
     });
   }
 

@@ -534,6 +534,43 @@ E2E("V4 JSON $batch: allowed requests go through; a forbidden one denies the bat
   assert.is((await v4Partner(ctx, "E2EJ02")).status, 404);
 });
 
+E2E("regression (red team): $batch references are never resolved by CAP from stored data; an address reference is written by erplink", async (ctx) => {
+  // An address reference: erplink writes A_BusinessPartner('1000002') for $1, CAP applies both parts.
+  const ok = await batch(
+    ctx,
+    ctx.full,
+    BP,
+    multipart([
+      [
+        `PATCH A_BusinessPartner('1000002') HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"FirstName":"RefA"}`,
+        `PATCH $1 HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"LastName":"RefB"}`,
+      ],
+    ]),
+  );
+  assert.is(ok.statusCode, 200, ok.body);
+  const partner = JSON.parse((await v4Partner(ctx, "1000002")).body);
+  assert.equal([partner.FirstName, partner.LastName], ["RefA", "RefB"]);
+  const sent = ctx.proxy.received.find((r) => r.headers["x-request-id"] === ok.headers["x-request-id"])!;
+  assert.ok(sent.body.toString("utf8").includes("PATCH A_BusinessPartner('1000002') HTTP/1.1\r\n"), "part 2 went out with the address");
+  assert.not.ok(sent.body.toString("utf8").includes("$1"), "no reference left for CAP to resolve");
+
+  // A created entity whose key would make CAP's Location another URL: refused before CAP sees anything.
+  const attack = await batch(
+    ctx,
+    ctx.deep,
+    BP,
+    JSON.stringify({
+      requests: [
+        { id: "1", method: "POST", url: "A_BusinessPartner", headers: { "content-type": "application/json" }, body: { BusinessPartner: "X')/to_Address(BusinessPartner='1000001',AddressID='1", FirstName: "x" } },
+        { id: "2", method: "GET", url: "$1", dependsOn: ["1"] },
+      ],
+    }),
+    "application/json",
+  );
+  assert.is(attack.statusCode, 400, attack.body);
+  assert.match(JSON.parse(attack.body).error.message, /^batch part 2 \(GET \$1\): \$1 cannot be referred to: /);
+});
+
 E2E("V2 multipart $batch with a MERGE change set", async (ctx) => {
   const res = await batch(
     ctx,

@@ -124,6 +124,9 @@ Server("h2c on the same port: a read, a create and a denial", async (ctx) => {
     assert.is(read.headers["x-ratelimit-limit"], "600");
     assert.is(read.headers["set-cookie"], undefined);
     await checked(ctx, read.headers["x-request-id"] as string);
+    // HTTP/2 names the host in :authority, not Host: the back end still learns where the client was.
+    const forwarded = ctx.proxy.received.find((r) => r.headers["x-request-id"] === read.headers["x-request-id"])!;
+    assert.is(forwarded.headers["x-forwarded-host"], ctx.erplink.address);
     const body = JSON.stringify({ BusinessPartner: "SRV0002", FirstName: "H2" });
     const created = await h2(session, { ":method": "POST", ":path": `${BP}/A_BusinessPartner`, authorization: auth, "content-type": "application/json" }, body);
     assert.is(created.status, 201, created.body);

@@ -23,7 +23,7 @@
 import { GatewayError } from "../errors.js";
 import { analyzeBatch } from "../odata/batch.js";
 import { jsonValue, parseJson } from "../odata/json.js";
-import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBody } from "../odata/media-type.js";
+import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBytes } from "../odata/media-type.js";
 import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
 import { Refusal } from "../odata/syntax.js";
 import type { Analyzed, CanonicalRequest, Resolved } from "./exchange.js";
@@ -125,7 +125,7 @@ function bodyOf(raw: Buffer | undefined, contentType: string | undefined): Reque
   if (raw === undefined) return undefined;
   const declared = isJsonType((contentType ?? "").split(";")[0]!.trim().toLowerCase());
   const other: RequestBody = { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
-  const sniffed = sniffBody(raw.subarray(0, 1024).toString("latin1"));
+  const sniffed = sniffBytes(raw);
   if (sniffed === "json-behind-bom" || (declared && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf)) {
     throw new GatewayError(400, "a request body that reads as JSON may not start with a byte order mark: back ends disagree on whether it belongs to the JSON");
   }

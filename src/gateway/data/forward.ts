@@ -50,10 +50,10 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
 
   if (request.body !== undefined) headers["content-type"] = request.body.contentType;
   headers["x-request-id"] = req.id;
-  const host = req.headers.host ?? "";
-  headers.forwarded = `for=${quoted(req.ip)};proto=${req.protocol};host=${quoted(host)}`;
+  const { host, proto } = a.client;
+  headers.forwarded = `for=${quoted(req.ip)};proto=${proto};host=${quoted(host)}`;
   headers["x-forwarded-for"] = req.ip;
-  headers["x-forwarded-proto"] = req.protocol;
+  headers["x-forwarded-proto"] = proto;
   headers["x-forwarded-host"] = host;
   headers["x-forwarded-path"] = `${a.client.path}/${request.forward.split("?")[0]}`;
   const body = BODILESS.has(request.method) ? undefined : (request.body?.bytes ?? Buffer.alloc(0));

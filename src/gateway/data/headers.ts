@@ -85,9 +85,13 @@ export function forwardedRequestHeaders(headers: Readonly<Record<string, string 
 
 /** Where the client reached the service, for rewriting the back end's URLs. */
 export interface ClientRoot {
-  /** `http(s)://<Host>` as the client addressed erplink. */
+  /** `http(s)://<host>` as the client addressed erplink (`ERPLINK_PUBLIC_URL`'s, when configured). */
   readonly origin: string;
-  /** `/odata/<instance>/<service>` as the client wrote it (raw). */
+  /** The scheme of {@link origin}, `http` or `https`. */
+  readonly proto: string;
+  /** The host (and port) of {@link origin}. */
+  readonly host: string;
+  /** `/odata/<instance>/<service>` as the client wrote it (raw), after the public URL's path, if any. */
   readonly path: string;
 }
 

@@ -5,6 +5,7 @@
  * the back end answered), and written by the gateway after the response.
  */
 import type { FastifyRequest } from "fastify";
+import { GatewayError } from "../errors.js";
 import type { Incoming } from "./exchange.js";
 import type { DataLogFacts } from "./ports.js";
 
@@ -20,9 +21,14 @@ export const STEP_NAMES: Readonly<Record<string, string>> = {
  * The request as it arrived, with fresh log facts registered in `facts`.
  * The resource path is taken from the raw URL (everything after
  * `/odata/<instance>/<service>`), so that it is decoded exactly once, by
- * the analyzer, however the client encoded the names before it.
+ * the analyzer, however the client encoded the names before it. Where the
+ * client reached erplink is `publicUrl` (`ERPLINK_PUBLIC_URL`) when
+ * configured (behind a TLS proxy the request itself says `http`), else the
+ * request's scheme and host (HTTP/2's `:authority`); a request that names no
+ * host is refused, since the back end's absolute URLs could not be made
+ * erplink's.
  */
-export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts>): Incoming {
+export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts>, publicUrl?: URL): Incoming {
   const params = req.params as { instance: string; service: string };
   const rawUrl = req.raw.url ?? req.url;
   const q = rawUrl.indexOf("?");
@@ -39,6 +45,10 @@ export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts
     upstreamDurationMs: 0,
   };
   facts.set(req, fact);
+  const host = publicUrl?.host ?? req.host;
+  if (host === "") throw new GatewayError(400, "the request names no host: send a Host header");
+  const proto = publicUrl?.protocol.slice(0, -1) ?? req.protocol;
+  const prefix = publicUrl?.pathname.replace(/\/+$/, "") ?? "";
   return {
     req,
     fact,
@@ -46,6 +56,6 @@ export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts
     serviceName: params.service,
     rawPath: segments.length > 4 ? `/${segments.slice(4).join("/")}` : "",
     rawQuery: q < 0 ? "" : rawUrl.slice(q + 1),
-    client: { origin: `${req.protocol}://${req.headers.host ?? ""}`, path: segments.slice(0, 4).join("/") },
+    client: { origin: `${proto}://${host}`, proto, host, path: `${prefix}${segments.slice(0, 4).join("/")}` },
   };
 }

@@ -21,6 +21,8 @@ export async function resolveInstance<K extends DataKey>(a: Authenticated<K>, po
   if (!SERVICE_NAME.test(a.serviceName)) {
     throw new GatewayError(400, "the service name may only contain letters, digits and the characters _ . ~ ! $ & ' ( ) * + , ; = : @ -");
   }
+  // A dot segment would leave the instance's base URL (with its credentials).
+  if (a.serviceName === "." || a.serviceName === "..") throw new GatewayError(400, "the service name may not be '.' or '..'");
   const seen = port.serviceDecision(a.key, a.instanceName, a.serviceName);
   if (!seen.allowed && seen.step === "instance") {
     a.fact.denialStep = "INSTANCE";
@@ -32,5 +34,7 @@ export async function resolveInstance<K extends DataKey>(a: Authenticated<K>, po
     a.fact.denialStep = STEP_NAMES[seen.step] ?? "";
     throw new GatewayError(403, seen.message);
   }
-  return { ...a, instance, root: new ServiceRoot(instance, a.serviceName) };
+  const root = new ServiceRoot(instance, a.serviceName);
+  if (!root.withinBase) throw new GatewayError(400, "the service's path leaves the instance's base URL");
+  return { ...a, instance, root };
 }

@@ -36,6 +36,8 @@ export interface DataRouteOptions<K extends DataKey> {
   readonly metadataTtlMs: number;
   /** Where facts for the request log go. */
   readonly facts: WeakMap<object, DataLogFacts>;
+  /** The base URL clients use (`ERPLINK_PUBLIC_URL`), if configured: the origin named to back ends. */
+  readonly publicUrl?: string | undefined;
 }
 
 /** The methods of the data path (MERGE: OData V2 updates). */
@@ -44,6 +46,7 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "MERGE"];
 /** Registers the data routes in their own scope (bodies buffered for analysis, answers streamed). */
 export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance, options: DataRouteOptions<K>): Promise<void> {
   const { port } = options;
+  const publicUrl = options.publicUrl === undefined ? undefined : new URL(options.publicUrl);
   const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs });
   const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs });
   const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
@@ -57,7 +60,7 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
     const handler = async (req: FastifyRequest, reply: FastifyReply) => {
-      const incoming = receive(req, options.facts);
+      const incoming = receive(req, options.facts, publicUrl);
       const authenticated = await authenticate(incoming, port);
       const resolved = await resolveInstance(authenticated, port);
       const analyzed = await analyze(resolved, port, metadata);

@@ -18,6 +18,8 @@ export class ServiceRoot {
   readonly instanceQuery: string;
   /** Identifies the root and the instance's options, for caches. */
   readonly key: string;
+  /** Whether the root lies below the instance's base URL (a service name or path with dot segments would not). */
+  readonly withinBase: boolean;
 
   constructor(instance: Pick<DataInstance, "baseUrl" | "servicePath" | "sapClient">, service: string) {
     // The admin API validated both parts; the URL parser normalizes them once
@@ -28,6 +30,8 @@ export class ServiceRoot {
     this.url = `${this.origin}${this.path}`;
     this.instanceQuery = instance.sapClient ? `sap-client=${instance.sapClient}` : "";
     this.key = `${this.url}|${this.instanceQuery}`;
+    const base = new URL(`${instance.baseUrl}/`);
+    this.withinBase = parsed.origin === base.origin && `${this.path}/`.startsWith(base.pathname) && this.path.length >= base.pathname.length;
   }
 
   /**

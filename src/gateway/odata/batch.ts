@@ -340,9 +340,19 @@ function within<T>(label: string, fn: () => T): T {
   }
 }
 
+/** The entity a `$<id>` reference stands for (see `referable` of the request analyzer). */
+interface Referent {
+  /** Its entity path, canonical: its address, or a placeholder for an entity created in the batch. */
+  readonly path: string;
+  /** `address`: erplink writes the path in place of the reference; `created`: `$<id>` is forwarded. */
+  readonly referable: "address" | "created";
+}
+
 /** What the analysis of one part leaves for the rewrite. */
 interface PartResult {
   readonly analysis: Analysis;
+  /** How a later part may refer to this one; undefined when none may. */
+  readonly referable: "address" | "created" | undefined;
   /**
    * The part's URL as forwarded: relative to the service root, written from
    * its canonical target (`./target.ts`), a `$<id>` reference kept as such.
@@ -363,7 +373,7 @@ function analyzePart(
   part: Part,
   input: BatchInput,
   clientRoot: string,
-  entityPathOf: (id: string) => string,
+  entityPathOf: (id: string) => Referent,
   accesses: AccessList,
 ): PartResult {
   return within(labelOf(part), () => {
@@ -373,10 +383,12 @@ function analyzePart(
     const query = q < 0 ? "" : target.relative.slice(q + 1);
     const first = path.split("/")[0];
     const id = referenceId(first);
-    // Segments the reference stands for: written back as `$<id>`.
+    // Segments the reference stands for: written back as `$<id>` for a created entity.
     let referenced = 0;
+    let referent: Referent | undefined;
     if (id !== undefined) {
-      const entityPath = entityPathOf(id).replace(/^\//, "");
+      referent = entityPathOf(id);
+      const entityPath = referent.path.replace(/^\//, "");
       referenced = entityPath.split("/").length;
       path = `${entityPath}${path.slice(first.length)}`;
     }
@@ -395,13 +407,21 @@ function analyzePart(
     if (analysis.kind === "access") {
       for (const a of analysis.accesses) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
     }
+    // A reference to an entity erplink knows the address of is replaced by
+    // that address (the back end would resolve it from stored data, which a
+    // key value could turn into another URL); one to an entity created in
+    // the batch is the back end's to resolve.
     let forwardUrl = analysis.forward;
-    if (id !== undefined) {
+    let referable = analysis.kind === "access" ? analysis.referable : undefined;
+    if (id !== undefined && referent?.referable === "created") {
       const rest = serializeTarget({ segments: analysis.target.segments.slice(referenced), query: analysis.target.query });
       forwardUrl = `$${id}${rest === "" || rest.startsWith("?") ? "" : "/"}${rest}`;
+      // Its path holds the placeholder: only what it creates in turn is referable.
+      if (referable === "address") referable = undefined;
     }
     return {
       analysis,
+      referable,
       forwardUrl,
       method: analysis.kind === "access" ? analysis.effectiveMethod : part.method.toUpperCase(),
       ifMatchStar: needsIfMatchStar(analysis, input.mayCreate),
@@ -423,23 +443,43 @@ function referenceId(segment: string): string | undefined {
  * (the same rules as for part URLs, through `entityPathOf`), as a resource
  * path; undefined for anything else.
  */
-function bodyReference(url: string, clientRoot: string, entityPathOf: (id: string) => string): string | undefined {
+function bodyReference(url: string, clientRoot: string, entityPathOf: (id: string) => Referent): string | undefined {
+  let target: PartTarget;
   try {
-    const target = resolveTarget(url, clientRoot);
-    if (target.relative.includes("?")) return undefined;
-    const first = target.relative.split("/")[0];
-    const id = referenceId(first);
-    if (id === undefined) return first.startsWith("$") ? undefined : target.relative;
-    return `${entityPathOf(id).replace(/^\//, "")}${target.relative.slice(first.length)}`;
+    target = resolveTarget(url, clientRoot);
   } catch {
     return undefined;
   }
+  if (target.relative.includes("?")) return undefined;
+  const first = target.relative.split("/")[0];
+  const id = referenceId(first);
+  if (id === undefined) return first.startsWith("$") ? undefined : target.relative;
+  let referent: Referent;
+  try {
+    referent = entityPathOf(id);
+  } catch {
+    return undefined;
+  }
+  // Bodies are forwarded as written, so the back end resolves `$<id>` there
+  // itself: only an entity created in the batch is safe to name so.
+  if (referent.referable !== "created") {
+    denied(`'${excerpt(url)}' in a body may only refer to an entity created in the batch; name this one by its address`);
+  }
+  return `${referent.path.replace(/^\//, "")}${target.relative.slice(first.length)}`;
 }
 
-/** The referenced part's entity path, or a refusal saying why there is none. */
-function entityPathFrom(id: string, analysis: Analysis): string {
+/** The referenced part's entity, or a refusal saying why it cannot be referred to. */
+function entityPathFrom(id: string, result: PartResult): Referent {
+  const { analysis, referable } = result;
   if (analysis.kind !== "access" || analysis.entityPath === undefined) invalid(`$${id} refers to a request that does not yield a single entity`);
-  return analysis.entityPath;
+  if (referable === undefined) {
+    invalid(
+      `$${id} cannot be referred to: back ends resolve a reference by writing the entity's address, from its stored key, ` +
+        "into the URL unescaped, and erplink cannot vouch for it (the request creates the entity with key values that are not " +
+        "plain: letters, digits, '_', '.', ':', '+', '-'; or reaches it through another reference)",
+    );
+  }
+  return { path: analysis.entityPath, referable };
 }
 
 function normalizeRoot(clientRoot: string): string {
@@ -742,12 +782,14 @@ function bodyOf(text: string, raw: Buffer, range: Range, method: string, content
   if (LINE_BREAK.test(forward)) invalid(`a non-JSON body in a multipart batch cannot contain line breaks; ${NOT_ALONE}`);
   if (forward.startsWith("--")) invalid(`a non-JSON body in a multipart batch cannot start with '--'; ${NOT_ALONE}`);
   if (/content-length: *[0-9]+$/i.test(forward)) invalid(`a non-JSON body in a multipart batch cannot end in 'content-length: <digits>'; ${NOT_ALONE}`);
+  // CAP cuts a part at the first line starting with `Group ID`, then waits for the rest forever.
+  if (forward.startsWith("Group ID")) invalid(`a non-JSON body in a multipart batch cannot start with 'Group ID'; ${NOT_ALONE}`);
   // CAP reads every part body as JSON, whatever its Content-Type: a body
   // that parses as a JSON object or array is analyzed as one, so that, say,
   // a "media" create cannot carry a deep insert past the analyzer; one that
   // reads as Atom is analyzed as Atom; JSON behind a byte order mark is
   // refused (back ends disagree on whether the mark belongs to it).
-  const sniffed = sniffBody(forward.slice(0, 1024));
+  const sniffed = sniffBody(forward);
   if (sniffed === "json-behind-bom") invalid("a body that reads as JSON may not start with a byte order mark");
   if (sniffed === "atom") return { body: { kind: "other", contentType: "application/atom+xml" }, forward };
   if (sniffed === "json") {
@@ -857,14 +899,14 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
     const members = item.kind === "request" ? [item.part] : item.changeSet.parts;
     const seen = new Map<string, PartResult>();
     for (const part of members) {
-      const entityPathOf = (id: string): string => {
+      const entityPathOf = (id: string): Referent => {
         const target = seen.get(id);
         if (target === undefined) {
           if (!idCount.has(id)) invalid(`$${id} does not refer to a request of this batch`);
           invalid(`$${id} must refer to a preceding request in the same change set`);
         }
         if ((idCount.get(id) ?? 0) > 1) invalid(`$${id} is ambiguous: Content-ID '${id}' is used more than once in the batch`);
-        return entityPathFrom(id, target.analysis);
+        return entityPathFrom(id, target);
       };
       const result = analyzePart(part, input, normalizeRoot(input.clientRoot), entityPathOf, accesses);
       results.set(part, result);
@@ -1000,7 +1042,7 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
   const accesses = new AccessList();
   const results: PartResult[] = [];
   for (const [index, part] of parts.entries()) {
-    const entityPathOf = (id: string): string => {
+    const entityPathOf = (id: string): Referent => {
       const at = ids.get(id);
       if (at === undefined) invalid(`$${id} does not refer to a request of this batch`);
       if (at >= index) invalid(`$${id} must refer to a preceding request`);
@@ -1008,7 +1050,7 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
       if (!part.dependsOn.has(id) && (target.group === undefined || !part.dependsOn.has(target.group))) {
         invalid(`$${id} needs '${id}'${target.group === undefined ? "" : ` or '${target.group}'`} in dependsOn`);
       }
-      return entityPathFrom(id, results[at].analysis);
+      return entityPathFrom(id, results[at]!);
     };
     results.push(analyzePart(part, input, normalizeRoot(input.clientRoot), entityPathOf, accesses));
   }

@@ -96,14 +96,32 @@ const JSON_START = /^[ \t\r\n]*[[{]/;
 const ATOM_START = /^[ \t\r\n]*(?:<\?xml[^>]{0,200}\?>[ \t\r\n]*)?(?:<!--[^]{0,500}?-->[ \t\r\n]*)*<(?:[A-Za-z_][\w.-]{0,63}:)?(?:entry|feed)[\s/>]/;
 
 /**
- * Sniffs a body from its first bytes (`start`: up to 1 KiB of it as latin1,
- * one character per byte), so that a body is analyzed as what a lenient back
- * end would read it as, not only as what its `Content-Type` says.
+ * Sniffs a body (as latin1 text, one character per byte), so that it is
+ * analyzed as what a lenient back end would read it as, not only as what its
+ * `Content-Type` says: past a byte order mark and any amount of leading
+ * whitespace, then from the next kilobyte.
  */
-export function sniffBody(start: string): Sniffed {
-  const bom = start.startsWith(BOM);
-  const text = bom ? start.slice(BOM.length) : start;
-  if (JSON_START.test(text)) return bom ? "json-behind-bom" : "json";
-  if (ATOM_START.test(text)) return "atom";
+export function sniffBody(text: string): Sniffed {
+  const bom = text.startsWith(BOM);
+  let i = bom ? BOM.length : 0;
+  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+  return sniffHead(text.slice(i, i + 1024), bom);
+}
+
+/** {@link sniffBody} of a buffer, without turning all of it into text. */
+export function sniffBytes(body: Buffer): Sniffed {
+  const bom = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf;
+  let i = bom ? 3 : 0;
+  while (i < body.length && isSpace(body[i]!)) i++;
+  return sniffHead(body.subarray(i, i + 1024).toString("latin1"), bom);
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+}
+
+function sniffHead(head: string, bom: boolean): Sniffed {
+  if (JSON_START.test(head)) return bom ? "json-behind-bom" : "json";
+  if (ATOM_START.test(head)) return "atom";
   return undefined;
 }

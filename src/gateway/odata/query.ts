@@ -102,10 +102,19 @@ export function systemOptionName(name: string): string | undefined {
 }
 
 /**
- * SAP custom query options a client may not set: the instance decides the
- * SAP client (tenant); debug output and session contexts are the gateway's.
+ * SAP query options a client may set: the logon language and performance
+ * statistics. Every other `sap-` option is the instance's or the gateway's
+ * (`sap-client`: the instance decides the SAP client; `sap-user`,
+ * `sap-password`, `sap-sessioncmd`, `sap-contextid-accept`: logon and
+ * session control; `sap-ds-debug`: debug output), and so are the ICF logon
+ * switches `saml2` and `spnego`.
  */
-const FORBIDDEN_CUSTOM_OPTIONS = new Set(["sap-client", "sap-ds-debug", "sap-contextid-accept"]);
+const ALLOWED_SAP_OPTIONS = new Set(["sap-language", "sap-statistics"]);
+const LOGON_OPTIONS = new Set(["saml2", "spnego"]);
+
+function isForbiddenCustomOption(name: string): boolean {
+  return (name.startsWith("sap-") && !ALLOWED_SAP_OPTIONS.has(name)) || LOGON_OPTIONS.has(name);
+}
 
 /** A parsed query string. */
 export interface ParsedQuery {
@@ -158,8 +167,12 @@ export function parseQuery(query: string, version?: string, sapClient?: string):
     // The instance's own SAP client, as a followed link of the back end's may
     // carry it: left out here, the gateway writes the instance's.
     if (sapClient !== undefined && name === "sap-client" && value === sapClient) continue;
-    if (FORBIDDEN_CUSTOM_OPTIONS.has(name.trim().toLowerCase())) {
-      denied(`query option '${name.trim().toLowerCase()}' is not allowed: the instance decides it`);
+    const folded = name.trim().toLowerCase();
+    if (isForbiddenCustomOption(folded)) {
+      denied(
+        `query option '${excerpt(folded)}' is not allowed: ` +
+          (folded === "sap-client" ? "the instance decides it" : "SAP logon, session and debug options are erplink's to set"),
+      );
     }
     if (!OPTION_NAME.test(name)) {
       invalid(

@@ -148,6 +148,18 @@ export type Analysis =
        * `$count`, bound operations).
        */
       readonly entityPath?: string;
+      /**
+       * How a `$batch` part may refer to this one's entity (`$<Content-ID>`),
+       * given that back ends such as CAP resolve a reference by writing the
+       * entity's address, from its stored key and unescaped, into the
+       * referring URL: `address` when {@link entityPath} is the entity's
+       * real address (the batch module writes it in place of the reference,
+       * so the back end resolves nothing); `created` when this request
+       * creates the entity and every key value the body gives is plain
+       * (letters, digits, `_ . : + -`; others are generated), so the back
+       * end's own substitution stays that entity. Absent: no reference.
+       */
+      readonly referable?: "address" | "created";
     })
   /** `$metadata` or the service document: allowed when the key has any permission on the service. */
   | (Forwardable & { readonly kind: "metadata" })
@@ -367,6 +379,8 @@ function analyze(input: RequestInput): Analysis {
     !headers.get("if-match")?.trim() &&
     headers.get("if-none-match")?.trim() !== "*";
   const entityPath = entityPathOf(segments, state, method, model);
+  const referable =
+    entityPath === undefined ? undefined : state.shape === "entity" ? "address" : plainKeys(input.body, model, state.position) ? "created" : undefined;
   return {
     kind: "access",
     ...forwardable,
@@ -374,7 +388,34 @@ function analyze(input: RequestInput): Analysis {
     effectiveMethod: method,
     ...(upsert ? { upsertEntitySet: state.hops[state.hops.length - 1] } : {}),
     ...(entityPath !== undefined ? { entityPath } : {}),
+    ...(referable !== undefined ? { referable } : {}),
   };
+}
+
+// A key value a back end may write into a URL unescaped without it reading as anything but that value.
+const PLAIN_KEY_VALUE = /^[A-Za-z0-9_.:+-]*$/;
+
+/**
+ * Whether every key property a create's body gives (matched as the back
+ * end might, ignoring case) has a plain value: a number, a boolean, or a
+ * string of letters, digits and `_ . : + -`. Key properties the body leaves
+ * out are the back end's to generate. Without a model every top-level
+ * member counts as a key.
+ */
+function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefined, position: Position | undefined): boolean {
+  if (body === undefined) return true;
+  if (body.kind !== "json") return true; // media: the back end generates the key
+  let value = body.value;
+  // V2: {"d": {...}}.
+  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 1 && "d" in value) value = (value as { d: unknown }).d;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return true; // not an entity: refused elsewhere
+  const keys = model && position ? new Set(model.keyOf(position).map((k) => k.toLowerCase())) : undefined;
+  for (const [name, v] of Object.entries(value)) {
+    if (keys !== undefined && !keys.has(name.toLowerCase())) continue;
+    if (v === null || typeof v === "number" || typeof v === "boolean") continue;
+    if (typeof v !== "string" || !PLAIN_KEY_VALUE.test(v)) return false;
+  }
+  return true;
 }
 
 /**

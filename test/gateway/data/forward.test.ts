@@ -391,6 +391,69 @@ Fwd("X-Forwarded-Path names the client's path; URL headers under the back end's 
   );
 });
 
+Fwd("regression (red team): a service name that is a dot segment would leave the instance's base URL: refused (400)", async (ctx) => {
+  for (const name of ["..", "%2e%2E", "."]) {
+    assertEnvelope(await raw(ctx, `GET /odata/prod/${name}/$metadata HTTP/1.1`), 400, "VALIDATION_ERROR", "the service name may not be '.' or '..'");
+    assertEnvelope(await raw(ctx, `GET /odata/prod/${name}/ HTTP/1.1`), 400, "VALIDATION_ERROR", "the service name may not be '.' or '..'");
+  }
+  assert.equal(ctx.all, [], "nothing reached the back end, not even a $metadata fetch");
+});
+
+Fwd("regression (red team): a request that names no host is refused (HTTP/1.0 without Host); ERPLINK_PUBLIC_URL names the origin to back ends", async (ctx) => {
+  const noHost = await rawHttp(ctx.port, [`GET ${SALES}/SalesOrders HTTP/1.0`, `Authorization: Bearer ${ctx.key}`].join("\r\n"));
+  assertEnvelope(noHost, 400, "VALIDATION_ERROR", "the request names no host: send a Host header");
+  assert.is(ctx.seen.length, 0);
+  // Behind a TLS proxy with a path prefix, the public URL is what clients use and what back ends must write.
+  const world = await createWorld({ publicUrl: "https://api.example.com/erp/" });
+  try {
+    const sys = json(await post(world.app, "/admin/systems", { name: "S4" })).data.id;
+    await post(world.app, `/admin/systems/${sys}/instances`, {
+      name: "prod",
+      base_url: `${ctx.origin}/erp/`,
+      services: { SALES: { path: "sap/sales/0001" } },
+      auth: { type: "basic", username: "erp-user", password: "erp-pass" },
+    });
+    const key = json(await post(world.app, "/admin/api-keys", { name: "k", permissions: { prod: { SALES: { SalesOrders: ["get"] } } } })).data.key;
+    const res = await world.app.inject({ method: "GET", url: `${SALES}/SalesOrders(7)`, headers: { authorization: `Bearer ${key}`, host: "10.0.0.5:8080" } });
+    assert.is(res.statusCode, 201, res.body);
+    const h = ctx.seen[0]!.headers;
+    assert.equal(
+      [h["x-forwarded-proto"], h["x-forwarded-host"], h["x-forwarded-path"], h.forwarded],
+      ["https", "api.example.com", `/erp${SALES}/SalesOrders(7)`, `for="127.0.0.1";proto=https;host="api.example.com"`],
+    );
+    assert.is(res.headers["content-location"], `https://api.example.com/erp${SALES}/SalesOrders(7)`);
+  } finally {
+    await world.close();
+  }
+});
+
+Fwd("regression (red team): SAP logon, session and debug query options are refused; the language and statistics pass", async (ctx) => {
+  for (const name of ["sap-user", "sap-password", "sap-sessioncmd", "sap-ds-debug", "sap-contextid-accept", "SAP-User", "saml2", "spnego"]) {
+    assertEnvelope(
+      await raw(ctx, `GET ${SALES}/SalesOrders?${name}=x HTTP/1.1`),
+      403,
+      "FORBIDDEN",
+      `query option '${name.toLowerCase()}' is not allowed: SAP logon, session and debug options are erplink's to set`,
+    );
+  }
+  assert.is(ctx.seen.length, 0);
+  const ok = await raw(ctx, `GET ${SALES}/SalesOrders?sap-language=DE&sap-statistics=true HTTP/1.1`);
+  assert.is(ok.status, 201, ok.body);
+  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders?sap-language=DE&sap-statistics=true&sap-client=100`);
+});
+
+Fwd("regression (red team): JSON is sniffed past any amount of leading whitespace, not only in the first kilobyte", async (ctx) => {
+  const res = await ctx.world.app.inject({
+    method: "PATCH",
+    url: `${SALES}/SalesOrders(1)`,
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "text/plain", "if-match": "*" },
+    payload: `${" ".repeat(5000)}\n{"Customer":{"ID":"C9","Name":"new"}}`,
+  });
+  assert.is(res.statusCode, 403, res.body);
+  assert.is(JSON.parse(res.body).error.message, "API key lacks permission 'create' for entity 'Customers'");
+  assert.is(ctx.seen.length, 0);
+});
+
 Fwd("the SAP Cloud SDK's CSRF fetch (HEAD on the entity set with a trailing slash) is a list, forwarded without the slash", async (ctx) => {
   const res = await raw(ctx, `HEAD ${SALES}/SalesOrders/ HTTP/1.1`, ["x-csrf-token: fetch"]);
   assert.is(res.status, 201);

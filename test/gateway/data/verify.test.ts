@@ -17,7 +17,7 @@ import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const model = parseMetadata(V4_METADATA);
 const root = new ServiceRoot({ baseUrl: "https://erp.example:8443/sap/opu", servicePath: () => "odata4/sales/0001", sapClient: "100" }, "SALES");
-const CLIENT = { origin: "http://gw.example", path: "/odata/prod/SALES" };
+const CLIENT = { origin: "http://gw.example", proto: "http", host: "gw.example", path: "/odata/prod/SALES" };
 
 /** The authorized request for a GET of `path?query`, as the analyze and authorize stages would leave it. */
 function authorized(method: string, path: string, query = "", headers: Record<string, string> = {}): Authorized<{ id: string }> {

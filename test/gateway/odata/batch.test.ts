@@ -462,6 +462,58 @@ refs("a composite key placeholder: $1/… of a PriceConditions create", () => {
   expectAccess(run(body), 2, body, [acc("PriceConditions", "create", "part 1: resource path"), acc("PriceConditions", "update", "part 2: resource path")]);
 });
 
+refs("regression (red team): a reference to an entity erplink knows the address of is forwarded as that address, not as $<id>", () => {
+  // CAP resolves $1 by writing the referenced entity's Location (built from its stored key, unescaped) into the URL.
+  const body = batch(changeSet("cs", json("PATCH SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { id: "1" }), json("PATCH $1/Customer HTTP/1.1", `{"Name":"b"}`, { id: "2" })));
+  const forwarded = batch(
+    changeSet("cs", json("PATCH SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { id: "1" }), json("PATCH SalesOrders(1)/Customer HTTP/1.1", `{"Name":"b"}`, { id: "2" })),
+  );
+  expectAccess(run(body), 2, forwarded, [
+    acc("SalesOrders", "update", "part 1: resource path"),
+    acc("SalesOrders", "get", "part 2: navigation source in resource path"),
+    acc("Customers", "update", "part 2: resource path"),
+  ]);
+  const requests = [
+    { id: "1", method: "patch", url: "Customers('C1')", body: { Name: "x" } },
+    { id: "2", dependsOn: ["1"], method: "get", url: "$1/Orders?$top=1" },
+  ];
+  expectAccess(
+    run(jsonRef(...requests), { contentType: JSON_TYPE }),
+    2,
+    writtenJson(requests[0]!, { ...requests[1]!, url: "Customers('C1')/Orders?$top=1" }),
+    [acc("Customers", "update", "part 1: resource path"), acc("Customers", "get", "part 2: navigation source in resource path"), acc("SalesOrders", "list", "part 2: resource path")],
+    JSON_TYPE,
+  );
+});
+
+refs("regression (red team): a reference to an entity created with key values that are not plain is refused; plain ones are the back end's to resolve", () => {
+  const notPlain =
+    "cannot be referred to: back ends resolve a reference by writing the entity's address, from its stored key, into the URL unescaped, " +
+    "and erplink cannot vouch for it (the request creates the entity with key values that are not plain: letters, digits, '_', '.', ':', '+', '-'; " +
+    "or reaches it through another reference)";
+  const attack = [
+    { id: "1", method: "post", url: "Customers", body: { ID: "C1')/Orders(1", Name: "x" } },
+    { id: "2", dependsOn: ["1"], method: "get", url: "$1" },
+  ];
+  assert.equal(run(jsonRef(...attack), { contentType: JSON_TYPE }), invalid(`batch part 2 (GET $1): $1 ${notPlain}`));
+  const lowerCased = [{ ...attack[0]!, body: { id: "C1'/x", Name: "x" } }, attack[1]!];
+  assert.equal(run(jsonRef(...lowerCased), { contentType: JSON_TYPE }), invalid(`batch part 2 (GET $1): $1 ${notPlain}`));
+  const plain = [{ ...attack[0]!, body: { ID: "C-1.a:b+c_d", Name: "it's a name; any characters" } }, attack[1]!];
+  expectAccess(run(jsonRef(...plain), { contentType: JSON_TYPE }), 2, writtenJson(...plain), [acc("Customers", "create", "part 1: resource path"), acc("Customers", "get", "part 2: resource path")], JSON_TYPE);
+  // Through a reference to a created entity, a part that does not create is not referable in turn.
+  const chain = [plain[0]!, { id: "2", dependsOn: ["1"], method: "patch", url: "$1", body: { Name: "y" } }, { id: "3", dependsOn: ["2"], method: "get", url: "$2" }];
+  assert.equal(run(jsonRef(...chain), { contentType: JSON_TYPE }), invalid(`batch part 3 (GET $2): $2 ${notPlain}`));
+  // Bodies are forwarded as written: a bind by reference may only name a created entity.
+  const bind = [
+    { id: "1", method: "patch", url: "Customers('C1')", body: { Name: "x" } },
+    { id: "2", dependsOn: ["1"], method: "post", url: "SalesOrders", body: { "Customer@odata.bind": "$1" } },
+  ];
+  assert.equal(
+    run(jsonRef(...bind), { contentType: JSON_TYPE }),
+    denied("batch part 2 (POST SalesOrders): '$1' in a body may only refer to an entity created in the batch; name this one by its address"),
+  );
+});
+
 const refCases: [string, string, BatchAnalysis][] = [
   [
     "to an unknown Content-ID",
@@ -587,6 +639,11 @@ const hiddenCases: [string, string, BatchAnalysis][] = [
     "regression: a text/plain body with a blank line and a request after it (CAP deleted CHF)",
     batch(http("PUT SalesOrders(1)/Note HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "x\r\n\r\nDELETE /Categories(1) HTTP/1.1" })),
     invalid("batch part 1 (PUT SalesOrders(1)/Note): a non-JSON body in a multipart batch cannot contain line breaks; send it as a request of its own"),
+  ],
+  [
+    "regression (red team): a one-line body starting with 'Group ID' (CAP cut the part there and hung)",
+    batch(http("PUT Customers('C1')/Name/$value HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "Group ID" })),
+    invalid("batch part 1 (PUT Customers('C1')/Name/$value): a non-JSON body in a multipart batch cannot start with 'Group ID'; send it as a request of its own"),
   ],
   [
     "a non-JSON body with a bare LF",
