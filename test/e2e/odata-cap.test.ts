@@ -23,8 +23,8 @@ interface Ctx {
   cap: CapBackend;
   /** Between erplink and CAP: records what CAP receives. */
   proxy: RecordingProxy;
-  /** The two instances' API_BUSINESS_PARTNER, for the differential check. */
-  services: { v4: ForwardedService; v2: ForwardedService };
+  /** The services of the two instances, for the differential check. */
+  services: { v4: ForwardedService; v2: ForwardedService; notes: ForwardedService; notesV2: ForwardedService };
   world: World;
   /** list/get/create/update/delete on partners, list/get on addresses. */
   full: string;
@@ -34,6 +34,8 @@ interface Ctx {
   noAddr: string;
   /** Partners and addresses, create included (deep insert). */
   deep: string;
+  /** API_NOTES: Notes, and create on Folders; nothing on Secrets. */
+  notes: string;
 }
 
 const BULK = 10_000;
@@ -49,6 +51,8 @@ E2E.before(async (ctx) => {
   ctx.services = {
     v4: { upstreamRoot: "/odata/v4/api-business-partner", clientRoot: BP, model: await model("/odata/v4/api-business-partner/$metadata") },
     v2: { upstreamRoot: "/odata/v2/api-business-partner", clientRoot: BP2, model: await model("/odata/v2/api-business-partner/$metadata") },
+    notes: { upstreamRoot: "/odata/v4/api-notes", clientRoot: "/odata/s4/API_NOTES", model: await model("/odata/v4/api-notes/$metadata") },
+    notesV2: { upstreamRoot: "/odata/v2/api-notes", clientRoot: "/odata/s4v2/API_NOTES", model: await model("/odata/v2/api-notes/$metadata") },
   };
   ctx.world = await createWorld();
   const app = ctx.world.app;
@@ -61,7 +65,7 @@ E2E.before(async (ctx) => {
     const res = await post(app, `/admin/systems/${sys}/instances`, {
       name,
       base_url: `${ctx.proxy.baseUrl}${root}`,
-      services: { API_BUSINESS_PARTNER: { path: "api-business-partner" } },
+      services: { API_BUSINESS_PARTNER: { path: "api-business-partner" }, API_NOTES: { path: "api-notes" } },
       auth,
     });
     assert.is(res.statusCode, 201, res.body);
@@ -84,6 +88,14 @@ E2E.before(async (ctx) => {
     A_BusinessPartner: ["list", "get", "create", "update"],
     A_BusinessPartnerAddress: ["list", "get", "create"],
   });
+  // Notes and creating folders; nothing on Secrets.
+  const notesKey = await post(app, "/admin/api-keys", {
+    name: "notes",
+    permissions: Object.fromEntries(
+      ["s4", "s4v2"].map((i) => [i, { API_NOTES: { Notes: ["list", "get", "create", "update", "delete"], Folders: ["create"] } }]),
+    ),
+  });
+  ctx.notes = json(notesKey).data.key as string;
 });
 
 E2E.after(async (ctx) => {
@@ -99,7 +111,7 @@ type Req = { method?: string; headers?: Record<string, string>; body?: unknown }
  * (test-support/forwarded.ts), or nothing when erplink refused it.
  */
 async function checked(ctx: Ctx, url: string, res: LightMyRequestResponse, clientBody?: string): Promise<LightMyRequestResponse> {
-  const service = url.startsWith(BP2) ? ctx.services.v2 : ctx.services.v4;
+  const service = [ctx.services.v2, ctx.services.notes, ctx.services.notesV2].find((sv) => url.startsWith(sv.clientRoot)) ?? ctx.services.v4;
   const logs = { store: ctx.world.store, flush: () => ctx.world.layer.logWriter.flush() };
   await assertForwardedAsAuthorized(logs, ctx.proxy, service, String(res.headers["x-request-id"]), clientBody);
   return res;
@@ -569,6 +581,53 @@ E2E("regression (red team): $batch references are never resolved by CAP from sto
   );
   assert.is(attack.statusCode, 400, attack.body);
   assert.match(JSON.parse(attack.body).error.message, /^batch part 2 \(GET \$1\): \$1 cannot be referred to: /);
+});
+
+E2E("regression (red team, second pass): a created entity whose key a nested object feeds cannot be referred to; CAP's Secrets stay untouched", async (ctx) => {
+  const secret = async () => JSON.parse((await direct(ctx, "/odata/v4/api-notes/Secrets('S1')")).body).value;
+  const NOTES = "/odata/s4/API_NOTES";
+  // CAP fills Notes' key folder_ID from the nested folder, then resolves $1 by writing that key, unescaped, into the URL.
+  const multipartAttack = await batch(
+    ctx,
+    ctx.notes,
+    NOTES,
+    multipart([
+      [
+        `POST Notes HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"ID":"N2","folder":{"ID":"F1',ID='N1')/folder/owner?x=("}}`,
+        `PATCH $1 HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"value":"overwritten"}`,
+      ],
+    ]),
+  );
+  assert.is(multipartAttack.statusCode, 400, multipartAttack.body);
+  assert.match(JSON.parse(multipartAttack.body).error.message, /^batch part 2 \(PATCH \$1\): \$1 cannot be referred to: /);
+  const jsonAttack = await batch(
+    ctx,
+    ctx.notes,
+    "/odata/s4v2/API_NOTES",
+    JSON.stringify({
+      requests: [
+        { id: "1", method: "POST", url: "Notes", headers: { "content-type": "application/json" }, body: { ID: "N3", folder: { ID: "F1',ID='N1')/folder?$expand=owner&x=(" } } },
+        { id: "2", method: "GET", url: "$1", dependsOn: ["1"] },
+      ],
+    }),
+    "application/json",
+  );
+  assert.is(jsonAttack.statusCode, 400, jsonAttack.body);
+  assert.is(await secret(), "TOP SECRET");
+  // A create with plain keys can still be referred to: CAP resolves $1 to the new note.
+  const ok = await batch(
+    ctx,
+    ctx.notes,
+    NOTES,
+    multipart([
+      [
+        `POST Notes HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"ID":"N4","folder_ID":"F1","text":"created"}`,
+        `PATCH $1 HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"text":"through $1"}`,
+      ],
+    ]),
+  );
+  assert.is(ok.statusCode, 200, ok.body);
+  assert.is(JSON.parse((await direct(ctx, "/odata/v4/api-notes/Notes(folder_ID='F1',ID='N4')")).body).text, "through $1");
 });
 
 E2E("V2 multipart $batch with a MERGE change set", async (ctx) => {

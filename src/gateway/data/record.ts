@@ -45,6 +45,9 @@ export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts
     upstreamDurationMs: 0,
   };
   facts.set(req, fact);
+  // An absolute-form target (`GET http://host/odata/…`) is routed by Fastify
+  // from its path but would be split here from the scheme: one parser only.
+  if (!rawUrl.startsWith("/")) throw new GatewayError(400, "the request target must be a path (absolute-form targets are for proxies)");
   const host = publicUrl?.host ?? req.host;
   if (host === "") throw new GatewayError(400, "the request names no host: send a Host header");
   const proto = publicUrl?.protocol.slice(0, -1) ?? req.protocol;

@@ -157,7 +157,8 @@ export type Analysis =
        * so the back end resolves nothing); `created` when this request
        * creates the entity and every key value the body gives is plain
        * (letters, digits, `_ . : + -`; others are generated), so the back
-       * end's own substitution stays that entity. Absent: no reference.
+       * end's own substitution stays that entity (and the body nests or
+       * binds no entity, which could feed a key). Absent: no reference.
        */
       readonly referable?: "address" | "created";
     })
@@ -396,26 +397,49 @@ function analyze(input: RequestInput): Analysis {
 const PLAIN_KEY_VALUE = /^[A-Za-z0-9_.:+-]*$/;
 
 /**
- * Whether every key property a create's body gives (matched as the back
- * end might, ignoring case) has a plain value: a number, a boolean, or a
- * string of letters, digits and `_ . : + -`. Key properties the body leaves
- * out are the back end's to generate. Without a model every top-level
- * member counts as a key.
+ * Whether the entity a create's body describes may be referred to by a
+ * later `$batch` part: the back end will write its address, from its stored
+ * key, into the referring URL. So every key value the body gives (matched
+ * ignoring case) must be plain: a number, a boolean, or a string of letters,
+ * digits and `_ . : + -`. And the body may nest no entity: a navigation can
+ * feed a key through a referential constraint with any string in it (CAP
+ * fills a child's `parent_ID` key from `"parent": {"ID": …}`). Binds may stay
+ * (body URLs hold no `/`, `\`, `#`, `?` or `%`, so the most a bound key can do
+ * is name another row of the same entity set), but not with a `$`, which
+ * `String.replace` would interpret; complex values may stay when flat. Key
+ * properties the body leaves out are generated or come from the path.
+ * Without a model every top-level string counts as a key and any object
+ * nests. V2 control information (`__metadata`) may stay.
  */
 function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefined, position: Position | undefined): boolean {
-  if (body === undefined) return true;
-  if (body.kind !== "json") return true; // media: the back end generates the key
+  if (body === undefined || body.kind !== "json") return true; // none, or media: the back end generates the key
   let value = body.value;
-  // V2: {"d": {...}}.
-  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 1 && "d" in value) value = (value as { d: unknown }).d;
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return true; // not an entity: refused elsewhere
+  // V2: CAP's V2 adapter takes `d` as the entity whenever it is an object, whatever else is there.
+  if (isPlainObject(value) && isPlainObject(value.d)) value = value.d;
+  if (!isPlainObject(value)) return true; // not an entity: refused elsewhere
   const keys = model && position ? new Set(model.keyOf(position).map((k) => k.toLowerCase())) : undefined;
   for (const [name, v] of Object.entries(value)) {
+    if (name === "__metadata") continue;
+    const at = name.indexOf("@");
+    if (at >= 0) {
+      if (/bind$/i.test(name) && JSON.stringify(v).includes("$")) return false;
+      continue; // other annotations name no entity
+    }
+    if (v !== null && typeof v === "object") {
+      // A flat complex value (or primitive collection) is data; anything else may nest an entity.
+      const found = model && position ? model.step(position, name) : undefined;
+      const flat = Object.values(v).every((x) => x === null || typeof x !== "object");
+      if (found?.kind !== "property" || !flat) return false;
+      continue;
+    }
     if (keys !== undefined && !keys.has(name.toLowerCase())) continue;
-    if (v === null || typeof v === "number" || typeof v === "boolean") continue;
-    if (typeof v !== "string" || !PLAIN_KEY_VALUE.test(v)) return false;
+    if (typeof v === "string" && !PLAIN_KEY_VALUE.test(v)) return false;
   }
   return true;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 /**

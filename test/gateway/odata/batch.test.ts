@@ -514,6 +514,34 @@ refs("regression (red team): a reference to an entity created with key values th
   );
 });
 
+refs("regression (red team, second pass): a create that nests an entity cannot be referred to (a navigation may feed a key); binds and flat complex values may stay", () => {
+  const notReferable = (id: string) =>
+    `$${id} cannot be referred to: back ends resolve a reference by writing the entity's address, from its stored key, into the URL unescaped, ` +
+    "and erplink cannot vouch for it (the request creates the entity with key values that are not plain: letters, digits, '_', '.', ':', '+', '-'; " +
+    "or reaches it through another reference)";
+  const then = (create: Record<string, unknown>, url = "SalesOrders") => [
+    { id: "1", method: "post", url, body: create },
+    { id: "2", dependsOn: ["1"], method: "patch", url: "$1", body: { Note: "x" } },
+  ];
+  // CAP fills a key association's foreign key from a nested object: any string reaches the stored key.
+  for (const create of [
+    { ID: 1, Customer: { ID: "C1')/Orders(2" } },
+    { ID: 1, Items: [{ ItemNo: 1 }] },
+    { ID: 1, "Customer@odata.bind": "Customers('C$&')" },
+  ]) {
+    const r = run(jsonRef(...then(create)), { contentType: JSON_TYPE });
+    assert.equal(r, invalid(`batch part 2 (PATCH $1): ${notReferable("1")}`), JSON.stringify(create));
+  }
+  // V2's `d` beside other members (CAP's V2 adapter would take `d`): denied at the create already.
+  const wrapped = run(jsonRef(...then({ d: { ID: 1, Customer: { ID: "x" } }, other: 1 })), { contentType: JSON_TYPE });
+  assert.is(wrapped.kind === "denied" && wrapped.message, "batch part 1 (POST SalesOrders): cannot authorize property 'd' of 'Sales.SalesOrder': only declared properties may hold objects or arrays");
+  // A bind names a row by a key without '/', '?', '#': at most another row of the bound set. A flat complex value is data.
+  for (const create of [{ ID: 1, "Customer@odata.bind": "Customers('C1')" }, { ID: 1, ShipTo: { City: "Lisbon" } }, { ID: 1, Tags: ["a", "b"] }]) {
+    const r = run(jsonRef(...then(create)), { contentType: JSON_TYPE });
+    assert.is(r.kind, "access", JSON.stringify(create));
+  }
+});
+
 const refCases: [string, string, BatchAnalysis][] = [
   [
     "to an unknown Content-ID",
