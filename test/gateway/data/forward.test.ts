@@ -427,6 +427,16 @@ Fwd("regression (red team): a request that names no host is refused (HTTP/1.0 wi
   }
 });
 
+Fwd("regression (red team, second pass): an absolute-form request target is refused (Fastify routes by its path, the resource path would be split from its scheme)", async (ctx) => {
+  assertEnvelope(
+    await raw(ctx, `GET http://x.example${SALES}/SalesOrders HTTP/1.1`),
+    400,
+    "VALIDATION_ERROR",
+    "the request target must be a path (absolute-form targets are for proxies)",
+  );
+  assert.is(ctx.seen.length, 0);
+});
+
 Fwd("regression (red team): SAP logon, session and debug query options are refused; the language and statistics pass", async (ctx) => {
   for (const name of ["sap-user", "sap-password", "sap-sessioncmd", "sap-ds-debug", "sap-contextid-accept", "SAP-User", "saml2", "spnego"]) {
     assertEnvelope(
