@@ -614,6 +614,27 @@ E2E("regression (red team, second pass): a created entity whose key a nested obj
   );
   assert.is(jsonAttack.statusCode, 400, jsonAttack.body);
   assert.is(await secret(), "TOP SECRET");
+  // Third pass: a bind whose key, decoded by CAP, holds `$'` (String.replace re-inserts the rest of the referring URL).
+  const reader = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "notes-reader",
+      permissions: { s4: { API_NOTES: { Notes: ["list", "get", "create", "update", "delete"], Folders: ["get"] } } },
+    }),
+  ).data.key as string;
+  const bindAttack = await batch(
+    ctx,
+    reader,
+    NOTES,
+    JSON.stringify({
+      requests: [
+        { id: "1", method: "POST", url: "Notes", headers: { "content-type": "application/json" }, body: { ID: "B1", "folder@odata.bind": "Folders('F1'',ID=''N1'')%24''%26%24expand=owner%26y=')" } },
+        { id: "2", method: "GET", url: "$1/folder?$select=name", dependsOn: ["1"] },
+      ],
+    }),
+    "application/json",
+  );
+  assert.is(bindAttack.statusCode, 400, bindAttack.body);
+  assert.not.match(bindAttack.body, /TOP SECRET/);
   // A create with plain keys can still be referred to: CAP resolves $1 to the new note.
   const ok = await batch(
     ctx,

@@ -381,7 +381,13 @@ function analyze(input: RequestInput): Analysis {
     headers.get("if-none-match")?.trim() !== "*";
   const entityPath = entityPathOf(segments, state, method, model);
   const referable =
-    entityPath === undefined ? undefined : state.shape === "entity" ? "address" : plainKeys(input.body, model, state.position) ? "created" : undefined;
+    entityPath === undefined
+      ? undefined
+      : state.shape === "entity"
+        ? "address"
+        : plainPath(segments) && plainKeys(input.body, model, state.position)
+          ? "created"
+          : undefined;
   return {
     kind: "access",
     ...forwardable,
@@ -398,18 +404,19 @@ const PLAIN_KEY_VALUE = /^[A-Za-z0-9_.:+-]*$/;
 
 /**
  * Whether the entity a create's body describes may be referred to by a
- * later `$batch` part: the back end will write its address, from its stored
- * key, into the referring URL. So every key value the body gives (matched
- * ignoring case) must be plain: a number, a boolean, or a string of letters,
- * digits and `_ . : + -`. And the body may nest no entity: a navigation can
- * feed a key through a referential constraint with any string in it (CAP
- * fills a child's `parent_ID` key from `"parent": {"ID": …}`). Binds may stay
- * (body URLs hold no `/`, `\`, `#`, `?` or `%`, so the most a bound key can do
- * is name another row of the same entity set), but not with a `$`, which
- * `String.replace` would interpret; complex values may stay when flat. Key
- * properties the body leaves out are generated or come from the path.
- * Without a model every top-level string counts as a key and any object
- * nests. V2 control information (`__metadata`) may stay.
+ * later `$batch` part (`$<Content-ID>`). Back ends such as CAP resolve the
+ * reference by writing the new entity's address, from its stored key values,
+ * unescaped, into the referring URL (with `String.replace`, where `$'` even
+ * re-inserts the rest of that URL). So every key value the back end could
+ * store must be known here and plain: a number, a boolean, or a string of
+ * letters, digits and `_ . : + -`, whatever it comes from. From the body: key
+ * members (matched ignoring case) plain, no nested entity (a navigation can
+ * feed a key through a referential constraint: CAP fills a child's
+ * `parent_ID` from `"parent": {"ID": …}`; flat complex values may stay), and
+ * every bind's key values plain once decoded (CAP decodes a bind and may take
+ * a key from it). From the path: see {@link plainPath}. Key properties the
+ * body leaves out are generated. Without a model every top-level string
+ * counts as a key. V2 control information (`__metadata`) may stay.
  */
 function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefined, position: Position | undefined): boolean {
   if (body === undefined || body.kind !== "json") return true; // none, or media: the back end generates the key
@@ -420,9 +427,8 @@ function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefine
   const keys = model && position ? new Set(model.keyOf(position).map((k) => k.toLowerCase())) : undefined;
   for (const [name, v] of Object.entries(value)) {
     if (name === "__metadata") continue;
-    const at = name.indexOf("@");
-    if (at >= 0) {
-      if (/bind$/i.test(name) && JSON.stringify(v).includes("$")) return false;
+    if (name.includes("@")) {
+      if (/bind$/i.test(name) && !(Array.isArray(v) ? v : [v]).every((u) => u === null || (typeof u === "string" && plainUrl(u)))) return false;
       continue; // other annotations name no entity
     }
     if (v !== null && typeof v === "object") {
@@ -436,6 +442,49 @@ function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefine
     if (typeof v === "string" && !PLAIN_KEY_VALUE.test(v)) return false;
   }
   return true;
+}
+
+/**
+ * Whether a create's path leaves the back end no key value but plain ones:
+ * a POST to an entity set, or to a collection navigation directly under an
+ * entity addressed by its key (whose key the child may inherit; a parent
+ * reached through a single-valued navigation has a stored key no one here
+ * has seen), with every key value in the path plain.
+ */
+function plainPath(segments: readonly string[]): boolean {
+  if (segments.length > 2) return false;
+  if (segments.length === 2 && !segments[0]!.endsWith(")")) return false;
+  return segments.every((seg) => {
+    const open = seg.indexOf("(");
+    return open < 0 || plainKeyPredicate(seg.slice(open + 1, -1));
+  });
+}
+
+/** Whether every value in a key predicate (`'a'`, `ID=1,Type='x'`) is plain once unquoted. */
+function plainKeyPredicate(args: string): boolean {
+  return args.split(",").every((part) => {
+    const eq = part.indexOf("=");
+    let value = (eq < 0 ? part : part.slice(eq + 1)).trim();
+    if (value.startsWith("'") && value.endsWith("'") && value.length >= 2) value = value.slice(1, -1);
+    return value !== "" && PLAIN_KEY_VALUE.test(value);
+  });
+}
+
+/**
+ * Whether every key value a bind URL names is plain once decoded (and it
+ * holds no `$`, which `String.replace` would interpret): `Customers('C1')`,
+ * `https://host/…/Customers('C1')`. An undecodable URL is not.
+ */
+function plainUrl(url: string): boolean {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(url);
+  } catch {
+    return false;
+  }
+  if (decoded.includes("$")) return false;
+  for (const m of decoded.matchAll(/\(([^()]*)\)/g)) if (!plainKeyPredicate(m[1]!)) return false;
+  return !/[()]/.test(decoded.replace(/\([^()]*\)/g, ""));
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

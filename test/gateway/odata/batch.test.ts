@@ -542,6 +542,32 @@ refs("regression (red team, second pass): a create that nests an entity cannot b
   }
 });
 
+refs("regression (red team, third pass): every key value a create could store must be plain, from the path and from binds too", () => {
+  const notReferable = (id: string) =>
+    `$${id} cannot be referred to: back ends resolve a reference by writing the entity's address, from its stored key, into the URL unescaped, ` +
+    "and erplink cannot vouch for it (the request creates the entity with key values that are not plain: letters, digits, '_', '.', ':', '+', '-'; " +
+    "or reaches it through another reference)";
+  const then = (url: string, body: Record<string, unknown>) => [
+    { id: "1", method: "post", url, body },
+    { id: "2", dependsOn: ["1"], method: "patch", url: "$1", body: { Note: "x" } },
+  ];
+  const refused = [
+    // The parent's key in the path becomes the child's: CAP wrote `$'` from it into the URL, and String.replace re-inserted the rest.
+    then("Customers('C1''%2CID%3D''N1''%29%24''%26%24expand%3DOrders')/Orders", { ID: 9 }),
+    // A bind's key, decoded by the back end, may feed a key too.
+    then("SalesOrders", { ID: 9, "Customer@odata.bind": "Customers('C1''%29%24''%26%24expand%3DItems')" }),
+    then("SalesOrders", { ID: 9, "Customer@odata.bind": "Customers('C%24x')" }),
+    // A parent reached through a single-valued navigation: its stored key was never in a URL.
+    then("SalesOrders(1)/Customer/Orders", { ID: 9 }),
+  ];
+  for (const requests of refused) {
+    assert.equal(run(jsonRef(...requests), { contentType: JSON_TYPE }), invalid(`batch part 2 (PATCH $1): ${notReferable("1")}`), requests[0]!.url);
+  }
+  for (const requests of [then("Customers('C-1')/Orders", { ID: 9 }), then("SalesOrders", { ID: 9, "Customer@odata.bind": "Customers('C1')" })]) {
+    assert.is(run(jsonRef(...requests), { contentType: JSON_TYPE }).kind, "access", requests[0]!.url);
+  }
+});
+
 const refCases: [string, string, BatchAnalysis][] = [
   [
     "to an unknown Content-ID",
