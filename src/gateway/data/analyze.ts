@@ -26,7 +26,8 @@ import { jsonValue, parseJson } from "../odata/json.js";
 import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBytes } from "../odata/media-type.js";
 import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
 import { Refusal } from "../odata/syntax.js";
-import type { Analyzed, CanonicalRequest, Resolved } from "./exchange.js";
+import { decisionOf } from "./authorize.js";
+import type { Analyzed, CanonicalRequest, Incoming, Resolved } from "./exchange.js";
 import { forwardedRequestHeaders } from "./headers.js";
 import type { MetadataCache } from "./metadata-cache.js";
 import type { DataKey, DataPort } from "./ports.js";
@@ -51,8 +52,8 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
   const isBatch = /^\/?\$batch$/.test(r.rawPath);
   const analyzedBody = isBatch ? undefined : bodyOf(raw, contentType);
   const resolveReference = (url: string) => relativeToRoot(url, r.client.path);
-  const mayCreate = (entity: string) =>
-    port.decide(r.key, { instance: r.instanceName, service: r.serviceName, entity, operation: "create" }).allowed;
+  const decide = decisionOf(r, port);
+  const mayCreate = (entity: string) => decide(entity, "create").allowed;
   const analysis: Analysis = analyzeRequest({
     method: req.method,
     path: r.rawPath,
@@ -64,11 +65,7 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
     resolveReference,
     sapClient: r.instance.sapClient,
   });
-  if (analysis.kind === "invalid") throw new GatewayError(400, analysis.message);
-  if (analysis.kind === "denied") {
-    r.fact.denialStep = "NOT_ALLOWED";
-    throw new GatewayError(403, analysis.message);
-  }
+  if (analysis.kind === "invalid" || analysis.kind === "denied") refuse(r, analysis);
   const method = analysis.kind === "access" ? analysis.effectiveMethod : req.method;
   if (raw !== undefined && BODILESS.has(method)) throw new GatewayError(400, `a ${method} request cannot have a body`);
   const base = {
@@ -91,11 +88,7 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
       mayCreate,
       sapClient: r.instance.sapClient,
     });
-    if (batch.kind === "invalid") throw new GatewayError(400, batch.message);
-    if (batch.kind === "denied") {
-      r.fact.denialStep = "NOT_ALLOWED";
-      throw new GatewayError(403, batch.message);
-    }
+    if (batch.kind === "invalid" || batch.kind === "denied") refuse(r, batch);
     request = {
       ...base,
       accesses: batch.accesses,
@@ -113,6 +106,13 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
     };
   }
   return { ...r, request };
+}
+
+/** Answers a refused analysis: 400 for what is malformed, 403 (`NOT_ALLOWED`) for what the gateway never lets through. */
+function refuse(r: Incoming, outcome: { readonly kind: "invalid" | "denied"; readonly message: string }): never {
+  if (outcome.kind === "invalid") throw new GatewayError(400, outcome.message);
+  r.fact.denialStep = "NOT_ALLOWED";
+  throw new GatewayError(403, outcome.message);
 }
 
 /**

@@ -6,13 +6,17 @@
  * when the key may not `create` in its entity set.
  */
 import { GatewayError } from "../errors.js";
-import type { Analyzed, Authorized } from "./exchange.js";
-import type { DataKey, DataPort } from "./ports.js";
+import type { Analyzed, Authenticated, Authorized } from "./exchange.js";
+import type { DataKey, DataPort, Decision, Operation } from "./ports.js";
 import { STEP_NAMES } from "./record.js";
 
+/** The key's decision on an (entity set, operation) of the request's instance and service. */
+export function decisionOf<K extends DataKey>(a: Authenticated<K>, port: DataPort<K>): (entity: string, operation: Operation) => Decision {
+  return (entity, operation) => port.decide(a.key, { instance: a.instanceName, service: a.serviceName, entity, operation });
+}
+
 export function authorize<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>): Authorized<K> {
-  const decide = (entity: string, operation: Parameters<DataPort<K>["decide"]>[1]["operation"]) =>
-    port.decide(a.key, { instance: a.instanceName, service: a.serviceName, entity, operation });
+  const decide = decisionOf(a, port);
   const batched = a.request.kind === "batch";
   for (const access of a.request.accesses) {
     a.fact.accesses.push({ entity: access.entitySet, operation: access.operation });

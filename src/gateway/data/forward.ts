@@ -18,6 +18,7 @@
  */
 import type { FastifyReply } from "fastify";
 import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
+import { decisionOf } from "./authorize.js";
 import type { Admitted } from "./exchange.js";
 import type { Forwarder, UpstreamResponse } from "./forwarder.js";
 import { clientResponseHeaders } from "./headers.js";
@@ -45,7 +46,8 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   if (a.ifMatchStar) headers["if-match"] = "*";
   verifyForward(a, path, headers);
   if (request.kind === "batch") {
-    verifyBatch(a, (entity) => deps.port.decide(a.key, { instance: a.instanceName, service: a.serviceName, entity, operation: "create" }).allowed);
+    const decide = decisionOf(a, deps.port);
+    verifyBatch(a, (entity) => decide(entity, "create").allowed);
   }
 
   if (request.body !== undefined) headers["content-type"] = request.body.contentType;

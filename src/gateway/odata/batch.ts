@@ -355,7 +355,8 @@ interface PartResult {
   readonly referable: "address" | "created" | undefined;
   /**
    * The part's URL as forwarded: relative to the service root, written from
-   * its canonical target (`./target.ts`), a `$<id>` reference kept as such.
+   * its canonical target (`./target.ts`); a reference to an entity created in
+   * the batch kept as `$<id>`, one to an address written as that address.
    */
   readonly forwardUrl: string;
   /** The method the back end acts on (a tunnel's, see `X-HTTP-Method`). */
@@ -366,14 +367,14 @@ interface PartResult {
 
 /**
  * Analyzes one part: resolves its URL (and a `$<id>` reference through
- * `entityPathOf`), runs {@link analyzeRequest}, and records its accesses.
+ * `referentOf`), runs {@link analyzeRequest}, and records its accesses.
  * Refuses (with the part named) anything denied or invalid.
  */
 function analyzePart(
   part: Part,
   input: BatchInput,
   clientRoot: string,
-  entityPathOf: (id: string) => Referent,
+  referentOf: (id: string) => Referent,
   accesses: AccessList,
 ): PartResult {
   return within(labelOf(part), () => {
@@ -387,7 +388,7 @@ function analyzePart(
     let referenced = 0;
     let referent: Referent | undefined;
     if (id !== undefined) {
-      referent = entityPathOf(id);
+      referent = referentOf(id);
       const entityPath = referent.path.replace(/^\//, "");
       referenced = entityPath.split("/").length;
       path = `${entityPath}${path.slice(first.length)}`;
@@ -399,7 +400,7 @@ function analyzePart(
       headers: part.headers.record,
       ...(input.model ? { model: input.model } : {}),
       ...(part.body ? { body: part.body } : {}),
-      resolveReference: (url) => bodyReference(url, clientRoot, entityPathOf),
+      resolveReference: (url) => bodyReference(url, clientRoot, referentOf),
       sapClient: input.sapClient,
     });
     if (analysis.kind === "batch") denied("a batch cannot contain another batch");
@@ -440,10 +441,10 @@ function referenceId(segment: string): string | undefined {
 /**
  * `resolveReference` for part bodies: an absolute URL below the service
  * root, or a `$<id>[/…]` reference to a request this part may refer to
- * (the same rules as for part URLs, through `entityPathOf`), as a resource
+ * (the same rules as for part URLs, through `referentOf`), as a resource
  * path; undefined for anything else.
  */
-function bodyReference(url: string, clientRoot: string, entityPathOf: (id: string) => Referent): string | undefined {
+function bodyReference(url: string, clientRoot: string, referentOf: (id: string) => Referent): string | undefined {
   let target: PartTarget;
   try {
     target = resolveTarget(url, clientRoot);
@@ -456,7 +457,7 @@ function bodyReference(url: string, clientRoot: string, entityPathOf: (id: strin
   if (id === undefined) return first.startsWith("$") ? undefined : target.relative;
   let referent: Referent;
   try {
-    referent = entityPathOf(id);
+    referent = referentOf(id);
   } catch {
     return undefined;
   }
@@ -469,7 +470,7 @@ function bodyReference(url: string, clientRoot: string, entityPathOf: (id: strin
 }
 
 /** The referenced part's entity, or a refusal saying why it cannot be referred to. */
-function entityPathFrom(id: string, result: PartResult): Referent {
+function referentFrom(id: string, result: PartResult): Referent {
   const { analysis, referable } = result;
   if (analysis.kind !== "access" || analysis.entityPath === undefined) invalid(`$${id} refers to a request that does not yield a single entity`);
   if (referable === undefined) {
@@ -736,8 +737,6 @@ function contentIdOf(mime: string | undefined, request: string | undefined): str
   return id;
 }
 
-// Fatal, and a byte order mark kept: JSON behind one does not parse.
-const utf8 = UTF8;
 
 /** A part body: as the analyzer sees it, and as it is forwarded (latin1, one character per byte). */
 interface PartBody {
@@ -771,7 +770,7 @@ function bodyOf(text: string, raw: Buffer, range: Range, method: string, content
     checkCharset(media, "the request's Content-Type");
     let decoded: string;
     try {
-      decoded = utf8.decode(raw.subarray(range[0], range[1]));
+      decoded = UTF8.decode(raw.subarray(range[0], range[1]));
     } catch {
       invalid("the request body is not valid UTF-8");
     }
@@ -794,7 +793,7 @@ function bodyOf(text: string, raw: Buffer, range: Range, method: string, content
   if (sniffed === "atom") return { body: { kind: "other", contentType: "application/atom+xml" }, forward };
   if (sniffed === "json") {
     try {
-      const value = jsonValue(parseJson(utf8.decode(raw.subarray(range[0], range[1])), "the request body"));
+      const value = jsonValue(parseJson(UTF8.decode(raw.subarray(range[0], range[1])), "the request body"));
       return { body: { kind: "json", value }, forward };
     } catch {
       // Not JSON after all: opaque.
@@ -899,16 +898,16 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
     const members = item.kind === "request" ? [item.part] : item.changeSet.parts;
     const seen = new Map<string, PartResult>();
     for (const part of members) {
-      const entityPathOf = (id: string): Referent => {
+      const referentOf = (id: string): Referent => {
         const target = seen.get(id);
         if (target === undefined) {
           if (!idCount.has(id)) invalid(`$${id} does not refer to a request of this batch`);
           invalid(`$${id} must refer to a preceding request in the same change set`);
         }
         if ((idCount.get(id) ?? 0) > 1) invalid(`$${id} is ambiguous: Content-ID '${id}' is used more than once in the batch`);
-        return entityPathFrom(id, target);
+        return referentFrom(id, target);
       };
-      const result = analyzePart(part, input, normalizeRoot(input.clientRoot), entityPathOf, accesses);
+      const result = analyzePart(part, input, normalizeRoot(input.clientRoot), referentOf, accesses);
       results.set(part, result);
       if (part.id !== undefined && item.kind === "changeSet") seen.set(part.id, result);
     }
@@ -1000,7 +999,7 @@ const JSON_METHODS = new Set(["DELETE", "GET", "PATCH", "POST", "PUT"]);
 function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
   let text: string;
   try {
-    text = utf8.decode(input.body);
+    text = UTF8.decode(input.body);
   } catch {
     invalid("the batch body is not valid UTF-8");
   }
@@ -1042,7 +1041,7 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
   const accesses = new AccessList();
   const results: PartResult[] = [];
   for (const [index, part] of parts.entries()) {
-    const entityPathOf = (id: string): Referent => {
+    const referentOf = (id: string): Referent => {
       const at = ids.get(id);
       if (at === undefined) invalid(`$${id} does not refer to a request of this batch`);
       if (at >= index) invalid(`$${id} must refer to a preceding request`);
@@ -1050,9 +1049,9 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
       if (!part.dependsOn.has(id) && (target.group === undefined || !part.dependsOn.has(target.group))) {
         invalid(`$${id} needs '${id}'${target.group === undefined ? "" : ` or '${target.group}'`} in dependsOn`);
       }
-      return entityPathFrom(id, results[at]!);
+      return referentFrom(id, results[at]!);
     };
-    results.push(analyzePart(part, input, normalizeRoot(input.clientRoot), entityPathOf, accesses));
+    results.push(analyzePart(part, input, normalizeRoot(input.clientRoot), referentOf, accesses));
   }
 
   // Written anew from what was parsed, so that the back end cannot read it

@@ -183,7 +183,8 @@ function otherBody(contentType: string, target: BodyTarget, model: ServiceModel 
 
 type JsonObject = Record<string, unknown>;
 
-function isObject(value: unknown): value is JsonObject {
+/** Whether a JSON value is an object (not an array, not null). */
+export function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
@@ -206,6 +207,12 @@ function quote(s: string): string {
 function termOf(annotation: string): string {
   const lower = annotation.toLowerCase().split("#")[0];
   return lower.startsWith("odata.") ? lower.slice("odata.".length) : lower;
+}
+
+/** Whether a member name is a bind annotation (`Nav@odata.bind`, `Nav@bind`, any case, any qualifier), as the walk reads it. */
+export function isBindAnnotation(name: string): boolean {
+  const sign = name.indexOf("@");
+  return sign >= 0 && name.slice(sign + 1).split("@").some((part) => termOf(part) === "bind");
 }
 
 /** Terms that change what a body does, wherever they appear in a name. */

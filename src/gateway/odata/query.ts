@@ -11,7 +11,7 @@
  * compared). That holds for `$expand`, for member paths in expressions and
  * for lambda operators (`Items/any(...)` lists Items).
  */
-import type { Operation } from "../../services/permissions.js";
+import type { Operation } from "../data/ports.js";
 import type { Position, ServiceModel, Step } from "./metadata.js";
 import {
   MAX_NESTING,

@@ -43,8 +43,8 @@
  *   are denied with a message naming them. `$batch` is handed back as its
  *   own kind, for the batch module.
  */
-import type { Operation } from "../../services/permissions.js";
-import { analyzeBody, type BodyTarget, type RequestBody } from "./body.js";
+import type { Operation } from "../data/ports.js";
+import { analyzeBody, isBindAnnotation, isObject, type BodyTarget, type RequestBody } from "./body.js";
 import type { Position, ServiceModel } from "./metadata.js";
 import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type QueryContext, type Scope } from "./query.js";
 import { encodeSegment, serializePath, serializeTarget, type Target } from "./target.js";
@@ -422,13 +422,13 @@ function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefine
   if (body === undefined || body.kind !== "json") return true; // none, or media: the back end generates the key
   let value = body.value;
   // V2: CAP's V2 adapter takes `d` as the entity whenever it is an object, whatever else is there.
-  if (isPlainObject(value) && isPlainObject(value.d)) value = value.d;
-  if (!isPlainObject(value)) return true; // not an entity: refused elsewhere
+  if (isObject(value) && isObject(value.d)) value = value.d;
+  if (!isObject(value)) return true; // not an entity: refused elsewhere
   const keys = model && position ? new Set(model.keyOf(position).map((k) => k.toLowerCase())) : undefined;
   for (const [name, v] of Object.entries(value)) {
     if (name === "__metadata") continue;
     if (name.includes("@")) {
-      if (/bind$/i.test(name) && !(Array.isArray(v) ? v : [v]).every((u) => u === null || (typeof u === "string" && plainUrl(u)))) return false;
+      if (isBindAnnotation(name) && !(Array.isArray(v) ? v : [v]).every((u) => u === null || (typeof u === "string" && plainUrl(u)))) return false;
       continue; // other annotations name no entity
     }
     if (v !== null && typeof v === "object") {
@@ -485,10 +485,6 @@ function plainUrl(url: string): boolean {
   if (decoded.includes("$")) return false;
   for (const m of decoded.matchAll(/\(([^()]*)\)/g)) if (!plainKeyPredicate(m[1]!)) return false;
   return !/[()]/.test(decoded.replace(/\([^()]*\)/g, ""));
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 /**

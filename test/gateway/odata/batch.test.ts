@@ -528,6 +528,8 @@ refs("regression (red team, second pass): a create that nests an entity cannot b
     { ID: 1, Customer: { ID: "C1')/Orders(2" } },
     { ID: 1, Items: [{ ItemNo: 1 }] },
     { ID: 1, "Customer@odata.bind": "Customers('C$&')" },
+    // A qualified bind is a bind, as the body walk reads it.
+    { ID: 1, "Customer@odata.bind#q": "Customers('C$&')" },
   ]) {
     const r = run(jsonRef(...then(create)), { contentType: JSON_TYPE });
     assert.equal(r, invalid(`batch part 2 (PATCH $1): ${notReferable("1")}`), JSON.stringify(create));
