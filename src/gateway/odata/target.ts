@@ -19,10 +19,11 @@
  *   that splits the query before decoding it can split, join or end a value
  *   where erplink did not.
  * - **Structure must be plain.** Outside literals a path segment may hold
- *   only OData's own syntax: letters, digits, `- . _ ~ ( ) , = : @ $ +` and
- *   spaces (encoded as `%20`); non-ASCII letters are UTF-8 encoded. Anything
- *   else there (a `\`, `#`, `?`, `/`, `%`, `;`, `&`, `"`, brackets, control
- *   characters) cannot be represented unambiguously and is refused, as are
+ *   only OData's own syntax: letters, digits and `- . _ ~ ( ) , = : @ $ +`;
+ *   non-ASCII letters are UTF-8 encoded. Anything else there (a `\`, `#`,
+ *   `?`, `/`, `%`, `;`, `&`, `"`, brackets, control characters, spaces: a
+ *   back end that trims a segment would read `%20$entity` as `$entity`)
+ *   cannot be represented unambiguously and is refused, as are
  *   empty and dot segments. Query option names must be plain tokens
  *   (`[$]name`, `@alias`, `sap-language`).
  *
@@ -100,7 +101,6 @@ export function encodeSegment(segment: string): string {
       continue;
     }
     if (PATH_STRUCTURE.test(ch)) out += ch;
-    else if (ch === " ") out += "%20";
     else if (ch.codePointAt(0)! > 0x7f && NON_ASCII_NAME.test(ch)) out += percentEncode(ch);
     else {
       invalid(

@@ -157,6 +157,16 @@ Fwd("regression (two parsers): '\\' or '#' outside a literal and dot segments, r
   assert.is(ctx.seen.length, 0, "nothing reached the back end");
 });
 
+Fwd("regression (fuzzer, fresh seed): a space outside a quoted literal is refused: a back end that trims '%20$entity' reads the system resource $entity", async (ctx) => {
+  assertEnvelope(
+    await raw(ctx, `GET ${SALES}/Customers/%20$entity HTTP/1.1`),
+    400,
+    "VALIDATION_ERROR",
+    "character U+0020 is not allowed in path segment ' $entity' outside a quoted literal",
+  );
+  assert.is(ctx.seen.length, 0);
+});
+
 Fwd("regression (option names the back end normalizes): names that are not plain tokens are refused; other spellings of a system option are that option", async (ctx) => {
   const notToken = (name: string) =>
     `query option name '${name}' is not a plain token (letters, digits, '_', '.', '-', after an optional '$' or '@')`;
