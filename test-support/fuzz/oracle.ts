@@ -13,6 +13,11 @@
  *   then `\` read as `/`, cut at `#`, dot segments resolved; the query
  *   split on `&` and `;`, `+` as space, option names trimmed (Unicode
  *   spaces, controls and BOM included), case-folded, `$` optional.
+ * - `decodefirst`: SAP CAP's reading (`cds.odata.parse` decodes the whole
+ *   URL before its grammar splits it): the target percent-decoded once, then
+ *   the path split at `/` and the query at `&`, an expression option's value
+ *   (`$filter`, `$orderby`, `$expand`, `$select`, `$compute`) running on past
+ *   an `&` inside a quoted literal; names trimmed and folded as in `lenient`.
  * - `double` (only with `ERPLINK_FUZZ_DOUBLE_DECODE=1`): `lenient` after the
  *   target was percent-decoded once more (a back end behind a decoding proxy).
  * In every reading, OData names (entity sets, properties, navigations,
@@ -308,7 +313,41 @@ const INTERPRETATIONS: Record<string, (target: string) => Parsed | undefined> = 
   lenient(target) {
     return lenient(target);
   },
+  decodefirst(target) {
+    const decoded = percentDecode(target);
+    const q = decoded.indexOf("?");
+    const path = q < 0 ? decoded : decoded.slice(0, q);
+    return { segments: path.split("/").slice(1), pairs: splitDecodedQuery(q < 0 ? "" : decoded.slice(q + 1)), trimNames: true };
+  },
 };
+
+/** A decoded query split as CAP's grammar does: at `&`, but not inside a quoted literal of an expression option. */
+function splitDecodedQuery(query: string): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < query.length; ) {
+    let j = i;
+    while (j < query.length && query[j] !== "&" && query[j] !== "=") j++;
+    const name = query.slice(i, j);
+    if (query[j] !== "=") {
+      if (name !== "") pairs.push([name, ""]);
+      i = j + 1;
+      continue;
+    }
+    const expression = /^\$?(filter|orderby|expand|select|compute)$/i.test(trimAll(name));
+    const start = ++j;
+    while (j < query.length && query[j] !== "&") {
+      if (expression && query[j] === "'") {
+        const close = literalEnd(query, j);
+        j = close < 0 ? query.length : close + 1;
+        continue;
+      }
+      j++;
+    }
+    pairs.push([name, query.slice(start, j)]);
+    i = j + 1;
+  }
+  return pairs;
+}
 
 function lenient(target: string): Parsed {
   const q = target.indexOf("?");

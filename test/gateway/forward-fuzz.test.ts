@@ -7,7 +7,8 @@
  * (test-support/fuzz/generators.ts). For every request, erplink must either
  * refuse it (an answer of its own, nothing forwarded) or forward exactly one
  * request that, read by every interpretation of test-support/fuzz/oracle.ts
- * (WHATWG URL, Node's legacy url.parse, a lenient back end), stays inside
+ * (WHATWG URL, Node's legacy url.parse, a lenient back end, SAP CAP's
+ * decode-first reading), stays inside
  * the service root and touches only what the key may; reads and deletes
  * carry no body, a plain write's body is the client's, and the request log's
  * accesses are what erplink's analyzer makes of the received request.
@@ -107,18 +108,26 @@ Fuzz("the oracle itself: known requests read as expected under each interpretati
         violations(U, "SALES", r).map((v) => v.kind),
       ]),
     );
-  const clean = { whatwg: [], legacy: [], lenient: [] };
+  const clean = { whatwg: [], legacy: [], lenient: [], decodefirst: [] };
   assert.equal(read("GET", "/svc/v4/sales/Orders(1)?$expand=Customer($select=Name)&$filter=Customer/Name%20eq%20'x'&sap-client=100"), clean);
   assert.equal(read("PATCH", "/svc/v4/sales/OrderItems(OrderID=1,ItemNo=2)", '{"Quantity":1}'), clean);
   assert.equal(read("POST", "/svc/v4/sales/$batch", "--b\r\nContent-Type: application/http\r\n\r\nGET Orders?$top=1 HTTP/1.1\r\n\r\n\r\n--b--\r\n", { "content-type": "multipart/mixed; boundary=b" }), clean);
   // Backslashes and a fragment: every URL parser walks out of the key into Products.
-  assert.equal(read("GET", "/svc/v4/sales/Orders('\\..\\Products#')"), { whatwg: ["unpermitted"], legacy: ["unresolved-mention", "unresolved-mention"], lenient: ["unpermitted"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders('\\..\\Products#')"), {
+    whatwg: ["unpermitted"],
+    legacy: ["unresolved-mention", "unresolved-mention"],
+    lenient: ["unpermitted"],
+    decodefirst: [],
+  });
   // Option names a lenient back end normalizes, and ';' as a separator.
-  assert.equal(read("GET", "/svc/v4/sales/Orders?%20$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"] });
-  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"] });
-  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;sap-client=200"), { whatwg: [], legacy: [], lenient: ["sap-switch"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?%20$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"], decodefirst: ["unpermitted"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"], decodefirst: [] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;sap-client=200"), { whatwg: [], legacy: [], lenient: ["sap-switch"], decodefirst: [] });
+  // An encoded '&' splits the query for a back end that decodes first (SAP CAP), but not inside a quoted literal of an expression.
+  assert.equal(read("GET", "/svc/v4/sales/Orders?x=a%26$expand%3DItems"), { ...clean, decodefirst: ["unpermitted"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?$filter=Note%20eq%20'a%26$expand%3DItems'"), clean);
   // Encoded separators in a literal: a decode-first back end leaves the service.
-  assert.equal(read("GET", "/svc/v4/sales/Orders('%5C..%5C..%5Cmaster%5CBusinessPartners')"), { whatwg: [], legacy: [], lenient: ["escape"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders('%5C..%5C..%5Cmaster%5CBusinessPartners')"), { whatwg: [], legacy: [], lenient: ["escape"], decodefirst: [] });
   // Navigations in expressions, and in a batch part.
   assert.equal(read("GET", "/svc/v4/sales/Orders?$filter=Items/any(d:d/Product/Name%20eq%20'x')").whatwg, ["unpermitted", "unpermitted"]);
   assert.equal(read("POST", "/svc/v4/sales/$batch", "--b\r\n\r\nGET Products HTTP/1.1\r\n\r\n\r\n--b--\r\n", { "content-type": "multipart/mixed; boundary=b" }).lenient, ["unpermitted"]);

@@ -469,6 +469,23 @@ function bodyReference(url: string, clientRoot: string, referentOf: (id: string)
   return `${referent.path.replace(/^\//, "")}${target.relative.slice(first.length)}`;
 }
 
+/**
+ * Refuses a part whose URL, as forwarded, starts with the id of a request of
+ * the batch without its `$`: CAP takes a first segment that names a request,
+ * `$` or not, for a reference, and writes that request's Location over the
+ * first `$<id>` anywhere in the URL (a query value included).
+ */
+function checkNoIdsAsSegments(parts: readonly { readonly part: Part; readonly forwardUrl: string }[], ids: ReadonlySet<string>): void {
+  for (const { part, forwardUrl } of parts) {
+    const first = forwardUrl.split("/")[0]!;
+    if (first.startsWith("$")) continue;
+    const name = first.split("?")[0]!;
+    if (ids.has(first) || ids.has(name)) {
+      invalid(`${labelOf(part)}: its URL starts with '${excerpt(name)}', the id of a request of this batch: a back end would take it for a reference`);
+    }
+  }
+}
+
 /** The referenced part's entity, or a refusal saying why it cannot be referred to. */
 function referentFrom(id: string, result: PartResult): Referent {
   const { analysis, referable } = result;
@@ -912,12 +929,14 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
       if (part.id !== undefined && item.kind === "changeSet") seen.set(part.id, result);
     }
   }
+  const all = items.flatMap((item) => (item.kind === "request" ? [item.part] : item.changeSet.parts));
+  checkNoIdsAsSegments(all.map((part) => ({ part, forwardUrl: results.get(part)!.forwardUrl })), new Set(idCount.keys()));
 
   return {
     kind: "access",
     accesses: accesses.items,
     parts: no,
-    partUrls: items.flatMap((item) => (item.kind === "request" ? [item.part] : item.changeSet.parts)).map((p) => results.get(p)!.forwardUrl),
+    partUrls: all.map((p) => results.get(p)!.forwardUrl),
     // V4 back ends (CAP) read a Content-ID from the MIME headers only, so one
     // given in the request's headers is copied there; V2 back ends (SAP
     // Gateway, CAP's V2 adapter) read it from the request's headers and would
@@ -1053,6 +1072,10 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
     };
     results.push(analyzePart(part, input, normalizeRoot(input.clientRoot), referentOf, accesses));
   }
+  checkNoIdsAsSegments(
+    parts.map((part, i) => ({ part, forwardUrl: results[i]!.forwardUrl })),
+    new Set([...ids.keys(), ...groups.keys()]),
+  );
 
   // Written anew from what was parsed, so that the back end cannot read it
   // differently: members in a fixed order, every url in canonical form,

@@ -17,7 +17,9 @@
  *   everything but the unreserved characters and `$ ( ) , / : @ * !` is
  *   encoded (`'`, `=`, `&`, `;`, `+`, space and `#` included), so no back end
  *   that splits the query before decoding it can split, join or end a value
- *   where erplink did not.
+ *   where erplink did not; and for back ends that decode first (SAP CAP), an
+ *   `&` in a value is refused unless it is inside a quoted literal of an
+ *   expression (`$filter=Name eq 'AT&T'`).
  * - **Structure must be plain.** Outside literals a path segment may hold
  *   only OData's own syntax: letters, digits and `- . _ ~ ( ) , = : @ $ +`;
  *   non-ASCII letters are UTF-8 encoded. Anything else there (a `\`, `#`,
@@ -166,9 +168,45 @@ export function serializeQuery(query: readonly QueryOption[]): string {
   return query
     .map((o) => {
       if (!OPTION_NAME.test(o.name)) invalid(`query option name '${excerpt(o.name)}' is not a plain token`);
+      if (o.value !== undefined) checkSeparators(o.name, o.value);
       return o.value === undefined ? o.name : `${o.name}=${encodeQueryValue(o.value)}`;
     })
     .join("&");
+}
+
+/** Options whose values back ends parse as expressions, where a quoted literal keeps an `&` as data. */
+const EXPRESSION_OPTIONS = new Set(["$filter", "$orderby", "$expand", "$select", "$compute"]);
+
+/**
+ * Refuses an `&` in a query value that a back end decoding the whole query
+ * before splitting it (SAP CAP's `cds.odata.parse` does) would read as the
+ * start of another option: anywhere in a value that is not an expression,
+ * and outside quoted literals in one (CAP's grammar keeps `'AT&T'` whole).
+ */
+function checkSeparators(name: string, value: string): void {
+  if (!value.includes("&")) return;
+  let outside = value;
+  if (EXPRESSION_OPTIONS.has(name)) {
+    outside = "";
+    for (let i = 0; i < value.length; ) {
+      if (value[i] !== "'") {
+        outside += value[i++];
+        continue;
+      }
+      const end = skipSingleQuoted(value, i);
+      if (end < 0) {
+        outside += value.slice(i);
+        break;
+      }
+      i = end;
+    }
+  }
+  if (outside.includes("&")) {
+    invalid(
+      `query option '${excerpt(name)}' holds '&' ${EXPRESSION_OPTIONS.has(name) ? "outside a quoted literal" : "in its value"}: ` +
+        "a back end that decodes the query before splitting it (SAP CAP does) would read another option there",
+    );
+  }
 }
 
 /**

@@ -218,6 +218,16 @@ Fwd("regression (option names the back end normalizes): in $batch part URLs too,
   assert.is(ctx.seen.length, 0);
 });
 
+Fwd("regression (red team, final pass): an encoded '&' in a query value is refused where a back end that decodes first (SAP CAP) would split there; inside a quoted $filter literal it is data", async (ctx) => {
+  const sep = "a back end that decodes the query before splitting it (SAP CAP does) would read another option there";
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders(1)?foo=x%26$expand%3DItems HTTP/1.1`), 400, "VALIDATION_ERROR", `query option 'foo' holds '&' in its value: ${sep}`);
+  assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?$filter=Note%20eq%20'a'%26$expand%3DItems HTTP/1.1`), 400, "VALIDATION_ERROR", `query option '$filter' holds '&' outside a quoted literal: ${sep}`);
+  assert.is(ctx.seen.length, 0);
+  const ok = await raw(ctx, `GET ${SALES}/SalesOrders?$filter=Note%20eq%20'AT%26T' HTTP/1.1`);
+  assert.is(ok.status, 201, ok.body);
+  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders?$filter=Note%20eq%20%27AT%26T%27&sap-client=100`);
+});
+
 Fwd("regression (edges): a body on GET, HEAD or DELETE, tunnelled or not, is refused (400) and nothing is forwarded", async (ctx) => {
   const body = '{"Note":"x"}';
   const headers = ["Content-Type: application/json", `Content-Length: ${body.length}`];

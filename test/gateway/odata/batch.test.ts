@@ -570,6 +570,24 @@ refs("regression (red team, third pass): every key value a create could store mu
   }
 });
 
+refs("regression (red team, final pass): a part URL may not start with the id of a request of the batch (CAP takes it for a reference, `$` or not)", () => {
+  const requests = [
+    { id: "Customers", method: "post", url: "Customers", body: { ID: "C9" } },
+    { id: "n2", dependsOn: ["Customers"], method: "get", url: "Customers/$count?foo=$Customers" },
+  ];
+  assert.equal(
+    run(jsonRef(...requests), { contentType: JSON_TYPE }),
+    invalid("batch part 1 (POST Customers): its URL starts with 'Customers', the id of a request of this batch: a back end would take it for a reference"),
+  );
+  const group = [{ id: "1", atomicityGroup: "Products", method: "get", url: "Products?$top=1" }];
+  assert.equal(
+    run(jsonRef(...group), { contentType: JSON_TYPE }),
+    invalid("batch part 1 (GET Products?$top=1): its URL starts with 'Products', the id of a request of this batch: a back end would take it for a reference"),
+  );
+  const multipart = batch(changeSet("cs", json("POST SalesOrders HTTP/1.1", `{"Note":"n"}`, { id: "SalesOrders" })));
+  assert.equal(run(multipart), invalid("batch part 1 (POST SalesOrders): its URL starts with 'SalesOrders', the id of a request of this batch: a back end would take it for a reference"));
+});
+
 const refCases: [string, string, BatchAnalysis][] = [
   [
     "to an unknown Content-ID",

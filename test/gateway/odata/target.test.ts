@@ -76,6 +76,13 @@ T("what cannot be written unambiguously is refused, naming the character", () =>
   ];
   for (const [input, message] of cases) assert.is(refusal(() => encodeSegment(input)), message, JSON.stringify(input));
   assert.is(refusal(() => serializeQuery([{ name: " $expand", value: "x" }])), "query option name ' $expand' is not a plain token");
+  // Back ends that decode the whole query before splitting it (SAP CAP) read a decoded '&' as a separator.
+  const sep = "a back end that decodes the query before splitting it (SAP CAP does) would read another option there";
+  assert.is(refusal(() => serializeQuery([{ name: "foo", value: "x&$expand=Items" }])), `query option 'foo' holds '&' in its value: ${sep}`);
+  assert.is(refusal(() => serializeQuery([{ name: "@p", value: "'a&b'" }])), `query option '@p' holds '&' in its value: ${sep}`);
+  assert.is(refusal(() => serializeQuery([{ name: "$search", value: "a&b" }])), `query option '$search' holds '&' in its value: ${sep}`);
+  assert.is(refusal(() => serializeQuery([{ name: "$filter", value: "Name eq 'a'&$expand=Items" }])), `query option '$filter' holds '&' outside a quoted literal: ${sep}`);
+  assert.is(serializeQuery([{ name: "$filter", value: "Name eq 'AT&T' or Name eq 'it''s&'" }]), "$filter=Name%20eq%20%27AT%26T%27%20or%20Name%20eq%20%27it%27%27s%26%27");
 });
 
 T("query values: unreserved and $ ( ) , / : @ * ! stay; everything else is encoded", () => {
