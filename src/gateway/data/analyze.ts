@@ -126,8 +126,13 @@ function bodyOf(raw: Buffer | undefined, contentType: string | undefined): Reque
   const declared = isJsonType((contentType ?? "").split(";")[0]!.trim().toLowerCase());
   const other: RequestBody = { kind: "other", contentType: (contentType ?? "").split(";")[0]!.trim() };
   const sniffed = sniffBytes(raw);
-  if (sniffed === "json-behind-bom" || (declared && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf)) {
-    throw new GatewayError(400, "a request body that reads as JSON may not start with a byte order mark: back ends disagree on whether it belongs to the JSON");
+  if (sniffed === "json-behind-mark" || (declared && raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf)) {
+    throw new GatewayError(
+      400,
+      raw[0] === 0xef
+        ? "a request body that reads as JSON may not start with a byte order mark: back ends disagree on whether it belongs to the JSON"
+        : "a request body that reads as JSON may not start with whitespace JSON does not allow: back ends disagree on whether it belongs to the JSON",
+    );
   }
   // An Atom entry sent as something else is still read as one by some back ends.
   if (!declared && sniffed === "atom") return { kind: "other", contentType: "application/atom+xml" };

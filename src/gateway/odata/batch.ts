@@ -806,7 +806,7 @@ function bodyOf(text: string, raw: Buffer, range: Range, method: string, content
   // reads as Atom is analyzed as Atom; JSON behind a byte order mark is
   // refused (back ends disagree on whether the mark belongs to it).
   const sniffed = sniffBody(forward);
-  if (sniffed === "json-behind-bom") invalid("a body that reads as JSON may not start with a byte order mark");
+  if (sniffed === "json-behind-mark") invalid("a body that reads as JSON may not start with a byte order mark or whitespace JSON does not allow");
   if (sniffed === "atom") return { body: { kind: "other", contentType: "application/atom+xml" }, forward };
   if (sniffed === "json") {
     try {

@@ -84,44 +84,71 @@ export const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 export type Sniffed =
   /** A JSON object or array: back ends such as CAP read it as JSON whatever the type. */
   | "json"
-  /** JSON behind a UTF-8 byte order mark: some back ends strip the mark, others do not. */
-  | "json-behind-bom"
+  /**
+   * JSON behind a UTF-8 byte order mark or whitespace JSON does not allow
+   * (U+00A0, U+2028, U+3000, …): a back end that strips the mark or trims
+   * as JavaScript does reads JSON; others do not.
+   */
+  | "json-behind-mark"
   /** An Atom entry or feed: a back end may read it as an entity with inline entries and links. */
   | "atom"
   | undefined;
 
-// A UTF-8 byte order mark, as latin1 text.
-const BOM = "\u00ef\u00bb\u00bf";
-const JSON_START = /^[ \t\r\n]*[[{]/;
-const ATOM_START = /^[ \t\r\n]*(?:<\?xml[^>]{0,200}\?>[ \t\r\n]*)?(?:<!--[^]{0,500}?-->[ \t\r\n]*)*<(?:[A-Za-z_][\w.-]{0,63}:)?(?:entry|feed)[\s/>]/;
+const JSON_START = /^[[{]/;
+const ATOM_START = /^(?:<\?xml[^>]{0,200}\?>[ \t\r\n]*)?(?:<!--[^]{0,500}?-->[ \t\r\n]*)*<(?:[A-Za-z_][\w.-]{0,63}:)?(?:entry|feed)[\s/>]/;
 
 /**
  * Sniffs a body (as latin1 text, one character per byte), so that it is
  * analyzed as what a lenient back end would read it as, not only as what its
- * `Content-Type` says: past a byte order mark and any amount of leading
- * whitespace, then from the next kilobyte.
+ * `Content-Type` says: past any amount of leading whitespace, as JavaScript's
+ * `trim` reads it (a byte order mark and the Unicode spaces included), then
+ * from the next kilobyte.
  */
 export function sniffBody(text: string): Sniffed {
-  const bom = text.startsWith(BOM);
-  let i = bom ? BOM.length : 0;
-  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
-  return sniffHead(text.slice(i, i + 1024), bom);
+  return sniff((i) => (i < text.length ? text.charCodeAt(i) : -1), (from, to) => text.slice(from, to));
 }
 
 /** {@link sniffBody} of a buffer, without turning all of it into text. */
 export function sniffBytes(body: Buffer): Sniffed {
-  const bom = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf;
-  let i = bom ? 3 : 0;
-  while (i < body.length && isSpace(body[i]!)) i++;
-  return sniffHead(body.subarray(i, i + 1024).toString("latin1"), bom);
+  return sniff((i) => (i < body.length ? body[i]! : -1), (from, to) => body.subarray(from, to).toString("latin1"));
 }
 
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-}
-
-function sniffHead(head: string, bom: boolean): Sniffed {
-  if (JSON_START.test(head)) return bom ? "json-behind-bom" : "json";
+function sniff(byteAt: (i: number) => number, slice: (from: number, to: number) => string): Sniffed {
+  let i = 0;
+  let marked = false;
+  for (;;) {
+    const c = byteAt(i);
+    if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) {
+      i++;
+      continue;
+    }
+    const n = unicodeSpaceAt(byteAt, i);
+    if (n === 0) break;
+    marked = true;
+    i += n;
+  }
+  const head = slice(i, i + 1024);
+  if (JSON_START.test(head)) return marked ? "json-behind-mark" : "json";
   if (ATOM_START.test(head)) return "atom";
   return undefined;
+}
+
+/**
+ * Length in bytes of the UTF-8 encoding at `i` of whitespace JavaScript's
+ * `trim` removes but JSON does not allow (U+000B, U+000C, U+00A0, U+1680,
+ * U+2000–U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF), or 0.
+ */
+function unicodeSpaceAt(byteAt: (i: number) => number, i: number): number {
+  const b0 = byteAt(i);
+  if (b0 === 0x0b || b0 === 0x0c) return 1;
+  if (b0 === 0xc2 && byteAt(i + 1) === 0xa0) return 2;
+  if (b0 === 0xe1 && byteAt(i + 1) === 0x9a && byteAt(i + 2) === 0x80) return 3;
+  if (b0 === 0xe2 && byteAt(i + 1) === 0x80) {
+    const b2 = byteAt(i + 2);
+    if ((b2 >= 0x80 && b2 <= 0x8a) || b2 === 0xa8 || b2 === 0xa9 || b2 === 0xaf) return 3;
+  }
+  if (b0 === 0xe2 && byteAt(i + 1) === 0x81 && byteAt(i + 2) === 0x9f) return 3;
+  if (b0 === 0xe3 && byteAt(i + 1) === 0x80 && byteAt(i + 2) === 0x80) return 3;
+  if (b0 === 0xef && byteAt(i + 1) === 0xbb && byteAt(i + 2) === 0xbf) return 3;
+  return 0;
 }
