@@ -72,6 +72,9 @@ export function snippets(u: Universe): string[] {
       `?$expand=${n}`, `&$expand=${n}`, `;$expand=${n}`, `%26$expand=${n}`, `&%20$expand=${n}`, `&expand=${n}`, `&$EXPAND=${n}`,
       `&%24expand=${n}`, `&\u00a0$expand=${n}`, `&%C2%A0$expand=${n}`, `&$expand%20=${n}`, `&+$expand=${n}`, `#&$expand=${n}`, `&%E3%80%80expand=${n}`,
       `&$filter=${n}/any()`, `&$select=${n}`, `/${n}`, `%2F${n}`, `\\${n}`, `&$expand=*`, `;$expand=*`, `&%20$expand=*`,
+      // Tokens SAP CAP ends without regard to quotes (after decoding the whole URL): JSON objects, lists, nested $search.
+      `{'}%26$expand%3D${n}%26x%3D'}`, `[']%26$expand%3D${n}%26x%3D']`, `"%26$expand%3D${n}%26x%3D"`, `'%26$expand%3D${n}%26x%3D'`,
+      `($search=x';$expand=${n};$search=')`, `($search="x;$expand=${n};$search=")`, `($search=[;$expand=${n};$search=])`, `$root/${n}`,
     );
   }
   return out;

@@ -336,8 +336,10 @@ function splitDecodedQuery(query: string): [string, string][] {
     const expression = /^\$?(filter|orderby|expand|select|compute)$/i.test(trimAll(name));
     const start = ++j;
     while (j < query.length && query[j] !== "&") {
-      if (expression && query[j] === "'") {
-        const close = literalEnd(query, j);
+      // CAP's grammar: a quoted literal keeps an '&'; a JSON object, list or double-quoted string ends at its first closer, quotes or not.
+      const closer = expression ? ({ "'": "'", "{": "}", "[": "]", '"': '"' } as Record<string, string>)[query[j]!] : undefined;
+      if (closer !== undefined) {
+        const close = closer === "'" ? literalEnd(query, j) : query.indexOf(closer, j + 1);
         j = close < 0 ? query.length : close + 1;
         continue;
       }
@@ -554,6 +556,9 @@ function nestedOptions(ctx: Ctx, type: TypeDef, text: string, why: string, depth
     options.push([p.slice(0, eq), p.slice(eq + 1)]);
   }
   applyOptions(ctx, type, options, why, depth + 1, true);
+  // Back ends may also split at every ';', quotes and brackets or not (CAP's nested $search ends at the first ';').
+  const naive = text.split(";").filter((p) => p.includes("=")).map((p): [string, string] => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]);
+  if (naive.length > parts.length) applyOptions(ctx, type, naive, `${why} (split at every ';')`, depth + 1, true);
   return true;
 }
 

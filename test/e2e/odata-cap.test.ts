@@ -36,6 +36,8 @@ interface Ctx {
   deep: string;
   /** API_NOTES: Notes, and create on Folders; nothing on Secrets. */
   notes: string;
+  /** API_NOTES: Notes and Folders (read), nothing on Secrets. */
+  notesReader: string;
 }
 
 const BULK = 10_000;
@@ -96,6 +98,11 @@ E2E.before(async (ctx) => {
     ),
   });
   ctx.notes = json(notesKey).data.key as string;
+  const readerKey = await post(app, "/admin/api-keys", {
+    name: "notes-folders",
+    permissions: { s4: { API_NOTES: { Notes: ["list", "get"], Folders: ["list", "get"] } } },
+  });
+  ctx.notesReader = json(readerKey).data.key as string;
 });
 
 E2E.after(async (ctx) => {
@@ -670,6 +677,16 @@ E2E("regression (red team, final pass): CAP decodes the whole URL before splitti
   const literal = await call(ctx, ctx.noAddr, `${BP}/A_BusinessPartner?$filter=LastName%20eq%20'a%26$expand%3Dto_Address'`);
   assert.is(literal.statusCode, 200, literal.body);
   assert.equal(JSON.parse(literal.body).value, []);
+  // CAP's tokens for JSON objects and lists end without regard to quotes: the '&' erplink saw inside a literal split the query.
+  for (const filter of ["BusinessPartner%20ne%20{'}%26$expand%3Dto_Address%26x%3D'}", "BusinessPartner%20ne%20[']%26$expand%3Dto_Address%26x%3D']"]) {
+    const res = await call(ctx, ctx.noAddr, `${BP}/A_BusinessPartner?$filter=${filter}`);
+    assert.is(res.statusCode, 400, res.body);
+    assert.not.match(res.body, /to_Address"/);
+  }
+  // Its nested $search ends at the first ';', quotes or not.
+  const nested = await call(ctx, ctx.notesReader, `/odata/s4/API_NOTES/Notes?$expand=folder($search=x';$expand=owner;$search=')`);
+  assert.is(nested.statusCode, 400, nested.body);
+  assert.not.match(nested.body, /TOP SECRET/);
   // A request id that is an entity set's name: CAP took `Notes/...` for a reference and wrote a stored key into `$Notes`.
   const idAttack = await batch(
     ctx,

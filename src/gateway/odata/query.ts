@@ -469,7 +469,9 @@ const KEYWORDS = new Set([
   "asc", "desc", "true", "false", "null", "inf", "nan", "as",
 ]);
 
-const PATH_CHAR = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}_.$@*]/u;
+// `$` and `@` only start a segment (`$it`, `$count`, `@alias`): OData names
+// hold neither, so `Nav$root` is the navigation `Nav` followed by `$root`.
+const PATH_CHAR = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}_.*]/u;
 const PATH_START = /[\p{L}\p{Nl}_$@]/u;
 const NUMBER_CHAR = /[0-9A-Za-z.:+-]/;
 
@@ -508,6 +510,7 @@ function tokenize(ctx: QueryContext, s: string, what: string): Token[] {
       const segs: string[] = [];
       for (;;) {
         const segStart = i;
+        if (s[i] === "$" || s[i] === "@") i++;
         while (i < s.length && PATH_CHAR.test(s[i])) i++;
         segs.push(s.slice(segStart, i));
         const after = skipSpace(s, i);

@@ -177,35 +177,45 @@ export function serializeQuery(query: readonly QueryOption[]): string {
 /** Options whose values back ends parse as expressions, where a quoted literal keeps an `&` as data. */
 const EXPRESSION_OPTIONS = new Set(["$filter", "$orderby", "$expand", "$select", "$compute"]);
 
+/** Options whose values hold nested options, separated by `;` (`$expand=Items($top=1;$select=ID)`). */
+const NESTING_OPTIONS = new Set(["$expand", "$select"]);
+
 /**
- * Refuses an `&` in a query value that a back end decoding the whole query
- * before splitting it (SAP CAP's `cds.odata.parse` does) would read as the
- * start of another option: anywhere in a value that is not an expression,
- * and outside quoted literals in one (CAP's grammar keeps `'AT&T'` whole).
+ * Refuses what a back end that decodes the whole query before splitting it
+ * (SAP CAP's `cds.odata.parse` does) would read as structure where erplink
+ * reads data. CAP's grammar keeps an `&` inside a single-quoted literal of an
+ * expression as data, but its tokens for JSON objects, lists and double-
+ * quoted strings (`{…}`, `[…]`, `"…"`) end without regard to single quotes,
+ * and its nested `$search` ends at the first `;` or `)`. So:
+ * - an `&` is refused anywhere, but inside a single-quoted literal of an
+ *   expression option whose value holds no `{`, `[` or `"`;
+ * - in `$expand` and `$select`, a `;`, `(` or `)` inside a single-quoted
+ *   literal is refused, and any `;` when the value holds `{`, `[` or `"`.
  */
 function checkSeparators(name: string, value: string): void {
-  if (!value.includes("&")) return;
-  let outside = value;
-  if (EXPRESSION_OPTIONS.has(name)) {
-    outside = "";
-    for (let i = 0; i < value.length; ) {
-      if (value[i] !== "'") {
-        outside += value[i++];
-        continue;
-      }
-      const end = skipSingleQuoted(value, i);
-      if (end < 0) {
-        outside += value.slice(i);
-        break;
-      }
-      i = end;
-    }
-  }
-  if (outside.includes("&")) {
+  if (!/[&;()]/.test(value)) return;
+  const refuse = (ch: string, where: string): never =>
     invalid(
-      `query option '${excerpt(name)}' holds '&' ${EXPRESSION_OPTIONS.has(name) ? "outside a quoted literal" : "in its value"}: ` +
-        "a back end that decodes the query before splitting it (SAP CAP does) would read another option there",
+      `query option '${excerpt(name)}' holds '${ch}' ${where}: a back end that decodes the query before splitting it (SAP CAP does) ` +
+        "would read another option there",
     );
+  const opaque = /[{["]/.test(value);
+  const expression = EXPRESSION_OPTIONS.has(name);
+  const nesting = NESTING_OPTIONS.has(name);
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i]!;
+    if (c === "'" && expression && !opaque) {
+      const end = skipSingleQuoted(value, i);
+      if (end < 0) refuse("'", "in an unterminated literal");
+      if (nesting) {
+        const inside = /[;()]/.exec(value.slice(i + 1, end - 1));
+        if (inside) refuse(inside[0], "inside a quoted literal of nested options");
+      }
+      i = end - 1;
+      continue;
+    }
+    if (c === "&") refuse("&", expression ? (opaque ? "beside JSON, a list or a double-quoted string" : "outside a quoted literal") : "in its value");
+    if (c === ";" && nesting && opaque) refuse(";", "beside JSON, a list or a double-quoted string");
   }
 }
 

@@ -946,6 +946,9 @@ table("request: adversarial input", [
   { model: "v4", path: "/Customers('abc)", expect: invalid("unterminated string literal in path segment 'Customers('abc)'") },
   { model: "v4", path: "/Customers('O'Neil')", expect: invalid("unterminated string literal in path segment 'Customers('O'Neil')'") },
   { model: "v4", path: "/Customers('a'b)", expect: invalid("malformed string literal ''a'b' in the key of Customers") },
+  // OData names hold no '$': `Customer$root` is the navigation Customer, then $root (a fresh fuzz seed).
+  { model: "v4", path: "/SalesOrders", query: "$filter=Customer$root/Name eq 1", expect: denied("$root is not allowed in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Customer$it eq 1", expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")) },
   { model: "v4", path: "/SalesOrders(1%20or%201)", expect: invalid("character U+0020 is not allowed in path segment 'SalesOrders(1 or 1)' outside a quoted literal") },
   { model: "v4", path: "/SalesOrders", query: "$filter=(Note%20eq%20'x'", expect: invalid("unbalanced '(' in $filter") },
   { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20'x", expect: invalid("unterminated string literal in $filter") },

@@ -83,6 +83,19 @@ T("what cannot be written unambiguously is refused, naming the character", () =>
   assert.is(refusal(() => serializeQuery([{ name: "$search", value: "a&b" }])), `query option '$search' holds '&' in its value: ${sep}`);
   assert.is(refusal(() => serializeQuery([{ name: "$filter", value: "Name eq 'a'&$expand=Items" }])), `query option '$filter' holds '&' outside a quoted literal: ${sep}`);
   assert.is(serializeQuery([{ name: "$filter", value: "Name eq 'AT&T' or Name eq 'it''s&'" }]), "$filter=Name%20eq%20%27AT%26T%27%20or%20Name%20eq%20%27it%27%27s%26%27");
+  // CAP's tokens for JSON, lists and double-quoted strings end without regard to single quotes; its nested $search at ';' or ')'.
+  for (const [name, value, ch, where] of [
+    ["$filter", "ID ne {'}&$expand=Items&x='}", "&", "beside JSON, a list or a double-quoted string"],
+    ["$filter", "ID ne [']&$expand=Items&x=']", "&", "beside JSON, a list or a double-quoted string"],
+    ["$orderby", "concat(ID,{'})&$expand=Items&x='})", "&", "beside JSON, a list or a double-quoted string"],
+    ["$expand", "Customer($search=x';$expand=Orders;$search=')", ";", "inside a quoted literal of nested options"],
+    ["$expand", "Customer($search=\"x;$expand=Orders;$search=\")", ";", "beside JSON, a list or a double-quoted string"],
+    ["$expand", "Customer($search=[;$expand=Orders;$search=])", ";", "beside JSON, a list or a double-quoted string"],
+    ["$expand", "Customer($search='x)',Orders)", ")", "inside a quoted literal of nested options"],
+  ]) {
+    assert.is(refusal(() => serializeQuery([{ name: name!, value: value! }])), `query option '${name}' holds '${ch}' ${where}: ${sep}`, value);
+  }
+  assert.is(serializeQuery([{ name: "$expand", value: "Items($filter=Name eq 'a';$top=1)" }]), "$expand=Items($filter%3DName%20eq%20%27a%27%3B$top%3D1)");
 });
 
 T("query values: unreserved and $ ( ) , / : @ * ! stay; everything else is encoded", () => {
