@@ -539,6 +539,11 @@ function expression(ctx: Ctx, text: string, why: string, depth: number): void {
   }
 }
 
+/** A name inside an option's value as the interpretation trims it: as JavaScript does, or also controls and U+0085, U+200B. */
+function trimName(ctx: Ctx, s: string): string {
+  return ctx.trimNames ? trimAll(s) : s.trim();
+}
+
 function canonical(ctx: Ctx, name: string): string {
   const n = (ctx.trimNames ? trimAll(name) : name).toLowerCase();
   return n.startsWith("$") ? n.slice(1) : n;
@@ -566,7 +571,7 @@ function nestedOptions(ctx: Ctx, type: TypeDef, text: string, why: string, depth
 function walkItem(ctx: Ctx, type: TypeDef, segs: readonly string[], why: string): { type: TypeDef; ok: boolean } {
   let at = type;
   for (const raw of segs) {
-    const seg = ctx.trimNames ? trimAll(raw) : raw.trim();
+    const seg = trimName(ctx, raw);
     if (seg === "$ref" || seg === "$count" || seg === "*" || seg === "") continue;
     const q = ctx.svc.qualified(at, seg);
     if (q?.kind === "cast") {
@@ -594,7 +599,7 @@ function walkItem(ctx: Ctx, type: TypeDef, segs: readonly string[], why: string)
 
 /** Whether the first name of a path exists at `type` (without recording anything). */
 function walkable(ctx: Ctx, type: TypeDef, segs: readonly string[]): boolean {
-  const first = (ctx.trimNames ? trimAll(segs[0] ?? "") : (segs[0] ?? "").trim());
+  const first = trimName(ctx, segs[0] ?? "");
   return ctx.svc.member(type, first) !== undefined || ctx.svc.qualified(type, first) !== undefined || ctx.svc.allNavs(type).some(([n]) => n.toLowerCase() === first.toLowerCase());
 }
 
@@ -609,7 +614,7 @@ function expandOption(ctx: Ctx, type: TypeDef, text: string, why: string, depth:
     return;
   }
   for (const rawItem of items) {
-    const item = ctx.trimNames ? trimAll(rawItem) : rawItem.trim();
+    const item = trimName(ctx, rawItem);
     if (item === "") continue;
     const call = splitCall(item);
     if (call === undefined) {
@@ -664,7 +669,7 @@ function selectOption(ctx: Ctx, type: TypeDef, text: string, why: string, depth:
     return;
   }
   for (const rawItem of items) {
-    const item = ctx.trimNames ? trimAll(rawItem) : rawItem.trim();
+    const item = trimName(ctx, rawItem);
     if (item === "") continue;
     const call = splitCall(item);
     if (call === undefined) {
