@@ -27,13 +27,10 @@ import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBytes } from "../odata/m
 import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
 import { Refusal } from "../odata/syntax.js";
 import { decisionOf } from "./authorize.js";
-import type { Analyzed, CanonicalRequest, Incoming, Resolved } from "./exchange.js";
+import { BODILESS, type Analyzed, type CanonicalRequest, type Incoming, type Resolved } from "./exchange.js";
 import { forwardedRequestHeaders } from "./headers.js";
 import type { MetadataCache } from "./metadata-cache.js";
 import type { DataKey, DataPort } from "./ports.js";
-
-/** Methods that carry no body erplink would analyze or forward. */
-const BODILESS = new Set(["GET", "HEAD", "DELETE"]);
 
 export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<K>, metadata: MetadataCache): Promise<Analyzed<K>> {
   const { req } = r;

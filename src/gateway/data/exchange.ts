@@ -14,6 +14,9 @@ import type { ClientRoot } from "./headers.js";
 import type { DataAdmission, DataInstance, DataKey, DataLogFacts } from "./ports.js";
 import type { ServiceRoot } from "./service-root.js";
 
+/** Methods that carry no body: one is refused on the way in (400) and none is sent upstream. */
+export const BODILESS: ReadonlySet<string> = new Set(["GET", "HEAD", "DELETE"]);
+
 /** A request as it arrived: `/odata/<instance>/<service><raw path>?<raw query>`. */
 export interface Incoming {
   readonly req: FastifyRequest;

@@ -19,7 +19,7 @@
 import type { FastifyReply } from "fastify";
 import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
 import { decisionOf } from "./authorize.js";
-import type { Admitted } from "./exchange.js";
+import { BODILESS, type Admitted } from "./exchange.js";
 import type { Forwarder, UpstreamResponse } from "./forwarder.js";
 import { clientResponseHeaders } from "./headers.js";
 import type { DataKey, DataPort } from "./ports.js";
@@ -27,8 +27,6 @@ import { verifyBatch, verifyForward } from "./verify.js";
 
 /** Methods that only read; every other one carries the CSRF session. */
 const READS = new Set(["GET", "HEAD"]);
-/** Methods that carry no body upstream. */
-const BODILESS = new Set(["GET", "HEAD", "DELETE"]);
 
 /** What the forward stage works with. */
 export interface ForwardDeps<K extends DataKey> {
