@@ -140,6 +140,9 @@ function isLeap(year: number): boolean {
 
 /** Builds the gateway. Call `listen()` on the result to serve. */
 export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
+  const facts: RequestFacts = { principals: new WeakMap(), errorCodes: new WeakMap() };
+  const sendError = (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => sendErrorOf(facts, reply, req, e);
+
   const app = Fastify({
     ...(options.logger === false ? { logger: false } : { loggerInstance: options.logger }),
     bodyLimit: options.bodyLimit,
@@ -158,10 +161,13 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false },
     },
     ...(options.serverFactory ? { serverFactory: options.serverFactory as unknown as FastifyServerFactory } : {}),
+    // Errors before routing (a path that is not valid percent-encoding) are answered in the envelope too.
+    frameworkErrors: (err, req, reply) => {
+      // No hook has run: the request id header is set here.
+      reply.header("x-request-id", req.id);
+      sendError(reply, req, err.code === "FST_ERR_BAD_URL" ? new GatewayError(400, "the request path is not valid percent-encoding") : toGatewayError(err));
+    },
   });
-
-  const facts: RequestFacts = { principals: new WeakMap(), errorCodes: new WeakMap() };
-  const sendError = (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => sendErrorOf(facts, reply, req, e);
 
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);

@@ -704,6 +704,57 @@ E2E("regression (red team, final pass): CAP decodes the whole URL before splitti
   assert.match(JSON.parse(idAttack.body).error.message, /its URL starts with 'Notes', the id of a request of this batch/);
 });
 
+E2E("regression (red team, sixth pass): CAP's grammar for JSON, lists, names with '\"', nested $search and lambdas; each attack read Secrets through CAP before", async (ctx) => {
+  const NOTES = "/odata/s4/API_NOTES";
+  const opaque = (ch: string, what: string) =>
+    `'${ch}' is not allowed in ${what} outside a single-quoted literal: back ends disagree on where a JSON value, a list or a double-quoted string ends`;
+  const refused = async (url: string, message: string, key = ctx.notesReader) => {
+    const res = await call(ctx, key, url);
+    assertEnvelope(res, 400, "VALIDATION_ERROR", message);
+  };
+  // CAP's names may hold '"' (`@a"` is one alias to it, an alias and a string to erplink): it expanded owner, a Secret.
+  await refused(`${NOTES}/Folders?$expand=notes($filter=ID%20eq%20@a%22),owner($filter=ID%20ne%20@b%22)`, opaque('"', "$expand"));
+  // ... and filtered on a Secret's value, and on V2, and on partners' addresses for a key without them.
+  await refused(`${NOTES}/Folders?$filter=ID%20eq%20@a%22%20or%20owner/value%20eq%20'TOP%20SECRET'%20or%20ID%20eq%20@b%22`, opaque('"', "$filter"));
+  await refused(
+    `${BP}/A_BusinessPartner?$filter=BusinessPartner%20eq%20@a%22%20or%20to_Address/any(d:d/CityName%20eq%20'Berlin')%20or%20BusinessPartner%20eq%20@b%22`,
+    opaque('"', "$filter"),
+    ctx.noAddr,
+  );
+  // CAP ends a JSON object at the first '}', a list at the first ']', quotes or not.
+  await refused(`${NOTES}/Folders?$filter=ID%20eq%20{%22x%22:%22}%20or%20owner/value%20eq%20'TOP%20SECRET'%20or%20ID%20eq%20{%22}`, opaque("{", "$filter"));
+  await refused(`${NOTES}/Folders?$filter=contains(ID,[%22a])%20or%20owner/value%20eq%20'TOP%20SECRET'%20or%20contains(ID,[%22])`, opaque("[", "$filter"));
+  // ... and a nested $search at the first ')': it expanded owner.
+  await refused(`${NOTES}/Folders?$expand=notes($search=%22x),owner($search=%22)`, opaque('"', "$expand"));
+  await refused(
+    `${NOTES}/Folders?$expand=notes($search=(x),owner($search=y))`,
+    "a nested $search may not hold quotes, brackets or parentheses in $expand notes: back ends disagree on where it ends",
+  );
+  // Inside a lambda CAP reads a path without the variable from the lambda's collection: a note's label is a Secret,
+  // a folder's a Label. A key that may read labels, not secrets, filtered on the Secret's value.
+  const labels = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "notes-labels",
+      permissions: { s4: { API_NOTES: { Notes: ["list", "get"], Folders: ["list", "get"], Labels: ["list", "get"] } } },
+    }),
+  ).data.key as string;
+  assert.is((await direct(ctx, "/odata/v4/api-notes/Folders?$filter=notes/any(d:label/value%20eq%20'TOP%20SECRET')")).body.includes('"F1"'), true);
+  await refused(
+    `${NOTES}/Folders?$select=ID&$filter=notes/any(d:label/value%20eq%20'TOP%20SECRET')`,
+    "inside a lambda, a path must start with its variable 'd' or $it in $filter: back ends disagree on where 'label/value' starts",
+    labels,
+  );
+  // With the variable, or from $it, both readings agree.
+  const own = await call(ctx, labels, `${NOTES}/Folders?$select=ID&$filter=notes/any(d:d/text%20eq%20'a%20note')`);
+  assert.is(own.statusCode, 200, own.body);
+  assert.equal(JSON.parse(own.body).value, [{ ID: "F1" }]);
+  // A lone name is read from the notes too: a note's label (a Secret) needs Secrets.
+  const lone = await call(ctx, labels, `${NOTES}/Folders?$select=ID&$filter=notes/any(d:label_ID%20eq%20'S1'%20and%20label%20ne%20null)`);
+  assert.is(lone.statusCode, 403, lone.body);
+  assert.match(JSON.parse(lone.body).error.message, /Secrets/);
+  assert.is(JSON.parse((await direct(ctx, "/odata/v4/api-notes/Secrets('S1')")).body).value, "TOP SECRET");
+});
+
 E2E("V2 multipart $batch with a MERGE change set", async (ctx) => {
   const res = await batch(
     ctx,

@@ -21,7 +21,6 @@ import {
   hasControlCharacter,
   invalid,
   isSimpleIdentifier,
-  skipDoubleQuoted,
   skipSingleQuoted,
   splitCall,
   splitTopLevel,
@@ -276,7 +275,12 @@ function parseNestedOptions(text: string, what: string): Map<string, string> {
       invalid(`option '${excerpt(name)}' is not allowed in ${what}`);
     }
     if (options.has(canonical)) invalid(`option $${canonical} is given more than once in ${what}`);
-    options.set(canonical, part.slice(eq + 1));
+    const value = part.slice(eq + 1);
+    // SAP CAP ends a nested $search at the first ')' or ';', quotes or not.
+    if (canonical === "search" && /[()'"[\]{};]/.test(value)) {
+      invalid(`a nested $search may not hold quotes, brackets or parentheses in ${what}: back ends disagree on where it ends`);
+    }
+    options.set(canonical, value);
   }
   return options;
 }
@@ -368,6 +372,7 @@ function positionKey(p: Position): string {
 function applyExpand(ctx: QueryContext, scope: Scope, text: string, depth: number): void {
   if (depth > MAX_NESTING) invalid(`$expand is nested more than ${MAX_NESTING} levels deep`);
   spend(ctx, text.length);
+  refuseOutsideLiterals(text, "$expand");
   for (const raw of splitTopLevel(text, ",", "$expand")) {
     const item = raw.trim();
     if (item === "") invalid("empty item in $expand");
@@ -446,6 +451,7 @@ function expandTargets(ctx: QueryContext, scope: Scope, segs: readonly string[])
 /** `$select`: paths through navigations (V2 `Nav/Prop`) are reads; nested options (4.01) apply at the item. */
 function applySelect(ctx: QueryContext, scope: Scope, text: string, depth: number): void {
   spend(ctx, text.length);
+  refuseOutsideLiterals(text, "$select");
   for (const raw of splitTopLevel(text, ",", "$select")) {
     const item = raw.trim();
     if (item === "") invalid("empty item in $select");
@@ -481,14 +487,42 @@ function skipSpace(s: string, i: number): number {
 }
 
 /**
+ * Refuses a `"`, `{`, `[` or `\` outside single-quoted literals of an
+ * expression (`$filter`, `$orderby`, `$compute`, alias values, and the items
+ * and nested options of `$expand`/`$select`). Back ends disagree on where
+ * what the first three open ends: SAP CAP's grammar ends `{…}` at the first
+ * `}` and `[…]` at the first `]` whatever quotes lie between, and takes a
+ * `"` after a name for part of the name (`@a"`), so text that erplink reads
+ * as a string CAP reads as paths (`ID eq {"x":"} or Secret/Value eq 'x' or
+ * ID eq {"}`). A `\` has no meaning there but a lenient reader's `/`.
+ */
+function refuseOutsideLiterals(s: string, what: string): void {
+  if (!/["{[\\]/.test(s)) return;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === "'") {
+      const end = skipSingleQuoted(s, i);
+      if (end < 0) return; // the caller refuses the unterminated literal
+      i = end - 1;
+    } else if (c === "\\") {
+      invalid(`'\\' is not allowed in ${what} outside a single-quoted literal: a lenient back end reads it as '/'`);
+    } else if (c === '"' || c === "{" || c === "[") {
+      invalid(`'${c}' is not allowed in ${what} outside a single-quoted literal: back ends disagree on where a JSON value, a list or a double-quoted string ends`);
+    }
+  }
+}
+
+/**
  * Tokenizes an expression. Member paths are joined across whitespace around
  * `/` (`Customer / Name`), because lenient parsers accept that spelling;
- * literals (single- or double-quoted, typed like `guid'…'`, numbers) become
- * `other`, so that nothing inside them is taken for a path.
+ * literals (single-quoted, typed like `guid'…'`, numbers) become `other`,
+ * so that nothing inside them is taken for a path (double-quoted strings,
+ * JSON and lists are refused: {@link refuseOutsideLiterals}).
  */
 function tokenize(ctx: QueryContext, s: string, what: string): Token[] {
   // Balance and depth first: the scan below may then assume both.
   walkTopLevel(s, what, () => {});
+  refuseOutsideLiterals(s, what);
   const tokens: Token[] = [];
   let i = 0;
   while (i < s.length) {
@@ -496,8 +530,8 @@ function tokenize(ctx: QueryContext, s: string, what: string): Token[] {
     const c = s[i];
     if (c === " " || c === "\t") {
       i++;
-    } else if (c === "'" || c === '"') {
-      const end = c === "'" ? skipSingleQuoted(s, i) : skipDoubleQuoted(s, i);
+    } else if (c === "'") {
+      const end = skipSingleQuoted(s, i);
       tokens.push({ t: "other", start: i, end });
       i = end;
     } else if (/[0-9]/.test(c) || (c === "-" && /[0-9]/.test(s[i + 1] ?? ""))) {
@@ -553,6 +587,13 @@ function matchingParen(tokens: readonly Token[], open: number): number {
  * `Items/any(d:d/Product/Name eq 'x')`) start from their collection's
  * target; `$it` and `$this` from `scope`; parameter aliases are scanned in
  * place; `$root` is refused.
+ *
+ * Inside a lambda, back ends disagree on where a path that does not start
+ * with its variable starts: the standard says at `$it`, SAP CAP reads it
+ * from the lambda's collection (`Items/any(d:Partner/Name eq 'x')` reads
+ * the item's partner), and a path from an outer lambda's variable from the
+ * innermost collection too. So there a path must start with the innermost
+ * variable (or `$it`), and a lone name is read from both places.
  */
 export function scanExpression(
   ctx: QueryContext,
@@ -561,9 +602,16 @@ export function scanExpression(
   what: string,
   env: ReadonlyMap<string, Scope>,
   aliasDepth: number,
+  lambda?: Lambda,
 ): void {
   const tokens = tokenize(ctx, text, what);
-  scanTokens(ctx, scope, tokens, 0, tokens.length, what, env, aliasDepth);
+  scanTokens(ctx, scope, tokens, 0, tokens.length, what, env, aliasDepth, lambda);
+}
+
+/** The innermost lambda around a token: its variable and the collection it ranges over. */
+interface Lambda {
+  readonly variable: string;
+  readonly collection: Scope;
 }
 
 function scanTokens(
@@ -575,6 +623,7 @@ function scanTokens(
   what: string,
   env: ReadonlyMap<string, Scope>,
   aliasDepth: number,
+  lambda: Lambda | undefined,
 ): void {
   for (let i = from; i < to; i++) {
     const tok = tokens[i];
@@ -594,8 +643,18 @@ function scanTokens(
         if (ctx.applied.has(key)) continue;
         ctx.applied.add(key);
       }
-      scanExpression(ctx, scope, value, what, env, aliasDepth + 1);
+      scanExpression(ctx, scope, value, what, env, aliasDepth + 1, lambda);
       continue;
+    }
+    if (lambda !== undefined && first !== lambda.variable && first !== "$it" && first !== "$this") {
+      if (segs.length > 1) {
+        invalid(
+          `inside a lambda, a path must start with its variable '${excerpt(lambda.variable)}' or $it in ${what}: ` +
+            `back ends disagree on where '${excerpt(segs.join("/"))}' starts`,
+        );
+      }
+      // A lone name: a property of $it to some back ends, of the lambda's collection to others.
+      if (!first.startsWith("$") && lambda.collection.position !== undefined) walk(ctx, lambda.collection, segs, what, true);
     }
     let start: Scope = scope;
     let rest: readonly string[] = segs;
@@ -635,8 +694,8 @@ function scanTokens(
         const inner = new Map(env);
         inner.set(variable.segs[0], collection);
         if (inner.size > MAX_NESTING) invalid(`lambda expressions are nested too deeply in ${what}`);
-        // Names without the variable still start from the outer scope ($it).
-        scanTokens(ctx, scope, tokens, i + 4, close, what, inner, aliasDepth);
+        // Lone names without the variable start from the outer scope ($it), and from the collection (above).
+        scanTokens(ctx, scope, tokens, i + 4, close, what, inner, aliasDepth, { variable: variable.segs[0], collection });
       }
       i = close;
       continue;

@@ -9,15 +9,24 @@ entity Folders {
       name  : String(100);
       owner : Association to Secrets;
       notes : Composition of many Notes on notes.folder = $self;
+      label : Association to Labels;
 }
 
 entity Notes {
   key folder : Association to Folders;
   key ID     : String(200);
       text   : String(100);
+      // The same name as the folder's, to another entity set: inside a lambda
+      // over a folder's notes CAP reads a path without the variable from the note.
+      label  : Association to Secrets;
 }
 
 entity Secrets {
+  key ID    : String(200);
+      value : String(100);
+}
+
+entity Labels {
   key ID    : String(200);
       value : String(100);
 }

@@ -21,4 +21,5 @@ service API_NOTES {
   entity Folders as projection on notes.Folders;
   entity Notes   as projection on notes.Notes;
   entity Secrets as projection on notes.Secrets;
+  entity Labels  as projection on notes.Labels;
 }

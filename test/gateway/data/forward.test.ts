@@ -425,6 +425,15 @@ Fwd("regression (red team): a service name that is a dot segment would leave the
   assert.equal(ctx.all, [], "nothing reached the back end, not even a $metadata fetch");
 });
 
+Fwd("regression (red team): a path that is not valid percent-encoding is answered in the envelope, without echoing it; nothing is forwarded", async (ctx) => {
+  for (const path of [`${SALES}/SalesOrders%ZZ`, "/odata/prod/API%ZZ/x", `${SALES}/SalesOrders(%C0%AF)`, "/admin/systems/%ZZ"]) {
+    const res = await raw(ctx, `GET ${path} HTTP/1.1`);
+    assertEnvelope(res, 400, "VALIDATION_ERROR", "the request path is not valid percent-encoding");
+    assert.match(res.headers["x-request-id"] ?? "", /^req_/);
+  }
+  assert.equal(ctx.all, []);
+});
+
 Fwd("regression (red team): a request that names no host is refused (HTTP/1.0 without Host); ERPLINK_PUBLIC_URL names the origin to back ends", async (ctx) => {
   const noHost = await rawHttp(ctx.port, [`GET ${SALES}/SalesOrders HTTP/1.0`, `Authorization: Bearer ${ctx.key}`].join("\r\n"));
   assertEnvelope(noHost, 400, "VALIDATION_ERROR", "the request names no host: send a Host header");
