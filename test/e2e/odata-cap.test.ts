@@ -755,6 +755,37 @@ E2E("regression (red team, sixth pass): CAP's grammar for JSON, lists, names wit
   assert.is(JSON.parse((await direct(ctx, "/odata/v4/api-notes/Secrets('S1')")).body).value, "TOP SECRET");
 });
 
+E2E("regression (red team, seventh pass): nested options without ';', lambdas CAP reads one level up, V2 typed literals; each attack read Secrets through CAP before", async (ctx) => {
+  const NOTES = "/odata/s4/API_NOTES";
+  const grants = { Notes: ["list", "get"], Folders: ["list", "get"], Labels: ["list", "get"] };
+  const key = json(
+    await post(ctx.world.app, "/admin/api-keys", { name: "notes-labels-v2", permissions: { s4: { API_NOTES: grants }, s4v2: { API_NOTES: grants } } }),
+  ).data.key as string;
+  const refused = async (url: string, message: string) => assertEnvelope(await call(ctx, key, url), 400, "VALIDATION_ERROR", message);
+  // CAP needs no ';' between nested options: the notes came back with their labels, Secrets.
+  const secretLabels = await direct(ctx, "/odata/v4/api-notes/Folders?$expand=notes($top=1$expand=label)");
+  assert.match(secretLabels.body, /TOP SECRET/);
+  await refused(`${NOTES}/Folders?$expand=notes($top=1$expand=label)`, "malformed $top '1$expand=label' in $expand notes");
+  await refused(`${NOTES}/Folders?$expand=notes($count=true$expand=label)`, "malformed $count 'true$expand=label' in $expand notes");
+  await refused(
+    `${NOTES}/Folders?$expand=notes($select=ID$expand=label)`,
+    "the value of $select in $expand notes holds an option ('$…='): a back end that needs no ';' between nested options starts one there",
+  );
+  // With the ';' it is what erplink authorizes: the key has no Secrets.
+  const plain = await call(ctx, key, `${NOTES}/Folders?$expand=notes($top=1;$expand=label)`);
+  assert.is(plain.statusCode, 403, plain.body);
+  // A lambda over a single entity whose body compares the variable: CAP rewrote it to contains() and read
+  // d/label/value on the note (a Secret), where erplink authorized the folder's label.
+  const lambda = "$filter=folder/any(d:d%20eq%20'zzz'%20or%20d/label/value%20eq%20'TOP%20SECRET')";
+  assert.match((await direct(ctx, `/odata/v4/api-notes/Notes?${lambda}`)).body, /"N1"/);
+  await refused(`${NOTES}/Notes?${lambda}`, "any needs a collection, 'folder' is a single entity in $filter");
+  // CAP's V2 adapter ends time'…' at its first quote: the rest of erplink's literal was read as expression.
+  const typed = (n: number) => `$filter=${encodeURIComponent(`changedAt eq time'00:00:00 or length(owner/value) eq ${n} or ID eq ''x'`)}`;
+  assert.match((await direct(ctx, `/odata/v2/api-notes/Folders?${typed(10)}&$format=json`)).body, /"F1"/);
+  assert.not.match((await direct(ctx, `/odata/v2/api-notes/Folders?${typed(11)}&$format=json`)).body, /"F1"/);
+  await refused(`/odata/s4v2/API_NOTES/Folders?${typed(10)}&$format=json`, "a typed literal may not hold a quote in $filter: back ends read where it ends differently");
+});
+
 E2E("V2 multipart $batch with a MERGE change set", async (ctx) => {
   const res = await batch(
     ctx,

@@ -15,6 +15,7 @@ import type { Operation } from "../data/ports.js";
 import type { Position, ServiceModel, Step } from "./metadata.js";
 import {
   MAX_NESTING,
+  checkTypedLiteral,
   decodeOnce,
   denied,
   excerpt,
@@ -262,6 +263,18 @@ function applyOptionSet(ctx: QueryContext, scope: Scope, options: ReadonlyMap<st
   }
 }
 
+/** `s` with only what stands outside its literals and brackets kept (the rest blanked). */
+function topLevelOf(s: string, what: string): string {
+  const out = Array<string>(s.length).fill(" ");
+  walkTopLevel(s, what, (i) => {
+    out[i] = s[i]!;
+  });
+  return out.join("");
+}
+
+/** What the values of nested options with a fixed format look like. */
+const NESTED_VALUE: Readonly<Record<string, RegExp>> = { top: /^[0-9]{1,15}$/, skip: /^[0-9]{1,15}$/, count: /^(?:true|false)$/ };
+
 /** Parses `name=value;name=value` inside `$expand=Nav(...)` or `$select=Prop(...)`. */
 function parseNestedOptions(text: string, what: string): Map<string, string> {
   const options = new Map<string, string>();
@@ -279,6 +292,12 @@ function parseNestedOptions(text: string, what: string): Map<string, string> {
     // SAP CAP ends a nested $search at the first ')' or ';', quotes or not.
     if (canonical === "search" && /[()'"[\]{};]/.test(value)) {
       invalid(`a nested $search may not hold quotes, brackets or parentheses in ${what}: back ends disagree on where it ends`);
+    }
+    // CAP needs no ';' between nested options: '$top=1$expand=Secret' is two of them.
+    const format = NESTED_VALUE[canonical];
+    if (format !== undefined && !format.test(value.trim())) invalid(`malformed $${canonical} '${excerpt(value)}' in ${what}`);
+    if (/\$[A-Za-z]+=/.test(topLevelOf(value, what))) {
+      invalid(`the value of $${canonical} in ${what} holds an option ('$…='): a back end that needs no ';' between nested options starts one there`);
     }
     options.set(canonical, value);
   }
@@ -497,19 +516,27 @@ function skipSpace(s: string, i: number): number {
  * ID eq {"}`). A `\` has no meaning there but a lenient reader's `/`.
  */
 function refuseOutsideLiterals(s: string, what: string): void {
-  if (!/["{[\\]/.test(s)) return;
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i];
-    if (c === "'") {
-      const end = skipSingleQuoted(s, i);
-      if (end < 0) return; // the caller refuses the unterminated literal
-      i = end - 1;
-    } else if (c === "\\") {
-      invalid(`'\\' is not allowed in ${what} outside a single-quoted literal: a lenient back end reads it as '/'`);
-    } else if (c === '"' || c === "{" || c === "[") {
-      invalid(`'${c}' is not allowed in ${what} outside a single-quoted literal: back ends disagree on where a JSON value, a list or a double-quoted string ends`);
-    }
+  const found = /["{[\\]/.exec(withoutLiterals(s));
+  if (found === null) return;
+  if (found[0] === "\\") invalid(`'\\' is not allowed in ${what} outside a single-quoted literal: a lenient back end reads it as '/'`);
+  invalid(`'${found[0]}' is not allowed in ${what} outside a single-quoted literal: back ends disagree on where a JSON value, a list or a double-quoted string ends`);
+}
+
+/**
+ * `s` with what its single-quoted literals hold blanked out (the quotes
+ * stay), for searching its structure; an unterminated literal is left as
+ * is, for the caller's parser to refuse.
+ */
+function withoutLiterals(s: string): string {
+  let out = "";
+  let from = 0;
+  for (let i = s.indexOf("'"); i >= 0; i = s.indexOf("'", from)) {
+    const end = skipSingleQuoted(s, i);
+    if (end < 0) break;
+    out += `${s.slice(from, i)}'${" ".repeat(end - i - 2)}'`;
+    from = end;
   }
+  return out + s.slice(from);
 }
 
 /**
@@ -555,6 +582,7 @@ function tokenize(ctx: QueryContext, s: string, what: string): Token[] {
       if (s[i] === "'" && segs.length === 1) {
         // A typed literal: guid'…', datetime'…', X'…', Namespace.Enum'Member'.
         const end = skipSingleQuoted(s, i);
+        if (end > 0) checkTypedLiteral(s.slice(i, end), what);
         tokens.push({ t: "other", start, end });
         i = end;
       } else {
@@ -685,12 +713,17 @@ function scanTokens(
     const last = rest[rest.length - 1];
     if (rest.length >= 2 && (last === "any" || last === "all")) {
       const collection = walk(ctx, start, rest.slice(0, -1), what, false).scope;
+      // SAP CAP runs a lambda over a single entity, but reads its body from one level up.
+      if (collection.position !== undefined && !collection.position.collection) {
+        invalid(`${last} needs a collection, '${excerpt(rest.slice(0, -1).join("/"))}' is a single entity in ${what}`);
+      }
       if (close > i + 2) {
         const variable = tokens[i + 2];
         const colon = tokens[i + 3];
         if (variable.t !== "path" || variable.segs.length !== 1 || !isSimpleIdentifier(variable.segs[0]) || colon?.t !== ":") {
           invalid(`malformed lambda expression in ${what}`);
         }
+        checkBareVariable(tokens, i + 4, close, variable.segs[0], what);
         const inner = new Map(env);
         inner.set(variable.segs[0], collection);
         if (inner.size > MAX_NESTING) invalid(`lambda expressions are nested too deeply in ${what}`);
@@ -706,6 +739,29 @@ function scanTokens(
     }
     // A bound function on a path (`Customer/NS.Rating()`): the path is read.
     walk(ctx, start, rest, what, lenient);
+  }
+}
+
+/**
+ * Refuses a lambda whose body uses its variable alone (`Tags/any(t:t eq 'x')`,
+ * for collections of primitive values) beside any other name: SAP CAP
+ * rewrites such a lambda into `contains` and reads the rest of its body one
+ * level up, the variable's paths included (`Folder/any(d:d eq 'x' or
+ * d/Label/Value eq 'y')` read the note's label).
+ */
+function checkBareVariable(tokens: readonly Token[], from: number, to: number, variable: string, what: string): void {
+  let bare = false;
+  let other: string | undefined;
+  for (let k = from; k < to; k++) {
+    const tok = tokens[k];
+    if (tok.t !== "path") continue;
+    const [first] = tok.segs;
+    if (tok.segs.length === 1 && first === variable) bare = true;
+    else if (tok.segs.length === 1 && (KEYWORDS.has(first.toLowerCase()) || first.startsWith("@") || tokens[k + 1]?.t === "(")) continue;
+    else other ??= tok.segs.join("/");
+  }
+  if (bare && other !== undefined) {
+    invalid(`a lambda that compares its variable '${excerpt(variable)}' itself may not name '${excerpt(other)}' in ${what}: back ends disagree on where that is read`);
   }
 }
 

@@ -50,6 +50,7 @@ import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type
 import { encodeSegment, serializePath, serializeTarget, type Target } from "./target.js";
 import {
   Refusal,
+  checkTypedLiteral,
   decodeOnce,
   denied,
   excerpt,
@@ -256,6 +257,7 @@ function checkKeyValue(value: string, what: string): void {
   if (quote >= 0) {
     if (quote > 0 && !TYPED_PREFIX.test(v.slice(0, quote))) invalid(`malformed key value '${excerpt(v)}' in ${what}`);
     if (skipSingleQuoted(v, quote) !== v.length) invalid(`malformed string literal '${excerpt(v)}' in ${what}`);
+    if (quote > 0) checkTypedLiteral(v.slice(quote), what);
     return;
   }
   if (v.startsWith("@")) {

@@ -81,6 +81,17 @@ export function skipSingleQuoted(s: string, i: number): number {
   }
 }
 
+/**
+ * Refuses an escaped quote (`''`) inside the quotes of a typed literal
+ * (`time'…'`, `datetime'…'`, `guid'…'`, `X'…'`, `Namespace.Enum'Member'`),
+ * which never holds one: SAP CAP's V2 adapter converts such literals with a
+ * pattern that ends at the first quote, so the rest would be read as
+ * expression (`time'00:00 or to_Address/any(…) or ID eq ''x'`).
+ */
+export function checkTypedLiteral(quoted: string, what: string): void {
+  if (quoted.slice(1, -1).includes("'")) invalid(`a typed literal may not hold a quote in ${what}: back ends read where it ends differently`);
+}
+
 /** Index just past the JSON string opening at `s[i]`, or -1 when it is not terminated. */
 export function skipDoubleQuoted(s: string, i: number): number {
   for (let j = i + 1; j < s.length; j++) {

@@ -10,6 +10,8 @@ entity Folders {
       owner : Association to Secrets;
       notes : Composition of many Notes on notes.folder = $self;
       label : Association to Labels;
+      // An Edm.Time (SAP's LastChangeTime): CAP's V2 adapter converts time'…' literals.
+      changedAt : Time;
 }
 
 entity Notes {

@@ -738,6 +738,48 @@ table("request: query options", [
     query: "$orderby=ID%5C..%5CProducts",
     expect: invalid("'\\' is not allowed in $orderby outside a single-quoted literal: a lenient back end reads it as '/'"),
   },
+  // Seventh red-team pass. SAP CAP needs no ';' between nested options: '$top=1$expand=Customer' is two of them.
+  ...[
+    ["$expand=Orders($top=1$expand=Customer)", "malformed $top '1$expand=Customer' in $expand Orders"],
+    ["$expand=Orders($count=true$expand=Customer)", "malformed $count 'true$expand=Customer' in $expand Orders"],
+    ["$expand=Orders($skip=x)", "malformed $skip 'x' in $expand Orders"],
+    [
+      "$expand=Orders($select=ID$expand=Customer)",
+      "the value of $select in $expand Orders holds an option ('$…='): a back end that needs no ';' between nested options starts one there",
+    ],
+  ].map(([query, message]) => ({ model: "v4", path: "/Customers", query, expect: invalid(message) }) as const),
+  {
+    model: "v4",
+    path: "/Customers",
+    query: "$expand=Orders($top=%201%20;$count=true;$expand=Items($select=ID;$filter=Quantity%20gt%201))",
+    expect: get(acc("Customers", "list", PATH), acc("SalesOrders", "list", "$expand Orders")),
+  },
+  // CAP runs a lambda over a single entity and, when the body compares the variable itself, reads the body one level up.
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Customer/any(d:d/Name%20eq%20'x')",
+    expect: invalid("any needs a collection, 'Customer' is a single entity in $filter"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=Tags/any(t:t%20eq%20'x'%20or%20Note%20eq%20'y')",
+    expect: invalid("a lambda that compares its variable 't' itself may not name 'Note' in $filter: back ends disagree on where that is read"),
+  },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Tags/any(t:t%20eq%20'x'%20or%20contains(t,'y'))", expect: get(acc("SalesOrders", "list", PATH)) },
+  // CAP's V2 adapter ends a typed literal at its first quote.
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$filter=ID%20eq%20guid'0''%20or%20Customer/Name%20eq%20''x'",
+    expect: invalid("a typed literal may not hold a quote in $filter: back ends read where it ends differently"),
+  },
+  {
+    model: "v2",
+    path: "/SalesOrderSet(datetime'2020''x')",
+    expect: invalid("a typed literal may not hold a quote in the key of SalesOrderSet: back ends read where it ends differently"),
+  },
   // SAP CAP ends a nested $search at the first ')' or ';', quotes or not.
   {
     model: "v4",
