@@ -784,6 +784,13 @@ E2E("regression (red team, seventh pass): nested options without ';', lambdas CA
   assert.match((await direct(ctx, `/odata/v2/api-notes/Folders?${typed(10)}&$format=json`)).body, /"F1"/);
   assert.not.match((await direct(ctx, `/odata/v2/api-notes/Folders?${typed(11)}&$format=json`)).body, /"F1"/);
   await refused(`/odata/s4v2/API_NOTES/Folders?${typed(10)}&$format=json`, "a typed literal may not hold a quote in $filter: back ends read where it ends differently");
+  // The adapter marks function arguments with '§§…§§' and rewrites substringof(a,b) to contains(b,a) by a pattern
+  // that also matches marks inside literals: the swap moved text out of erplink's literal.
+  const marked = (n: number) =>
+    `$filter=${encodeURIComponent(`substringof('§§,1§§true,name) or length(owner/value) eq ${n} or startswith(name,', name)`)}`;
+  assert.match((await direct(ctx, `/odata/v2/api-notes/Folders?${marked(10)}&$format=json`)).body, /"F1"/);
+  assert.not.match((await direct(ctx, `/odata/v2/api-notes/Folders?${marked(11)}&$format=json`)).body, /"F1"/);
+  await refused(`/odata/s4v2/API_NOTES/Folders?${marked(10)}&$format=json`, "'§§' is not allowed in $filter: a back end (SAP CAP's V2 adapter) marks function arguments with it");
 });
 
 E2E("V2 multipart $batch with a MERGE change set", async (ctx) => {

@@ -550,6 +550,9 @@ function tokenize(ctx: QueryContext, s: string, what: string): Token[] {
   // Balance and depth first: the scan below may then assume both.
   walkTopLevel(s, what, () => {});
   refuseOutsideLiterals(s, what);
+  // SAP CAP's V2 adapter marks function arguments with '§§(1§§', '§§,1§§', '§§)1§§' and rewrites
+  // calls (substringof to contains) by patterns that also match marks inside literals.
+  if (s.includes("§§")) invalid(`'§§' is not allowed in ${what}: a back end (SAP CAP's V2 adapter) marks function arguments with it`);
   const tokens: Token[] = [];
   let i = 0;
   while (i < s.length) {
