@@ -6,13 +6,15 @@
  * and the received request, analyzed again with erplink's analyzer against
  * the service's `$metadata`, needs exactly the accesses erplink authorized.
  * For writes the body received is the one the client sent (or, for a
- * `$batch`, one that analyzes to the same accesses).
+ * `$batch`, one that analyzes to the same accesses). Against CAP, the SQL it
+ * ran for the request names only entity sets erplink authorized.
  */
 import * as assert from "uvu/assert";
 import { analyzeBatch } from "../src/gateway/odata/batch.js";
 import type { ServiceModel } from "../src/gateway/odata/metadata.js";
 import { analyzeRequest } from "../src/gateway/odata/request.js";
 import type { RequestLogRecord, Store } from "../src/store/index.js";
+import type { CapBackend } from "./cap/index.js";
 import type { RecordingProxy } from "./recording-proxy.js";
 
 /** Where the request log is read: a store, and a flush of the log writer when the test can reach it (else it is polled). */
@@ -39,6 +41,12 @@ export interface ForwardedService {
   /** The service root as clients address it through erplink (`/odata/s4/API_BUSINESS_PARTNER`). */
   readonly clientRoot: string;
   readonly model: ServiceModel;
+  /**
+   * A CAP back end: its SQL ledger and the CAP service the root serves.
+   * Every table or view a statement CAP ran for the request names must be
+   * an entity set erplink authorized (whatever CAP read or wrote there).
+   */
+  readonly cap?: { readonly backend: Pick<CapBackend, "ledger">; readonly service: string };
 }
 
 /**
@@ -94,5 +102,20 @@ export async function assertForwardedAsAuthorized(
     entry!.accesses,
     "read again, what the back end received needs exactly the accesses erplink authorized",
   );
+  if (service.cap !== undefined) await assertCapTouchedOnly(service.cap, requestId, new Set(entry!.accesses.map((a) => a.entity)));
   return entry!;
+}
+
+/** Asserts that every table or view CAP's SQL for `requestId` names stands for one of the `authorized` entity sets. */
+async function assertCapTouchedOnly(cap: NonNullable<ForwardedService["cap"]>, requestId: string, authorized: ReadonlySet<string>): Promise<void> {
+  for (const statement of await cap.backend.ledger(requestId)) {
+    for (const alternatives of statement.touches) {
+      const ok = alternatives.some((t) => t.service === cap.service && authorized.has(t.entity));
+      assert.ok(
+        ok,
+        `CAP's SQL for ${requestId} names ${alternatives.map((t) => `${t.service}.${t.entity}`).join(" or ")}, ` +
+          `which erplink did not authorize (${[...authorized].join(", ")}): ${statement.sql.slice(0, 400)}`,
+      );
+    }
+  }
 }

@@ -32,8 +32,20 @@ export interface CapBackend {
   /** Service name -> V2 root path to append to baseUrl, e.g. `/odata/v2/api-business-partner/`. */
   readonly v2: Record<string, string>;
   readonly credentials: { readonly username: string; readonly password: string };
+  /**
+   * The SQL CAP ran for the request that carried `X-Request-Id: requestId`
+   * (its correlation id), each statement with the service entities it names.
+   */
+  ledger(requestId: string): Promise<readonly LedgerStatement[]>;
   /** SIGTERM, then SIGKILL after 3 s; resolves once the process has exited. */
   stop(): Promise<void>;
+}
+
+/** One SQL statement CAP ran. */
+export interface LedgerStatement {
+  readonly sql: string;
+  /** Per table or view the statement names: the service entities it may stand for. */
+  readonly touches: readonly (readonly { readonly service: string; readonly entity: string }[])[];
 }
 
 export const CAP_CREDENTIALS = { username: "erp-user", password: "erp-pass" } as const;
@@ -79,9 +91,12 @@ export async function startCapBackend(options: StartCapBackendOptions = {}): Pro
     stdio: ["pipe", "pipe", "pipe"],
   });
   live.add(child);
+  /** How the process ended, once it has. */
+  let exit: string | undefined;
   const exited = new Promise<void>((resolve) => {
-    child.once("exit", () => {
+    child.once("exit", (code, signal) => {
       live.delete(child);
+      exit = `${signal ?? code}`;
       resolve();
     });
   });
@@ -135,7 +150,13 @@ export async function startCapBackend(options: StartCapBackendOptions = {}): Pro
         await new Promise((r) => setTimeout(r, 50));
       }
     }
-    return { baseUrl, v4: ready.v4, v2: ready.v2, credentials: { ...CAP_CREDENTIALS }, stop };
+    const ledger = async (requestId: string): Promise<readonly LedgerStatement[]> => {
+      if (exit !== undefined) throw new Error(`the CAP back end has exited (${exit}): ${stderr.slice(-1000)}`);
+      const res = await fetch(`${baseUrl}/__ledger/${encodeURIComponent(requestId)}`);
+      if (res.status !== 200) throw new Error(`CAP's ledger answered ${res.status}`);
+      return ((await res.json()) as { statements: LedgerStatement[] }).statements;
+    };
+    return { baseUrl, v4: ready.v4, v2: ready.v2, credentials: { ...CAP_CREDENTIALS }, ledger, stop };
   } catch (err) {
     await stop();
     throw new Error(`${(err as Error).message}${stderr ? `\n--- CAP stderr ---\n${stderr}` : ""}`, { cause: err });

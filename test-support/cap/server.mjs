@@ -35,6 +35,10 @@ if (process.env.CAP_DEBUG !== "1") {
 }
 
 await cds.plugins;
+// CAP shuts the server down on a "system error" (a TypeError in its own code)
+// a request provokes; the fuzzer finds such requests (a PUT to `$value` of an
+// entity that has none). A test back end answers 500 and stays up.
+cds.env.server.shutdown_on_uncaught_errors = false;
 
 const app = express();
 // Workaround: with @sap/cds 9.9 the V2 adapter answers 500 on $metadata when
@@ -56,6 +60,74 @@ app.use("/odata/v2", (req, _res, next) => {
   const method = String(req.headers["x-http-method"] ?? req.method).toUpperCase();
   if (["PUT", "MERGE", "PATCH"].includes(method) && !req.headers.prefer) req.headers.prefer = "return=minimal";
   next();
+});
+// The SQL ledger: every statement the database prepares, by the request it
+// ran for (CAP's correlation id, taken from the forwarded X-Request-Id), so
+// that tests can see what CAP really read and wrote. Read with
+// `GET /__ledger/<id>` (no authentication; this server is a test back end on
+// loopback). At most LEDGER_MAX ids are kept, oldest dropped first.
+const LEDGER_MAX = 50_000;
+const ledger = new Map();
+app.use((req, _res, next) => {
+  const id = req.headers["x-request-id"];
+  if (typeof id === "string" && !req.headers["x-correlation-id"]) req.headers["x-correlation-id"] = id;
+  next();
+});
+app.get("/__ledger/:id", (req, res) => {
+  const statements = ledger.get(req.params.id) ?? [];
+  res.json({ statements: statements.map((sql) => ({ sql, touches: touchesOf(sql) })) });
+});
+// SQL names (views of service entities, tables of db entities, and their
+// `localized_` variants) -> the service entities they stand for. Each
+// statement is answered with `touches`: per SQL name it names, the service
+// entities that name may stand for.
+let sqlNames;
+function touchesOf(sql) {
+  if (sqlNames === undefined) {
+    sqlNames = new Map();
+    const add = (name, touch) => {
+      for (const n of [name, `localized_${name}`]) {
+        if (!sqlNames.has(n)) sqlNames.set(n, []);
+        sqlNames.get(n).push(touch);
+      }
+    };
+    for (const srv of cds.services) {
+      if (!srv.definition || srv.definition.kind !== "service") continue;
+      for (const entity of Object.values(srv.entities ?? {})) {
+        const touch = { service: srv.name, entity: entity.name.slice(srv.name.length + 1) };
+        add(entity.name.replace(/\./g, "_"), touch);
+        const source = entity.query?.SELECT?.from?.ref?.[0] ?? entity.projection?.from?.ref?.[0];
+        if (typeof source === "string") add(source.replace(/\./g, "_"), touch);
+      }
+    }
+  }
+  // One entry per SQL name: the service entities it may stand for (a table
+  // projected by several services stands for each of them).
+  const out = new Map();
+  for (const word of sql.match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) {
+    const alternatives = sqlNames.get(word);
+    if (alternatives !== undefined) out.set(word, alternatives);
+  }
+  return [...out.values()];
+}
+function record(sql) {
+  const id = cds.context?.id;
+  if (id === undefined || typeof sql !== "string") return;
+  let list = ledger.get(id);
+  if (list === undefined) {
+    if (ledger.size >= LEDGER_MAX) ledger.delete(ledger.keys().next().value);
+    list = [];
+    ledger.set(id, list);
+  }
+  list.push(sql);
+}
+cds.on("served", () => {
+  const db = cds.db;
+  const prepare = db.prepare;
+  db.prepare = function (sql) {
+    record(sql);
+    return prepare.call(this, sql);
+  };
 });
 // A duplicate key on create is a client error (400, like SAP), not a 500:
 // the sql.js driver does not tag SQLite's constraint errors.

@@ -294,3 +294,102 @@ export const V4_BODY_METADATA = V4_METADATA.replace(
         </EntitySet>
         <Singleton Name="Me" Type="Sales.Customer">`,
 );
+
+/**
+ * Deletes that cascade, as CAP declares compositions: Folders -> notes
+ * (`OnDelete Action="Cascade"`) -> attachments (cascade), Notes -> folder
+ * (no cascade), Folders -> owner (no cascade), Tags -> children (cascade,
+ * into Tags itself: a cycle). V4, and the same in V2, where the cascade is
+ * on the association end of the entity whose deletion cascades.
+ */
+export const CASCADE_V4_METADATA = `<?xml version="1.0" encoding="utf-8"?>
+<edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+  <edmx:DataServices>
+    <Schema Namespace="N" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+      <EntityType Name="Folder">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+        <NavigationProperty Name="notes" Type="Collection(N.Note)" Partner="folder"><OnDelete Action="Cascade"/></NavigationProperty>
+        <NavigationProperty Name="owner" Type="N.Owner"/>
+      </EntityType>
+      <EntityType Name="Note">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+        <NavigationProperty Name="folder" Type="N.Folder" Partner="notes"/>
+        <NavigationProperty Name="attachments" Type="Collection(N.Attachment)"><OnDelete Action="Cascade"/></NavigationProperty>
+      </EntityType>
+      <EntityType Name="Attachment">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+      </EntityType>
+      <EntityType Name="Owner">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+      </EntityType>
+      <EntityType Name="Tag">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+        <NavigationProperty Name="children" Type="Collection(N.Tag)"><OnDelete Action="Cascade"/></NavigationProperty>
+      </EntityType>
+      <EntityContainer Name="C">
+        <EntitySet Name="Folders" EntityType="N.Folder">
+          <NavigationPropertyBinding Path="notes" Target="Notes"/>
+          <NavigationPropertyBinding Path="owner" Target="Owners"/>
+        </EntitySet>
+        <EntitySet Name="Notes" EntityType="N.Note">
+          <NavigationPropertyBinding Path="folder" Target="Folders"/>
+          <NavigationPropertyBinding Path="attachments" Target="Attachments"/>
+        </EntitySet>
+        <EntitySet Name="Attachments" EntityType="N.Attachment"/>
+        <EntitySet Name="Owners" EntityType="N.Owner"/>
+        <EntitySet Name="Tags" EntityType="N.Tag">
+          <NavigationPropertyBinding Path="children" Target="Tags"/>
+        </EntitySet>
+      </EntityContainer>
+    </Schema>
+  </edmx:DataServices>
+</edmx:Edmx>`;
+
+export const CASCADE_V2_METADATA = `<?xml version="1.0" encoding="utf-8"?>
+<edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx">
+  <edmx:DataServices xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata" m:DataServiceVersion="2.0">
+    <Schema Namespace="N" xmlns="http://schemas.microsoft.com/ado/2008/09/edm">
+      <EntityType Name="Folder">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+        <NavigationProperty Name="notes" Relationship="N.Note_folder" FromRole="Folders" ToRole="Notes"/>
+        <NavigationProperty Name="owner" Relationship="N.Folder_owner" FromRole="Folders" ToRole="Owners"/>
+      </EntityType>
+      <EntityType Name="Note">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+        <NavigationProperty Name="folder" Relationship="N.Note_folder" FromRole="Notes" ToRole="Folders"/>
+      </EntityType>
+      <EntityType Name="Owner">
+        <Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.String" Nullable="false"/>
+      </EntityType>
+      <Association Name="Note_folder">
+        <End Role="Notes" Type="N.Note" Multiplicity="*"/>
+        <End Role="Folders" Type="N.Folder" Multiplicity="0..1"><OnDelete Action="Cascade"/></End>
+      </Association>
+      <Association Name="Folder_owner">
+        <End Role="Folders" Type="N.Folder" Multiplicity="*"/>
+        <End Role="Owners" Type="N.Owner" Multiplicity="0..1"/>
+      </Association>
+      <EntityContainer Name="C" m:IsDefaultEntityContainer="true">
+        <EntitySet Name="Folders" EntityType="N.Folder"/>
+        <EntitySet Name="Notes" EntityType="N.Note"/>
+        <EntitySet Name="Owners" EntityType="N.Owner"/>
+        <AssociationSet Name="Note_folder" Association="N.Note_folder">
+          <End Role="Notes" EntitySet="Notes"/>
+          <End Role="Folders" EntitySet="Folders"/>
+        </AssociationSet>
+        <AssociationSet Name="Folder_owner" Association="N.Folder_owner">
+          <End Role="Folders" EntitySet="Folders"/>
+          <End Role="Owners" EntitySet="Owners"/>
+        </AssociationSet>
+      </EntityContainer>
+    </Schema>
+  </edmx:DataServices>
+</edmx:Edmx>`;

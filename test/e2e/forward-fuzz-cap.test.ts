@@ -7,7 +7,9 @@
  * HTTP/1.1. The property is the in-process suite's (test-support/fuzz/
  * harness.ts `checkExchange`), plus CAP's own verdict: every entity set a
  * 2xx answer says it served (V4 `@odata.context`, V2 `__metadata.type`,
- * expanded navigation members in the data) must be readable with the key.
+ * expanded navigation members in the data) must be readable with the key,
+ * and every table or view CAP's SQL for the request names (its ledger,
+ * test-support/cap) must be an entity set the key may do something with.
  * The request log is flushed after each request and its accesses compared
  * with erplink's analyzer run again on what CAP received.
  *
@@ -81,6 +83,17 @@ Cap("CAP receives nothing the key may not do, under every reading, and serves on
     const r = ex.forwarded[0];
     if (r !== undefined) {
       stats.forwarded++;
+      // What CAP really ran: every table or view its SQL names must be an entity set the key may do something with.
+      const granted = U.grants[c.service] ?? {};
+      for (const statement of r.requestId === undefined ? [] : await ctx.cap.ledger(r.requestId)) {
+        for (const alternatives of statement.touches) {
+          if (alternatives.some((t) => t.service === c.service && (granted[t.entity]?.length ?? 0) > 0)) continue;
+          problems.push({
+            kind: "cap-sql-unpermitted",
+            message: `CAP's SQL names ${alternatives.map((t) => `${t.service}.${t.entity}`).join(" or ")}, on which the key may do nothing: ${statement.sql.slice(0, 400)}`,
+          });
+        }
+      }
       const answer = r.answer;
       if (answer !== undefined && answer.status >= 200 && answer.status < 300) {
         stats.answered2xx++;

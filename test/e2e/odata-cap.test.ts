@@ -50,11 +50,14 @@ E2E.before(async (ctx) => {
   ctx.cap = await startCapBackend({ bulkBusinessPartners: BULK });
   ctx.proxy = await startRecordingProxy(ctx.cap.baseUrl);
   const model = async (path: string) => parseMetadata((await direct(ctx, path, "application/xml")).body);
+  // Against CAP the check also reads the SQL CAP ran (test-support/cap: its ledger).
+  const bp = { backend: ctx.cap, service: "API_BUSINESS_PARTNER" };
+  const notes = { backend: ctx.cap, service: "API_NOTES" };
   ctx.services = {
-    v4: { upstreamRoot: "/odata/v4/api-business-partner", clientRoot: BP, model: await model("/odata/v4/api-business-partner/$metadata") },
-    v2: { upstreamRoot: "/odata/v2/api-business-partner", clientRoot: BP2, model: await model("/odata/v2/api-business-partner/$metadata") },
-    notes: { upstreamRoot: "/odata/v4/api-notes", clientRoot: "/odata/s4/API_NOTES", model: await model("/odata/v4/api-notes/$metadata") },
-    notesV2: { upstreamRoot: "/odata/v2/api-notes", clientRoot: "/odata/s4v2/API_NOTES", model: await model("/odata/v2/api-notes/$metadata") },
+    v4: { upstreamRoot: "/odata/v4/api-business-partner", clientRoot: BP, model: await model("/odata/v4/api-business-partner/$metadata"), cap: bp },
+    v2: { upstreamRoot: "/odata/v2/api-business-partner", clientRoot: BP2, model: await model("/odata/v2/api-business-partner/$metadata"), cap: bp },
+    notes: { upstreamRoot: "/odata/v4/api-notes", clientRoot: "/odata/s4/API_NOTES", model: await model("/odata/v4/api-notes/$metadata"), cap: notes },
+    notesV2: { upstreamRoot: "/odata/v2/api-notes", clientRoot: "/odata/s4v2/API_NOTES", model: await model("/odata/v2/api-notes/$metadata"), cap: notes },
   };
   ctx.world = await createWorld();
   const app = ctx.world.app;
@@ -257,10 +260,25 @@ E2E("V4 create (201), PATCH, PUT and DELETE (204)", async (ctx) => {
   assert.is(JSON.parse(put.body).LastName, "King");
   assert.is(JSON.parse((await v4Partner(ctx, "E2E0001")).body).LastName, "King");
 
-  const del = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('E2E0001')`, { method: "DELETE" });
+  // CAP deletes a partner's addresses with it (a composition, OnDelete Cascade in $metadata): a key that may
+  // delete partners but not addresses may not delete partners; CAP's SQL ledger shows nothing was deleted.
+  const denied = await call(ctx, ctx.full, `${BP}/A_BusinessPartner('E2E0001')`, { method: "DELETE" });
+  assertEnvelope(denied, 403, "FORBIDDEN", "API key lacks permission 'delete' for entity 'A_BusinessPartnerAddress'");
+  assert.is((await v4Partner(ctx, "E2E0001")).status, 200);
+  const deleter = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "partner-deleter",
+      permissions: { s4: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["delete"], A_BusinessPartnerAddress: ["delete"] } } },
+    }),
+  ).data.key as string;
+  const del = await call(ctx, deleter, `${BP}/A_BusinessPartner('E2E0001')`, { method: "DELETE" });
   assert.is(del.statusCode, 204, del.body);
   assert.is(del.body, "");
   assert.is((await v4Partner(ctx, "E2E0001")).status, 404);
+  assert.equal(
+    (await ctx.cap.ledger(String(del.headers["x-request-id"]))).flatMap((st) => /^DELETE FROM (\w+)/.exec(st.sql)?.[1] ?? []),
+    ["erp_BusinessPartnerAddress", "erp_BusinessPartner"],
+  );
 });
 
 E2E("V4 PUT on a missing entity: a key with create upserts, a key without gets If-Match: * and creates nothing", async (ctx) => {

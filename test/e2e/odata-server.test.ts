@@ -48,7 +48,12 @@ Server.before(async (ctx) => {
   const metadata = await fetch(`${ctx.cap.baseUrl}/odata/v4/api-business-partner/$metadata`, {
     headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`, accept: "application/xml" },
   });
-  ctx.service = { upstreamRoot: "/odata/v4/api-business-partner", clientRoot: BP, model: parseMetadata(await metadata.text()) };
+  ctx.service = {
+    upstreamRoot: "/odata/v4/api-business-partner",
+    clientRoot: BP,
+    model: parseMetadata(await metadata.text()),
+    cap: { backend: ctx.cap, service: "API_BUSINESS_PARTNER" },
+  };
   ctx.erplink = await startErplink();
   const sys = (await admin(ctx, "/admin/systems", { name: "S4" })).data.id;
   await admin(ctx, `/admin/systems/${sys}/instances`, {

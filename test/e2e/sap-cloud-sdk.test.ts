@@ -123,7 +123,12 @@ E2E.before(async (ctx) => {
     assert.is(res.status, 200, metadata);
     clients[f.version] = await loadSdkClient({ metadata, serviceName: SERVICE });
     assert.is(clients[f.version]!.odataVersion, f.version);
-    ctx.services[f.version] = { upstreamRoot: `/odata/${f.version}/api-business-partner`, clientRoot: servicePath(f), model: parseMetadata(metadata) };
+    ctx.services[f.version] = {
+      upstreamRoot: `/odata/${f.version}/api-business-partner`,
+      clientRoot: servicePath(f),
+      model: parseMetadata(metadata),
+      cap: { backend: ctx.cap, service: "API_BUSINESS_PARTNER" },
+    };
   }
   ctx.clients = clients as Ctx["clients"];
 });

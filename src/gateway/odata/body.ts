@@ -48,7 +48,8 @@
  *   update): `create` and `update`. A nested collection in an update
  *   replaces the related set, and `null` removes the related entity: the
  *   entities left out are unlinked (`get` of the target, as for a `$ref`
- *   change) or, when contained, deleted (`delete` on the containing set).
+ *   change) or, when contained or deleted with their source (`OnDelete
+ *   Action="Cascade"`, as CAP declares compositions), deleted (`delete`).
  *   A nested object that only carries a reference (`@odata.id` or `@id`,
  *   spelled so, and other instance annotations; V2 `__metadata` with only
  *   `uri`, or `__deferred`) is a link: `get` on the target. Anything else
@@ -493,9 +494,13 @@ class Walker {
     return { ...step.target, collection: false };
   }
 
-  /** A relationship removed (null, or left out of a replaced collection): unlinked, or deleted when contained. */
+  /**
+   * A relationship removed (null, or left out of a replaced collection):
+   * unlinked, or deleted when contained or deleted with its source (a CAP
+   * composition, `OnDelete Action="Cascade"`).
+   */
   #unlink(step: Extract<Step, { kind: "navigation" }>, target: Position, navLabel: string): void {
-    this.ctx.accesses.add(target.entitySet, step.contained ? "delete" : "get", `unlink ${navLabel}`);
+    this.ctx.accesses.add(target.entitySet, step.cascade ? "delete" : "get", `unlink ${navLabel}`);
   }
 
   #member(key: string, value: unknown, position: Position | undefined, label: string, depth: number, types: ReadonlyMap<string, Position>): void {

@@ -85,6 +85,8 @@ export type Step =
       readonly name: string;
       readonly collection: boolean;
       readonly contained: boolean;
+      /** Deleting the source deletes the related entities (`OnDelete Action="Cascade"`). */
+      readonly cascade: boolean;
       readonly target: Position | undefined;
     }
   /** A type cast to the named (derived) type. */
@@ -135,6 +137,13 @@ export interface ServiceModel {
   /** Key property names of the type at `position` (empty for complex types). */
   keyOf(position: Position): readonly string[];
   /**
+   * What deleting the entity at `position` deletes too: the targets of its
+   * navigations declared `OnDelete Action="Cascade"` (V4 on the navigation,
+   * V2 on the association end), and theirs in turn, each with the path
+   * that leads there. A target the document does not name is `undefined`.
+   */
+  cascades(position: Position): readonly { readonly path: string; readonly target: Position | undefined }[];
+  /**
    * Whether the type at `position` is a media entity type (`HasStream`, V2
    * `m:HasStream`, on it or a base type); false for complex types and types
    * the document does not declare.
@@ -163,6 +172,8 @@ interface NavigationDef {
   readonly type: string;
   readonly collection: boolean;
   readonly containsTarget: boolean;
+  /** V4: `<OnDelete Action="Cascade"/>` on the navigation. */
+  readonly cascade?: boolean;
   // V2 only.
   readonly relationship?: string;
   readonly fromRole?: string;
@@ -303,7 +314,8 @@ class Model implements ServiceModel {
   readonly #sets = new Map<string, SetDef>();
   readonly #operations = new Map<string, BoundOperation>();
   readonly #imports = new Map<string, "functionImport" | "actionImport">();
-  readonly #associations = new Map<string, Map<string, { type: string; many: boolean }>>();
+  /** V2 associations: role -> end (`cascade`: deleting the entity at this end deletes those at the other). */
+  readonly #associations = new Map<string, Map<string, { type: string; many: boolean; cascade: boolean }>>();
   readonly #associationSets: AssociationSetDef[] = [];
   /** Qualified names of the entity container (V4: targets may be `Container/Set`). */
   readonly #containerNames = new Set<string>();
@@ -362,7 +374,8 @@ class Model implements ServiceModel {
             });
           } else {
             const t = splitCollection(this.#qualifyType(requiredAttr(n, "Type", "NavigationProperty")));
-            navigations.set(navName, { ...t, containsTarget: attr(n, "ContainsTarget") === "true" });
+            const cascade = children(n, "OnDelete").some((d) => attr(d, "Action") === "Cascade");
+            navigations.set(navName, { ...t, containsTarget: attr(n, "ContainsTarget") === "true", cascade });
           }
         }
         const baseType = attr(node, "BaseType");
@@ -398,11 +411,12 @@ class Model implements ServiceModel {
     }
     for (const node of children(schema, "Association")) {
       const name = `${namespace}.${requiredAttr(node, "Name", "Association")}`;
-      const ends = new Map<string, { type: string; many: boolean }>();
+      const ends = new Map<string, { type: string; many: boolean; cascade: boolean }>();
       for (const end of children(node, "End")) {
         ends.set(requiredAttr(end, "Role", "End"), {
           type: this.#qualify(requiredAttr(end, "Type", "End")),
           many: attr(end, "Multiplicity") === "*",
+          cascade: children(end, "OnDelete").some((d) => attr(d, "Action") === "Cascade"),
         });
       }
       this.#associations.set(name, ends);
@@ -597,6 +611,7 @@ class Model implements ServiceModel {
         name,
         collection: nav.collection,
         contained: true,
+        cascade: true,
         target: { entitySet: position.entitySet, type: nav.type, bindingPath: path, collection: nav.collection, complex: false },
       };
     }
@@ -611,6 +626,7 @@ class Model implements ServiceModel {
       name,
       collection: nav.collection,
       contained: false,
+      cascade: nav.cascade === true,
       target: target === undefined ? undefined : this.#bindingTarget(target, nav),
     };
   }
@@ -644,6 +660,7 @@ class Model implements ServiceModel {
       name,
       collection,
       contained: false,
+      cascade: ends?.get(nav.fromRole ?? "")?.cascade === true,
       target:
         set === undefined || toEnd === undefined
           ? undefined
@@ -664,6 +681,27 @@ class Model implements ServiceModel {
       }
     };
     visit(position.type, [], 0);
+    return out;
+  }
+
+  cascades(position: Position): readonly { readonly path: string; readonly target: Position | undefined }[] {
+    const out: { path: string; target: Position | undefined }[] = [];
+    const seen = new Set<string>();
+    const visit = (at: Position, prefix: string): void => {
+      const key = `${at.entitySet}\u0000${at.type}\u0000${at.bindingPath.join("/")}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      for (const t of this.#chain(at.type)) {
+        for (const [name, nav] of t.navigations) {
+          const step = this.#navigate(at, name, nav);
+          if (step.kind !== "navigation" || !step.cascade) continue;
+          const path = `${prefix}${name}`;
+          out.push({ path, target: step.target });
+          if (step.target !== undefined) visit(step.target, `${path}/`);
+        }
+      }
+    };
+    visit(position, "");
     return out;
   }
 

@@ -809,6 +809,13 @@ function finish(state: PathState, method: string, headers: ReadonlyMap<string, s
     denied(`${method} on a whole collection is not allowed`);
   } else if (method === "DELETE") {
     accesses.add(target, "delete", "resource path");
+    // What the back end deletes with it (CAP: the entities of its compositions).
+    if (model && state.position !== undefined) {
+      for (const { path, target: cascaded } of model.cascades(state.position)) {
+        if (cascaded === undefined) denied(`cannot authorize deleting '${path}' with the entity: the service metadata does not say which entity set it leads to`);
+        accesses.add(cascaded.entitySet, "delete", `cascade ${path}`);
+      }
+    }
   } else if (headers.get("if-none-match")?.trim() === "*") {
     // Meant to create only, but a back end may ignore it where entities have
     // no ETag (CAP does) and update instead: both are needed.

@@ -16,11 +16,13 @@ import {
   type RequestInput,
 } from "../../../src/gateway/odata/request.js";
 import { acc, ok, PATH, SOURCE, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
-import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
+import { CASCADE_V2_METADATA, CASCADE_V4_METADATA, V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
-const MODELS: Record<"v4" | "v2" | "none", ServiceModel | undefined> = {
+const MODELS: Record<"v4" | "v2" | "cascade4" | "cascade2" | "none", ServiceModel | undefined> = {
   v4: parseMetadata(V4_METADATA),
   v2: parseMetadata(V2_METADATA),
+  cascade4: parseMetadata(CASCADE_V4_METADATA),
+  cascade2: parseMetadata(CASCADE_V2_METADATA),
   none: undefined,
 };
 
@@ -1206,3 +1208,45 @@ for (const [name, request, sets, expected] of cases) {
 }
 
 ifMatch.run();
+
+// Deletes that cascade (OnDelete Action="Cascade", as CAP declares compositions): what goes with the entity needs delete too.
+table("request: cascading deletes", [
+  {
+    model: "cascade4",
+    method: "DELETE",
+    path: "/Folders('F1')", entityPath: "Folders('F1')",
+    expect: ok("DELETE", acc("Folders", "delete", PATH), acc("Notes", "delete", "cascade notes"), acc("Attachments", "delete", "cascade notes/attachments")),
+  },
+  { model: "cascade4", method: "DELETE", path: "/Notes('N1')", entityPath: "Notes('N1')", expect: ok("DELETE", acc("Notes", "delete", PATH), acc("Attachments", "delete", "cascade attachments")) },
+  { model: "cascade4", method: "DELETE", path: "/Attachments('A1')", entityPath: "Attachments('A1')", expect: ok("DELETE", acc("Attachments", "delete", PATH)) },
+  { model: "cascade4", method: "DELETE", path: "/Tags('T1')", entityPath: "Tags('T1')", expect: ok("DELETE", acc("Tags", "delete", PATH)) },
+  {
+    model: "cascade4",
+    method: "DELETE",
+    path: "/Notes('N1')/folder", entityPath: "Notes('N1')/folder",
+    expect: ok(
+      "DELETE",
+      acc("Notes", "get", SOURCE),
+      acc("Folders", "delete", PATH),
+      acc("Notes", "delete", "cascade notes"),
+      acc("Attachments", "delete", "cascade notes/attachments"),
+    ),
+  },
+  { model: "cascade2", method: "DELETE", path: "/Folders('F1')", entityPath: "Folders('F1')", expect: ok("DELETE", acc("Folders", "delete", PATH), acc("Notes", "delete", "cascade notes")) },
+  { model: "cascade2", method: "DELETE", path: "/Notes('N1')", entityPath: "Notes('N1')", expect: ok("DELETE", acc("Notes", "delete", PATH)) },
+  // A replaced composition deletes the entities left out.
+  {
+    model: "cascade4",
+    method: "PATCH",
+    path: "/Folders('F1')", entityPath: "Folders('F1')",
+    body: { kind: "json", value: { notes: [] } },
+    expect: upsert("PATCH", "Folders", acc("Folders", "update", PATH), acc("Notes", "delete", "unlink notes")),
+  },
+  {
+    model: "cascade4",
+    method: "PATCH",
+    path: "/Folders('F1')", entityPath: "Folders('F1')",
+    body: { kind: "json", value: { owner: null } },
+    expect: upsert("PATCH", "Folders", acc("Folders", "update", PATH), acc("Owners", "get", "unlink owner")),
+  },
+]);
