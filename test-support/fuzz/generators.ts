@@ -75,6 +75,9 @@ export function snippets(u: Universe): string[] {
       // Tokens SAP CAP ends without regard to quotes (after decoding the whole URL): JSON objects, lists, nested $search.
       `{'}%26$expand%3D${n}%26x%3D'}`, `[']%26$expand%3D${n}%26x%3D']`, `"%26$expand%3D${n}%26x%3D"`, `'%26$expand%3D${n}%26x%3D'`,
       `($search=x';$expand=${n};$search=')`, `($search="x;$expand=${n};$search=")`, `($search=[;$expand=${n};$search=])`, `$root/${n}`,
+      // The same inside expressions: text another reader takes for a literal, CAP for a JSON object, a list, names with '"', a nested $search.
+      `"} or ${n}/any() or ID eq {"`, `'"} or ${n}/any() or ID eq {"'`, `'] or ${n}/any() or ID eq ['`, `"),${n}($search="`, `'),${n}($search='`,
+      `@a" or ${n}/any() or ID eq @b"`, `\\' or ${n}/any() or ID eq \\'`,
     );
   }
   return out;
@@ -575,7 +578,91 @@ function expressionText(idx: TypeIndex, t: TypeDef, picks: readonly number[], li
     forms.push(() => `${nn}/any(d:d/${tp} eq ${value})`);
     forms.push(() => `${nn}/$count gt 0`);
   }
+  // One slot (of 5 to 9) for SAP CAP's own grammar.
+  forms.push(() => capExpressionText(idx, t, picks, lit, aliases));
   return pick(forms, picks[0]!)();
+}
+
+/** What another reader may pair as quotes across CAP's closers: single and double quotes, braces, brackets, backslashes. */
+const CAP_QUOTES: readonly string[] = ["'", "", '"', "}", "]", "\\", "')", "\\'", "'\"", "{'"];
+
+/** A navigation written into a condition, as the payload of the forms below: one hop, two hops, `any()` over a collection. */
+function navPayload(idx: TypeIndex, t: TypeDef, n: number, value: string): string {
+  const out: string[] = [];
+  for (const [nn, nav] of idx.members(t).navs) {
+    const target = idx.types.get(nav.type)!;
+    const { props, navs } = idx.members(target);
+    if (nav.many) out.push(`${nn}/any()`);
+    else out.push(`${nn}/${pick(props, n)[0]} eq ${value}`);
+    for (const [n2, nav2] of navs) {
+      const t2 = idx.types.get(nav2.type)!;
+      out.push(nav2.many ? `${nn}/${n2}/any()` : `${nn}/${n2}/${pick(idx.members(t2).props, n)[0]} eq ${value}`);
+    }
+  }
+  return out.length > 0 ? pick(out, n) : `${pick(idx.members(t).props, n)[0]} eq ${value}`;
+}
+
+/**
+ * Expressions aimed at SAP CAP's grammar (libx/odata/parse/grammar.peggy),
+ * with a navigation where another reader may see a literal: CAP ends a JSON
+ * object at its first `}` and a list at its first `]` whatever quotes lie
+ * between; its names may hold `"` (`@a"` is one alias); a backslash escapes
+ * nothing in its `'…'` literals. And lambdas as CAP scopes them: a path
+ * without the variable is read from the lambda's collection, an outer
+ * variable in a nested lambda from the innermost collection (CAP strips only
+ * the innermost variable), a variable may be named like a navigation.
+ */
+function capExpressionText(idx: TypeIndex, t: TypeDef, seedPicks: readonly number[], lit: LiteralSeed, aliases: string[]): string {
+  // A nested $filter passes three picks.
+  const picks = [seedPicks[0]!, seedPicks[1]!, seedPicks[2]!, seedPicks[3] ?? seedPicks[0]! + seedPicks[2]!];
+  const { props, navs } = idx.members(t);
+  const prims = props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const [pn, pk] = pick(prims, picks[1]!);
+  const value = literal(pk, lit);
+  const payload = navPayload(idx, t, picks[2]!, value);
+  const q = pick(CAP_QUOTES, picks[0]! + picks[1]!);
+  const quote = picks[2]! % 3 === 0 ? "%22" : '"';
+  const forms: (() => string)[] = [
+    () => `${pn} eq {"x":"${q}"} or ${payload} or ${pn} eq {"y":"${q}"}`,
+    () => `${pn} eq {"x":"} or ${payload} or ${pn} eq {"}`,
+    () => `${pn} eq [${q}] or ${payload} or ${pn} eq [${q}]`,
+    () => `${pn} in ["${q}"] or ${payload} or ${pn} in [{"${q}":1}]`,
+    () => `${pn} eq "${q}" or ${payload} or ${pn} eq "${q}"`,
+    () => `${pn} eq '${q}\\' or ${payload} or ${pn} eq '\\${q}'`,
+    () => {
+      const a = `@a${aliases.length}`;
+      aliases.push(`${a}${quote}=${value}`, `${a}x${quote}=${value}`);
+      return `${pn} eq ${a}" or ${payload} or ${pn} eq ${a}x"`;
+    },
+  ];
+  for (const [mn, nav] of navs.filter(([, n]) => n.many)) {
+    const inner = idx.types.get(nav.type)!;
+    const im = idx.members(inner);
+    const [ip, ik] = pick(im.props.filter(([, k]) => k !== "strings" && k !== "address"), picks[1]!);
+    const iv = literal(ik, lit);
+    const outerNav = navPayload(idx, t, picks[2]!, value);
+    const innerNav = navPayload(idx, inner, picks[2]!, iv);
+    // A variable named like a navigation of the collection: stripped from paths that start with it, read as the navigation elsewhere.
+    const v = im.navs.length > 0 && picks[3]! % 3 === 0 ? pick(im.navs, picks[3]!)[0] : "d";
+    forms.push(
+      () => `${mn}/any(${v}:${ip} eq ${iv})`,
+      () => `${mn}/any(${v}:${innerNav})`,
+      () => `${mn}/any(${v}:${outerNav})`,
+      () => `${mn}/any(${v}:$it/${outerNav})`,
+      () => `${mn}/any(${v}:${pick(im.navs.length > 0 ? im.navs : navs, picks[2]!)[0]} ne null)`,
+      () => `${mn}/all(${v}:${v}/${ip} eq ${iv} or ${innerNav})`,
+    );
+    for (const [mn2, nav2] of im.navs.filter(([, n]) => n.many)) {
+      const inner2 = idx.types.get(nav2.type)!;
+      const deepNav = navPayload(idx, inner2, picks[3]!, iv);
+      forms.push(
+        () => `${mn}/any(${v}:${v}/${mn2}/any(e:${v}/${innerNav}))`,
+        () => `${mn}/any(${v}:${v}/${mn2}/any(e:${deepNav}))`,
+        () => `${mn}/any(${v}:${v}/${mn2}/any(e:e/${deepNav} and ${v}/${ip} eq ${iv}))`,
+      );
+    }
+  }
+  return pick(forms, picks[3]!)();
 }
 
 function expandText(idx: TypeIndex, t: TypeDef, picks: readonly number[], lit: LiteralSeed, aliases: string[], depth = 0): string {
@@ -601,6 +688,35 @@ function expandText(idx: TypeIndex, t: TypeDef, picks: readonly number[], lit: L
     const dn = Object.keys(d.navs);
     if (dn.length > 0) forms.push(() => `${idx.def.namespace}.${d.name}/${pick(dn, picks[1]!)}`);
   }
+  // One slot (of 9 to 11) for SAP CAP's own grammar.
+  forms.push(() => capExpandText(idx, t, picks, lit, aliases));
+  return pick(forms, picks[2]!)();
+}
+
+/** What may open a nested `$search` value that CAP ends at the first `)` or `;` whatever it holds. */
+const CAP_SEARCH_OPENERS: readonly string[] = ['"', "'", "[", "{", "(", '\\"', '"\\', "", "%22", "%27"];
+
+/**
+ * `$expand` items aimed at SAP CAP's grammar: a nested `$search` ends at its
+ * first `)` or `;` whatever quotes, brackets or parentheses it holds, so what
+ * another reader keeps inside it CAP reads as further items or options.
+ */
+function capExpandText(idx: TypeIndex, t: TypeDef, picks: readonly number[], lit: LiteralSeed, aliases: string[]): string {
+  const { navs } = idx.members(t);
+  const [nn, nav] = pick(navs, picks[0]!);
+  const [other] = pick(navs, picks[1]! + 1);
+  const target = idx.types.get(nav.type)!;
+  const tn = idx.members(target).navs;
+  const inner = tn.length > 0 ? pick(tn, picks[3]!)[0] : "*";
+  const q = pick(CAP_SEARCH_OPENERS, picks[1]! + picks[3]!);
+  const close = q === "(" ? ")" : q === "[" ? "]" : q === "{" ? "}" : q.replace("\\", "");
+  const forms: (() => string)[] = [
+    () => `${nn}($search=${q}x),${other}($search=${close})`,
+    () => `${nn}($search=${q}x;$expand=${inner};$search=${close})`,
+    () => `${nn}($select=${pick(idx.members(target).props, picks[3]!)[0]};$search=${q}x),${other}($search=${close})`,
+    () => `${nn}($search=${q}x)),${other}($search=${close}`,
+    () => `${nn}($filter=${capExpressionText(idx, target, picks.slice(1).concat(picks[0]!), lit, aliases)})`,
+  ];
   return pick(forms, picks[2]!)();
 }
 

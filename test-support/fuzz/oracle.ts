@@ -18,6 +18,29 @@
  *   the path split at `/` and the query at `&`, an expression option's value
  *   (`$filter`, `$orderby`, `$expand`, `$select`, `$compute`) running on past
  *   an `&` inside a quoted literal; names trimmed and folded as in `lenient`.
+ * - `capgrammar`: SAP CAP itself, with the installed `@sap/cds`'s own OData
+ *   parser (`cds.odata.parse`: `decodeURIComponent` over the URL, then the
+ *   peggy grammar libx/odata/parse/grammar.peggy), so its tokens hold as CAP
+ *   draws them: a JSON object ends at its first `}` and a list at its first
+ *   `]` whatever quotes lie between, a name may hold `"` and `.`, a nested
+ *   `$search` ends at the first `)` or `;`, a lambda's body is read from the
+ *   lambda's collection (only the innermost variable is stripped), an alias
+ *   is a value and never a path, white space before an option name is
+ *   skipped, option names are exact (`$filter`, not `$Filter` nor `filter`).
+ *   Express's mount (case-insensitive, on the raw pathname) decides whether
+ *   the target reaches this service; `/`, `/$metadata` and `/$batch…` are
+ *   routed before parsing, as CAP's adapter does. The CQN is walked against
+ *   the model: the resource path (`from.ref`: entity set, key predicates,
+ *   navigations, `$count`/`$value`/`$ref`, bound operations, with the
+ *   method's operations as in the other readings), `where`, `having`,
+ *   `groupBy`, `orderBy`, `columns` (`$select` paths, `$expand` trees with
+ *   their nested `where`/`orderBy`, `*`, `$compute`, aggregates),
+ *   function arguments and every `ref` segment's `where` (lambdas, infix
+ *   filters, keys) read at that segment's target. What CAP's parser
+ *   refuses (400, 501, or the TypeErrors it throws on some URLs) touches
+ *   nothing; a name unknown at its place reaches nothing (CAP answers 400).
+ *   It applies to every root, V2 ones too (CAP's V4 grammar read over it),
+ *   and reports no SAP client or session switches (CAP has none).
  * - `double` (only with `ERPLINK_FUZZ_DOUBLE_DECODE=1`): `lenient` after the
  *   target was percent-decoded once more (a back end behind a decoding proxy).
  * In every reading, OData names (entity sets, properties, navigations,
@@ -36,7 +59,13 @@
  * - every navigation in `$expand` (nested, `*`, `$levels` to a fixed point),
  *   `$select`, and every navigation name outside string literals in
  *   `$filter`, `$orderby`, `$compute` and the aliases they use, wherever
- *   that name is declared; `$root/`, `$apply`, and path segments `$crossjoin`,
+ *   that name is declared (`capgrammar` resolves them in place instead);
+ *   but not a lone name (no `/` before or after it) that is a navigation
+ *   neither of the type the option applies to nor of a type a path in the
+ *   expression reaches, a lambda variable where it is declared and where it
+ *   starts a path inside its lambda, nor a name glued to a preceding digit
+ *   (`%2520Items` is `%20Items` after one decoding: no reader that decodes
+ *   once takes it for a name); `$root/`, `$apply`, and path segments `$crossjoin`,
  *   `$all`, `$entity`, `$each`, `$query` count as touching anything;
  * - in entity bodies: a nested object or array under a navigation is a
  *   create (and an update for PUT/PATCH/MERGE) of its target; binds,
@@ -54,6 +83,7 @@
  * (`sap-client`, `sap-ds-debug`, `sap-contextid-accept`, read trimmed and
  * case-folded) other than the instance's own.
  */
+import { createRequire } from "node:module";
 import querystring from "node:querystring";
 import url from "node:url";
 import type { NavDef, ServiceDef, TypeDef, Universe, Version } from "./model.js";
@@ -370,7 +400,7 @@ function lenient(target: string): Parsed {
 
 /** The interpretations in force (names). */
 export function interpretations(): string[] {
-  const names = Object.keys(INTERPRETATIONS);
+  const names = [...Object.keys(INTERPRETATIONS), "capgrammar"];
   return process.env.ERPLINK_FUZZ_DOUBLE_DECODE === "1" ? [...names, "double"] : names;
 }
 
@@ -514,8 +544,14 @@ function mentions(ctx: Ctx, text: string, why: string, expandLike = false, write
   }
 }
 
-/** A filter-like expression: every navigation or entity-set name outside literals is followed (reads). */
-function expression(ctx: Ctx, text: string, why: string, depth: number): void {
+/**
+ * A filter-like expression at `type`: every navigation name outside
+ * literals is followed (reads), wherever the model declares it; but a lone
+ * name (neither before nor after a `/`, not called) only where it is a
+ * navigation of `type` or of a type some path in the expression reaches (a
+ * lambda's collection), as no reader resolves it elsewhere.
+ */
+function expression(ctx: Ctx, type: TypeDef, text: string, why: string, depth: number): void {
   const bare = withoutLiterals(text);
   if (bare === undefined) {
     mentions(ctx, text, `${why} (unterminated literal)`);
@@ -529,14 +565,52 @@ function expression(ctx: Ctx, text: string, why: string, depth: number): void {
       for (const v of values) mentions(ctx, v, `${why} alias ${m[0]}`);
       continue;
     }
-    for (const v of values) expression(ctx, v, `${why} alias ${m[0]}`, depth + 1);
+    for (const v of values) expression(ctx, type, v, `${why} alias ${m[0]}`, depth + 1);
   }
+  const variables = lambdaVariables(bare);
+  const lone = (at: number, length: number) => !/\/\s*$/.test(bare.slice(Math.max(0, at - 40), at)) && !/^\s*[/(]/.test(bare.slice(at + length, at + length + 40));
+  // The types lone names may be read at: `type`, and the target of every navigation name a path goes on from.
+  const scopes = [type];
+  for (const m of bare.matchAll(IDENT)) {
+    if (lone(m.index!, m[0].length)) continue;
+    for (const { nav } of ctx.svc.navsByName.get(m[0].toLowerCase()) ?? []) {
+      const t = ctx.svc.types.get(nav.type);
+      if (t !== undefined && !scopes.includes(t)) scopes.push(t);
+    }
+  }
+  const navOfScope = (word: string) => scopes.some((t) => ctx.svc.allNavs(t).some(([n]) => n.toLowerCase() === word.toLowerCase()));
   for (const m of bare.matchAll(IDENT)) {
     const word = m[0];
-    if (m.index! > 0 && bare[m.index! - 1] === "@") continue;
+    const at = m.index!;
+    if (at > 0 && bare[at - 1] === "@") continue;
+    // Glued to a digit, a name is the tail of a number-like token (`20Items`: what `%2520Items` is after one decoding).
+    if (at > 0 && /\p{Nd}/u.test(bare[at - 1]!)) continue;
+    // A lambda variable (`any(Items:Items/Status eq 'x')`) where it is declared, or starts a path inside its lambda:
+    // the lambda's collection, not a navigation (CAP's reading of outer variables in nested lambdas is `capgrammar`'s).
+    if (variables.some((v) => v.name === word && at >= v.from && at < v.to && (at === v.from || !/\/\s*$/.test(bare.slice(0, at))))) continue;
+    if (lone(at, word.length) && !navOfScope(word)) continue;
     // An entity set's name alone reaches nothing in an expression (only after `$root/`, counted above).
     for (const { nav } of ctx.svc.navsByName.get(word.toLowerCase()) ?? []) ctx.out.add(nav.target, nav.many ? "list" : "get", `${why}: navigation '${word}'`);
   }
+}
+
+/** The lambda variables of an expression (literals blanked): each with the range it is declared and used in, from its name to the lambda's `)`. */
+function lambdaVariables(bare: string): { name: string; from: number; to: number }[] {
+  const out: { name: string; from: number; to: number }[] = [];
+  for (const m of bare.matchAll(/\/\s*(?:any|all)\s*\(\s*([\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}_]*)\s*:/giu)) {
+    const open = bare.indexOf("(", m.index!);
+    let depth = 0;
+    let to = bare.length;
+    for (let i = open; i < bare.length; i++) {
+      if (bare[i] === "(") depth++;
+      else if (bare[i] === ")" && --depth === 0) {
+        to = i;
+        break;
+      }
+    }
+    out.push({ name: m[1]!, from: m.index! + m[0].lastIndexOf(m[1]!), to });
+  }
+  return out;
 }
 
 /** A name inside an option's value as the interpretation trims it: as JavaScript does, or also controls and U+0085, U+200B. */
@@ -709,7 +783,7 @@ function applyOptions(ctx: Ctx, type: TypeDef | undefined, options: readonly [st
       case "orderby":
       case "compute":
       case "search":
-        if (name !== "search") expression(ctx, value, label, 0);
+        if (name !== "search") expression(ctx, type, value, label, 0);
         break;
       case "id":
         idOption(ctx, value, label);
@@ -750,7 +824,12 @@ interface PathResult {
   readonly metadata: boolean;
 }
 
-function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedRequest["headers"], body: Buffer, why: string): PathResult {
+/**
+ * `onType` (SAP CAP's reading) learns the entity type each resolved segment
+ * (the entity set, a navigation, a cast) reaches, by its index among the
+ * non-empty segments, to read the segment's key predicate there.
+ */
+function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedRequest["headers"], body: Buffer, why: string, onType?: (index: number, type: TypeDef) => void): PathResult {
   const svc = ctx.svc;
   const parts = segs.filter((s, i) => s !== "" || i === 0).map((s) => (ctx.trimNames ? trimAll(s) : s));
   if (parts.length === 0 || (parts.length === 1 && parts[0] === "")) {
@@ -775,6 +854,7 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
   }
   const hops: string[] = [set];
   let type = svc.typeOfSet(set)!;
+  onType?.(0, type);
   let shape: Shape = call.args === undefined ? "collection" : "entity";
   let optionsType: TypeDef | undefined = type;
   let links = false;
@@ -817,6 +897,7 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
     if (q !== undefined) {
       if (q.kind === "cast") {
         type = q.type;
+        onType?.(i, type);
         optionsType = type;
         if (c.args !== undefined) shape = "entity";
         continue;
@@ -852,6 +933,7 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
     }
     hops.push(m.nav.target);
     type = svc.types.get(m.nav.type) ?? type;
+    onType?.(i, type);
     optionsType = type;
     shape = m.nav.many && c.args === undefined ? "collection" : "entity";
     if (links) {
@@ -1100,6 +1182,301 @@ function partTarget(interpretation: string, rootUrlPath: string, partUrl: string
   }
 }
 
+// ---------------------------------------------------------------- SAP CAP's grammar
+
+const requireCjs = createRequire(import.meta.url);
+
+interface CapOdata {
+  parse(url: string, options: Record<string, unknown>): unknown;
+}
+let capOdataApi: CapOdata | undefined;
+
+/**
+ * `cds.odata` of the installed `@sap/cds`: `parse` is what CAP's OData
+ * adapter runs on every request but `$batch` (libx/odata/middleware/parse.js):
+ * it decodes the URL (`decodeURIComponent`, the URL as it was when that
+ * throws) and runs the peggy parser (libx/odata/parse/parser.js) with CAP's
+ * list of functions. Loading `@sap/cds` first matters: the parser reads the
+ * global `cds` (for `cds.env.features`).
+ */
+function capOdata(): CapOdata {
+  capOdataApi ??= (requireCjs("@sap/cds") as { odata: CapOdata }).odata;
+  return capOdataApi;
+}
+
+/** CAP's own `cds.utils.decodeURIComponent`: the text as it was when it is not valid percent-encoded UTF-8. */
+function capDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/** The pathname Express routes on (`parseurl`): the target up to `?`, or `url.parse`'s pathname where parseurl falls back to it (white space, `#`, U+00A0, U+FEFF anywhere, or no leading `/`). */
+function expressPathname(target: string): string | undefined {
+  if (target.startsWith("/") && !/[\t\n\f\r #\u00a0\ufeff]/.test(target)) {
+    const q = target.indexOf("?");
+    return q < 0 ? target : target.slice(0, q);
+  }
+  try {
+    return url.parse(target).pathname ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Where Express (`app.use(root, …)`, as CAP mounts each service) sends a
+ * target: the request URL the service's router sees (`req.url`, the target
+ * after the mount path, with a leading `/`), or another root of the universe
+ * it is mounted at, or neither.
+ */
+function capMount(universe: Universe, rootUrlPath: string, target: string): { url: string } | { elsewhere: string } | undefined {
+  const pathname = expressPathname(target);
+  if (pathname === undefined) return undefined;
+  // path-to-regexp 0.1 with end: false, case-insensitive: the mount path, an optional '/', then '/' or the end.
+  const mounted = (root: string) => new RegExp(`^${escapeRegExp(root)}\\/?(?=\\/|$)`, "i").exec(pathname);
+  const m = mounted(rootUrlPath);
+  if (m) {
+    const rest = target.slice(m[0].length);
+    return { url: rest.startsWith("/") ? rest : `/${rest}` };
+  }
+  for (const { instance, service } of universe.instances.flatMap((i) => Object.keys(i.services).map((service) => ({ instance: i, service })))) {
+    const other = rootPath(instance, service);
+    if (other !== rootUrlPath && mounted(other)) return { elsewhere: other };
+  }
+  return undefined;
+}
+
+/** Where the resource path of a decoded URL ends for CAP's grammar: at the first '?' outside the '…' literals of key predicates. */
+function capPathEnd(decoded: string): number {
+  let depth = 0;
+  for (let i = 0; i < decoded.length; i++) {
+    const c = decoded[i];
+    if (c === "(") depth++;
+    else if (c === ")") depth = Math.max(0, depth - 1);
+    else if (c === "'" && depth > 0) {
+      const close = literalEnd(decoded, i);
+      if (close < 0) return decoded.length;
+      i = close;
+    } else if (c === "?" && depth === 0) return i;
+  }
+  return decoded.length;
+}
+
+type CqnObject = Record<string, unknown>;
+const isObject = (v: unknown): v is CqnObject => v !== null && typeof v === "object" && !Array.isArray(v);
+const asArray = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined || v === null ? [] : isObject(v) ? Object.values(v) : []);
+
+/**
+ * Resolves a CQN `ref` from `type`: every navigation crossed is read (a
+ * segment's `where`, a lambda's body, an infix filter or a key, is read from
+ * that navigation's target); returns the type reached when the path ends on
+ * an entity (not a property), undefined when it ends on a property or meets
+ * a name unknown at its place (CAP refuses that request: "Property … does
+ * not exist"). A path that ends on a navigation as an operand of a
+ * comparison (`compared`: `Customer eq null`, or a `$skiptoken`'s
+ * condition) does not read that navigation's target: CAP compares the
+ * foreign keys of a managed association, and refuses the rest ("An
+ * association can't be used as a value", "… only with scalar operands").
+ */
+function capRef(ctx: Ctx, type: TypeDef, ref: readonly unknown[], why: string, depth: number, compared = false): TypeDef | undefined {
+  let at = type;
+  for (const [i, seg] of ref.entries()) {
+    const name = typeof seg === "string" ? seg : isObject(seg) && typeof seg.id === "string" ? seg.id : undefined;
+    if (name === undefined) return undefined;
+    const where = isObject(seg) ? seg.where : undefined;
+    const q = ctx.svc.qualified(at, name);
+    if (q?.kind === "cast") {
+      at = q.type;
+      if (where !== undefined) capXpr(ctx, at, where, `${why} ${name}(…)`, depth + 1);
+      continue;
+    }
+    if (q !== undefined) return undefined;
+    const m = ctx.svc.member(at, name);
+    let nav: { name: string; nav: NavDef } | undefined;
+    if (m?.kind === "nav") nav = m;
+    else if (m === undefined) {
+      // A derived type's navigation without the cast: read as found (as the other readings do).
+      const derived = ctx.svc.allNavs(at).find(([n]) => n.toLowerCase() === name.toLowerCase());
+      if (derived !== undefined) nav = { name: derived[0], nav: derived[1] };
+    }
+    if (nav === undefined) {
+      // A property (a lambda over a collection of primitives reads it with its own variable) or an unknown name.
+      if (m?.kind === "prop" && where !== undefined) capXpr(ctx, at, where, `${why} ${name}(…)`, depth + 1);
+      return undefined;
+    }
+    if (!(compared && i === ref.length - 1 && where === undefined)) ctx.out.add(nav.nav.target, nav.nav.many ? "list" : "get", `${why} ${nav.name}`);
+    at = ctx.svc.types.get(nav.nav.type) ?? at;
+    if (where !== undefined) capXpr(ctx, at, where, `${why} ${nav.name}(…)`, depth + 1);
+  }
+  return at;
+}
+
+/** CQN's comparison operators (what CAP makes of `eq`, `ne`, `lt`, `gt`, `le`, `ge`, `in`). */
+const CAP_COMPARISONS = new Set(["=", "!=", "<>", "<", ">", "<=", ">=", "in", "like", "is", "==", "between"]);
+
+/** An expression (`where`, `having`, `orderBy`, `groupBy`, function arguments, lists) at `type`: every `ref` in it resolved there. */
+function capXpr(ctx: Ctx, type: TypeDef, x: unknown, why: string, depth: number): void {
+  if (depth > 200) {
+    ctx.out.anything.push(`${why}: nested too deep to follow`);
+    return;
+  }
+  const items = Array.isArray(x) ? x : [x];
+  for (const [i, e] of items.entries()) {
+    if (Array.isArray(e)) {
+      capXpr(ctx, type, e, why, depth + 1);
+      continue;
+    }
+    if (!isObject(e)) continue;
+    const compared = CAP_COMPARISONS.has(String(items[i - 1])) || CAP_COMPARISONS.has(String(items[i + 1]));
+    if (Array.isArray(e.ref)) capRef(ctx, type, e.ref, why, depth, compared);
+    if (e.xpr !== undefined) capXpr(ctx, type, e.xpr, why, depth + 1);
+    if (e.args !== undefined) capXpr(ctx, type, asArray(e.args), why, depth + 1);
+    if (Array.isArray(e.list)) capXpr(ctx, type, e.list, why, depth + 1);
+    if (e.SELECT !== undefined) ctx.out.anything.push(`${why}: a subquery`);
+  }
+}
+
+/** A column at `type`: `$select` paths, `$expand` (nested: `expand`, `where`, `orderBy` at the navigation's target), `*`, computed and aggregated values. */
+function capColumn(ctx: Ctx, type: TypeDef, col: unknown, why: string, depth: number): void {
+  if (!isObject(col)) return;
+  if (depth > 200) {
+    ctx.out.anything.push(`${why}: nested too deep to follow`);
+    return;
+  }
+  if (col.ref === undefined && col.expand !== undefined) {
+    // `$expand=*`: every navigation (a derived type's too).
+    for (const [name, nav] of ctx.svc.allNavs(type)) ctx.out.add(nav.target, nav.many ? "list" : "get", `$expand (CAP) * -> ${name}`);
+    return;
+  }
+  if (Array.isArray(col.ref)) {
+    const label = why !== "" ? why : col.expand !== undefined ? "$expand (CAP)" : "$select (CAP)";
+    const reached = capRef(ctx, type, col.ref, label, depth);
+    if (reached === undefined) return;
+    const inner = `$expand (CAP) ${col.ref.map((r) => (isObject(r) ? r.id : r)).join("/")}(…)`;
+    for (const e of asArray(col.expand)) capColumn(ctx, reached, e, "", depth + 1);
+    if (col.where !== undefined) capXpr(ctx, reached, col.where, `${inner} where`, depth + 1);
+    if (col.orderBy !== undefined) capXpr(ctx, reached, col.orderBy, `${inner} orderBy`, depth + 1);
+    if (col.having !== undefined) capXpr(ctx, reached, col.having, `${inner} having`, depth + 1);
+    return;
+  }
+  capXpr(ctx, type, [col], why !== "" ? why : col.func !== undefined ? "$apply (CAP)" : "$compute (CAP)", depth + 1);
+}
+
+/** Every name a CQN's `ref`s hold (for options where no entity type is known), and whether it expands `*`. */
+function capNames(x: unknown, names: string[], depth = 0): boolean {
+  if (depth > 200) return false;
+  let star = false;
+  if (Array.isArray(x)) {
+    for (const e of x) star = capNames(e, names, depth + 1) || star;
+    return star;
+  }
+  if (!isObject(x)) return false;
+  if (x.ref === undefined && x.expand !== undefined && x.func === undefined) star = true;
+  for (const [k, v] of Object.entries(x)) {
+    if (k === "ref" && Array.isArray(v)) {
+      for (const seg of v) {
+        if (typeof seg === "string") names.push(seg);
+        else if (isObject(seg)) {
+          if (typeof seg.id === "string") names.push(seg.id);
+          star = capNames(seg.where, names, depth + 1) || star;
+        }
+      }
+    } else if (k !== "val" && k !== "from" && typeof v === "object") star = capNames(v, names, depth + 1) || star;
+  }
+  return star;
+}
+
+/** A query's options at the type the resource path reached: `where`, `having`, `groupBy`, `orderBy`, `columns`; `from.SELECT` ($apply) too. */
+function capSelect(ctx: Ctx, type: TypeDef | undefined, select: CqnObject, depth: number): void {
+  if (isObject(select.from) && isObject(select.from.SELECT)) capSelect(ctx, type, select.from.SELECT, depth + 1);
+  // Hierarchies ($apply ancestors/descendants/TopLevels) recurse through a parent navigation the model does not know.
+  if (select.recurse !== undefined) ctx.out.anything.push("$apply (CAP): hierarchy recursion");
+  if (type === undefined) {
+    const names: string[] = [];
+    const star = capNames({ ...select, from: undefined }, names);
+    if (names.length > 0 || star) mentions(ctx, `${names.join(" ")}${star ? " *" : ""}`, "$expand/$filter/$select (CAP, no entity type here)", star);
+    return;
+  }
+  if (select.where !== undefined) capXpr(ctx, type, select.where, "$filter (CAP where)", 0);
+  if (select.having !== undefined) capXpr(ctx, type, select.having, "$apply (CAP having)", 0);
+  if (select.groupBy !== undefined) capXpr(ctx, type, select.groupBy, "$apply (CAP groupBy)", 0);
+  if (select.orderBy !== undefined) capXpr(ctx, type, select.orderBy, "$orderby (CAP orderBy)", 0);
+  for (const col of asArray(select.columns)) capColumn(ctx, type, col, "", 0);
+}
+
+/**
+ * The first stage of `capgrammar`: the request as a SAP CAP back end serving
+ * this service reads it. Express's mount (case-insensitive, on the raw
+ * pathname) gives the service's router `req.url`; `/`, `/$metadata` and
+ * `/$batch…` are routed before parsing; every other URL goes through CAP's
+ * own parser, whose CQN is walked against the model. A URL CAP's parser
+ * refuses (400, 501) touches nothing.
+ */
+function capFront(universe: Universe, svc: ServiceView, rootUrlPath: string, req: ReceivedRequest): Front {
+  const nothing = { touches: [], anything: [], switches: [] };
+  const mount = capMount(universe, rootUrlPath, req.target);
+  if (mount === undefined) return { stop: { seen: "(Express routes it to no service)", ...nothing } };
+  if ("elsewhere" in mount) return { stop: { seen: `(Express routes it to ${mount.elsewhere})`, escape: `Express routes the path to ${mount.elsewhere}/, not ${rootUrlPath}/`, ...nothing } };
+  const ctx: Ctx = { svc, out: new Collector(), methods: methodsOf(req.method, req.headers), aliases: new Map(), trimNames: false, universe };
+  const route = expressPathname(mount.url) ?? mount.url;
+  const routed = (segs: string[]): Front => ({ seen: `routed ${JSON.stringify(mount.url)}`, switches: [], ctx, at: resourcePath(ctx, segs, req.headers, req.body, "resource path") });
+  if (/^\/?$/.test(route)) return routed([""]);
+  if (/^\/\$metadata\/?$/i.test(route)) return routed(["$metadata"]);
+  // CAP's parse middleware passes over paths starting with '/$batch' (case-sensitive); its $batch route takes '/$batch' and '/$batch/'.
+  if (route.startsWith("/$batch")) return routed(route.split("/").slice(1));
+  const decoded = capDecode(mount.url);
+  // Loaded outside the try: a CAP that cannot be loaded must fail the run, not read as a refusal.
+  const odata = capOdata();
+  let cqn: unknown;
+  try {
+    cqn = odata.parse(mount.url, { strict: true, minimal: true });
+  } catch (e) {
+    const err = e as Error;
+    // A ReferenceError is a fault in how this reading loads CAP, not CAP's answer.
+    if (err?.name === "ReferenceError") throw e;
+    return { stop: { seen: `CAP refuses ${JSON.stringify(decoded)}: ${String(err?.message ?? e).slice(0, 200)}`, ...nothing } };
+  }
+  const queries = (Array.isArray(cqn) ? cqn : [cqn]).filter(isObject).map((q) => q.SELECT).filter(isObject);
+  const seen = `CAP read ${JSON.stringify(decoded)} as ${JSON.stringify(cqn)}`;
+  if (queries.length === 0) return { stop: { seen, ...nothing, anything: ["CAP's parser returned no query"] } };
+  // The resource path: the innermost query's `from.ref` (an $apply nests queries).
+  let inner = queries[0]!;
+  while (isObject(inner.from) && isObject(inner.from.SELECT)) inner = inner.from.SELECT;
+  const refs = isObject(inner.from) && Array.isArray(inner.from.ref) ? inner.from.ref : [];
+  if (refs.length === 0 || refs[0] === "") return { stop: { seen, ...nothing } };
+  // As segments for resourcePath: a plain name or key value as it is, a segment with parentheses as `name(…)`;
+  // text that is neither (a key value with quotes or parentheses, an empty key) as a placeholder key.
+  const segs: string[] = [];
+  const keys: unknown[] = [];
+  for (const r of refs) {
+    if (typeof r === "string") {
+      segs.push(r === "" || /[()'"]/.test(r) ? "_" : r);
+      keys.push(undefined);
+    } else if (isObject(r) && typeof r.id === "string") {
+      const where = Array.isArray(r.where) ? r.where : [];
+      segs.push(`${r.id}(${where.length > 0 ? "0" : ""})`);
+      keys.push(where.length > 0 ? where : undefined);
+    } else {
+      return { stop: { seen, ...nothing, anything: [`resource path: a segment CAP's parser made of it is not understood: ${JSON.stringify(r)}`] } };
+    }
+  }
+  // The path's $count becomes a count column, its $value disappears: both are read back.
+  if (queries.some((q) => asArray(q.columns).some((c) => isObject(c) && c.as === "$count" && c.func === "count"))) segs.push("$count");
+  if (/\/\$value[ \t\n]*$/.test(decoded.slice(0, capPathEnd(decoded)))) segs.push("$value");
+  const at = resourcePath(ctx, segs, req.headers, req.body, "resource path", (i, type) => {
+    if (keys[i] !== undefined) capXpr(ctx, type, keys[i], `resource path: key predicate of ${segs[i]} (CAP)`, 0);
+  });
+  for (const q of queries) capSelect(ctx, at.type, q, 0);
+  return { seen, switches: [], ctx, at };
+}
+
 // ---------------------------------------------------------------- entry point
 
 /** The upstream path of the service root a request was authorized for. */
@@ -1127,14 +1504,15 @@ export function readRequest(universe: Universe, root: RootOf, req: ReceivedReque
   return interpretations().map((name) => readOne(universe, svc, rootUrlPath, name, req, 0, sapClient));
 }
 
-function readOne(universe: Universe, svc: ServiceView, rootUrlPath: string, name: string, req: ReceivedRequest, depth: number, sapClient: string | undefined): Reading {
+/** The first stage of the URL-parser readings (`whatwg`, `legacy`, `lenient`, `decodefirst`, `double`): segments and pairs, then the resource path and the options. */
+function genericFront(universe: Universe, svc: ServiceView, rootUrlPath: string, name: string, req: ReceivedRequest, sapClient: string | undefined): Front {
   const parsed = parseWith(name, req.target);
   const out = new Collector();
-  if (parsed === undefined) return { interpretation: name, seen: "(refused by this parser)", touches: [], anything: [], switches: [] };
+  if (parsed === undefined) return { stop: { seen: "(refused by this parser)", touches: [], anything: [], switches: [] } };
   const seen = `${JSON.stringify(parsed.segments)} ${JSON.stringify(parsed.pairs)}`;
   const rootSegs = rootUrlPath.split("/").slice(1);
   const inside = rootSegs.every((s, i) => parsed.segments[i] === s);
-  if (!inside) return { interpretation: name, seen, escape: `the path leaves ${rootUrlPath}/`, touches: [], anything: [], switches: [] };
+  if (!inside) return { stop: { seen, escape: `the path leaves ${rootUrlPath}/`, touches: [], anything: [], switches: [] } };
   // SAP's tenant, debug and session options, read as leniently as any back end might (trimmed, any case).
   const switches: string[] = [];
   for (const [n, v] of parsed.pairs) {
@@ -1151,6 +1529,19 @@ function readOne(universe: Universe, svc: ServiceView, rootUrlPath: string, name
   const resSegs = parsed.segments.slice(rootSegs.length);
   const at = resourcePath(ctx, resSegs, req.headers, req.body, "resource path");
   applyOptions(ctx, at.type, parsed.pairs, "", 0, false);
+  return { seen, switches, ctx, at };
+}
+
+/** What the first stage of a reading made of a request: how it read the target and what the resource path addresses, or why it stops there. */
+type Front =
+  | { readonly stop: Omit<Reading, "interpretation"> }
+  | { readonly seen: string; readonly switches: string[]; readonly ctx: Ctx; readonly at: PathResult };
+
+function readOne(universe: Universe, svc: ServiceView, rootUrlPath: string, name: string, req: ReceivedRequest, depth: number, sapClient: string | undefined): Reading {
+  const front = name === "capgrammar" ? capFront(universe, svc, rootUrlPath, req) : genericFront(universe, svc, rootUrlPath, name, req, sapClient);
+  if ("stop" in front) return { interpretation: name, ...front.stop };
+  const { seen, switches, ctx, at } = front;
+  const out = ctx.out;
   const escapes: string[] = [];
   if (at.batch) {
     const ct = String(req.headers["content-type"] ?? "").toLowerCase();

@@ -8,7 +8,7 @@
  * refuse it (an answer of its own, nothing forwarded) or forward exactly one
  * request that, read by every interpretation of test-support/fuzz/oracle.ts
  * (WHATWG URL, Node's legacy url.parse, a lenient back end, SAP CAP's
- * decode-first reading), stays inside
+ * decode-first reading, SAP CAP's own OData parser), stays inside
  * the service root and touches only what the key may; reads and deletes
  * carry no body, a plain write's body is the client's, and the request log's
  * accesses are what erplink's analyzer makes of the received request.
@@ -108,7 +108,7 @@ Fuzz("the oracle itself: known requests read as expected under each interpretati
         violations(U, "SALES", r).map((v) => v.kind),
       ]),
     );
-  const clean = { whatwg: [], legacy: [], lenient: [], decodefirst: [] };
+  const clean = { whatwg: [], legacy: [], lenient: [], decodefirst: [], capgrammar: [] };
   assert.equal(read("GET", "/svc/v4/sales/Orders(1)?$expand=Customer($select=Name)&$filter=Customer/Name%20eq%20'x'&sap-client=100"), clean);
   assert.equal(read("PATCH", "/svc/v4/sales/OrderItems(OrderID=1,ItemNo=2)", '{"Quantity":1}'), clean);
   assert.equal(read("POST", "/svc/v4/sales/$batch", "--b\r\nContent-Type: application/http\r\n\r\nGET Orders?$top=1 HTTP/1.1\r\n\r\n\r\n--b--\r\n", { "content-type": "multipart/mixed; boundary=b" }), clean);
@@ -118,16 +118,26 @@ Fuzz("the oracle itself: known requests read as expected under each interpretati
     legacy: ["unresolved-mention", "unresolved-mention"],
     lenient: ["unpermitted"],
     decodefirst: [],
+    capgrammar: [],
   });
   // Option names a lenient back end normalizes, and ';' as a separator.
-  assert.equal(read("GET", "/svc/v4/sales/Orders?%20$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"], decodefirst: ["unpermitted"] });
-  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"], decodefirst: [] });
-  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;sap-client=200"), { whatwg: [], legacy: [], lenient: ["sap-switch"], decodefirst: [] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?%20$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"], decodefirst: ["unpermitted"], capgrammar: ["unpermitted"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;$expand=Items"), { whatwg: [], legacy: [], lenient: ["unpermitted"], decodefirst: [], capgrammar: [] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?$top=1;sap-client=200"), { whatwg: [], legacy: [], lenient: ["sap-switch"], decodefirst: [], capgrammar: [] });
   // An encoded '&' splits the query for a back end that decodes first (SAP CAP), but not inside a quoted literal of an expression.
-  assert.equal(read("GET", "/svc/v4/sales/Orders?x=a%26$expand%3DItems"), { ...clean, decodefirst: ["unpermitted"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?x=a%26$expand%3DItems"), { ...clean, decodefirst: ["unpermitted"], capgrammar: ["unpermitted"] });
   assert.equal(read("GET", "/svc/v4/sales/Orders?$filter=Note%20eq%20'a%26$expand%3DItems'"), clean);
   // Encoded separators in a literal: a decode-first back end leaves the service.
-  assert.equal(read("GET", "/svc/v4/sales/Orders('%5C..%5C..%5Cmaster%5CBusinessPartners')"), { whatwg: [], legacy: [], lenient: ["escape"], decodefirst: [] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders('%5C..%5C..%5Cmaster%5CBusinessPartners')"), { whatwg: [], legacy: [], lenient: ["escape"], decodefirst: [], capgrammar: [] });
+  // SAP CAP's own grammar: a JSON object or list ends at its first '}' or ']' whatever quotes lie between, a nested
+  // $search at the first ')'; inside a lambda a path without the variable is the collection's.
+  assert.equal(read("GET", `/svc/v4/sales/Orders?$filter=ID eq {"a":"'"} or Customer/Favorite/Name eq 'x' or ID eq {"b":"'"}`), { ...clean, capgrammar: ["unpermitted"] });
+  assert.equal(read("GET", `/svc/v4/sales/Orders?$filter=ID eq ["'"] or Customer/Favorite/Name eq 'x' or ID eq ["'"]`), { ...clean, capgrammar: ["unpermitted"] });
+  assert.equal(read("GET", "/svc/v4/sales/Orders?$expand=Customer($search='x),Items($search=')"), { ...clean, capgrammar: ["unpermitted"] });
+  assert.equal(read("GET", "/svc/v4/sales/Customers?$filter=Orders/any(d:Items/any())").capgrammar, ["unpermitted"]);
+  // A lone name that is no navigation where it stands, a lambda variable named like one: no reader follows them.
+  assert.equal(read("GET", "/svc/v4/sales/Customers?$filter=Items%20eq%20null"), clean);
+  assert.equal(read("GET", "/svc/v4/sales/Customers?$filter=Orders/any(Items:Items/Status%20eq%20'x')"), clean);
   // Navigations in expressions, and in a batch part.
   assert.equal(read("GET", "/svc/v4/sales/Orders?$filter=Items/any(d:d/Product/Name%20eq%20'x')").whatwg, ["unpermitted", "unpermitted"]);
   assert.equal(read("POST", "/svc/v4/sales/$batch", "--b\r\n\r\nGET Products HTTP/1.1\r\n\r\n\r\n--b--\r\n", { "content-type": "multipart/mixed; boundary=b" }).lenient, ["unpermitted"]);
