@@ -741,6 +741,10 @@ function dollarSegment(state: PathState, segment: string, model: ServiceModel | 
       return;
     case "$value":
       if (state.shape !== "entity" && state.shape !== "primitive") invalid("$value must follow an entity or a primitive property");
+      // An entity's $value is its media stream: only media entity types have one (CAP shuts down on the others).
+      if (state.shape === "entity" && model && state.position !== undefined && !model.hasStream(state.position)) {
+        invalid(`$value must follow a media entity or a primitive property: '${state.position.type}' has no stream`);
+      }
       state.tail = { kind: "value" };
       return;
     case "$ref":

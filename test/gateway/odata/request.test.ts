@@ -191,6 +191,9 @@ table("request: writes", [
   { model: "v4", method: "PUT", path: "/Products('A')/$value", expect: ok("PUT", acc("Products", "update", PATH)) },
   { model: "v4", method: "DELETE", path: "/Products('A')/$value", expect: ok("DELETE", acc("Products", "update", PATH)) },
   { model: "v4", method: "PUT", path: "/SalesOrders(1)/Note/$value", expect: ok("PUT", acc("SalesOrders", "update", PATH)) },
+  // Only media entity types have a stream (SAP CAP shut its server down on a PUT to a plain entity's $value).
+  { model: "v4", method: "PUT", path: "/SalesOrders(1)/$value", expect: invalid("$value must follow a media entity or a primitive property: 'Sales.SalesOrder' has no stream") },
+  { model: "v2", path: "/SalesOrderSet('1')/$value", expect: invalid("$value must follow a media entity or a primitive property: 'ZSALES_SRV.SalesOrder' has no stream") },
   { model: "v4", method: "PATCH", path: "/Me", entityPath: "Me", expect: upsert("PATCH", "Me", acc("Me", "update", PATH)) },
   { model: "v4", method: "POST", path: "/SalesOrders(1)/Customer", expect: denied("POST is only allowed on collections") },
   { model: "v4", method: "PATCH", path: "/SalesOrders", expect: denied("PATCH on a whole collection is not allowed") },
