@@ -495,8 +495,9 @@ const KEYWORDS = new Set([
 ]);
 
 // `$` and `@` only start a segment (`$it`, `$count`, `@alias`): OData names
-// hold neither, so `Nav$root` is the navigation `Nav` followed by `$root`.
-const PATH_CHAR = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}_.*]/u;
+// hold neither, so `Nav$root` is the navigation `Nav` followed by `$root`;
+// nor `*`, so `Items*` is the navigation `Items` and a stray `*`.
+const PATH_CHAR = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}_.]/u;
 const PATH_START = /[\p{L}\p{Nl}_$@]/u;
 const NUMBER_CHAR = /[0-9A-Za-z.:+-]/;
 

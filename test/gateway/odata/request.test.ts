@@ -736,6 +736,14 @@ table("request: query options", [
     ["$filter=Name%20eq%20@a\"%20or%20Orders/Amount%20gt%201%20or%20Name%20eq%20@b\"&@a=1&@b=2", '"', "$filter"],
     ["$expand=Orders($filter=ID%20eq%20@a\"),CountryInfo($filter=ID%20ne%20@b\")", '"', "$expand"],
   ].map(([query, ch, what]) => ({ model: "v4", path: "/Customers", query, expect: invalid(`'${ch}' is not allowed in ${what} outside a single-quoted literal: ${OPAQUE}`) }) as const),
+  // A fresh fuzz seed: 'Items*' was one unknown name to erplink, the navigation Items and a '*' to others.
+  {
+    model: "v4",
+    path: "/SalesOrders(1)",
+    query: "$orderby=Items*%20desc",
+    entityPath: "SalesOrders(1)",
+    expect: get(acc("SalesOrders", "get", PATH), acc("SalesOrders", "list", "$orderby Items")),
+  },
   // A fresh fuzz seed: a reader that takes '\\' for '/' reads a path here.
   {
     model: "v4",
