@@ -105,7 +105,7 @@ import type { ServiceModel } from "./metadata.js";
 import { AccessList, type Access } from "./query.js";
 import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
-import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, type MediaType } from "./media-type.js";
+import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, sniffBytes, type MediaType } from "./media-type.js";
 import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted } from "./syntax.js";
 import { serializeTarget } from "./target.js";
 
@@ -1108,6 +1108,34 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
   };
 }
 
+/**
+ * A JSON batch part's string body of a non-JSON type, as a lenient back end
+ * may read it: the text itself or, when it is valid base64url (how OData
+ * sends binary media in a JSON batch), the bytes it encodes. Either reading
+ * that sniffs as Atom is analyzed as Atom and one that parses as a JSON
+ * object or array as that JSON, as for a multipart part or a request of
+ * its own (a "media" create cannot carry an entry past the analyzer).
+ */
+function jsonPartStringBody(text: string, type: string): RequestBody {
+  const readings = [Buffer.from(text, "utf8")];
+  if (text.length >= 4 && BASE64URL.test(text)) readings.push(Buffer.from(text, "base64url"));
+  for (const bytes of readings) {
+    const sniffed = sniffBytes(bytes);
+    if (sniffed === "json-behind-mark") invalid("a body that reads as JSON may not start with a byte order mark or whitespace JSON does not allow");
+    if (sniffed === "atom") return { kind: "other", contentType: "application/atom+xml" };
+    if (sniffed === "json") {
+      try {
+        return { kind: "json", value: jsonValue(parseJson(UTF8.decode(bytes), "the request body")) };
+      } catch {
+        // Not JSON after all: opaque.
+      }
+    }
+  }
+  return { kind: "other", contentType: type };
+}
+
+const BASE64URL = /^[A-Za-z0-9+/_-]+={0,2}$/;
+
 const JSON_MEMBERS = new Set(["id", "method", "url", "atomicityGroup", "dependsOn", "if", "headers", "body"]);
 
 /** Reads and checks one request object of a JSON batch. */
@@ -1169,7 +1197,7 @@ function readJsonPart(node: JsonNode, no: number): JsonPart {
         body = { kind: "json", value: jsonValue(bodyNode) };
       } else {
         if (bodyNode.type !== "string") invalid(`a body of type '${excerpt(media.type)}' must be a string`);
-        body = { kind: "other", contentType: media.type };
+        body = jsonPartStringBody(bodyNode.value, media.type);
       }
     }
     return {

@@ -1531,6 +1531,41 @@ media("a media create whose one-line body is a JSON object is analyzed as an ent
   expectAccess(run(text), 1, text, [acc("Products", "create", "part 1: resource path")]);
 });
 
+media("regression (fresh fuzz seed): a JSON batch's string body of another type is read as Atom or JSON when it reads so, as text or as the base64url bytes it encodes", () => {
+  const entry =
+    '<entry xmlns="http://www.w3.org/2005/Atom"><link rel="http://schemas.microsoft.com/ado/2007/08/dataservices/related/Supplier"/><content/></entry>';
+  const part = (contentType: string, body: string) => jsonRef({ id: "1", method: "POST", url: "Products", headers: { "content-type": contentType }, body });
+  const atomDenial = denied(
+    "batch part 1 (POST Products): only JSON request bodies can be authorized for entity writes; got application/atom+xml (a media entity in 'Products' is created from the media itself, not an Atom entry)",
+  );
+  assert.equal(run(part("text/plain", entry), { contentType: JSON_TYPE }), atomDenial);
+  assert.equal(run(part("application/octet-stream", Buffer.from(entry).toString("base64url")), { contentType: JSON_TYPE }), atomDenial);
+  // A JSON object in a string, as text or base64url: a deep insert that needs create on Categories.
+  const deep = '{"ID":"P9","Category":{"ID":9}}';
+  for (const body of [deep, Buffer.from(deep).toString("base64url")]) {
+    expectAccess(
+      run(part("image/png", body), { contentType: JSON_TYPE }),
+      1,
+      writtenJson({ id: "1", method: "POST", url: "Products", headers: { "content-type": "image/png" }, body }),
+      [acc("Products", "create", "part 1: resource path"), acc("Categories", "create", "part 1: deep insert Category")],
+      JSON_TYPE,
+    );
+  }
+  assert.equal(
+    run(part("text/plain", `\u00a0${deep}`), { contentType: JSON_TYPE }),
+    invalid("batch part 1 (POST Products): a body that reads as JSON may not start with a byte order mark or whitespace JSON does not allow"),
+  );
+  // Opaque media stays a media create of the set only.
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString("base64url");
+  expectAccess(
+    run(part("image/png", png), { contentType: JSON_TYPE }),
+    1,
+    writtenJson({ id: "1", method: "POST", url: "Products", headers: { "content-type": "image/png" }, body: png }),
+    [acc("Products", "create", "part 1: resource path")],
+    JSON_TYPE,
+  );
+});
+
 media.run();
 
 const sap = suite("batch: SAP client and session switches");
