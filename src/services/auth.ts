@@ -14,10 +14,13 @@ import { isExpired, type KeyRegistry } from "./key-registry.js";
 import { rateLimitHeaders, type Limits, type RateLimiter } from "./rate-limiter.js";
 import type { UsageRecorder } from "./usage.js";
 
-/** An authenticated administrator. */
+/**
+ * An authenticated administrator: the master key or an admin key, and the
+ * dashboard session (`ses_…`) it came through, if it came through one.
+ */
 export type Principal =
-  | { readonly kind: "master" }
-  | { readonly kind: "admin_key"; readonly keyId: string };
+  | { readonly kind: "master"; readonly sessionId?: string | undefined }
+  | { readonly kind: "admin_key"; readonly keyId: string; readonly sessionId?: string | undefined };
 
 /**
  * Metadata of an admission error naming the recognised caller (`master` or
