@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { DataRequest, Explanation } from "./diagnostics_pb.js";
+import { file_erplink_admin_v1_diagnostics } from "./diagnostics_pb.js";
 import { file_erplink_options_v1_field_rules } from "../../options/v1/field_rules_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -13,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/api_key.proto.
  */
 export const file_erplink_admin_v1_api_key: GenFile = /*@__PURE__*/
-  fileDesc("Ch5lcnBsaW5rL2FkbWluL3YxL2FwaV9rZXkucHJvdG8SEGVycGxpbmsuYWRtaW4udjEiZgoKUmF0ZUxpbWl0cxIfCgpwZXJfbWludXRlGAEgASgFQgbK8xgCYAFIAIgBARIcCgdwZXJfZGF5GAIgASgFQgbK8xgCYAFIAYgBAUINCgtfcGVyX21pbnV0ZUIKCghfcGVyX2RheSLFAwoGQXBpS2V5EhIKAmlkGAEgASgJQgbK8xgCEAESGAoEbmFtZRgCIAEoCUIKyvMYBggBGAEgZBIyCgR0eXBlGAMgASgOMhwuZXJwbGluay5hZG1pbi52MS5BcGlLZXlUeXBlQgbK8xgCUAESLAoLcGVybWlzc2lvbnMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjEKC3JhdGVfbGltaXRzGAUgASgLMhwuZXJwbGluay5hZG1pbi52MS5SYXRlTGltaXRzEhYKBnByZWZpeBgGIAEoCUIGyvMYAhABEjYKCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCWAESNgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBsrzGAIQARI2Cgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjgKDGxhc3RfdXNlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBsrzGAIQASIeChBHZXRBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIj4KEUdldEFwaUtleVJlc3BvbnNlEikKB2FwaV9rZXkYASABKAsyGC5lcnBsaW5rLmFkbWluLnYxLkFwaUtleSI7ChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiWgoTTGlzdEFwaUtleXNSZXNwb25zZRIqCghhcGlfa2V5cxgBIAMoCzIYLmVycGxpbmsuYWRtaW4udjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJAChNDcmVhdGVBcGlLZXlSZXF1ZXN0EikKB2FwaV9rZXkYASABKAsyGC5lcnBsaW5rLmFkbWluLnYxLkFwaUtleSJOChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZXJwbGluay5hZG1pbi52MS5BcGlLZXkSCwoDa2V5GAIgASgJInEKE1VwZGF0ZUFwaUtleVJlcXVlc3QSKQoHYXBpX2tleRgBIAEoCzIYLmVycGxpbmsuYWRtaW4udjEuQXBpS2V5Ei8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJBChRVcGRhdGVBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZXJwbGluay5hZG1pbi52MS5BcGlLZXkiIQoTRGVsZXRlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSJBChREZWxldGVBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZXJwbGluay5hZG1pbi52MS5BcGlLZXkqWQoKQXBpS2V5VHlwZRIcChhBUElfS0VZX1RZUEVfVU5TUEVDSUZJRUQQABIVChFBUElfS0VZX1RZUEVfREFUQRABEhYKEkFQSV9LRVlfVFlQRV9BRE1JThACMt4DCg1BcGlLZXlTZXJ2aWNlElQKCUdldEFwaUtleRIiLmVycGxpbmsuYWRtaW4udjEuR2V0QXBpS2V5UmVxdWVzdBojLmVycGxpbmsuYWRtaW4udjEuR2V0QXBpS2V5UmVzcG9uc2USWgoLTGlzdEFwaUtleXMSJC5lcnBsaW5rLmFkbWluLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBolLmVycGxpbmsuYWRtaW4udjEuTGlzdEFwaUtleXNSZXNwb25zZRJdCgxDcmVhdGVBcGlLZXkSJS5lcnBsaW5rLmFkbWluLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaJi5lcnBsaW5rLmFkbWluLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEl0KDFVwZGF0ZUFwaUtleRIlLmVycGxpbmsuYWRtaW4udjEuVXBkYXRlQXBpS2V5UmVxdWVzdBomLmVycGxpbmsuYWRtaW4udjEuVXBkYXRlQXBpS2V5UmVzcG9uc2USXQoMRGVsZXRlQXBpS2V5EiUuZXJwbGluay5hZG1pbi52MS5EZWxldGVBcGlLZXlSZXF1ZXN0GiYuZXJwbGluay5hZG1pbi52MS5EZWxldGVBcGlLZXlSZXNwb25zZWIGcHJvdG8z", [file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch5lcnBsaW5rL2FkbWluL3YxL2FwaV9rZXkucHJvdG8SEGVycGxpbmsuYWRtaW4udjEiZgoKUmF0ZUxpbWl0cxIfCgpwZXJfbWludXRlGAEgASgFQgbK8xgCYAFIAIgBARIcCgdwZXJfZGF5GAIgASgFQgbK8xgCYAFIAYgBAUINCgtfcGVyX21pbnV0ZUIKCghfcGVyX2RheSLFAwoGQXBpS2V5EhIKAmlkGAEgASgJQgbK8xgCEAESGAoEbmFtZRgCIAEoCUIKyvMYBggBGAEgZBIyCgR0eXBlGAMgASgOMhwuZXJwbGluay5hZG1pbi52MS5BcGlLZXlUeXBlQgbK8xgCUAESLAoLcGVybWlzc2lvbnMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjEKC3JhdGVfbGltaXRzGAUgASgLMhwuZXJwbGluay5hZG1pbi52MS5SYXRlTGltaXRzEhYKBnByZWZpeBgGIAEoCUIGyvMYAhABEjYKCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCWAESNgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBsrzGAIQARI2Cgp1cGRhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjgKDGxhc3RfdXNlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBsrzGAIQASIeChBHZXRBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIj4KEUdldEFwaUtleVJlc3BvbnNlEikKB2FwaV9rZXkYASABKAsyGC5lcnBsaW5rLmFkbWluLnYxLkFwaUtleSI7ChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiWgoTTGlzdEFwaUtleXNSZXNwb25zZRIqCghhcGlfa2V5cxgBIAMoCzIYLmVycGxpbmsuYWRtaW4udjEuQXBpS2V5EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJAChNDcmVhdGVBcGlLZXlSZXF1ZXN0EikKB2FwaV9rZXkYASABKAsyGC5lcnBsaW5rLmFkbWluLnYxLkFwaUtleSJOChRDcmVhdGVBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZXJwbGluay5hZG1pbi52MS5BcGlLZXkSCwoDa2V5GAIgASgJInEKE1VwZGF0ZUFwaUtleVJlcXVlc3QSKQoHYXBpX2tleRgBIAEoCzIYLmVycGxpbmsuYWRtaW4udjEuQXBpS2V5Ei8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJBChRVcGRhdGVBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZXJwbGluay5hZG1pbi52MS5BcGlLZXkiIQoTRGVsZXRlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSJBChREZWxldGVBcGlLZXlSZXNwb25zZRIpCgdhcGlfa2V5GAEgASgLMhguZXJwbGluay5hZG1pbi52MS5BcGlLZXkiVwoURXhwbGFpbkFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkSMwoMZGF0YV9yZXF1ZXN0GAIgASgLMh0uZXJwbGluay5hZG1pbi52MS5EYXRhUmVxdWVzdCJLChVFeHBsYWluQXBpS2V5UmVzcG9uc2USMgoLZXhwbGFuYXRpb24YASABKAsyHS5lcnBsaW5rLmFkbWluLnYxLkV4cGxhbmF0aW9uKlkKCkFwaUtleVR5cGUSHAoYQVBJX0tFWV9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRQVBJX0tFWV9UWVBFX0RBVEEQARIWChJBUElfS0VZX1RZUEVfQURNSU4QAjLABAoNQXBpS2V5U2VydmljZRJUCglHZXRBcGlLZXkSIi5lcnBsaW5rLmFkbWluLnYxLkdldEFwaUtleVJlcXVlc3QaIy5lcnBsaW5rLmFkbWluLnYxLkdldEFwaUtleVJlc3BvbnNlEloKC0xpc3RBcGlLZXlzEiQuZXJwbGluay5hZG1pbi52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJS5lcnBsaW5rLmFkbWluLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USXQoMQ3JlYXRlQXBpS2V5EiUuZXJwbGluay5hZG1pbi52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GiYuZXJwbGluay5hZG1pbi52MS5DcmVhdGVBcGlLZXlSZXNwb25zZRJdCgxVcGRhdGVBcGlLZXkSJS5lcnBsaW5rLmFkbWluLnYxLlVwZGF0ZUFwaUtleVJlcXVlc3QaJi5lcnBsaW5rLmFkbWluLnYxLlVwZGF0ZUFwaUtleVJlc3BvbnNlEl0KDERlbGV0ZUFwaUtleRIlLmVycGxpbmsuYWRtaW4udjEuRGVsZXRlQXBpS2V5UmVxdWVzdBomLmVycGxpbmsuYWRtaW4udjEuRGVsZXRlQXBpS2V5UmVzcG9uc2USYAoNRXhwbGFpbkFwaUtleRImLmVycGxpbmsuYWRtaW4udjEuRXhwbGFpbkFwaUtleVJlcXVlc3QaJy5lcnBsaW5rLmFkbWluLnYxLkV4cGxhaW5BcGlLZXlSZXNwb25zZWIGcHJvdG8z", [file_erplink_admin_v1_diagnostics, file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Request budgets of one key, in fixed windows aligned to the UTC minute and
@@ -380,6 +382,55 @@ export const DeleteApiKeyResponseSchema: GenMessage<DeleteApiKeyResponse> = /*@_
   messageDesc(file_erplink_admin_v1_api_key, 11);
 
 /**
+ * Request of ApiKeyService.ExplainApiKey.
+ *
+ * @generated from message erplink.admin.v1.ExplainApiKeyRequest
+ */
+export type ExplainApiKeyRequest = Message<"erplink.admin.v1.ExplainApiKeyRequest"> & {
+  /**
+   * Id of the key whose request to explain.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The request, as the client would send it to the data path.
+   *
+   * @generated from field: erplink.admin.v1.DataRequest data_request = 2;
+   */
+  dataRequest?: DataRequest | undefined;
+};
+
+/**
+ * Describes the message erplink.admin.v1.ExplainApiKeyRequest.
+ * Use `create(ExplainApiKeyRequestSchema)` to create a new message.
+ */
+export const ExplainApiKeyRequestSchema: GenMessage<ExplainApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_api_key, 12);
+
+/**
+ * Response of ApiKeyService.ExplainApiKey.
+ *
+ * @generated from message erplink.admin.v1.ExplainApiKeyResponse
+ */
+export type ExplainApiKeyResponse = Message<"erplink.admin.v1.ExplainApiKeyResponse"> & {
+  /**
+   * What the data path would decide, and why.
+   *
+   * @generated from field: erplink.admin.v1.Explanation explanation = 1;
+   */
+  explanation?: Explanation | undefined;
+};
+
+/**
+ * Describes the message erplink.admin.v1.ExplainApiKeyResponse.
+ * Use `create(ExplainApiKeyResponseSchema)` to create a new message.
+ */
+export const ExplainApiKeyResponseSchema: GenMessage<ExplainApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_api_key, 13);
+
+/**
  * What a key may be used for.
  *
  * @generated from enum erplink.admin.v1.ApiKeyType
@@ -474,6 +525,25 @@ export const ApiKeyService: GenService<{
     methodKind: "unary";
     input: typeof DeleteApiKeyRequestSchema;
     output: typeof DeleteApiKeyResponseSchema;
+  },
+  /**
+   * Explains what the OData data path would decide for a request made with
+   * this key, now: the canonical request, every (entity set, operation) pair
+   * it needs with the key's decision on each, the data path's answer (the
+   * status, the exact message and the failing step of a refusal) and the
+   * key's rate-limit state. Runs the data path's own analysis and checks
+   * with the service's cached `$metadata`, but forwards nothing, counts
+   * nothing against the key's limits and writes no data-request log entry.
+   * A request the data path would refuse (400, 403, 415, 502, …) is a normal
+   * answer; only a malformed call fails (`invalid_argument`, or `not_found`
+   * for an unknown key).
+   *
+   * @generated from rpc erplink.admin.v1.ApiKeyService.ExplainApiKey
+   */
+  explainApiKey: {
+    methodKind: "unary";
+    input: typeof ExplainApiKeyRequestSchema;
+    output: typeof ExplainApiKeyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_erplink_admin_v1_api_key, 0);

@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { ConnectionTest, ConnectionTestOptions, ServiceCatalog } from "./diagnostics_pb.js";
+import { file_erplink_admin_v1_diagnostics } from "./diagnostics_pb.js";
 import { file_erplink_options_v1_field_rules } from "../../options/v1/field_rules_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -13,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/instance.proto.
  */
 export const file_erplink_admin_v1_instance: GenFile = /*@__PURE__*/
-  fileDesc("Ch9lcnBsaW5rL2FkbWluL3YxL2luc3RhbmNlLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIrIECghJbnN0YW5jZRISCgJpZBgBIAEoCUIGyvMYAhABEhkKCXN5c3RlbV9pZBgCIAEoCUIGyvMYAhABEjsKBG5hbWUYAyABKAlCLcrzGCkIARgBIEAqIV5bQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjN9JBIbCgtlbnZpcm9ubWVudBgEIAEoCUIGyvMYAiBAEh0KCGJhc2VfdXJsGAUgASgJQgvK8xgHCAEggBAwARI2CgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAESagoIc2VydmljZXMYCCADKAsyKC5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlLlNlcnZpY2VzRW50cnlCLsrzGCo49ANCJV5bQS1aYS16MC05X11bQS1aYS16MC05Xy47PS1dezAsMTI3fSQSKwoEYXV0aBgJIAEoCzIdLmVycGxpbmsuYWRtaW4udjEuQmFja2VuZEF1dGgSJAoKc2FwX2NsaWVudBgKIAEoCUIQyvMYDCoKXlswLTldezN9JBpPCg1TZXJ2aWNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmVycGxpbmsuYWRtaW4udjEuU2VydmljZVJvdXRlOgI4ASKAAQoMU2VydmljZVJvdXRlEnAKBHBhdGgYASABKAlCYsrzGF4IASCABCpXXig/IS4qKF58LylcLnsxLDJ9KC98JCkpW0EtWmEtejAtOV9+ISQmJygpKissOz06QC4tXSsoL1tBLVphLXowLTlffiEkJicoKSorLDs9OkAuLV0rKSokIoQCCgtCYWNrZW5kQXV0aBIvCgR0eXBlGAEgASgOMiEuZXJwbGluay5hZG1pbi52MS5CYWNrZW5kQXV0aFR5cGUSGQoIdXNlcm5hbWUYAiABKAlCB8rzGAMggAISGwoIcGFzc3dvcmQYAyABKAlCCcrzGAUggAhoARIYCgV0b2tlbhgEIAEoCUIJyvMYBSCAQGgBEhwKCXRva2VuX3VybBgFIAEoCUIJyvMYBSCAEDABEhoKCWNsaWVudF9pZBgGIAEoCUIHyvMYAyCABBIgCg1jbGllbnRfc2VjcmV0GAcgASgJQgnK8xgFIIAIaAESFgoFc2NvcGUYCCABKAlCB8rzGAMggAgiIAoSR2V0SW5zdGFuY2VSZXF1ZXN0EgoKAmlkGAEgASgJIkMKE0dldEluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlIlAKFExpc3RJbnN0YW5jZXNSZXF1ZXN0EhEKCXN5c3RlbV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJfChVMaXN0SW5zdGFuY2VzUmVzcG9uc2USLQoJaW5zdGFuY2VzGAEgAygLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiWAoVQ3JlYXRlSW5zdGFuY2VSZXF1ZXN0EhEKCXN5c3RlbV9pZBgBIAEoCRIsCghpbnN0YW5jZRgCIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiRgoWQ3JlYXRlSW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UidgoVVXBkYXRlSW5zdGFuY2VSZXF1ZXN0EiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siRgoWVXBkYXRlSW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiIwoVRGVsZXRlSW5zdGFuY2VSZXF1ZXN0EgoKAmlkGAEgASgJIkYKFkRlbGV0ZUluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlKrwBCg9CYWNrZW5kQXV0aFR5cGUSIQodQkFDS0VORF9BVVRIX1RZUEVfVU5TUEVDSUZJRUQQABIaChZCQUNLRU5EX0FVVEhfVFlQRV9OT05FEAESGwoXQkFDS0VORF9BVVRIX1RZUEVfQkFTSUMQAhIcChhCQUNLRU5EX0FVVEhfVFlQRV9CRUFSRVIQAxIvCitCQUNLRU5EX0FVVEhfVFlQRV9PQVVUSDJfQ0xJRU5UX0NSRURFTlRJQUxTEAQy/gMKD0luc3RhbmNlU2VydmljZRJaCgtHZXRJbnN0YW5jZRIkLmVycGxpbmsuYWRtaW4udjEuR2V0SW5zdGFuY2VSZXF1ZXN0GiUuZXJwbGluay5hZG1pbi52MS5HZXRJbnN0YW5jZVJlc3BvbnNlEmAKDUxpc3RJbnN0YW5jZXMSJi5lcnBsaW5rLmFkbWluLnYxLkxpc3RJbnN0YW5jZXNSZXF1ZXN0GicuZXJwbGluay5hZG1pbi52MS5MaXN0SW5zdGFuY2VzUmVzcG9uc2USYwoOQ3JlYXRlSW5zdGFuY2USJy5lcnBsaW5rLmFkbWluLnYxLkNyZWF0ZUluc3RhbmNlUmVxdWVzdBooLmVycGxpbmsuYWRtaW4udjEuQ3JlYXRlSW5zdGFuY2VSZXNwb25zZRJjCg5VcGRhdGVJbnN0YW5jZRInLmVycGxpbmsuYWRtaW4udjEuVXBkYXRlSW5zdGFuY2VSZXF1ZXN0GiguZXJwbGluay5hZG1pbi52MS5VcGRhdGVJbnN0YW5jZVJlc3BvbnNlEmMKDkRlbGV0ZUluc3RhbmNlEicuZXJwbGluay5hZG1pbi52MS5EZWxldGVJbnN0YW5jZVJlcXVlc3QaKC5lcnBsaW5rLmFkbWluLnYxLkRlbGV0ZUluc3RhbmNlUmVzcG9uc2ViBnByb3RvMw", [file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ch9lcnBsaW5rL2FkbWluL3YxL2luc3RhbmNlLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIrIECghJbnN0YW5jZRISCgJpZBgBIAEoCUIGyvMYAhABEhkKCXN5c3RlbV9pZBgCIAEoCUIGyvMYAhABEjsKBG5hbWUYAyABKAlCLcrzGCkIARgBIEAqIV5bQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjN9JBIbCgtlbnZpcm9ubWVudBgEIAEoCUIGyvMYAiBAEh0KCGJhc2VfdXJsGAUgASgJQgvK8xgHCAEggBAwARI2CgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAESagoIc2VydmljZXMYCCADKAsyKC5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlLlNlcnZpY2VzRW50cnlCLsrzGCo49ANCJV5bQS1aYS16MC05X11bQS1aYS16MC05Xy47PS1dezAsMTI3fSQSKwoEYXV0aBgJIAEoCzIdLmVycGxpbmsuYWRtaW4udjEuQmFja2VuZEF1dGgSJAoKc2FwX2NsaWVudBgKIAEoCUIQyvMYDCoKXlswLTldezN9JBpPCg1TZXJ2aWNlc0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLmVycGxpbmsuYWRtaW4udjEuU2VydmljZVJvdXRlOgI4ASKAAQoMU2VydmljZVJvdXRlEnAKBHBhdGgYASABKAlCYsrzGF4IASCABCpXXig/IS4qKF58LylcLnsxLDJ9KC98JCkpW0EtWmEtejAtOV9+ISQmJygpKissOz06QC4tXSsoL1tBLVphLXowLTlffiEkJicoKSorLDs9OkAuLV0rKSokIoQCCgtCYWNrZW5kQXV0aBIvCgR0eXBlGAEgASgOMiEuZXJwbGluay5hZG1pbi52MS5CYWNrZW5kQXV0aFR5cGUSGQoIdXNlcm5hbWUYAiABKAlCB8rzGAMggAISGwoIcGFzc3dvcmQYAyABKAlCCcrzGAUggAhoARIYCgV0b2tlbhgEIAEoCUIJyvMYBSCAQGgBEhwKCXRva2VuX3VybBgFIAEoCUIJyvMYBSCAEDABEhoKCWNsaWVudF9pZBgGIAEoCUIHyvMYAyCABBIgCg1jbGllbnRfc2VjcmV0GAcgASgJQgnK8xgFIIAIaAESFgoFc2NvcGUYCCABKAlCB8rzGAMggAgiIAoSR2V0SW5zdGFuY2VSZXF1ZXN0EgoKAmlkGAEgASgJIkMKE0dldEluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlIlAKFExpc3RJbnN0YW5jZXNSZXF1ZXN0EhEKCXN5c3RlbV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJfChVMaXN0SW5zdGFuY2VzUmVzcG9uc2USLQoJaW5zdGFuY2VzGAEgAygLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiWAoVQ3JlYXRlSW5zdGFuY2VSZXF1ZXN0EhEKCXN5c3RlbV9pZBgBIAEoCRIsCghpbnN0YW5jZRgCIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiRgoWQ3JlYXRlSW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UidgoVVXBkYXRlSW5zdGFuY2VSZXF1ZXN0EiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siRgoWVXBkYXRlSW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiIwoVRGVsZXRlSW5zdGFuY2VSZXF1ZXN0EgoKAmlkGAEgASgJIkYKFkRlbGV0ZUluc3RhbmNlUmVzcG9uc2USLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlIjcKGEdldFNlcnZpY2VDYXRhbG9nUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdzZXJ2aWNlGAIgASgJIk4KGUdldFNlcnZpY2VDYXRhbG9nUmVzcG9uc2USMQoHY2F0YWxvZxgBIAEoCzIgLmVycGxpbmsuYWRtaW4udjEuU2VydmljZUNhdGFsb2ciZQodVGVzdEluc3RhbmNlQ29ubmVjdGlvblJlcXVlc3QSCgoCaWQYASABKAkSOAoHb3B0aW9ucxgCIAEoCzInLmVycGxpbmsuYWRtaW4udjEuQ29ubmVjdGlvblRlc3RPcHRpb25zIlsKHlRlc3RJbnN0YW5jZUNvbm5lY3Rpb25SZXNwb25zZRI5Cg9jb25uZWN0aW9uX3Rlc3QYASABKAsyIC5lcnBsaW5rLmFkbWluLnYxLkNvbm5lY3Rpb25UZXN0KrwBCg9CYWNrZW5kQXV0aFR5cGUSIQodQkFDS0VORF9BVVRIX1RZUEVfVU5TUEVDSUZJRUQQABIaChZCQUNLRU5EX0FVVEhfVFlQRV9OT05FEAESGwoXQkFDS0VORF9BVVRIX1RZUEVfQkFTSUMQAhIcChhCQUNLRU5EX0FVVEhfVFlQRV9CRUFSRVIQAxIvCitCQUNLRU5EX0FVVEhfVFlQRV9PQVVUSDJfQ0xJRU5UX0NSRURFTlRJQUxTEAQy6QUKD0luc3RhbmNlU2VydmljZRJaCgtHZXRJbnN0YW5jZRIkLmVycGxpbmsuYWRtaW4udjEuR2V0SW5zdGFuY2VSZXF1ZXN0GiUuZXJwbGluay5hZG1pbi52MS5HZXRJbnN0YW5jZVJlc3BvbnNlEmAKDUxpc3RJbnN0YW5jZXMSJi5lcnBsaW5rLmFkbWluLnYxLkxpc3RJbnN0YW5jZXNSZXF1ZXN0GicuZXJwbGluay5hZG1pbi52MS5MaXN0SW5zdGFuY2VzUmVzcG9uc2USYwoOQ3JlYXRlSW5zdGFuY2USJy5lcnBsaW5rLmFkbWluLnYxLkNyZWF0ZUluc3RhbmNlUmVxdWVzdBooLmVycGxpbmsuYWRtaW4udjEuQ3JlYXRlSW5zdGFuY2VSZXNwb25zZRJjCg5VcGRhdGVJbnN0YW5jZRInLmVycGxpbmsuYWRtaW4udjEuVXBkYXRlSW5zdGFuY2VSZXF1ZXN0GiguZXJwbGluay5hZG1pbi52MS5VcGRhdGVJbnN0YW5jZVJlc3BvbnNlEmMKDkRlbGV0ZUluc3RhbmNlEicuZXJwbGluay5hZG1pbi52MS5EZWxldGVJbnN0YW5jZVJlcXVlc3QaKC5lcnBsaW5rLmFkbWluLnYxLkRlbGV0ZUluc3RhbmNlUmVzcG9uc2USbAoRR2V0U2VydmljZUNhdGFsb2cSKi5lcnBsaW5rLmFkbWluLnYxLkdldFNlcnZpY2VDYXRhbG9nUmVxdWVzdBorLmVycGxpbmsuYWRtaW4udjEuR2V0U2VydmljZUNhdGFsb2dSZXNwb25zZRJ7ChZUZXN0SW5zdGFuY2VDb25uZWN0aW9uEi8uZXJwbGluay5hZG1pbi52MS5UZXN0SW5zdGFuY2VDb25uZWN0aW9uUmVxdWVzdBowLmVycGxpbmsuYWRtaW4udjEuVGVzdEluc3RhbmNlQ29ubmVjdGlvblJlc3BvbnNlYgZwcm90bzM", [file_erplink_admin_v1_diagnostics, file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * One deployment of a system, such as its production tenant, reached at its
@@ -465,6 +467,105 @@ export const DeleteInstanceResponseSchema: GenMessage<DeleteInstanceResponse> = 
   messageDesc(file_erplink_admin_v1_instance, 12);
 
 /**
+ * Request of InstanceService.GetServiceCatalog.
+ *
+ * @generated from message erplink.admin.v1.GetServiceCatalogRequest
+ */
+export type GetServiceCatalogRequest = Message<"erplink.admin.v1.GetServiceCatalogRequest"> & {
+  /**
+   * Id of the instance.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Name of the service, as in API-key permissions and data paths
+   * (`/odata/<instance>/<service>/…`).
+   *
+   * @generated from field: string service = 2;
+   */
+  service: string;
+};
+
+/**
+ * Describes the message erplink.admin.v1.GetServiceCatalogRequest.
+ * Use `create(GetServiceCatalogRequestSchema)` to create a new message.
+ */
+export const GetServiceCatalogRequestSchema: GenMessage<GetServiceCatalogRequest> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 13);
+
+/**
+ * Response of InstanceService.GetServiceCatalog.
+ *
+ * @generated from message erplink.admin.v1.GetServiceCatalogResponse
+ */
+export type GetServiceCatalogResponse = Message<"erplink.admin.v1.GetServiceCatalogResponse"> & {
+  /**
+   * The service's entity sets and operations.
+   *
+   * @generated from field: erplink.admin.v1.ServiceCatalog catalog = 1;
+   */
+  catalog?: ServiceCatalog | undefined;
+};
+
+/**
+ * Describes the message erplink.admin.v1.GetServiceCatalogResponse.
+ * Use `create(GetServiceCatalogResponseSchema)` to create a new message.
+ */
+export const GetServiceCatalogResponseSchema: GenMessage<GetServiceCatalogResponse> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 14);
+
+/**
+ * Request of InstanceService.TestInstanceConnection.
+ *
+ * @generated from message erplink.admin.v1.TestInstanceConnectionRequest
+ */
+export type TestInstanceConnectionRequest = Message<"erplink.admin.v1.TestInstanceConnectionRequest"> & {
+  /**
+   * Id of the instance to test.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * What to test beyond the base URL; optional.
+   *
+   * @generated from field: erplink.admin.v1.ConnectionTestOptions options = 2;
+   */
+  options?: ConnectionTestOptions | undefined;
+};
+
+/**
+ * Describes the message erplink.admin.v1.TestInstanceConnectionRequest.
+ * Use `create(TestInstanceConnectionRequestSchema)` to create a new message.
+ */
+export const TestInstanceConnectionRequestSchema: GenMessage<TestInstanceConnectionRequest> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 15);
+
+/**
+ * Response of InstanceService.TestInstanceConnection.
+ *
+ * @generated from message erplink.admin.v1.TestInstanceConnectionResponse
+ */
+export type TestInstanceConnectionResponse = Message<"erplink.admin.v1.TestInstanceConnectionResponse"> & {
+  /**
+   * The outcome, step by step.
+   *
+   * @generated from field: erplink.admin.v1.ConnectionTest connection_test = 1;
+   */
+  connectionTest?: ConnectionTest | undefined;
+};
+
+/**
+ * Describes the message erplink.admin.v1.TestInstanceConnectionResponse.
+ * Use `create(TestInstanceConnectionResponseSchema)` to create a new message.
+ */
+export const TestInstanceConnectionResponseSchema: GenMessage<TestInstanceConnectionResponse> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 16);
+
+/**
  * Kinds of back-end credentials.
  *
  * @generated from enum erplink.admin.v1.BackendAuthType
@@ -575,6 +676,39 @@ export const InstanceService: GenService<{
     methodKind: "unary";
     input: typeof DeleteInstanceRequestSchema;
     output: typeof DeleteInstanceResponseSchema;
+  },
+  /**
+   * Returns the entity sets of one OData service of the instance, read from
+   * the service's `$metadata` (fetched with the instance's credentials and
+   * cached as the data path caches it): names, key properties, navigation
+   * properties with the entity sets they lead to, media entity sets, and the
+   * function and action imports. Fails with `not_found` if the instance
+   * does not exist, `unavailable` (HTTP 502) when the back end cannot be
+   * reached, refuses the request or sends an unreadable document, and
+   * `deadline_exceeded` (HTTP 504) when it does not answer in time.
+   *
+   * @generated from rpc erplink.admin.v1.InstanceService.GetServiceCatalog
+   */
+  getServiceCatalog: {
+    methodKind: "unary";
+    input: typeof GetServiceCatalogRequestSchema;
+    output: typeof GetServiceCatalogResponseSchema;
+  },
+  /**
+   * Tests the connection to the instance's back end with its credentials,
+   * step by step: DNS, TCP, TLS (https), the OAuth 2.0 token fetch (when
+   * configured), the HTTP status of the service's `$metadata` (or of the
+   * base URL), the OData version, and the CSRF token fetch. Bounded by the
+   * upstream timeout. A failing back end is a normal answer (`ok: false`
+   * with the first error in words); the answer never holds a secret. Fails
+   * with `not_found` if the instance does not exist.
+   *
+   * @generated from rpc erplink.admin.v1.InstanceService.TestInstanceConnection
+   */
+  testInstanceConnection: {
+    methodKind: "unary";
+    input: typeof TestInstanceConnectionRequestSchema;
+    output: typeof TestInstanceConnectionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_erplink_admin_v1_instance, 0);
