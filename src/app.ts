@@ -101,6 +101,8 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     health: () => ({ request_log: layer.logWriter.stats() }),
     data: layer.dataPlane,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    // Late-bound: the diagnostics run the gateway's data-path stages for the services' RPCs.
+    bindDiagnostics: (port) => layer.bindDiagnostics(port),
     ready: () => store.ping(),
     logger,
     bodyLimit: config.bodyLimitBytes,

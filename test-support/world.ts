@@ -108,6 +108,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     record: (entry) => layer.logWriter.record(entry),
     data: layer.dataPlane,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 2_000,
+    bindDiagnostics: (port) => layer.bindDiagnostics(port),
     ready: () => store.ping(),
     logger: false,
     bodyLimit: 1024 * 1024,

@@ -30,6 +30,9 @@ import Fastify, {
   type FastifyServerFactory,
 } from "fastify";
 import { PRINCIPAL_METADATA, kCallFacts, type CallFacts } from "../schema/call-facts.js";
+import type { DiagnosticsPort } from "../schema/diagnostics.js";
+import { createDiagnostics } from "./data/diagnostics.js";
+import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { messageSchema } from "./json-schema.js";
@@ -66,6 +69,12 @@ export interface GatewayOptions {
   readonly data?: DataPort<DataKey>;
   /** Upstream answer timeout of the data path (ms). */
   readonly upstreamTimeoutMs?: number;
+  /**
+   * Receives the data path's diagnostics (explain, catalog, connection test),
+   * built over the data path's own stages and caches, for the composition
+   * root to bind into the services; called once, when `data` is given.
+   */
+  readonly bindDiagnostics?: (port: DiagnosticsPort<DataKey>) => void;
   /** Extra facts `/healthz` reports (the request log's queue and drops). */
   readonly health?: () => Record<string, unknown>;
   /** The logger (a pino instance), or false for none. */
@@ -250,13 +259,16 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   if (options.data !== undefined) {
     // OData V2 updates with MERGE.
     app.addHttpMethod("MERGE", { hasBody: true });
+    // Created once, shared by the data routes and the diagnostics.
+    const resources = createDataResources({ upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000, metadataTtlMs: 5 * 60_000 });
+    app.addHook("onClose", async () => resources.close());
     await registerDataRoutes(app, {
       port: options.data,
-      upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
-      metadataTtlMs: 5 * 60_000,
+      resources,
       facts: dataFacts,
       publicUrl: options.publicUrl,
     });
+    options.bindDiagnostics?.(createDiagnostics({ port: options.data, resources, publicUrl: options.publicUrl }));
   }
 
   const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
@@ -428,7 +440,9 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       facts.principals.set(req, admission.principalId);
       // Set now, so that every later answer (errors included) carries them.
       reply.headers(admission.headers);
-      if (route.body) {
+      const length = req.headers["content-length"];
+      const bodiless = (length === undefined || length === "0") && req.headers["transfer-encoding"] === undefined;
+      if (route.body && !(route.body.optional && bodiless)) {
         const type = req.headers["content-type"];
         if (type === undefined || !JSON_MEDIA_TYPE.test(type)) {
           throw new GatewayError(415, "request body must be application/json");
@@ -439,6 +453,14 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         delete req.headers["content-type"];
       }
     },
+    // An optional body that was not sent is an empty one.
+    ...(route.body?.optional
+      ? {
+          preValidation: async (req: FastifyRequest) => {
+            req.body ??= {};
+          },
+        }
+      : {}),
     handler: async (req, reply) => {
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];

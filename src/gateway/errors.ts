@@ -4,6 +4,7 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema } from "../gen/erplink/errors/v1/bad_request_pb.js";
+import { BAD_GATEWAY_METADATA } from "../schema/diagnostics.js";
 
 /** One failing field, as the envelope's `error.details` lists it. */
 export interface ErrorDetail {
@@ -93,7 +94,9 @@ function isInternal(status: number): boolean {
 
 /** Converts a ConnectError from a service into the gateway's error. */
 export function fromConnectError(err: ConnectError): GatewayError {
-  const mapped = CODE_TABLE[err.code] ?? CODE_TABLE[Code.Internal];
+  // A back end that failed a call that reaches it (the service catalog) is a bad gateway, not an unavailable store.
+  const badGateway = err.code === Code.Unavailable && err.metadata.get(BAD_GATEWAY_METADATA) !== null;
+  const mapped = badGateway ? { status: 502, code: "BAD_GATEWAY" } : (CODE_TABLE[err.code] ?? CODE_TABLE[Code.Internal]);
   if (isInternal(mapped.status)) return new GatewayError(500, "internal error");
   const details = err
     .findDetails(BadRequestSchema)

@@ -26,6 +26,12 @@ const ERROR_RESPONSES: Readonly<Record<string, string>> = {
   "503": "The store is unavailable (`UNAVAILABLE`).",
 };
 
+/** Further errors of routes that reach a back end. */
+const UPSTREAM_RESPONSES: Readonly<Record<string, string>> = {
+  "502": "The back end could not be reached, refused erplink's credentials or sent an unreadable answer (`BAD_GATEWAY`).",
+  "504": "The back end did not answer within the upstream timeout (`GATEWAY_TIMEOUT`).",
+};
+
 const header = (description: string, type = "string") => ({ description, schema: { type } });
 
 /** Headers of every counted /admin response. */
@@ -112,16 +118,20 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     }
     if (parameters.length > 0) operation.parameters = parameters;
     if (route.body) {
-      const bodyName = `${name}${route.body.patch ? "Update" : "Create"}`;
+      // A custom method's body is a message of its own, named as in the protos.
+      const custom = route.body.schema !== route.resource;
+      const bodyName = custom ? route.body.schema.name : `${name}${route.body.patch ? "Update" : "Create"}`;
       schemas[bodyName] ??= messageSchema(route.body.schema, {
         mode: route.body.patch ? "patch" : "create",
         constraints: true,
       });
       operation.requestBody = {
-        required: true,
+        required: route.body.optional !== true,
         description: route.body.patch
           ? "The fields to change; every field present is changed (the update mask)."
-          : "The resource to create.",
+          : custom
+            ? (docs[route.body.schema.typeName] ?? "The request.")
+            : "The resource to create.",
         content: { "application/json": { schema: ref(bodyName) } },
       };
     }
@@ -133,7 +143,7 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
         content: { "application/json": { schema: envelope(data, route.list === true) } },
       },
     };
-    for (const [status, text] of Object.entries(ERROR_RESPONSES)) {
+    for (const [status, text] of Object.entries({ ...ERROR_RESPONSES, ...(route.upstream ? UPSTREAM_RESPONSES : {}) })) {
       if (!route.body && (status === "413" || status === "415")) continue;
       responses[status] = {
         description: text,

@@ -5,6 +5,13 @@
  */
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { ApiKeySchema, ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
+import {
+  ConnectionTestOptionsSchema,
+  ConnectionTestSchema,
+  DataRequestSchema,
+  ExplanationSchema,
+  ServiceCatalogSchema,
+} from "../gen/erplink/admin/v1/diagnostics_pb.js";
 import { InstanceSchema, InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
 import { LogService, RequestLogSchema } from "../gen/erplink/admin/v1/request_log_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
@@ -31,9 +38,11 @@ export interface RestRoute {
   readonly maxPageSize?: number;
   /**
    * The request field the JSON body fills, and its message. With `patch`, the
-   * body's top-level keys become the update mask named by `patch`.
+   * body's top-level keys become the update mask named by `patch`. With
+   * `optional` (custom methods with options), a request without a body (no
+   * `Content-Length` or 0, no `Transfer-Encoding`) is as `{}`.
    */
-  readonly body?: { readonly field: string; readonly schema: DescMessage; readonly patch?: string };
+  readonly body?: { readonly field: string; readonly schema: DescMessage; readonly patch?: string; readonly optional?: boolean };
   /** The response field that becomes the envelope's `data`. */
   readonly data: string;
   /** Further response fields added to `data` (the secret of a new API key). */
@@ -46,6 +55,8 @@ export interface RestRoute {
   readonly status: 200 | 201;
   /** Who may call it. */
   readonly auth: "admin";
+  /** Whether it reaches a back end, so that 502 `BAD_GATEWAY` and 504 `GATEWAY_TIMEOUT` are answers too. */
+  readonly upstream?: boolean;
 }
 
 const PAGING = ["page_size", "page_token"] as const;
@@ -220,6 +231,46 @@ export const ROUTES: readonly RestRoute[] = [
     params: { id: "id" },
     data: "log",
     resource: RequestLogSchema,
+    status: 200,
+    auth: "admin",
+  },
+  // Diagnostics (AIP-136 custom methods on API keys and instances).
+  {
+    method: "POST",
+    path: "/admin/api-keys/{id}/explain",
+    rpc: ApiKeyService.method.explainApiKey,
+    summary: "Explain what the data path would decide for a request with this key (nothing is forwarded or counted)",
+    tag: "API keys",
+    params: { id: "id" },
+    body: { field: "data_request", schema: DataRequestSchema },
+    data: "explanation",
+    resource: ExplanationSchema,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/instances/{id}/services/{service}/catalog",
+    rpc: InstanceService.method.getServiceCatalog,
+    summary: "List a service's entity sets, navigations and operations from its $metadata",
+    tag: "Instances",
+    params: { id: "id", service: "service" },
+    data: "catalog",
+    resource: ServiceCatalogSchema,
+    status: 200,
+    auth: "admin",
+    upstream: true,
+  },
+  {
+    method: "POST",
+    path: "/admin/instances/{id}/test",
+    rpc: InstanceService.method.testInstanceConnection,
+    summary: "Test the connection to an instance's back end, step by step",
+    tag: "Instances",
+    params: { id: "id" },
+    body: { field: "options", schema: ConnectionTestOptionsSchema, optional: true },
+    data: "connection_test",
+    resource: ConnectionTestSchema,
     status: 200,
     auth: "admin",
   },

@@ -10,6 +10,7 @@ import {
   ApiKeyType,
   CreateApiKeyResponseSchema,
   DeleteApiKeyResponseSchema,
+  ExplainApiKeyResponseSchema,
   GetApiKeyResponseSchema,
   ListApiKeysResponseSchema,
   RateLimitsSchema,
@@ -18,13 +19,18 @@ import {
   type ApiKeyService,
   type CreateApiKeyRequest,
   type DeleteApiKeyRequest,
+  type ExplainApiKeyRequest,
   type GetApiKeyRequest,
   type ListApiKeysRequest,
   type UpdateApiKeyRequest,
 } from "../gen/erplink/admin/v1/api_key_pb.js";
+import { DataRequestSchema } from "../gen/erplink/admin/v1/diagnostics_pb.js";
 import type { ApiKeyRecord, StoredPermissions } from "../store/index.js";
 import { SHOWN_PREFIX_LENGTH, generateApiKeySecret, hashApiKey } from "./api-key-secret.js";
 import type { ServiceDeps } from "./context.js";
+import { rateLimitStatus } from "./authorization-service.js";
+import { readDataRequest, requireDiagnostics } from "./diagnostics.js";
+import { dataKeyLimits } from "./key-registry.js";
 import { translate, validationError, type Violation } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import { parsePermissions } from "./permissions.js";
@@ -162,6 +168,32 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       }
       this.deps.keys.remember(rec);
       return create(UpdateApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
+    });
+  }
+
+  explainApiKey(req: ExplainApiKeyRequest) {
+    return translate(names, async () => {
+      requireId("key", req.id);
+      const data = requireResource(req.dataRequest, "data_request");
+      assertValidForCreate(DataRequestSchema, data);
+      const { method, headers } = readDataRequest(data);
+      const key = await this.deps.store.apiKeys.get(req.id);
+      if (key === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      const diagnostics = requireDiagnostics(this.deps);
+      // The data path's admit stage, looked at without counting (as Authorize's dry_run).
+      const limits = key.type === "data" ? await this.deps.limiter.peek(`data:${key.id}`, dataKeyLimits(key, this.deps.dataLimits)) : undefined;
+      const explanation = await diagnostics.explain({
+        key,
+        instance: data.instance,
+        service: data.service,
+        method,
+        url: data.url,
+        headers,
+        body: data.body,
+        withinRateLimits: limits?.allowed ?? true,
+      });
+      if (limits !== undefined) explanation.rateLimit = rateLimitStatus(limits);
+      return create(ExplainApiKeyResponseSchema, { explanation });
     });
   }
 

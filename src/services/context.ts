@@ -1,7 +1,8 @@
 /**
  * What every service is built with: injected, never global.
  */
-import type { Store } from "../store/index.js";
+import type { DiagnosticsSlot } from "../schema/diagnostics.js";
+import type { ApiKeyRecord, Store } from "../store/index.js";
 import { createIdGenerator, type IdGenerator } from "./ids.js";
 import { KeyRegistry } from "./key-registry.js";
 import { RateLimiter, type Limits } from "./rate-limiter.js";
@@ -23,6 +24,8 @@ export interface ServiceDeps {
   readonly dataLimits: Limits;
   /** Seals back-end credentials at rest. */
   readonly secrets: SecretBox;
+  /** The data path's diagnostics (explain, catalog, connection test), bound by the composition root once the gateway exists. */
+  readonly diagnostics: DiagnosticsSlot<ApiKeyRecord>;
 }
 
 /** Settings of {@link createServiceDeps}. */
@@ -56,5 +59,6 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
     limiter: new RateLimiter(store.rateWindows, clock),
     dataLimits: settings.dataLimits,
     secrets: createSecretBox(settings.encryptionKey),
+    diagnostics: { port: undefined },
   };
 }

@@ -16,6 +16,7 @@ import { dataKeyLimits, isExpired } from "./key-registry.js";
 import { toConnectError } from "./errors.js";
 import { evaluate, type Decision, type Operation } from "./permissions.js";
 import { rateLimitHeaders, type RateLimitResult } from "./rate-limiter.js";
+import type { SecretBox } from "./secret-box.js";
 import type { ApiKeyRecord } from "../store/index.js";
 
 /** An instance as the gateway reaches it. */
@@ -34,6 +35,19 @@ export interface UpstreamInstance {
    * never the client of erplink.
    */
   readonly sapClient: string | undefined;
+}
+
+/** An instance record as the gateway reaches it, its credentials opened. */
+export function upstreamInstance(rec: InstanceRecord, secrets: SecretBox): UpstreamInstance {
+  const services = rec.services;
+  return {
+    id: rec.id,
+    name: rec.name,
+    baseUrl: rec.baseUrl.replace(/\/+$/, ""),
+    servicePath: (service) => (Object.hasOwn(services, service) ? services[service]!.path : service),
+    credentials: rec.auth ? openBackendAuth(rec.auth, rec.id, secrets) : { type: "none" },
+    sapClient: rec.sapClient,
+  };
 }
 
 /** How long an instance is served from memory before it is read again (ms). */
@@ -69,14 +83,23 @@ export class DataPlane {
       throw toConnectError(err, { singular: "API key" });
     }
     if (key === undefined) throw new ConnectError("invalid bearer token", Code.Unauthenticated);
+    this.checkKey(key);
+    this.deps.usage.touch(key.id);
+    return key;
+  }
+
+  /**
+   * Throws what {@link authenticate} throws for a key it found: `unauthenticated`
+   * when it has expired, `permission_denied` when it is not a data key.
+   * Counts no use (explanations name keys by id).
+   */
+  checkKey(key: ApiKeyRecord): void {
     if (isExpired(key, this.deps.clock())) {
       throw new ConnectError("API key expired", Code.Unauthenticated);
     }
     if (key.type !== "data") {
       throw new ConnectError("API key is not a data key: data access needs a data key", Code.PermissionDenied);
     }
-    this.deps.usage.touch(key.id);
-    return key;
   }
 
   /** The instance named `name`, or undefined; cached for a few seconds. */
@@ -90,22 +113,10 @@ export class DataPlane {
     } catch (err) {
       throw toConnectError(err, { singular: "instance" });
     }
-    const value = rec === undefined ? undefined : this.upstream(rec);
+    const value = rec === undefined ? undefined : upstreamInstance(rec, this.deps.secrets);
     if (this.instances.size > 10_000) this.instances.clear();
     this.instances.set(name, { at: now, value });
     return value;
-  }
-
-  private upstream(rec: InstanceRecord): UpstreamInstance {
-    const services = rec.services;
-    return {
-      id: rec.id,
-      name: rec.name,
-      baseUrl: rec.baseUrl.replace(/\/+$/, ""),
-      servicePath: (service) => (Object.hasOwn(services, service) ? services[service]!.path : service),
-      credentials: rec.auth ? openBackendAuth(rec.auth, rec.id, this.deps.secrets) : { type: "none" },
-      sapClient: rec.sapClient,
-    };
   }
 
   /** Whether the key may see the service at all (for `$metadata` and the service document). */

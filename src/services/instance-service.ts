@@ -8,21 +8,28 @@ import {
   CreateInstanceResponseSchema,
   DeleteInstanceResponseSchema,
   GetInstanceResponseSchema,
+  GetServiceCatalogResponseSchema,
   InstanceSchema,
   ListInstancesResponseSchema,
+  TestInstanceConnectionResponseSchema,
   UpdateInstanceResponseSchema,
   type CreateInstanceRequest,
   type DeleteInstanceRequest,
   type GetInstanceRequest,
+  type GetServiceCatalogRequest,
   type Instance,
   type InstanceService,
   type ListInstancesRequest,
+  type TestInstanceConnectionRequest,
   type UpdateInstanceRequest,
 } from "../gen/erplink/admin/v1/instance_pb.js";
+import { ConnectionTestOptionsSchema } from "../gen/erplink/admin/v1/diagnostics_pb.js";
 import type { InstanceRecord, Patch } from "../store/index.js";
 import { backendAuthToMessage, sealBackendAuth } from "./backend-auth.js";
 import type { ServiceDeps } from "./context.js";
-import { translate } from "./errors.js";
+import { upstreamInstance } from "./data-plane.js";
+import { requireDiagnostics } from "./diagnostics.js";
+import { translate, validationError } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import { requireId, requireResource, toPatch } from "./resource.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
@@ -138,6 +145,29 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       }
       const rec = await this.deps.store.instances.update(instance.id, patch);
       return create(UpdateInstanceResponseSchema, { instance: instanceToMessage(rec) });
+    });
+  }
+
+  getServiceCatalog(req: GetServiceCatalogRequest) {
+    return translate(names, async () => {
+      requireId("ins", req.id);
+      if (req.service === "") throw validationError([{ field: "service", description: "is required" }]);
+      const rec = await this.deps.store.instances.get(req.id);
+      if (rec === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      const catalog = await requireDiagnostics(this.deps).catalog(upstreamInstance(rec, this.deps.secrets), req.service);
+      return create(GetServiceCatalogResponseSchema, { catalog });
+    });
+  }
+
+  testInstanceConnection(req: TestInstanceConnectionRequest) {
+    return translate(names, async () => {
+      requireId("ins", req.id);
+      if (req.options !== undefined) assertValidForCreate(ConnectionTestOptionsSchema, req.options);
+      const service = req.options?.service ?? "";
+      const rec = await this.deps.store.instances.get(req.id);
+      if (rec === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      const connectionTest = await requireDiagnostics(this.deps).testConnection(upstreamInstance(rec, this.deps.secrets), service);
+      return create(TestInstanceConnectionResponseSchema, { connectionTest });
     });
   }
 

@@ -4,7 +4,8 @@
  * transport. `src/app.ts` and the tests build it the same way.
  */
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
-import type { Store } from "../store/index.js";
+import type { DiagnosticsPort } from "../schema/diagnostics.js";
+import type { ApiKeyRecord, Store } from "../store/index.js";
 import {
   createAdminGate,
   createAdminInterceptor,
@@ -49,6 +50,8 @@ export interface ServiceLayer {
   start(intervals: BackgroundIntervals): void;
   /** Stops them and writes what is pending (bounded). */
   stop(): Promise<void>;
+  /** Binds the gateway's diagnostics (explain, catalog, connection test) into the services. */
+  bindDiagnostics(port: DiagnosticsPort<ApiKeyRecord>): void;
   /**
    * For the gateway's in-process transport: admin calls are authenticated
    * only, since the gateway counted them before reading the body.
@@ -105,6 +108,9 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
         );
       }, intervals.purgeMs);
       purge.unref();
+    },
+    bindDiagnostics(port) {
+      deps.diagnostics.port = port;
     },
     async stop() {
       clearInterval(purge);

@@ -6,14 +6,17 @@
 import type { FastifyReply } from "fastify";
 import { GatewayError } from "../errors.js";
 import type { Admitted, Authorized } from "./exchange.js";
-import type { DataKey, DataPort } from "./ports.js";
+import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
+
+/** The refusal of a request over the key's rate limit (the denial step recorded). */
+export function overLimit(fact: DataLogFacts): GatewayError {
+  fact.denialStep = "RATE_LIMITED";
+  return new GatewayError(429, "rate limit exceeded for this API key", { code: "RATE_LIMITED" });
+}
 
 export async function admit<K extends DataKey>(a: Authorized<K>, port: DataPort<K>, reply: FastifyReply): Promise<Admitted<K>> {
   const admission = await port.admit(a.key);
   reply.headers(admission.headers);
-  if (!admission.allowed) {
-    a.fact.denialStep = "RATE_LIMITED";
-    throw new GatewayError(429, "rate limit exceeded for this API key", { code: "RATE_LIMITED" });
-  }
+  if (!admission.allowed) throw overLimit(a.fact);
   return { ...a, admission };
 }

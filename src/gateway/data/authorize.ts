@@ -26,6 +26,11 @@ export function authorize<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>):
       throw new GatewayError(403, batched ? `${decision.message} (batch ${access.reason})` : decision.message);
     }
   }
+  return { ...a, ifMatchStar: needsIfMatchStar(a, port) };
+}
+
+/** Whether an update that may create its entity (upsert) gets `If-Match: *`: the key may not `create` there. */
+export function needsIfMatchStar<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>): boolean {
   const upsert = a.request.upsertEntitySet;
-  return { ...a, ifMatchStar: upsert !== undefined && !decide(upsert, "create").allowed };
+  return upsert !== undefined && !decisionOf(a, port)(upsert, "create").allowed;
 }

@@ -17,9 +17,16 @@ import type { ServiceRoot } from "./service-root.js";
 /** Methods that carry no body: one is refused on the way in (400) and none is sent upstream. */
 export const BODILESS: ReadonlySet<string> = new Set(["GET", "HEAD", "DELETE"]);
 
+/**
+ * What the stages read of the client's request: Fastify's request on the
+ * data path, a described one when a request is explained
+ * (`./diagnostics.ts`). The body is a Buffer, or undefined when none was sent.
+ */
+export type ClientRequest = Pick<FastifyRequest, "id" | "ip" | "method" | "headers" | "body">;
+
 /** A request as it arrived: `/odata/<instance>/<service><raw path>?<raw query>`. */
 export interface Incoming {
-  readonly req: FastifyRequest;
+  readonly req: ClientRequest;
   /** The request log's facts, filled in stage by stage. */
   readonly fact: DataLogFacts;
   readonly instanceName: string;

@@ -19,7 +19,7 @@
 import type { FastifyReply } from "fastify";
 import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
 import { decisionOf } from "./authorize.js";
-import { BODILESS, type Admitted } from "./exchange.js";
+import { BODILESS, type Admitted, type Authorized } from "./exchange.js";
 import type { Forwarder, UpstreamResponse } from "./forwarder.js";
 import { clientResponseHeaders } from "./headers.js";
 import type { DataKey, DataPort } from "./ports.js";
@@ -35,18 +35,28 @@ export interface ForwardDeps<K extends DataKey> {
   readonly sessions: UpstreamSessions;
 }
 
-export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDeps<K>, reply: FastifyReply): Promise<void> {
-  const { req, request, root, instance, fact } = a;
+/**
+ * The upstream request target and the headers that change how the analyzer
+ * reads it (the client's allowed ones, and `If-Match: *`), checked by the
+ * self-check (`./verify.ts`, 400 on a difference). Sends nothing: the
+ * explanation of a request runs it too.
+ */
+export function upstreamTarget<K extends DataKey>(a: Authorized<K>, port: DataPort<K>): { path: string; headers: Record<string, string> } {
+  const { request, root } = a;
   const path = root.pathOf(request.forward);
-
-  // The headers the analyzer reads (the client's allowed ones, and ours that change its reading).
   const headers: Record<string, string> = { ...request.headers };
   if (a.ifMatchStar) headers["if-match"] = "*";
   verifyForward(a, path, headers);
   if (request.kind === "batch") {
-    const decide = decisionOf(a, deps.port);
+    const decide = decisionOf(a, port);
     verifyBatch(a, (entity) => decide(entity, "create").allowed);
   }
+  return { path, headers };
+}
+
+export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDeps<K>, reply: FastifyReply): Promise<void> {
+  const { req, request, root, instance, fact } = a;
+  const { path, headers } = upstreamTarget(a, deps.port);
 
   if (request.body !== undefined) headers["content-type"] = request.body.contentType;
   headers["x-request-id"] = req.id;

@@ -5,7 +5,9 @@
  * for {@link FAILURE_TTL_MS} so that a broken back end is not asked on
  * every request, at most {@link MAX_MODELS} entries. Without a model nothing
  * below the service root can be authorized, so a failure is the request's
- * answer: 502 (504 when the back end is too slow), naming the cause.
+ * answer: 502 (504 when the back end is too slow), naming the cause after
+ * what could not be done (`cannot authorize the request: …`, or what the
+ * caller names: the service catalog shares the cache).
  */
 import { GatewayError } from "../errors.js";
 import { parseMetadata, type ServiceModel } from "../odata/metadata.js";
@@ -28,7 +30,16 @@ export interface MetadataCacheOptions {
   readonly timeoutMs: number;
 }
 
-type Entry = { readonly at: number; readonly model: ServiceModel } | { readonly at: number; readonly error: GatewayError };
+/** A failed fetch: its status (502 or 504) and what went wrong. */
+interface Failure {
+  readonly status: 502 | 504;
+  readonly cause: string;
+}
+
+type Entry = { readonly at: number; readonly model: ServiceModel } | { readonly at: number; readonly error: Failure };
+
+/** What the data path could not do without the model. */
+const AUTHORIZE = "cannot authorize the request";
 
 /** `$metadata` models by instance and service root. */
 export class MetadataCache {
@@ -37,14 +48,17 @@ export class MetadataCache {
 
   constructor(private readonly options: MetadataCacheOptions) {}
 
-  /** The service's model; throws the {@link GatewayError} of a failed fetch. */
-  async model(instance: DataInstance, root: ServiceRoot): Promise<ServiceModel> {
+  /**
+   * The service's model; throws the {@link GatewayError} of a failed fetch,
+   * its message starting with `purpose` (what cannot be done without it).
+   */
+  async model(instance: DataInstance, root: ServiceRoot, purpose = AUTHORIZE): Promise<ServiceModel> {
     // Keyed by the root too: a changed base URL, service path or SAP client is a new document.
     const key = `${instance.id}|${root.key}`;
     const hit = this.entries.get(key);
     if (hit !== undefined && Date.now() - hit.at < ("model" in hit ? this.options.ttlMs : FAILURE_TTL_MS)) {
       if ("model" in hit) return hit.model;
-      throw hit.error;
+      throw refusal(hit.error, purpose);
     }
     let flight = this.flights.get(key);
     if (flight === undefined) {
@@ -59,11 +73,11 @@ export class MetadataCache {
     }
     const entry = await flight;
     if ("model" in entry) return entry.model;
-    throw entry.error;
+    throw refusal(entry.error, purpose);
   }
 
   private async fetch(instance: DataInstance, root: ServiceRoot): Promise<Entry> {
-    const failed = (error: GatewayError): Entry => ({ at: Date.now(), error });
+    const failed = (status: 502 | 504, cause: string): Entry => ({ at: Date.now(), error: { status, cause } });
     const headers: Record<string, string> = { accept: "application/xml" };
     const sessions = this.options.sessions;
     const auth = await sessions.authorization(instance);
@@ -72,21 +86,23 @@ export class MetadataCache {
     try {
       res = await fetch(root.urlOf("$metadata"), { headers, redirect: "manual", signal: AbortSignal.timeout(this.options.timeoutMs) });
     } catch (err) {
-      return failed(
-        isTimeout(err)
-          ? new GatewayError(504, "cannot authorize the request: the back end did not send the service's $metadata in time")
-          : new GatewayError(502, "cannot authorize the request: the back end could not be reached for the service's $metadata"),
-      );
+      return isTimeout(err)
+        ? failed(504, "the back end did not send the service's $metadata in time")
+        : failed(502, "the back end could not be reached for the service's $metadata");
     }
     if (!res.ok) {
       await res.body?.cancel();
       if (res.status === 401) sessions.dropToken(instance, auth);
-      return failed(new GatewayError(502, `cannot authorize the request: the back end answered HTTP ${res.status} to $metadata`));
+      return failed(502, `the back end answered HTTP ${res.status} to $metadata`);
     }
     try {
       return { at: Date.now(), model: parseMetadata(await res.text()) };
     } catch {
-      return failed(new GatewayError(502, "cannot authorize the request: the service's $metadata could not be read"));
+      return failed(502, "the service's $metadata could not be read");
     }
   }
+}
+
+function refusal(failure: Failure, purpose: string): GatewayError {
+  return new GatewayError(failure.status, `${purpose}: ${failure.cause}`);
 }

@@ -39,6 +39,12 @@ export interface DataAdmission {
 export interface DataPort<K extends DataKey = DataKey> {
   /** The data key of an `Authorization` header; throws the services' ConnectError. */
   authenticate(authorization: string | undefined): Promise<K>;
+  /**
+   * Throws the ConnectError `authenticate` would throw for this key once
+   * found (expired, not a data key); counts no use. For explanations, whose
+   * key is named by its id.
+   */
+  checkKey(key: K): void;
   instance(name: string): Promise<DataInstance | undefined>;
   serviceDecision(key: K, instance: string, service: string): Decision;
   decide(key: K, access: { instance: string; service: string; entity: string; operation: Operation }): Decision;

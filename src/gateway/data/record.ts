@@ -31,19 +31,7 @@ export const STEP_NAMES: Readonly<Record<string, string>> = {
 export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts>, publicUrl?: URL): Incoming {
   const params = req.params as { instance: string; service: string };
   const rawUrl = req.raw.url ?? req.url;
-  const q = rawUrl.indexOf("?");
-  const segments = (q < 0 ? rawUrl : rawUrl.slice(0, q)).split("/");
-  const fact: DataLogFacts = {
-    apiKeyId: "",
-    instance: params.instance,
-    service: params.service,
-    accesses: [],
-    denialStep: "",
-    upstreamMethod: "",
-    upstreamUrl: "",
-    upstreamStatus: 0,
-    upstreamDurationMs: 0,
-  };
+  const fact = newFacts(params.instance, params.service);
   facts.set(req, fact);
   // An absolute-form target (`GET http://host/odata/…`) is routed by Fastify
   // from its path but would be split here from the scheme: one parser only.
@@ -51,14 +39,46 @@ export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts
   const host = publicUrl?.host ?? req.host;
   if (host === "") throw new GatewayError(400, "the request names no host: send a Host header");
   const proto = publicUrl?.protocol.slice(0, -1) ?? req.protocol;
-  const prefix = publicUrl?.pathname.replace(/\/+$/, "") ?? "";
+  const { rawPath, rawQuery, clientPath } = splitTarget(rawUrl, publicUrl);
   return {
     req,
     fact,
     instanceName: params.instance,
     serviceName: params.service,
+    rawPath,
+    rawQuery,
+    client: { origin: `${proto}://${host}`, proto, host, path: clientPath },
+  };
+}
+
+/** Fresh log facts of a request to `instance` and `service`. */
+export function newFacts(instance: string, service: string): DataLogFacts {
+  return {
+    apiKeyId: "",
+    instance,
+    service,
+    accesses: [],
+    denialStep: "",
+    upstreamMethod: "",
+    upstreamUrl: "",
+    upstreamStatus: 0,
+    upstreamDurationMs: 0,
+  };
+}
+
+/**
+ * Splits an origin-form target `/odata/<instance>/<service><raw path>?<raw
+ * query>` (raw: nothing decoded): the resource path after the service
+ * (`""` or starting with `/`), the query without `?`, and the path where the
+ * client addressed the service (after the public URL's path, if any).
+ */
+export function splitTarget(rawUrl: string, publicUrl?: URL): { rawPath: string; rawQuery: string; clientPath: string } {
+  const q = rawUrl.indexOf("?");
+  const segments = (q < 0 ? rawUrl : rawUrl.slice(0, q)).split("/");
+  const prefix = publicUrl?.pathname.replace(/\/+$/, "") ?? "";
+  return {
     rawPath: segments.length > 4 ? `/${segments.slice(4).join("/")}` : "",
     rawQuery: q < 0 ? "" : rawUrl.slice(q + 1),
-    client: { origin: `${proto}://${host}`, proto, host, path: `${prefix}${segments.slice(0, 4).join("/")}` },
+    clientPath: `${prefix}${segments.slice(0, 4).join("/")}`,
   };
 }

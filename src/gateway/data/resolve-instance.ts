@@ -17,12 +17,17 @@ import { ServiceRoot } from "./service-root.js";
  */
 const SERVICE_NAME = /^[A-Za-z0-9_.~!$&'()*+,;=:@-]{1,200}$/;
 
-export async function resolveInstance<K extends DataKey>(a: Authenticated<K>, port: DataPort<K>): Promise<Resolved<K>> {
-  if (!SERVICE_NAME.test(a.serviceName)) {
+/** Refuses (400) a service name that cannot be a path segment of the back end's URL. */
+export function checkServiceName(name: string): void {
+  if (!SERVICE_NAME.test(name)) {
     throw new GatewayError(400, "the service name may only contain letters, digits and the characters _ . ~ ! $ & ' ( ) * + , ; = : @ -");
   }
   // A dot segment would leave the instance's base URL (with its credentials).
-  if (a.serviceName === "." || a.serviceName === "..") throw new GatewayError(400, "the service name may not be '.' or '..'");
+  if (name === "." || name === "..") throw new GatewayError(400, "the service name may not be '.' or '..'");
+}
+
+export async function resolveInstance<K extends DataKey>(a: Authenticated<K>, port: DataPort<K>): Promise<Resolved<K>> {
+  checkServiceName(a.serviceName);
   const seen = port.serviceDecision(a.key, a.instanceName, a.serviceName);
   if (!seen.allowed && seen.step === "instance") {
     a.fact.denialStep = "INSTANCE";

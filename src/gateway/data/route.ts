@@ -9,31 +9,27 @@
  * {@link GatewayError} (answered in the envelope by the gateway's error
  * handler), and every stage fills in the request log's facts (`./record.ts`),
  * which the gateway writes after the response. The caches (`$metadata`
- * models, back-end sessions) and the upstream connections are created here,
- * once per gateway.
+ * models, back-end sessions) and the upstream connections come from
+ * `./resources.ts`, created once per gateway and shared with the diagnostics.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { UpstreamSessions } from "../upstream-session.js";
 import { admit } from "./admit.js";
 import { analyze } from "./analyze.js";
 import { authenticate } from "./authenticate.js";
 import { authorize } from "./authorize.js";
 import { forward } from "./forward.js";
-import { Forwarder } from "./forwarder.js";
-import { MetadataCache } from "./metadata-cache.js";
 import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
 import { receive } from "./record.js";
 import { resolveInstance } from "./resolve-instance.js";
+import type { DataResources } from "./resources.js";
 
 export type { DataInstance, DataKey, DataLogFacts, DataPort } from "./ports.js";
 
 /** Options of {@link registerDataRoutes}. */
 export interface DataRouteOptions<K extends DataKey> {
   readonly port: DataPort<K>;
-  /** Upstream answer timeout (ms): slower answers get 504. */
-  readonly upstreamTimeoutMs: number;
-  /** How long a service's `$metadata` is cached (ms). */
-  readonly metadataTtlMs: number;
+  /** The sessions, `$metadata` cache and connection pools (shared with the diagnostics). */
+  readonly resources: DataResources;
   /** Where facts for the request log go. */
   readonly facts: WeakMap<object, DataLogFacts>;
   /** The base URL clients use (`ERPLINK_PUBLIC_URL`), if configured: the origin named to back ends. */
@@ -46,11 +42,8 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "MERGE"];
 /** Registers the data routes in their own scope (bodies buffered for analysis, answers streamed). */
 export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance, options: DataRouteOptions<K>): Promise<void> {
   const { port } = options;
+  const { sessions, metadata, forwarder } = options.resources;
   const publicUrl = options.publicUrl === undefined ? undefined : new URL(options.publicUrl);
-  const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs });
-  const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs });
-  const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
-  app.addHook("onClose", async () => forwarder.close());
 
   await app.register(async (scope) => {
     // Bodies are buffered (within the body limit) so that they can be

@@ -124,6 +124,10 @@ export interface ServiceModel {
   readonly entitySets: readonly string[];
   /** Singleton names (V4), in document order. */
   readonly singletons: readonly string[];
+  /** Function import names (V2: every function import), in document order. */
+  readonly functionImports: readonly string[];
+  /** Action import names (V4), in document order. */
+  readonly actionImports: readonly string[];
   /** What the first segment of a resource path names, if anything. */
   root(name: string): Root | undefined;
   /** What `name` means at `position`. */
@@ -308,6 +312,8 @@ class Model implements ServiceModel {
   readonly version: "2.0" | "4.0";
   readonly entitySets: string[] = [];
   readonly singletons: string[] = [];
+  readonly functionImports: string[] = [];
+  readonly actionImports: string[] = [];
 
   readonly #aliases = new Map<string, string>(); // alias -> namespace
   readonly #types = new Map<string, StructuredType>();
@@ -460,7 +466,11 @@ class Model implements ServiceModel {
       ["FunctionImport", "functionImport"],
       ["ActionImport", "actionImport"],
     ] as const) {
-      for (const node of children(container, element)) this.#imports.set(requiredAttr(node, "Name", element), kind);
+      for (const node of children(container, element)) {
+        const name = requiredAttr(node, "Name", element);
+        this.#imports.set(name, kind);
+        (kind === "functionImport" ? this.functionImports : this.actionImports).push(name);
+      }
     }
     for (const node of children(container, "AssociationSet")) {
       const ends = new Map<string, string>();

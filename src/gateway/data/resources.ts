@@ -1,0 +1,37 @@
+/**
+ * What the data path shares with the diagnostics (`./diagnostics.ts`):
+ * sessions with back ends (OAuth and CSRF tokens), the `$metadata` models
+ * and the upstream connection pools, created once per gateway so that an
+ * explanation or a catalog reads the very models the data path authorizes
+ * with. Their bounds and TTLs are in their own modules.
+ */
+import { UpstreamSessions } from "../upstream-session.js";
+import { Forwarder } from "./forwarder.js";
+import { MetadataCache } from "./metadata-cache.js";
+
+/** Options of {@link createDataResources}. */
+export interface DataResourceOptions {
+  /** Upstream answer timeout (ms): slower answers get 504. */
+  readonly upstreamTimeoutMs: number;
+  /** How long a service's `$metadata` is cached (ms). */
+  readonly metadataTtlMs: number;
+}
+
+/** The data path's shared resources. */
+export interface DataResources {
+  readonly sessions: UpstreamSessions;
+  readonly metadata: MetadataCache;
+  readonly forwarder: Forwarder;
+  /** The upstream timeout they were built with (ms). */
+  readonly upstreamTimeoutMs: number;
+  /** Closes the connection pools (at shutdown). */
+  close(): Promise<void>;
+}
+
+/** Creates the data path's shared resources. */
+export function createDataResources(options: DataResourceOptions): DataResources {
+  const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs });
+  const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs });
+  const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
+  return { sessions, metadata, forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
+}

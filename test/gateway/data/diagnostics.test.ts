@@ -1,0 +1,598 @@
+/**
+ * The data path's diagnostics through the REST facade, against a recording
+ * upstream of our own:
+ *
+ * - explain is a differential of the data path: every case of the data
+ *   path's own tables (data-path.test.ts, data/forward.test.ts) is sent to
+ *   the data path over a raw socket (request lines as written) and explained
+ *   for the same key; the data path's answer (status, code, message, the
+ *   request log's denial step, accesses, upstream URL) must be exactly what
+ *   explain says. Explaining forwards nothing, counts nothing and logs no
+ *   data request.
+ * - the catalog and the connection test read the same upstream, a closed
+ *   port and refused credentials.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
+import { rawHttp } from "../../../test-support/raw-http.js";
+import { AUTH, createWorld } from "../../../test-support/world.js";
+import { json, post } from "../../../test-support/http.js";
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+interface Ctx {
+  world: Awaited<ReturnType<typeof createWorld>>;
+  upstream: http.Server;
+  /** Every request the upstream received, `$metadata` and CSRF fetches included. */
+  all: Seen[];
+  origin: string;
+  port: number;
+  instanceId: string;
+  /** Key name -> { id, secret }. */
+  keys: Record<string, { id: string; key: string }>;
+}
+
+const SALES = "/odata/prod/SALES";
+const UP = "/erp/sap/sales/0001";
+const BASIC = `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`;
+
+const Diag = suite<Ctx>("data path diagnostics");
+
+Diag.before.each(async (ctx) => {
+  ctx.all = [];
+  ctx.upstream = http.createServer(async (req, res) => {
+    ctx.all.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
+    for await (const _ of req);
+    if (req.headers.authorization !== BASIC) {
+      res.writeHead(401, { "www-authenticate": 'Basic realm="erp"' }).end("no credentials");
+      return;
+    }
+    const path = (req.url ?? "").split("?")[0]!;
+    if (path.endsWith("/$metadata")) {
+      res.writeHead(200, { "content-type": "application/xml", "odata-version": "4.0" }).end(path.includes("/v2/") ? V2_METADATA : V4_METADATA);
+      return;
+    }
+    if (req.headers["x-csrf-token"] === "Fetch") {
+      res.writeHead(200, { "x-csrf-token": "tok-secret-1", "set-cookie": "SAP_SESSIONID=cookie-secret; path=/" }).end("{}");
+      return;
+    }
+    res.writeHead(201, { "content-type": "application/json" }).end("{}");
+  });
+  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
+  ctx.origin = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}`;
+  ctx.world = await createWorld();
+  const app = ctx.world.app;
+  const sys = json(await post(app, "/admin/systems", { name: "S4" })).data.id;
+  const ins = await post(app, `/admin/systems/${sys}/instances`, {
+    name: "prod",
+    base_url: `${ctx.origin}/erp/`,
+    services: { SALES: { path: "sap/sales/0001" }, SALES2: { path: "v2/ZSALES_SRV" } },
+    sap_client: "100",
+    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
+  });
+  assert.is(ins.statusCode, 201, ins.body);
+  ctx.instanceId = json(ins).data.id;
+  ctx.keys = {};
+  const key = async (name: string, body: Record<string, unknown>) => {
+    const res = await post(app, "/admin/api-keys", { name, ...body });
+    assert.is(res.statusCode, 201, res.body);
+    ctx.keys[name] = { id: json(res).data.id, key: json(res).data.key };
+  };
+  // The keys of the data path's suites.
+  await key("app", {
+    permissions: {
+      prod: {
+        SALES: { SalesOrders: ["list", "get", "update", "delete"], Customers: ["get"] },
+        SALES2: { SalesOrderSet: ["list", "get", "update"] },
+      },
+    },
+  });
+  await key("reader", { permissions: { prod: { SALES: { SalesOrders: ["list", "get"], Customers: ["get"] } }, ghost: { "*": { "*": ["list"] } } } });
+  await key("writer", { permissions: { prod: { SALES: { SalesOrders: ["create"], Customers: ["get"] } } } });
+  await key("uploader", { permissions: { prod: { SALES: { Products: ["create"] } } } });
+  await key("w2", { permissions: { prod: { "*": { "*": ["list", "create"] } } } });
+  await key("admin", { type: "admin" });
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  ctx.port = (app.server.address() as AddressInfo).port;
+});
+
+Diag.after.each(async (ctx) => {
+  assert.equal(ctx.world.errors, [], "no masked internal errors");
+  await ctx.world.close();
+  ctx.upstream.closeAllConnections();
+  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+});
+
+/** One request of the data path's tables. */
+interface Case {
+  readonly key?: string;
+  readonly method: string;
+  /** The request target exactly as sent. */
+  readonly url: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string;
+}
+
+const part = (url: string) => ["--b", "Content-Type: application/http", "", `GET ${url} HTTP/1.1`, "", "", "--b--", ""].join("\r\n");
+
+const BATCH = [
+  "--batch_1",
+  "Content-Type: application/http",
+  "Content-Transfer-Encoding: binary",
+  "",
+  "GET SalesOrders?$top=1 HTTP/1.1",
+  "Accept: application/json",
+  "",
+  "",
+  "--batch_1",
+  "Content-Type: application/http",
+  "Content-Transfer-Encoding: binary",
+  "",
+  "GET /odata/prod/SALES/Customers('C1') HTTP/1.1",
+  "",
+  "",
+  "--batch_1--",
+  "",
+].join("\r\n");
+
+const JSON_TYPE = { "content-type": "application/json" };
+const MULTIPART = { "content-type": "multipart/mixed; boundary=batch_1" };
+
+/** The cases of test/gateway/data-path.test.ts and test/gateway/data/forward.test.ts, as requests. */
+const CASES: readonly Case[] = [
+  // data-path.test.ts
+  { key: "reader", method: "GET", url: `${SALES}/SalesOrders?$top=2&$select=ID` },
+  { key: "reader", method: "GET", url: "/odata/qa/SALES/SalesOrders" },
+  { key: "reader", method: "GET", url: "/odata/ghost/SALES/SalesOrders" },
+  { key: "reader", method: "GET", url: "/odata/prod/OTHER/SalesOrders" },
+  { key: "reader", method: "GET", url: `${SALES}/Products` },
+  { key: "reader", method: "DELETE", url: `${SALES}/SalesOrders(1)` },
+  { key: "reader", method: "GET", url: `${SALES}/SalesOrders(1)?$expand=Items($expand=Product)` },
+  { key: "reader", method: "GET", url: `${SALES}/SalesOrders(1)?$expand=Customer` },
+  { key: "reader", method: "GET", url: `${SALES}/$metadata` },
+  { key: "reader", method: "POST", url: `${SALES}/$batch`, headers: MULTIPART, body: BATCH },
+  { key: "reader", method: "POST", url: `${SALES}/$batch`, headers: MULTIPART, body: BATCH.replace("Customers('C1')", "Products('P1')") },
+  { key: "reader", method: "POST", url: `${SALES}/$batch`, headers: { "content-type": "multipart/mixed; boundary=b" }, body: "--b--" },
+  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1,"Customer":{"ID":"C9","Name":"New"}}' },
+  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1,"Note":"a","ID":2}' },
+  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1,' },
+  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/atom+xml" }, body: "<entry/>" },
+  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1, "Customer@odata.bind":"Customers(\'C1\')"}' },
+  { key: "uploader", method: "POST", url: `${SALES}/Products`, headers: { "content-type": "text/plain", slug: "manual.txt" }, body: "%PDF-1.7 manual" },
+  { key: "uploader", method: "POST", url: `${SALES}/Products`, headers: { "content-type": "text/plain" }, body: '{"ID":"P9","Category":{"ID":9}}' },
+  { key: "uploader", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/pdf" }, body: "%PDF-1.7 manual" },
+  {
+    key: "w2",
+    method: "POST",
+    url: `${SALES}/SalesOrders`,
+    headers: { "content-type": "application/json; charset=utf-7" },
+    body: '{"Note":"a+ACI-,+ACI-Items+ACI-:[{+ACI-ItemNo+ACI-:1}],+ACI-x+ACI-:+ACI-y"}',
+  },
+  { key: "w2", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/json;charset=UTF-8;odata.metadata=minimal;charset=utf-7" }, body: '{"Note":"a"}' },
+  { key: "w2", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": 'application/json; x="; charset=utf-8"; charset=utf-7' }, body: '{"Note":"a"}' },
+  { key: "w2", method: "POST", url: "/odata/prod/x%3Fy=1/SalesOrders", headers: JSON_TYPE, body: "{}" },
+  { key: "w2", method: "GET", url: `${SALES}/SalesOrders?sap-client=200` },
+  { key: "w2", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/json;charset=UTF-8", "sap-client": "200", "sap-contextid-accept": "header" }, body: '{"Note":"ü"}' },
+  { key: "admin", method: "GET", url: `${SALES}/SalesOrders` },
+  // data/forward.test.ts
+  { method: "GET", url: `${SALES}/SalesOrders('\\..\\..\\Customers%23')` },
+  { method: "GET", url: `${SALES}/SalesOrders('a%2F..%2F..%2FCustomers')` },
+  { method: "GET", url: `${SALES}/SalesOrders('x%23')` },
+  { method: "GET", url: `${SALES}/SalesOrders('x%3F$expand=Customer')` },
+  { method: "GET", url: `${SALES}/SalesOrders('%255C..%255CCustomers')` },
+  { method: "GET", url: `${SALES}/SalesOrders('a%20b;c&e+f..g')` },
+  { method: "GET", url: `${SALES}/SalesOrders('1')\\..\\Customers` },
+  { method: "GET", url: `${SALES}/SalesOrders%5C..%5CCustomers` },
+  { method: "GET", url: `${SALES}/SalesOrders('1')%23/Customer` },
+  { method: "GET", url: `${SALES}/SalesOrders/../Customers` },
+  { method: "GET", url: `${SALES}/SalesOrders/%2e%2E/Customers` },
+  { method: "GET", url: `${SALES}/SalesOrders/./Customers` },
+  { method: "GET", url: `${SALES}/Customers('1')/..` },
+  { method: "GET", url: `${SALES}/SalesOrders('1')%2F..%2F..%2FCustomers` },
+  { method: "GET", url: `${SALES}/Customers/%20$entity` },
+  { method: "GET", url: `${SALES}/SalesOrders?%20$expand=Customer` },
+  { method: "GET", url: `${SALES}/SalesOrders?+$expand=Customer` },
+  { method: "GET", url: `${SALES}/SalesOrders?$expand%00=Customer` },
+  { method: "GET", url: `${SALES}/SalesOrders?%E3%80%80$expand=Customer` },
+  { method: "GET", url: `${SALES}/SalesOrders?EXPAND=Items($expand=Product)` },
+  { method: "GET", url: `${SALES}/SalesOrders?$EXPAND=Customer&expand-me=1` },
+  { method: "GET", url: `${SALES}/SalesOrders?$expand=Customer&Expand=Items` },
+  { method: "POST", url: `${SALES}/$batch`, headers: { "content-type": "multipart/mixed; boundary=b" }, body: part("SalesOrders?%20$expand=Items($expand=Product)") },
+  { method: "POST", url: `${SALES}/$batch`, headers: JSON_TYPE, body: JSON.stringify({ requests: [{ id: "1", method: "GET", url: "SalesOrders?EXPAND=Items($expand=Product)" }] }) },
+  { method: "GET", url: `${SALES}/SalesOrders(1)?foo=x%26$expand%3DItems` },
+  { method: "GET", url: `${SALES}/SalesOrders?$filter=Note%20eq%20'a'%26$expand%3DItems` },
+  { method: "GET", url: `${SALES}/SalesOrders?$filter=Note%20eq%20'AT%26T'` },
+  { method: "GET", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"x"}' },
+  { method: "DELETE", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"x"}' },
+  { method: "HEAD", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"x"}' },
+  { method: "POST", url: `${SALES}/SalesOrders(1)`, headers: { ...JSON_TYPE, "x-http-method": "DELETE" }, body: '{"Note":"x"}' },
+  { method: "POST", url: `${SALES}/SalesOrders(1)`, headers: { "x-http-method": "DELETE" } },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { ...JSON_TYPE, "if-match": "*" }, body: '\ufeff{"Customer":{"ID":"C9"}}' },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: '\ufeff{"Customer":{"ID":"C9"}}' },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: '\u00a0{"Customer":{"ID":"C9"}}' },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: '\u3000{"Customer":{"ID":"C9"}}' },
+  {
+    method: "PATCH",
+    url: `${SALES}/SalesOrders(1)`,
+    headers: { "content-type": "text/plain", "if-match": "*" },
+    body: '<?xml version="1.0"?><entry xmlns="http://www.w3.org/2005/Atom"><content/></entry>',
+  },
+  { method: "POST", url: `${SALES}/$batch?$expand=Customer`, headers: JSON_TYPE, body: JSON.stringify({ requests: [{ id: "1", method: "GET", url: "SalesOrders(1)" }] }) },
+  { method: "GET", url: `${SALES}/$metadata?$filter=x` },
+  { method: "GET", url: `${SALES}/?$expand=Customer` },
+  { method: "GET", url: `${SALES}/?$format=json&sap-language=EN` },
+  {
+    method: "POST",
+    url: `${SALES}/SalesOrders(1)`,
+    headers: {
+      "x-http-method": "MERGE",
+      "x-http-method-override": "MERGE",
+      "x-original-url": "/erp/sap/other/Customers",
+      cookie: "SAP_SESSIONID=client",
+      "sap-client": "200",
+      accept: "application/json",
+      prefer: "return=minimal",
+      "odata-version": "4.0",
+      "if-match": 'W/"1"',
+      ...JSON_TYPE,
+    },
+    body: '{"Note":"m"}',
+  },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { ...JSON_TYPE, "content-encoding": "gzip" }, body: "{}" },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)?sap-client=100`, headers: { ...JSON_TYPE, "if-match": "*" }, body: "{}" },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"upsert"}' },
+  { method: "GET", url: `${SALES}/SalesOrders?sap-client=200` },
+  { method: "POST", url: `${SALES}/$batch`, headers: JSON_TYPE, body: JSON.stringify({ requests: [{ id: "1", method: "GET", url: "SalesOrders(1)?sap-client=100" }] }) },
+  { method: "GET", url: "/odata/prod/../$metadata" },
+  { method: "GET", url: "/odata/prod/%2e%2E/" },
+  { method: "GET", url: "/odata/prod/./$metadata" },
+  { method: "GET", url: `${SALES}/SalesOrders%ZZ` },
+  { method: "GET", url: "/odata/prod/API%ZZ/x" },
+  { method: "GET", url: `${SALES}/SalesOrders(%C0%AF)` },
+  { method: "GET", url: `${SALES}/SalesOrders?x=%ZZ` },
+  { method: "GET", url: `${SALES}/SalesOrders?sap-user=x` },
+  { method: "GET", url: `${SALES}/SalesOrders?saml2=x` },
+  { method: "GET", url: `${SALES}/SalesOrders?sap-language=DE&sap-statistics=true` },
+  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: `${" ".repeat(5000)}\n{"Customer":{"ID":"C9","Name":"new"}}` },
+  { method: "HEAD", url: `${SALES}/SalesOrders/`, headers: { "x-csrf-token": "fetch" } },
+  { method: "GET", url: `${SALES}/SalesOrders?$filter=Note+eq+'a;b%2Bc'&sap-language=EN&flag&$top=2` },
+  { method: "GET", url: "/odata/prod/SALES2" },
+  { method: "GET", url: "/odata/prod/SALES2/SalesOrderSet?search=abc&$inlinecount=allpages" },
+  { method: "MERGE", url: "/odata/prod/SALES2/SalesOrderSet('1')", headers: JSON_TYPE, body: '{"Note":"v2"}' },
+  { method: "DELETE", url: "/odata/prod/SALES2/SalesOrderSet('1')" },
+];
+
+/**
+ * The data path's answer to a case, over a raw socket, with its request-log
+ * entry (a path the router refuses, not valid percent-encoding, is answered
+ * before the data path and logs nothing).
+ */
+async function send(ctx: Ctx, c: Case, requestId: string) {
+  const body = c.body ?? "";
+  const head = [
+    `${c.method} ${c.url} HTTP/1.1`,
+    `Host: 127.0.0.1:${ctx.port}`,
+    `Authorization: Bearer ${ctx.keys[c.key ?? "app"]!.key}`,
+    `X-Request-Id: ${requestId}`,
+    ...Object.entries(c.headers ?? {}).map(([n, v]) => `${n}: ${v}`),
+    ...(body !== "" || c.method === "POST" ? [`Content-Length: ${Buffer.byteLength(body)}`] : []),
+  ];
+  const res = await rawHttp(ctx.port, head.join("\r\n"), body);
+  await ctx.world.layer.logWriter.flush();
+  const logged = (await ctx.world.store.logs.query({ limit: 1000 })).items.find((e) => e.requestId === requestId);
+  const entry = logged ?? { accesses: [], upstreamMethod: "", upstreamUrl: "", denialStep: "", errorCode: JSON.parse(res.body).error.code as string };
+  if (logged === undefined) assert.is(JSON.parse(res.body).error.message, "the request path is not valid percent-encoding", `only router refusals log nothing: ${c.url}`);
+  return { res, entry };
+}
+
+/** The instance a data path URL names, decoded. */
+function instanceOf(url: string): string {
+  return decodeURIComponent(url.split("/")[2]!);
+}
+
+/** Explains a case with its key through the REST facade. */
+async function explain(ctx: Ctx, c: Case) {
+  const body = c.body ?? "";
+  const headers: Record<string, string> = { ...c.headers };
+  if (body !== "" || c.method === "POST") headers["content-length"] = String(Buffer.byteLength(body));
+  const res = await post(ctx.world.app, `/admin/api-keys/${ctx.keys[c.key ?? "app"]!.id}/explain`, {
+    instance: instanceOf(c.url),
+    method: c.method,
+    url: c.url,
+    headers,
+    ...(body !== "" ? { body } : {}),
+  });
+  assert.is(res.statusCode, 200, res.body);
+  return json(res).data;
+}
+
+Diag("explain gives exactly the data path's decision on every case of the data path's tables (status, code, message, denial step, accesses, upstream URL)", async (ctx) => {
+  let forwarded = 0;
+  let refused = 0;
+  for (const [i, c] of CASES.entries()) {
+    const label = `case ${i + 1}: ${c.method} ${c.url}`;
+    const { res, entry } = await send(ctx, c, `diff-${i}`);
+    const ex = await explain(ctx, c);
+    const sent = entry.upstreamMethod !== "";
+    assert.is(ex.allowed, sent, `${label}: allowed (data path answered ${res.status} ${res.body})`);
+    assert.equal(
+      ex.accesses.slice(0, entry.accesses.length).map((a: { entity_set: string; operation: string }) => ({ entity: a.entity_set, operation: a.operation })),
+      entry.accesses,
+      `${label}: accesses`,
+    );
+    if (sent) {
+      forwarded++;
+      assert.is(ex.accesses.length, entry.accesses.length, `${label}: every access`);
+      assert.is(ex.accesses.every((a: { allowed: boolean }) => a.allowed), true, label);
+      assert.equal([ex.request.method, ex.request.upstream_url], [entry.upstreamMethod, entry.upstreamUrl], `${label}: what would be sent`);
+      assert.equal([ex.status, ex.code, ex.message, ex.denial_step], [0, "", "", ""], label);
+    } else {
+      refused++;
+      assert.equal([ex.status, ex.code, ex.denial_step], [res.status, entry.errorCode, entry.denialStep], `${label}: refusal`);
+      // HEAD answers carry no body.
+      if (c.method !== "HEAD") assert.is(ex.message, JSON.parse(res.body).error.message, `${label}: message`);
+      if (ex.denial_step === "ENTITY" || ex.denial_step === "OPERATION") {
+        const denied = ex.accesses.find((a: { allowed: boolean }) => !a.allowed);
+        assert.equal([denied.denial_step, denied.message], [ex.denial_step, ex.message], `${label}: the first denied access is the answer`);
+      }
+    }
+  }
+  assert.ok(forwarded >= 15 && refused >= 50, `both outcomes are covered (${forwarded} forwarded, ${refused} refused)`);
+});
+
+Diag("explaining forwards nothing, counts nothing and writes no data-request log entry", async (ctx) => {
+  const app = ctx.world.app;
+  const limited = json(
+    await post(app, "/admin/api-keys", { name: "limited", permissions: { prod: { SALES: { SalesOrders: ["get", "update"] } } }, rate_limits: { per_minute: 2 } }),
+  ).data;
+  const request = { instance: "prod", method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"x"}' };
+  const before = ctx.all.length;
+  for (let i = 0; i < 5; i++) {
+    const ex = json(await post(app, `/admin/api-keys/${limited.id}/explain`, request)).data;
+    assert.equal([ex.allowed, ex.within_rate_limits, ex.rate_limit.remaining, ex.request.if_match_added, ex.request.headers["if-match"]], [true, true, "2", true, "*"]);
+  }
+  // Only the service's $metadata was fetched (once, into the cache the data path shares).
+  assert.equal(ctx.all.slice(before).map((s) => `${s.method} ${s.url}`), [`GET ${UP}/$metadata?sap-client=100`]);
+  await ctx.world.layer.logWriter.flush();
+  const logged = (await ctx.world.store.logs.query({ limit: 100 })).items;
+  assert.equal(logged.filter((e) => e.instance !== "").length, 0, "no data request was logged");
+  assert.is(logged.filter((e) => e.path === `/admin/api-keys/${limited.id}/explain`).length, 5, "each explain call is an admin request");
+  // The data path still has the whole budget: two pass, the third is 429, and explain says so without counting.
+  const patch = () =>
+    app.inject({ method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { authorization: `Bearer ${limited.key}`, ...JSON_TYPE }, payload: '{"Note":"x"}' });
+  assert.is((await patch()).statusCode, 201);
+  assert.is(json(await post(app, `/admin/api-keys/${limited.id}/explain`, request)).data.rate_limit.remaining, "1");
+  assert.is((await patch()).statusCode, 201);
+  const ex = json(await post(app, `/admin/api-keys/${limited.id}/explain`, request)).data;
+  const third = await patch();
+  assert.is(third.statusCode, 429);
+  assert.equal(
+    [ex.allowed, ex.status, ex.code, ex.message, ex.denial_step, ex.within_rate_limits, ex.rate_limit.remaining],
+    [false, 429, "RATE_LIMITED", JSON.parse(third.body).error.message, "RATE_LIMITED", false, "0"],
+  );
+  assert.ok(ex.rate_limit.retry_after, "retry_after is set when limited");
+  // A permission denial is the answer before the rate limit, as on the data path.
+  const denied = json(await post(app, `/admin/api-keys/${limited.id}/explain`, { ...request, method: "DELETE", body: "", headers: {} })).data;
+  assert.equal([denied.status, denied.denial_step, denied.within_rate_limits], [403, "OPERATION", false]);
+});
+
+Diag("explain: an expired key is 401 and an admin key 403, as on the data path; the master key's Authorization header is ignored", async (ctx) => {
+  const app = ctx.world.app;
+  const soon = json(
+    await post(app, "/admin/api-keys", {
+      name: "soon",
+      permissions: { prod: { SALES: { SalesOrders: ["list"] } } },
+      expires_at: new Date(ctx.world.now.getTime() + 60_000).toISOString(),
+    }),
+  ).data;
+  ctx.world.now = new Date(ctx.world.now.getTime() + 61_000);
+  const request = { instance: "prod", method: "GET", url: `${SALES}/SalesOrders`, headers: { Authorization: AUTH.authorization } };
+  const data = await app.inject({ method: "GET", url: `${SALES}/SalesOrders`, headers: { authorization: `Bearer ${soon.key}` } });
+  const ex = json(await post(app, `/admin/api-keys/${soon.id}/explain`, request)).data;
+  assert.equal([ex.allowed, ex.status, ex.code, ex.message, ex.denial_step], [false, 401, "UNAUTHORIZED", JSON.parse(data.body).error.message, "KEY_INVALID"]);
+  assert.is(ex.message, "API key expired");
+  assert.is(ex.request, undefined, "nothing was analyzed");
+  const admin = json(await post(app, `/admin/api-keys/${ctx.keys.admin!.id}/explain`, request)).data;
+  assert.equal([admin.status, admin.code, admin.message, admin.denial_step, admin.rate_limit], [403, "FORBIDDEN", "API key is not a data key: data access needs a data key", "KEY_INVALID", undefined]);
+});
+
+Diag("explain reads the URL forms: /odata/…, a full URL, <service>/…, or relative to the service root with service set; a URL for another instance or service is a 400", async (ctx) => {
+  const id = ctx.keys.reader!.id;
+  const forms = [
+    { instance: "prod", method: "get", url: `${SALES}/SalesOrders(1)?$expand=Customer` },
+    { instance: "prod", method: "GET", url: `https://erplink.example.com${SALES}/SalesOrders(1)?$expand=Customer` },
+    { instance: "prod", method: "GET", url: "SALES/SalesOrders(1)?$expand=Customer" },
+    { instance: "prod", service: "SALES", method: "GET", url: "SalesOrders(1)?$expand=Customer" },
+    { instance: "prod", service: "SALES", method: "GET", url: `${SALES}/SalesOrders(1)?$expand=Customer` },
+  ];
+  for (const form of forms) {
+    const res = await post(ctx.world.app, `/admin/api-keys/${id}/explain`, form);
+    assert.is(res.statusCode, 200, res.body);
+    const ex = json(res).data;
+    assert.equal(
+      [ex.allowed, ex.instance, ex.service, ex.request.method, ex.request.target, ex.request.upstream_url],
+      [true, "prod", "SALES", "GET", "SalesOrders(1)?$expand=Customer", `${ctx.origin}${UP}/SalesOrders(1)?$expand=Customer&sap-client=100`],
+      JSON.stringify(form),
+    );
+  }
+  const bad = async (body: object, message: string) => {
+    const res = await post(ctx.world.app, `/admin/api-keys/${id}/explain`, body);
+    assert.is(res.statusCode, 400, res.body);
+    assert.is(json(res).error.message, message);
+  };
+  await bad({ instance: "qa", method: "GET", url: `${SALES}/SalesOrders` }, "url: names instance 'prod', not 'qa'");
+  await bad({ instance: "prod", service: "OTHER", method: "GET", url: `${SALES}/SalesOrders` }, "url: names service 'SALES', not 'OTHER'");
+  await bad({ instance: "prod", method: "GET", url: "/admin/systems" }, "url: must be /odata/<instance>/<service>/…, <service>/…, or a path relative to the service root when service is set");
+  await bad({ instance: "prod", method: "GET", url: "/odata/prod" }, "url: must name a service: /odata/<instance>/<service>/…");
+  await bad({ instance: "prod", method: "OPTIONS", url: `${SALES}/SalesOrders` }, "method: must be GET, HEAD, POST, PUT, PATCH, DELETE or MERGE");
+  await bad({ instance: "prod", method: "GET", url: `${SALES}/SalesOrders`, headers: { "bad name": "x" } }, "headers.bad name: is not a valid header name");
+  const missing = await post(ctx.world.app, `/admin/api-keys/${id}/explain`, {});
+  assert.is(missing.statusCode, 400);
+  assert.equal(json(missing).error.details, [
+    { field: "instance", message: "is required" },
+    { field: "method", message: "is required" },
+    { field: "url", message: "is required" },
+  ]);
+  const unknown = await post(ctx.world.app, "/admin/api-keys/key_00000000000000000000000000/explain", forms[0]);
+  assert.equal([unknown.statusCode, json(unknown).error.code, json(unknown).error.message], [404, "NOT_FOUND", "API key not found"]);
+  const malformed = await post(ctx.world.app, "/admin/api-keys/nope/explain", forms[0]);
+  assert.equal([malformed.statusCode, json(malformed).error.message], [400, "id: is not a valid API key id (key_…)"]);
+  const wrongType = await post(ctx.world.app, `/admin/api-keys/${id}/explain`, { ...forms[0], headers: { accept: 1 } });
+  assert.equal([wrongType.statusCode, json(wrongType).error.message], [400, "headers.accept: must be a string"]);
+});
+
+Diag("catalog: a service's entity sets, keys, navigations with their targets, media sets, singletons and imports", async (ctx) => {
+  const res = await ctx.world.app.inject({ method: "GET", url: `/admin/instances/${ctx.instanceId}/services/SALES/catalog`, headers: AUTH });
+  assert.is(res.statusCode, 200, res.body);
+  const catalog = json(res).data;
+  assert.equal([catalog.instance_id, catalog.service, catalog.odata_version], [ctx.instanceId, "SALES", "4.0"]);
+  const byName = Object.fromEntries(catalog.entity_sets.map((s: { name: string }) => [s.name, s]));
+  assert.equal(byName.SalesOrders, {
+    name: "SalesOrders",
+    singleton: false,
+    entity_type: "Sales.SalesOrder",
+    key_properties: ["ID"],
+    media: false,
+    navigation_properties: [
+      { name: "Items", target_entity_set: "SalesOrders", collection: true },
+      { name: "Customer", target_entity_set: "Customers", collection: false },
+      // No binding in the document: requests through it are denied.
+      { name: "Approver", collection: false },
+      { name: "ShipTo/CountryInfo", target_entity_set: "Countries", collection: false },
+    ],
+  });
+  assert.equal([byName.Products.media, byName.Me.singleton, byName.PriceConditions.key_properties], [true, true, ["OrderID", "Type"]]);
+  assert.equal([catalog.function_imports, catalog.action_imports], [["Search"], ["ResetAll"]]);
+  // The $metadata came from the back end once, with the instance's credentials and SAP client, into the data path's cache.
+  const v2 = json(await ctx.world.app.inject({ method: "GET", url: `/admin/instances/${ctx.instanceId}/services/SALES2/catalog`, headers: AUTH })).data;
+  assert.is(v2.odata_version, "2.0");
+  assert.ok(v2.entity_sets.some((s: { name: string }) => s.name === "SalesOrderSet"));
+  const reader = ctx.keys.reader!.key;
+  assert.is((await ctx.world.app.inject({ method: "GET", url: `${SALES}/SalesOrders`, headers: { authorization: `Bearer ${reader}` } })).statusCode, 201);
+  assert.equal(
+    ctx.all.filter((s) => s.url.includes("$metadata")).map((s) => [s.url, s.headers.authorization]),
+    [
+      [`${UP}/$metadata?sap-client=100`, BASIC],
+      [`/erp/v2/ZSALES_SRV/$metadata?sap-client=100`, BASIC],
+    ],
+  );
+});
+
+Diag("catalog: a back end that refuses the credentials is 502, one that cannot be reached 502, a slow one 504; bad names are 400, unknown instances 404", async (ctx) => {
+  const app = ctx.world.app;
+  const sys = json(await post(app, "/admin/systems", { name: "S4b" })).data.id;
+  const wrong = json(
+    await post(app, `/admin/systems/${sys}/instances`, { name: "wrong", base_url: `${ctx.origin}/erp/`, auth: { type: "basic", username: "erp-user", password: "not-the-password" } }),
+  ).data.id;
+  const closed = http.createServer();
+  await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+  const closedPort = (closed.address() as AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  const down = json(await post(app, `/admin/systems/${sys}/instances`, { name: "down", base_url: `http://127.0.0.1:${closedPort}/erp/` })).data.id;
+  const get = (url: string) => app.inject({ method: "GET", url, headers: AUTH });
+  const assertError = (res: { statusCode: number; body: string; headers: Record<string, unknown> }, status: number, code: string, message: string) => {
+    assert.is(res.statusCode, status, res.body);
+    const details = status === 400 ? { details: [{ field: "service", message: message.replace(/^service: /, "") }] } : {};
+    assert.equal(json(res as never), { error: { code, message, requestId: res.headers["x-request-id"], ...details } });
+  };
+  assertError(await get(`/admin/instances/${wrong}/services/SALES/catalog`), 502, "BAD_GATEWAY", "cannot read the service's catalog: the back end answered HTTP 401 to $metadata");
+  assertError(await get(`/admin/instances/${down}/services/SALES/catalog`), 502, "BAD_GATEWAY", "cannot read the service's catalog: the back end could not be reached for the service's $metadata");
+  assertError(await get(`/admin/instances/${ctx.instanceId}/services/a%3Fb/catalog`), 400, "VALIDATION_ERROR", "service: the service name may only contain letters, digits and the characters _ . ~ ! $ & ' ( ) * + , ; = : @ -");
+  // Dot segments are resolved before routing (a '..' service name reaches the service only over gRPC: see the services' suite).
+  assertError(await get(`/admin/instances/${ctx.instanceId}/services/../catalog`), 404, "NOT_FOUND", "no route for GET /admin/instances/" + ctx.instanceId + "/catalog");
+  assertError(await get("/admin/instances/ins_00000000000000000000000000/services/SALES/catalog"), 404, "NOT_FOUND", "instance not found");
+  // A slow back end: 504, within the upstream timeout.
+  const slow = http.createServer((_req, res) => setTimeout(() => res.end(), 3_000));
+  await new Promise<void>((r) => slow.listen(0, "127.0.0.1", r));
+  try {
+    const slowId = json(await post(app, `/admin/systems/${sys}/instances`, { name: "slow", base_url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/` })).data.id;
+    const started = Date.now();
+    assertError(await get(`/admin/instances/${slowId}/services/X/catalog`), 504, "GATEWAY_TIMEOUT", "cannot read the service's catalog: the back end did not send the service's $metadata in time");
+    assert.ok(Date.now() - started < 2_900, "bounded by the upstream timeout (2 s in test worlds)");
+  } finally {
+    slow.closeAllConnections();
+    await new Promise<void>((r) => slow.close(() => r()));
+  }
+});
+
+Diag("connection test: every step against a working back end with a service (CSRF token obtained), and the base URL alone; never a secret", async (ctx) => {
+  const res = await post(ctx.world.app, `/admin/instances/${ctx.instanceId}/test`, { service: "SALES" });
+  assert.is(res.statusCode, 200, res.body);
+  const t = json(res).data;
+  assert.equal(
+    [t.ok, t.error, t.url, t.http_status, t.odata_version, t.csrf_token],
+    [true, "", `${ctx.origin}${UP}/$metadata`, 200, "4.0", true],
+  );
+  assert.equal(t.steps.map((s: { name: string; ok: boolean }) => [s.name, s.ok]), [
+    ["dns", true],
+    ["tcp", true],
+    ["http", true],
+    ["odata_version", true],
+    ["csrf", true],
+  ]);
+  assert.is(t.steps[4].detail, "obtained a CSRF token with 1 session cookie");
+  assert.match(t.steps[3].detail, /^OData 4\.0: \$metadata with 8 entity sets, 1 singletons, 2 function and action imports$/);
+  for (const secret of ["erp-pass", BASIC, "tok-secret-1", "cookie-secret", Buffer.from("erp-user:erp-pass").toString("base64")]) {
+    assert.not.ok(res.body.includes(secret), `the answer holds no secret (${secret})`);
+  }
+  // Fresh sessions: the token fetch reached the back end with the instance's credentials and SAP client.
+  assert.equal(
+    ctx.all.slice(-2).map((s) => [s.url, s.headers.authorization, s.headers["x-csrf-token"]]),
+    [
+      [`${UP}/$metadata?sap-client=100`, BASIC, undefined],
+      [`${UP}/?sap-client=100`, BASIC, "Fetch"],
+    ],
+  );
+  // Without a body (or with {}), only the base URL.
+  const bare = await ctx.world.app.inject({ method: "POST", url: `/admin/instances/${ctx.instanceId}/test`, headers: AUTH });
+  assert.is(bare.statusCode, 200, bare.body);
+  const b = json(bare).data;
+  assert.equal([b.ok, b.url, b.http_status, b.steps.map((s: { name: string }) => s.name)], [true, `${ctx.origin}/erp/`, 201, ["dns", "tcp", "http", "odata_version"]]);
+  assert.is(ctx.all.at(-1)!.url, "/erp/?sap-client=100");
+  const withType = await ctx.world.app.inject({ method: "POST", url: `/admin/instances/${ctx.instanceId}/test`, headers: { ...AUTH, "content-type": "application/json" } });
+  assert.is(withType.statusCode, 200, withType.body);
+  const unknownField = await post(ctx.world.app, `/admin/instances/${ctx.instanceId}/test`, { servce: "SALES" });
+  assert.equal([unknownField.statusCode, json(unknownField).error.message], [400, "servce: is not a known field"]);
+  const notJson = await ctx.world.app.inject({ method: "POST", url: `/admin/instances/${ctx.instanceId}/test`, headers: { ...AUTH, "content-type": "text/plain" }, payload: "SALES" });
+  assert.is(notJson.statusCode, 415);
+});
+
+Diag("connection test: a bad password fails the http step with the status in words; a closed port fails tcp; an unknown host fails dns", async (ctx) => {
+  const app = ctx.world.app;
+  const sys = json(await post(app, "/admin/systems", { name: "S4c" })).data.id;
+  const make = async (name: string, body: Record<string, unknown>) =>
+    json(await post(app, `/admin/systems/${sys}/instances`, { name, ...body })).data.id as string;
+  const wrong = await make("wrong", { base_url: `${ctx.origin}/erp/`, services: { SALES: { path: "sap/sales/0001" } }, auth: { type: "basic", username: "erp-user", password: "p4ss-w0rd-secret" } });
+  const res = await post(app, `/admin/instances/${wrong}/test`, { service: "SALES" });
+  const t = json(res).data;
+  assert.equal([t.ok, t.http_status, t.steps.map((s: { name: string; ok: boolean }) => [s.name, s.ok])], [false, 401, [["dns", true], ["tcp", true], ["http", false]]]);
+  assert.match(t.error, new RegExp(`^http: the back end refused the credentials: HTTP 401 from GET ${ctx.origin}${UP}/\\$metadata in \\d+ ms \\(it asks for Basic\\)$`));
+  assert.not.ok(res.body.includes("p4ss-w0rd-secret"));
+
+  const closed = http.createServer();
+  await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  const down = await make("down", { base_url: `http://127.0.0.1:${port}/erp/` });
+  const d = json(await post(app, `/admin/instances/${down}/test`, {})).data;
+  assert.equal([d.ok, d.http_status, d.error, d.steps.map((s: { name: string }) => s.name)], [
+    false,
+    0,
+    `tcp: cannot connect to 127.0.0.1:${port}: connection refused (ECONNREFUSED)`,
+    ["dns", "tcp"],
+  ]);
+
+  const nowhere = await make("nowhere", { base_url: "http://erplink-test.invalid/erp/" });
+  const n = json(await post(app, `/admin/instances/${nowhere}/test`, {})).data;
+  assert.equal([n.ok, n.steps.length, n.steps[0].name], [false, 1, "dns"]);
+  assert.match(n.error, /^dns: cannot resolve erplink-test\.invalid: /);
+});
+
+Diag.run();
