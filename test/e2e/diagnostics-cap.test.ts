@@ -15,6 +15,7 @@ import { create } from "@bufbuild/protobuf";
 import { GetServiceCatalogRequestSchema, InstanceService } from "../../src/gen/erplink/admin/v1/instance_pb.js";
 import { startCapBackend, type CapBackend } from "../../test-support/cap/index.js";
 import { createGrpcJsClient, grpcError, httpRequest, startErplink, type RunningErplink } from "../../test-support/e2e.js";
+import { dropMongoDatabase, freshMongoUrl, testMongoUrl } from "../../test-support/world.js";
 
 interface Ctx {
   cap: CapBackend;
@@ -24,6 +25,8 @@ interface Ctx {
   /** Partners (all operations), no addresses: a cascading delete is denied. */
   key: { id: string; key: string };
   closedPort: number;
+  /** The MongoDB database of this run, when the suite runs on MongoDB. */
+  mongoUrl: string | undefined;
 }
 
 const E2E = suite<Ctx>("diagnostics against CAP");
@@ -41,7 +44,13 @@ async function call(ctx: Ctx, method: string, path: string, body?: unknown, auth
 
 E2E.before(async (ctx) => {
   ctx.cap = await startCapBackend();
-  ctx.erplink = await startErplink({ ERPLINK_UPSTREAM_TIMEOUT_MS: "3000" });
+  // On MongoDB when the suite runs there (ERPLINK_TEST_MONGODB_URL), else the embedded store.
+  const base = testMongoUrl();
+  ctx.mongoUrl = base === undefined ? undefined : freshMongoUrl(base);
+  ctx.erplink = await startErplink({
+    ERPLINK_UPSTREAM_TIMEOUT_MS: "3000",
+    ...(ctx.mongoUrl !== undefined ? { MONGODB_URL: ctx.mongoUrl, ERPLINK_ENCRYPTION_KEY: "07".repeat(32) } : {}),
+  });
   const closed = http.createServer();
   await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
   ctx.closedPort = (closed.address() as AddressInfo).port;
@@ -70,6 +79,7 @@ E2E.before(async (ctx) => {
 E2E.after(async (ctx) => {
   await ctx.erplink?.close();
   await ctx.cap?.stop();
+  if (ctx.mongoUrl !== undefined) await dropMongoDatabase(ctx.mongoUrl);
 });
 
 E2E("catalog of a V4 service from CAP's $metadata: sets, keys, navigations with targets, imports", async (ctx) => {

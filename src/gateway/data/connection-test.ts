@@ -161,6 +161,7 @@ export async function testConnection(instance: DiagnosedInstance, root: ServiceR
   const host = target.hostname.replace(/^\[|\]$/g, "");
   const secure = target.protocol === "https:";
   const port = Number(target.port || (secure ? 443 : 80));
+  let addresses = [host];
   let address = host;
   const run = async (): Promise<void> => {
     const resolved = await step("dns", async () => {
@@ -171,18 +172,25 @@ export async function testConnection(instance: DiagnosedInstance, root: ServiceR
       } catch (err) {
         throw new StepFailure(`cannot resolve ${host}: ${words(err)}`);
       }
-      address = found[0]!.address;
-      return `resolved ${host} to ${found.map((a) => a.address).join(", ")}`;
+      addresses = found.map((a) => a.address);
+      return `resolved ${host} to ${addresses.join(", ")}`;
     });
     if (!resolved) return;
-    const shownAddress = `${net.isIPv6(address) ? `[${address}]` : address}:${port}`;
+    const shownAddress = (a: string) => `${net.isIPv6(a) ? `[${a}]` : a}:${port}`;
+    // Each address in turn, as the data path's connections try them (a host may listen on one family only).
     const tcp = await step("tcp", async (signal) => {
-      try {
-        return await connect(address, port, signal);
-      } catch (err) {
-        if (isTimeout(err)) throw err;
-        throw new StepFailure(`cannot connect to ${shownAddress}: ${words(err)}`);
+      let first: string | undefined;
+      for (const candidate of addresses) {
+        try {
+          const detail = await connect(candidate, port, signal);
+          address = candidate;
+          return detail;
+        } catch (err) {
+          if (isTimeout(err) || signal.aborted) throw err;
+          first ??= `cannot connect to ${shownAddress(candidate)}: ${words(err)}`;
+        }
       }
+      throw new StepFailure(`${first}${addresses.length > 1 ? ` (nor to any other address of ${host})` : ""}`);
     });
     if (!tcp) return;
     if (secure) {

@@ -173,4 +173,12 @@ Conn("without a service: the base URL's status and version header; no CSRF step"
   assert.is(t.steps[4]!.detail, "OData 4.0 (from the answer's version header)");
 });
 
+Conn("a host name is resolved, and its addresses tried in turn", async (ctx) => {
+  const ins = instance(ctx.origin.replace("127.0.0.1", "localhost") + "/odata", oauth(ctx));
+  const t = await testConnection(ins, undefined, { timeoutMs: 2_000 });
+  assert.equal(names(t), ["dns:ok", "tcp:ok", "oauth:ok", "http:ok", "odata_version:ok"]);
+  assert.match(t.steps[0]!.detail, /^resolved localhost to (.+, )?127\.0\.0\.1/);
+  assert.match(t.steps[1]!.detail, /^connected to 127\.0\.0\.1:\d+$/);
+});
+
 Conn.run();
