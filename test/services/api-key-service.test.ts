@@ -386,6 +386,7 @@ it("every ApiKeyService RPC without a token -> Unauthenticated", async (w) => {
     ["CreateApiKey", anon.createApiKey({ apiKey: { name: "x", type: ApiKeyType.ADMIN } })],
     ["UpdateApiKey", anon.updateApiKey({ apiKey: { id: apiKey.id, name: "x" }, updateMask: { paths: ["name"] } })],
     ["DeleteApiKey", anon.deleteApiKey({ id: apiKey.id })],
+    ["ExplainApiKey", anon.explainApiKey({ id: apiKey.id, dataRequest: { instance: "prod", method: "GET", url: "S/E" } })],
   ];
   assert.equal(
     calls.map(([name]) => name).sort(),

@@ -575,6 +575,8 @@ it("every InstanceService RPC rejects a caller without a valid bearer token", as
     UpdateInstance: (headers) =>
       anon.updateInstance({ instance: { id: ins.id, baseUrl: "https://evil.example.com/" }, updateMask: { paths: ["base_url"] } }, { headers }),
     DeleteInstance: (headers) => anon.deleteInstance({ id: ins.id }, { headers }),
+    GetServiceCatalog: (headers) => anon.getServiceCatalog({ id: ins.id, service: "S" }, { headers }),
+    TestInstanceConnection: (headers) => anon.testInstanceConnection({ id: ins.id }, { headers }),
   };
   assert.equal(
     Object.keys(calls).sort(),
