@@ -2,6 +2,7 @@
  * The store: every aggregate's port over one backend, chosen by configuration.
  */
 import { openApiKeyStore, type ApiKeyStore } from "./api-keys.js";
+import { openAuditStore, type AuditStore } from "./audit-entries.js";
 import type { StoreBackend } from "./collection.js";
 import { createEmbeddedBackend } from "./embedded.js";
 import { openInstanceStore, type InstanceStore } from "./instances.js";
@@ -17,6 +18,7 @@ export type { InstanceRecord, InstanceStore, StoredBackendAuth } from "./instanc
 export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
 export type { RateWindowStore, Take } from "./rate-windows.js";
 export type { LogQuery, RequestLogRecord, RequestLogStore } from "./request-logs.js";
+export type { AuditChangeRecord, AuditJson, AuditQuery, AuditRecord, AuditState, AuditStore } from "./audit-entries.js";
 
 /** Every aggregate's storage port, plus the backend's health and lifecycle. */
 export interface Store {
@@ -26,6 +28,8 @@ export interface Store {
   readonly apiKeys: ApiKeyStore;
   readonly rateWindows: RateWindowStore;
   readonly logs: RequestLogStore;
+  /** The audit trail of administrative changes. */
+  readonly audit: AuditStore;
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -38,12 +42,13 @@ export type StoreOptions =
 
 /** Opens every aggregate on a backend. */
 export async function openStore(backend: StoreBackend): Promise<Store> {
-  const [systems, instances, apiKeys, rateWindows, logs] = await Promise.all([
+  const [systems, instances, apiKeys, rateWindows, logs, audit] = await Promise.all([
     openSystemStore(backend),
     openInstanceStore(backend),
     openApiKeyStore(backend),
     openRateWindowStore(backend),
     openRequestLogStore(backend),
+    openAuditStore(backend),
   ]);
   return {
     kind: backend.kind,
@@ -52,6 +57,7 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
     apiKeys,
     rateWindows,
     logs,
+    audit,
     ping: () => backend.ping(),
     close: () => backend.close(),
   };
