@@ -87,6 +87,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     adminLimits: config.adminLimits,
     dataLimits: config.dataLimits,
     logRetentionMs: config.logRetentionDays * 86_400_000,
+    auditRetentionMs: config.auditRetentionDays === undefined ? undefined : config.auditRetentionDays * 86_400_000,
     log: logger,
   });
   layer.start({ usageFlushMs: config.usageFlushMs, keySyncMs: config.keySyncMs, logFlushMs: 1_000, purgeMs: 5 * 60_000 });

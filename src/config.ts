@@ -29,6 +29,8 @@ export interface Config {
   readonly encryptionKey: Buffer | undefined;
   /** How long request-log entries are kept (days). */
   readonly logRetentionDays: number;
+  /** How long audit entries are kept (days); undefined keeps them for ever. */
+  readonly auditRetentionDays: number | undefined;
   /** How long the data path waits for a back end's answer (ms) before 504. */
   readonly upstreamTimeoutMs: number;
 }
@@ -121,6 +123,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
     encryptionKey,
     logRetentionDays: int("ERPLINK_LOG_RETENTION_DAYS", 30, 1, 3650),
+    // Unset or empty: unlimited. The audit trail is never purged by the request log's retention.
+    auditRetentionDays: env.ERPLINK_AUDIT_RETENTION_DAYS ? int("ERPLINK_AUDIT_RETENTION_DAYS", 0, 1, 36_500) : undefined,
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);

@@ -29,7 +29,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerFactory,
 } from "fastify";
-import { PRINCIPAL_METADATA, kCallFacts, type CallFacts } from "../schema/call-facts.js";
+import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { messageSchema } from "./json-schema.js";
@@ -289,6 +289,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         const call: CallFacts = { principalId: "", code: undefined };
         callFacts.set(req, call);
         values.set(kCallFacts, call);
+        // The audit trail records it, to find the call in the request log.
+        values.set(kRequestId, req.id);
       }
       return values;
     },

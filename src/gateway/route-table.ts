@@ -5,6 +5,7 @@
  */
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { ApiKeySchema, ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
+import { AuditEntrySchema, AuditService } from "../gen/erplink/admin/v1/audit_pb.js";
 import { InstanceSchema, InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
 import { LogService, RequestLogSchema } from "../gen/erplink/admin/v1/request_log_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
@@ -220,6 +221,31 @@ export const ROUTES: readonly RestRoute[] = [
     params: { id: "id" },
     data: "log",
     resource: RequestLogSchema,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/audit",
+    rpc: AuditService.method.listAuditEntries,
+    summary: "List the audit trail of administrative changes, newest first",
+    tag: "Audit trail",
+    query: ["from", "to", "actor", "resource_type", "resource_id", "action", ...PAGING],
+    data: "audit_entries",
+    resource: AuditEntrySchema,
+    list: true,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/audit/{id}",
+    rpc: AuditService.method.getAuditEntry,
+    summary: "Get an audit entry",
+    tag: "Audit trail",
+    params: { id: "id" },
+    data: "audit_entry",
+    resource: AuditEntrySchema,
     status: 200,
     auth: "admin",
   },

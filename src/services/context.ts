@@ -2,6 +2,7 @@
  * What every service is built with: injected, never global.
  */
 import type { Store } from "../store/index.js";
+import { AuditRecorder } from "./audit.js";
 import { createIdGenerator, type IdGenerator } from "./ids.js";
 import { KeyRegistry } from "./key-registry.js";
 import { RateLimiter, type Limits } from "./rate-limiter.js";
@@ -23,6 +24,8 @@ export interface ServiceDeps {
   readonly dataLimits: Limits;
   /** Seals back-end credentials at rest. */
   readonly secrets: SecretBox;
+  /** Records every administrative change in the audit trail, with the change. */
+  readonly audit: AuditRecorder;
 }
 
 /** Settings of {@link createServiceDeps}. */
@@ -37,15 +40,18 @@ export interface ServiceSettings {
   readonly onBackgroundError: (err: unknown) => void;
   readonly clock?: () => Date;
   readonly newId?: IdGenerator;
+  /** How long audit entries are kept (ms); unset keeps them for ever. */
+  readonly auditRetentionMs?: number | undefined;
 }
 
 /** Builds the services' dependencies over a store. */
 export function createServiceDeps(store: Store, settings: ServiceSettings): ServiceDeps {
   const clock = settings.clock ?? (() => new Date());
+  const newId = settings.newId ?? createIdGenerator(clock);
   return {
     store,
     clock,
-    newId: settings.newId ?? createIdGenerator(clock),
+    newId,
     keys: new KeyRegistry({
       store: store.apiKeys,
       clock,
@@ -56,5 +62,12 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
     limiter: new RateLimiter(store.rateWindows, clock),
     dataLimits: settings.dataLimits,
     secrets: createSecretBox(settings.encryptionKey),
+    audit: new AuditRecorder({
+      store: store.audit,
+      clock,
+      newId,
+      retentionMs: settings.auditRetentionMs,
+      onError: (err, message) => settings.onBackgroundError(new Error(message, { cause: err })),
+    }),
   };
 }

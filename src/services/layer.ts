@@ -100,7 +100,7 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
       logWriter.start(intervals.logFlushMs);
       purge = setInterval(() => {
         const now = deps.clock();
-        Promise.all([store.rateWindows.purge(now), store.logs.purge(now)]).catch((err: unknown) =>
+        Promise.all([store.rateWindows.purge(now), store.logs.purge(now), deps.audit.purge(now)]).catch((err: unknown) =>
           options.log.error({ err }, "purge failed"),
         );
       }, intervals.purgeMs);
