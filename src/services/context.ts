@@ -6,6 +6,7 @@ import { createIdGenerator, type IdGenerator } from "./ids.js";
 import { KeyRegistry } from "./key-registry.js";
 import { RateLimiter, type Limits } from "./rate-limiter.js";
 import { createSecretBox, type SecretBox } from "./secret-box.js";
+import { SessionRegistry } from "./session-registry.js";
 import { UsageRecorder } from "./usage.js";
 
 /** Dependencies shared by the services. */
@@ -23,6 +24,20 @@ export interface ServiceDeps {
   readonly dataLimits: Limits;
   /** Seals back-end credentials at rest. */
   readonly secrets: SecretBox;
+  /** Sessions by token hash (the hot path's cache), with batched use times. */
+  readonly sessions: SessionRegistry;
+  /** How sessions expire, and the master key's fingerprint that master sessions carry. */
+  readonly sessionPolicy: SessionPolicy;
+}
+
+/** How sessions expire. */
+export interface SessionPolicy {
+  /** A session unused this long ends (ms). */
+  readonly idleMs: number;
+  /** A session ends this long after it was created, however it is used (ms). */
+  readonly maxMs: number;
+  /** The fingerprint of the master key in force (see session-token.ts). */
+  readonly masterFingerprint: string;
 }
 
 /** Settings of {@link createServiceDeps}. */
@@ -37,6 +52,10 @@ export interface ServiceSettings {
   readonly onBackgroundError: (err: unknown) => void;
   readonly clock?: () => Date;
   readonly newId?: IdGenerator;
+  /** How sessions expire (default: 30 min idle, 12 h absolute). */
+  readonly sessionPolicy?: SessionPolicy;
+  /** How long a cached session is trusted before it is re-read (ms; the key-sync interval). */
+  readonly sessionRefreshMs?: number;
 }
 
 /** Builds the services' dependencies over a store. */
@@ -56,5 +75,14 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
     limiter: new RateLimiter(store.rateWindows, clock),
     dataLimits: settings.dataLimits,
     secrets: createSecretBox(settings.encryptionKey),
+    sessions: new SessionRegistry({
+      store: store.sessions,
+      clock,
+      refreshMs: settings.sessionRefreshMs ?? 2_000,
+      negativeTtlMs: settings.negativeCacheTtlMs ?? 30_000,
+      maxEntries: 100_000,
+      onError: settings.onBackgroundError,
+    }),
+    sessionPolicy: settings.sessionPolicy ?? { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000, masterFingerprint: "" },
   };
 }
