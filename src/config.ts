@@ -29,6 +29,10 @@ export interface Config {
   readonly encryptionKey: Buffer | undefined;
   /** How long request-log entries are kept (days). */
   readonly logRetentionDays: number;
+  /** A session unused this long ends (minutes). */
+  readonly sessionIdleMinutes: number;
+  /** A session ends this long after it was created (hours). */
+  readonly sessionMaxHours: number;
   /** How long the data path waits for a back end's answer (ms) before 504. */
   readonly upstreamTimeoutMs: number;
 }
@@ -121,6 +125,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
     encryptionKey,
     logRetentionDays: int("ERPLINK_LOG_RETENTION_DAYS", 30, 1, 3650),
+    sessionIdleMinutes: int("ERPLINK_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),
+    sessionMaxHours: int("ERPLINK_SESSION_MAX_HOURS", 12, 1, 30 * 24),
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);

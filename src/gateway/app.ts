@@ -470,10 +470,14 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         delete req.headers["content-type"];
       }
     },
+    // An optional body left out reads as an empty object (validated as one).
+    preValidation: async (req) => {
+      if (optionalBodyAbsent.has(req)) req.body = {};
+    },
     handler: async (req, reply) => {
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];
-      if (route.body && !optionalBodyAbsent.has(req)) json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
+      if (route.body) json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
       for (const { name, kind } of queryParams) {
         const value = (req.query as Record<string, unknown>)[name];
         if (value === undefined) continue;

@@ -42,7 +42,7 @@ export function adminCredential(req: FastifyRequest, ownOrigin: string): AdminCr
     throw new GatewayError(403, "a cross-site request cannot use the session cookie");
   }
   const origin = header(req, "origin");
-  if (origin !== undefined && origin !== ownOrigin) {
+  if (origin !== undefined && (originOf(origin) === "" || originOf(origin) !== ownOrigin)) {
     throw new GatewayError(403, `a request from another origin cannot use the session cookie (Origin ${JSON.stringify(origin.slice(0, 100))} is not erplink's ${ownOrigin})`);
   }
   const csrf = header(req, CSRF_HEADER);
@@ -72,9 +72,19 @@ function header(req: FastifyRequest, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** erplink's origin as a browser names it for this request. */
+/** erplink's origin as a browser names it for this request (scheme and host, no default port). */
 export function ownOriginOf(req: FastifyRequest, publicOrigin: string | undefined): string {
-  return publicOrigin ?? `${req.protocol}://${req.host}`;
+  return publicOrigin ?? originOf(`${req.protocol}://${req.host}`);
+}
+
+/** The serialized origin of a URL (`http://localhost:80` -> `http://localhost`), or "" when it is none. */
+function originOf(url: string): string {
+  try {
+    const origin = new URL(url).origin;
+    return origin === "null" ? "" : origin;
+  } catch {
+    return "";
+  }
 }
 
 /** The `Set-Cookie` values of a new browser session, valid until `expiresAt`. */
