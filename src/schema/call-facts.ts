@@ -11,6 +11,8 @@ import { createContextKey, type Code } from "@connectrpc/connect";
 export interface CallFacts {
   /** `master`, a key id, or "" when no credential was recognised. */
   principalId: string;
+  /** The session (`ses_…`) the call came through, if any. */
+  sessionId?: string;
   /** The call's error code; undefined when it succeeded. */
   code: Code | undefined;
 }

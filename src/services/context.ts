@@ -7,6 +7,7 @@ import { createIdGenerator, type IdGenerator } from "./ids.js";
 import { KeyRegistry } from "./key-registry.js";
 import { RateLimiter, type Limits } from "./rate-limiter.js";
 import { createSecretBox, type SecretBox } from "./secret-box.js";
+import { SessionRegistry } from "./session-registry.js";
 import { UsageRecorder } from "./usage.js";
 
 /** Dependencies shared by the services. */
@@ -26,6 +27,20 @@ export interface ServiceDeps {
   readonly secrets: SecretBox;
   /** Records every administrative change in the audit trail, with the change. */
   readonly audit: AuditRecorder;
+  /** Sessions by token hash (the hot path's cache), with batched use times. */
+  readonly sessions: SessionRegistry;
+  /** How sessions expire, and the master key's fingerprint that master sessions carry. */
+  readonly sessionPolicy: SessionPolicy;
+}
+
+/** How sessions expire. */
+export interface SessionPolicy {
+  /** A session unused this long ends (ms). */
+  readonly idleMs: number;
+  /** A session ends this long after it was created, however it is used (ms). */
+  readonly maxMs: number;
+  /** The fingerprint of the master key in force (see session-token.ts). */
+  readonly masterFingerprint: string;
 }
 
 /** Settings of {@link createServiceDeps}. */
@@ -42,6 +57,10 @@ export interface ServiceSettings {
   readonly newId?: IdGenerator;
   /** How long audit entries are kept (ms); unset keeps them for ever. */
   readonly auditRetentionMs?: number | undefined;
+  /** How sessions expire (default: 30 min idle, 12 h absolute). */
+  readonly sessionPolicy?: SessionPolicy;
+  /** How long a cached session is trusted before it is re-read (ms; the key-sync interval). */
+  readonly sessionRefreshMs?: number;
 }
 
 /** Builds the services' dependencies over a store. */
@@ -69,5 +88,14 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
       retentionMs: settings.auditRetentionMs,
       onError: (err, message) => settings.onBackgroundError(new Error(message, { cause: err })),
     }),
+    sessions: new SessionRegistry({
+      store: store.sessions,
+      clock,
+      refreshMs: settings.sessionRefreshMs ?? 2_000,
+      negativeTtlMs: settings.negativeCacheTtlMs ?? 30_000,
+      maxEntries: 100_000,
+      onError: settings.onBackgroundError,
+    }),
+    sessionPolicy: settings.sessionPolicy ?? { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000, masterFingerprint: "" },
   };
 }

@@ -9,6 +9,7 @@ import { openInstanceStore, type InstanceStore } from "./instances.js";
 import { createMongoBackend } from "./mongodb.js";
 import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
 import { openRequestLogStore, type RequestLogStore } from "./request-logs.js";
+import { openSessionStore, type SessionStore } from "./sessions.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
 
 export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
@@ -19,6 +20,7 @@ export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } fr
 export type { RateWindowStore, Take } from "./rate-windows.js";
 export type { LogQuery, RequestLogRecord, RequestLogStore } from "./request-logs.js";
 export type { AuditChangeRecord, AuditJson, AuditQuery, AuditRecord, AuditState, AuditStore } from "./audit-entries.js";
+export type { SessionRecord, SessionStore } from "./sessions.js";
 
 /** Every aggregate's storage port, plus the backend's health and lifecycle. */
 export interface Store {
@@ -30,6 +32,7 @@ export interface Store {
   readonly logs: RequestLogStore;
   /** The audit trail of administrative changes. */
   readonly audit: AuditStore;
+  readonly sessions: SessionStore;
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -42,12 +45,13 @@ export type StoreOptions =
 
 /** Opens every aggregate on a backend. */
 export async function openStore(backend: StoreBackend): Promise<Store> {
-  const [systems, instances, apiKeys, rateWindows, logs, audit] = await Promise.all([
+  const [systems, instances, apiKeys, rateWindows, logs, sessions, audit] = await Promise.all([
     openSystemStore(backend),
     openInstanceStore(backend),
     openApiKeyStore(backend),
     openRateWindowStore(backend),
     openRequestLogStore(backend),
+    openSessionStore(backend),
     openAuditStore(backend),
   ]);
   return {
@@ -58,6 +62,7 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
     rateWindows,
     logs,
     audit,
+    sessions,
     ping: () => backend.ping(),
     close: () => backend.close(),
   };
