@@ -3,8 +3,8 @@
  * A session is created with the master key or an admin key, acts for it,
  * and its token is returned once and stored only as a hash.
  */
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { create, toJson } from "@bufbuild/protobuf";
+import { TimestampSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   CreateSessionResponseSchema,
@@ -18,6 +18,7 @@ import {
   type SessionService,
 } from "../gen/erplink/admin/v1/session_pb.js";
 import type { SessionRecord } from "../store/index.js";
+import { actorOf, redact, snapshotOf, type AuditSnapshot } from "./audit.js";
 import { kPrincipal, type Principal } from "./auth.js";
 import type { ServiceDeps } from "./context.js";
 import { translate } from "./errors.js";
@@ -42,6 +43,20 @@ export function sessionToMessage(rec: SessionRecord, lastUse: Date, idleMs: numb
     idleExpiresAt: timestampFromDate(idle),
     expiresAt: timestampFromDate(rec.expiresAt),
   });
+}
+
+/**
+ * A session as the audit trail shows it: its token as a redacted marker
+ * (`token`), without its use times (using a session is no administrative
+ * change), and with `revoked_at` once revoked.
+ */
+export function sessionSnapshot(rec: SessionRecord, revokedAt?: Date): AuditSnapshot {
+  const snapshot = snapshotOf(SessionSchema, sessionToMessage(rec, rec.lastUsedAt, 0), {
+    omit: ["last_used_at", "idle_expires_at"],
+    secrets: [[["token"], redact(rec.tokenHash)]],
+  });
+  if (revokedAt === undefined) return snapshot;
+  return { ...snapshot, revoked_at: toJson(TimestampSchema, timestampFromDate(revokedAt)) as string };
 }
 
 /** The caller of an admin call; the admin interceptor has set it. */
@@ -95,7 +110,11 @@ export class SessionServiceImpl implements ServiceImpl<typeof SessionService> {
         createdAt: now,
         updatedAt: now,
       };
-      await this.deps.store.sessions.create(rec);
+      await this.deps.audit.record(
+        actorOf(ctx),
+        { action: "create", resourceType: "session", resourceId: rec.id, before: null, after: sessionSnapshot(rec) },
+        () => this.deps.store.sessions.create(rec),
+      );
       this.deps.sessions.remember(rec);
       return create(CreateSessionResponseSchema, { session: this.toMessage(rec), token, csrfToken: csrfTokenOf(token) });
     });
@@ -135,7 +154,13 @@ export class SessionServiceImpl implements ServiceImpl<typeof SessionService> {
       if (rec === undefined || (principal.kind === "admin_key" && rec.actsFor !== principal.keyId)) {
         throw new ConnectError("session not found", Code.NotFound);
       }
-      const deleted = await this.deps.store.sessions.delete(id);
+      const at = this.deps.clock();
+      const deleted = await this.deps.audit.record(
+        actorOf(ctx),
+        { action: "revoke", resourceType: "session", resourceId: id, before: sessionSnapshot(rec), after: sessionSnapshot(rec, at) },
+        () => this.deps.store.sessions.delete(id),
+        (r) => sessionSnapshot(r, at),
+      );
       this.deps.sessions.forget(deleted);
       return create(DeleteSessionResponseSchema, { session: this.toMessage(deleted) });
     });

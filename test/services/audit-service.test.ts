@@ -15,6 +15,7 @@ import * as assert from "uvu/assert";
 import { ApiKeyService, ApiKeyType } from "../../src/gen/erplink/admin/v1/api_key_pb.js";
 import { AuditEntrySchema, AuditService, type AuditEntry } from "../../src/gen/erplink/admin/v1/audit_pb.js";
 import { BackendAuthType, InstanceService } from "../../src/gen/erplink/admin/v1/instance_pb.js";
+import { SessionService } from "../../src/gen/erplink/admin/v1/session_pb.js";
 import { SystemService } from "../../src/gen/erplink/admin/v1/system_pb.js";
 import { kPrincipal } from "../../src/services/auth.js";
 import { DuplicateKeyError, StoreUnavailableError } from "../../src/store/index.js";
@@ -279,6 +280,63 @@ it("an admin key's entries name the key; a session's name the key and the sessio
     ],
   );
   assert.equal({ actor: keyCreated!.actor, session_id: keyCreated!.session_id }, { actor: "master", session_id: "" });
+});
+
+it("sessions: creating and revoking one is recorded (token [redacted]); writes made with it name the session", async (w) => {
+  const { apiKey: admin, key: adminSecret } = await w.client(ApiKeyService).createApiKey({ apiKey: { name: "ops", type: ApiKeyType.ADMIN } });
+  const created = iso(w);
+  const { session, token } = await clientAs(w, SessionService, adminSecret).createSession({ session: { label: "laptop" } });
+  tick(w);
+  await clientAs(w, SystemService, token).createSystem({ system: { name: "via-session" } });
+  tick(w);
+  await clientAs(w, SessionService, token).deleteSession({ id: "current" });
+  const revoked = iso(w);
+
+  const [logout, write, login] = await trail(w);
+  const snapshot = {
+    id: session!.id,
+    label: "laptop",
+    acts_for: admin!.id,
+    cookie: false,
+    created_at: created,
+    expires_at: toJson(TimestampSchema, session!.expiresAt!) as string,
+    token: "[redacted]",
+  };
+  assert.equal(
+    { actor: login!.actor, session_id: login!.session_id, action: login!.action, resource_type: login!.resource_type, resource_id: login!.resource_id, before: login!.before, after: login!.after },
+    { actor: admin!.id, session_id: "", action: "create", resource_type: "session", resource_id: session!.id, before: null, after: snapshot },
+  );
+  assert.equal(
+    { actor: write!.actor, session_id: write!.session_id, action: write!.action, resource_type: write!.resource_type },
+    { actor: admin!.id, session_id: session!.id, action: "create", resource_type: "system" },
+  );
+  assert.equal(
+    { actor: logout!.actor, session_id: logout!.session_id, action: logout!.action, changes: logout!.changes, after: logout!.after },
+    {
+      actor: admin!.id,
+      session_id: session!.id,
+      action: "revoke",
+      changes: [{ path: ["revoked_at"], before: null, after: revoked }],
+      after: { ...snapshot, revoked_at: revoked },
+    },
+  );
+  const found = await w.client(AuditService).listAuditEntries({ actor: session!.id });
+  assert.equal(found.auditEntries.map((e) => e.action), ["revoke", "create"]);
+  const text = JSON.stringify(await trail(w));
+  assert.not.ok(text.includes(token), "the session token");
+  assert.not.ok(text.includes(token.slice(10)), "any part of it");
+  assert.not.ok(text.includes(adminSecret), "the admin key");
+});
+
+it("a session whose audit entry cannot be written is not created, and one whose revocation cannot be recorded stays", async (w) => {
+  const { token } = await w.client(SessionService).createSession({ session: { label: "a" } });
+  breakAudit(w);
+  await rejects(w.client(SessionService).createSession({ session: { label: "b" } }), Code.Unavailable, UNAVAILABLE);
+  await rejects(clientAs(w, SessionService, token).deleteSession({ id: "current" }), Code.Unavailable, UNAVAILABLE);
+  const live = await w.client(SessionService).listSessions({});
+  assert.equal(live.sessions.map((x) => x.label), ["a"]);
+  // The session still works.
+  await clientAs(w, SystemService, token).listSystems({});
 });
 
 it("a write through a router without the admin interceptor (in-process, no principal) is recorded as internal", async (w) => {
