@@ -87,6 +87,10 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     adminLimits: config.adminLimits,
     dataLimits: config.dataLimits,
     logRetentionMs: config.logRetentionDays * 86_400_000,
+    auditRetentionMs: config.auditRetentionDays === undefined ? undefined : config.auditRetentionDays * 86_400_000,
+    sessionIdleMs: config.sessionIdleMinutes * 60_000,
+    sessionMaxMs: config.sessionMaxHours * 3_600_000,
+    sessionRefreshMs: config.keySyncMs,
     log: logger,
   });
   layer.start({ usageFlushMs: config.usageFlushMs, keySyncMs: config.keySyncMs, logFlushMs: 1_000, purgeMs: 5 * 60_000 });

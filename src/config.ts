@@ -29,6 +29,12 @@ export interface Config {
   readonly encryptionKey: Buffer | undefined;
   /** How long request-log entries are kept (days). */
   readonly logRetentionDays: number;
+  /** How long audit entries are kept (days); undefined keeps them for ever. */
+  readonly auditRetentionDays: number | undefined;
+  /** A session unused this long ends (minutes). */
+  readonly sessionIdleMinutes: number;
+  /** A session ends this long after it was created (hours). */
+  readonly sessionMaxHours: number;
   /** How long the data path waits for a back end's answer (ms) before 504. */
   readonly upstreamTimeoutMs: number;
 }
@@ -121,6 +127,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
     encryptionKey,
     logRetentionDays: int("ERPLINK_LOG_RETENTION_DAYS", 30, 1, 3650),
+    // Unset or empty: unlimited. The audit trail is never purged by the request log's retention.
+    auditRetentionDays: env.ERPLINK_AUDIT_RETENTION_DAYS ? int("ERPLINK_AUDIT_RETENTION_DAYS", 0, 1, 36_500) : undefined,
+    sessionIdleMinutes: int("ERPLINK_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),
+    sessionMaxHours: int("ERPLINK_SESSION_MAX_HOURS", 12, 1, 30 * 24),
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);

@@ -12,6 +12,7 @@ import type { DocumentCollection } from "../src/store/collection.js";
 import {
   DuplicateKeyError,
   NotFoundError,
+  type AuditRecord,
   type InstanceRecord,
   type InstanceStore,
   type Page,
@@ -591,6 +592,137 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
       }
       assert.equal(page, { items: [], more: false }, `list({afterId: ${what}})`);
     }
+  });
+
+  // ---- audit trail -----------------------------------------------------------
+
+  /** An audit entry whose snapshots hold keys no document field name may (`.`, `$`, empty). */
+  function auditEntry(id: string, i: number, fields: Partial<AuditRecord> = {}): AuditRecord {
+    return {
+      id,
+      timestamp: new Date(T0.getTime() + i * 60_000),
+      actor: "master",
+      sessionId: "",
+      action: "update",
+      resourceType: "api_key",
+      resourceId: `key_0000000000000000000000000${i % 10}`,
+      requestId: `req-${i}`,
+      state: "pending",
+      before: { name: "a", permissions: { "s4.prod": { $metadata: { "": ["list"] } } }, key: "[redacted]" },
+      after: { name: "b", permissions: { "s4.prod": { $metadata: { "": ["list", "get"] } } }, key: "[redacted]", n: 1.5, ok: true, none: null },
+      changes: [
+        { path: ["name"], before: "a", after: "b" },
+        { path: ["permissions", "s4.prod", "$metadata", ""], before: ["list"], after: ["list", "get"] },
+      ],
+      ...fields,
+    };
+  }
+
+  test("audit: append then get round-trips every field (snapshot keys with ., $ and empty, nulls, numbers)", async (ctx) => {
+    const { audit } = storeOf(ctx);
+    const [a, b, unknown] = idsOf("aud", 3);
+    const rec = auditEntry(a, 0, { sessionId: "ses_abc", actor: "key_01KA0000000000000000000000" });
+    const created = auditEntry(b, 1, { action: "create", before: null, changes: [{ path: ["name"], before: null, after: "b" }] });
+    await audit.append(rec);
+    await audit.append(created);
+    const got = await audit.get(a);
+    assert.equal(got, rec);
+    assert.instance(got!.timestamp, Date);
+    assert.equal(await audit.get(b), created);
+    assert.is(await audit.get(unknown), undefined);
+    assertDuplicate(await rejection(() => audit.append(auditEntry(a, 5))), "audit_entries", "id");
+    assert.equal(await audit.get(a), rec);
+  });
+
+  test("audit: markApplied sets state, after and changes, keeps the rest; unknown id is NotFoundError", async (ctx) => {
+    const { audit } = storeOf(ctx);
+    const [a, unknown] = idsOf("aud", 2);
+    const rec = auditEntry(a, 0);
+    await audit.append(rec);
+    const result = { after: { name: "c", "x.y": { $z: [1, null] } }, changes: [{ path: ["name"], before: "a", after: "c" }] };
+    const applied: AuditRecord = { ...rec, state: "applied", ...result };
+    assert.equal(await audit.markApplied(a, result), applied);
+    assert.equal(await audit.get(a), applied);
+    assertNotFound(await rejection(() => audit.markApplied(unknown, result)), "audit_entries", unknown);
+    assert.is(await audit.get(unknown), undefined);
+  });
+
+  test("audit: remove deletes one entry and says whether there was one", async (ctx) => {
+    const { audit } = storeOf(ctx);
+    const [a, b] = idsOf("aud", 2);
+    await audit.append(auditEntry(a, 0));
+    await audit.append(auditEntry(b, 1));
+    assert.is(await audit.remove(a), true);
+    assert.is(await audit.remove(a), false);
+    assert.is(await audit.get(a), undefined);
+    assert.equal(await audit.get(b), auditEntry(b, 1));
+  });
+
+  test("audit.query: newest first, paged by beforeId, every filter alone and together, [from, to)", async (ctx) => {
+    const { audit } = storeOf(ctx);
+    const ids = idsOf("aud", 6);
+    const K1 = "key_01KA0000000000000000000001";
+    const recs = [
+      auditEntry(ids[0]!, 0, { action: "create", resourceType: "system", resourceId: "sys_1", actor: "master" }),
+      auditEntry(ids[1]!, 1, { action: "update", resourceType: "system", resourceId: "sys_1", actor: K1, sessionId: "ses_1" }),
+      auditEntry(ids[2]!, 2, { action: "create", resourceType: "api_key", resourceId: "key_9", actor: K1 }),
+      auditEntry(ids[3]!, 3, { action: "revoke", resourceType: "api_key", resourceId: "key_9", actor: "master", sessionId: "ses_1" }),
+      auditEntry(ids[4]!, 4, { action: "delete", resourceType: "system", resourceId: "sys_1", actor: "internal" }),
+      auditEntry(ids[5]!, 5, { action: "update", resourceType: "instance", resourceId: "ins_1", actor: "master" }),
+    ];
+    // Out of order, so only sorting by id can give the expected order.
+    for (const i of [3, 0, 5, 1, 4, 2]) await audit.append(recs[i]!);
+    const newest = [...recs].reverse();
+
+    assert.equal(await audit.query({ limit: 10 }), { items: newest, more: false });
+    const p1 = await audit.query({ limit: 4 });
+    assert.equal(p1, { items: newest.slice(0, 4), more: true });
+    assert.equal(await audit.query({ limit: 4, beforeId: p1.items[3]!.id }), { items: newest.slice(4), more: false });
+    assert.equal(await audit.query({ limit: 2, beforeId: recs[2]!.id }), { items: [recs[1], recs[0]], more: false });
+
+    const found = async (q: Omit<Parameters<typeof audit.query>[0], "limit">) =>
+      (await audit.query({ ...q, limit: 10 })).items.map((r) => ids.indexOf(r.id));
+    assert.equal(await found({ actor: K1 }), [2, 1]);
+    assert.equal(await found({ actor: "internal" }), [4]);
+    assert.equal(await found({ sessionId: "ses_1" }), [3, 1]);
+    assert.equal(await found({ resourceType: "system" }), [4, 1, 0]);
+    assert.equal(await found({ resourceId: "key_9" }), [3, 2]);
+    assert.equal(await found({ action: "create" }), [2, 0]);
+    assert.equal(await found({ resourceType: "system", action: "update", actor: K1 }), [1]);
+    assert.equal(await found({ resourceType: "system", action: "revoke" }), []);
+    // [from, to): entry i is at T0 + i minutes.
+    const at = (i: number) => new Date(T0.getTime() + i * 60_000);
+    assert.equal(await found({ from: at(2), to: at(4) }), [3, 2]);
+    assert.equal(await found({ from: at(5) }), [5]);
+    assert.equal(await found({ to: at(1) }), [0]);
+    assert.equal(await found({ from: at(1), to: at(5), actor: "master" }), [3]);
+    assert.equal(await audit.query({ limit: 1, resourceType: "system" }), { items: [recs[4]], more: true });
+    assert.equal(await audit.query({ limit: 3, resourceType: "system" }), { items: [recs[4], recs[1], recs[0]], more: false });
+  });
+
+  test("audit.query: operator-looking strings are plain values; object values throw TypeError", async (ctx) => {
+    const { audit } = storeOf(ctx);
+    const [a] = idsOf("aud", 1);
+    await audit.append(auditEntry(a, 0));
+    for (const s of ['{"$ne":null}', "$ne", '{"$gt":""}']) {
+      assert.equal(await audit.query({ actor: s, limit: 10 }), { items: [], more: false });
+      assert.equal(await audit.query({ resourceId: s, limit: 10 }), { items: [], more: false });
+    }
+    for (const bad of OPERATOR_VALUES) {
+      const what = inspect(bad);
+      assertTypeError(await rejection(() => audit.query({ actor: bad as string, limit: 10 })), `query({actor: ${what}})`);
+      assertTypeError(await rejection(() => audit.query({ resourceId: bad as string, limit: 10 })), `query({resourceId: ${what}})`);
+    }
+  });
+
+  test("audit.purge removes exactly the entries written before the cutoff", async (ctx) => {
+    const { audit } = storeOf(ctx);
+    const ids = idsOf("aud", 4);
+    const recs = ids.map((id, i) => auditEntry(id, i));
+    for (const r of recs) await audit.append(r);
+    assert.is(await audit.purge(new Date(T0.getTime() + 2 * 60_000)), 2);
+    assert.equal(await audit.query({ limit: 10 }), { items: [recs[3], recs[2]], more: false });
+    assert.is(await audit.purge(T0), 0);
   });
 
   test.run();

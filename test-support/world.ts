@@ -112,6 +112,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     ready: () => store.ping(),
     logger: false,
     bodyLimit: 1024 * 1024,
+    clock,
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
   });
   // Clients of the public router: authenticated with the master key and

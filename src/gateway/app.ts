@@ -29,7 +29,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerFactory,
 } from "fastify";
-import { PRINCIPAL_METADATA, kCallFacts, type CallFacts } from "../schema/call-facts.js";
+import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
@@ -39,6 +39,7 @@ import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
 import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
+import { adminCredential, clearedSessionCookies, ownOriginOf, sessionCookies, type AdminCredential } from "./session-cookies.js";
 import type { RequestHandler } from "./server.js";
 
 /** Options of {@link createGateway}. */
@@ -60,7 +61,7 @@ export interface GatewayOptions {
    */
   readonly admit: (
     authorization: string | undefined,
-  ) => Promise<{ readonly headers: Readonly<Record<string, string>>; readonly principalId: string }>;
+  ) => Promise<{ readonly headers: Readonly<Record<string, string>>; readonly principalId: string; readonly sessionId?: string | undefined }>;
   /** Receives one entry per `/admin` request, after its response (queued, never awaited). */
   readonly record?: (entry: AccessLogEntry) => void;
   /** Resolves when the store answers; rejects otherwise (drives `/readyz`). */
@@ -86,8 +87,10 @@ export interface GatewayOptions {
    * HTTP/1.1 and h2c); omitted in `inject()` tests.
    */
   readonly serverFactory?: (handler: RequestHandler) => net.Server;
-  /** Public base URL for the OpenAPI `servers` entry, if known. */
+  /** Public base URL for the OpenAPI `servers` entry, if known (also erplink's origin for cookie sessions). */
   readonly publicUrl?: string;
+  /** The current time (for session cookie lifetimes); tests inject theirs. */
+  readonly clock?: () => Date;
 }
 
 /** What the gateway reports of each request for the request log. */
@@ -96,6 +99,8 @@ export interface AccessLogEntry {
   readonly timestamp: Date;
   /** `master`, a key id, or "" when no credential was recognised. */
   readonly apiKeyId: string;
+  /** The session (`ses_…`) the request came through, or "". */
+  readonly sessionId: string;
   readonly method: string;
   readonly path: string;
   readonly status: number;
@@ -119,6 +124,8 @@ export interface AccessLogEntry {
 interface RequestFacts {
   /** Who each admitted (or recognised, then refused) request was. */
   readonly principals: WeakMap<object, string>;
+  /** The session each admitted request came through. */
+  readonly sessions: WeakMap<object, string>;
   /** The envelope code each failed request was answered with. */
   readonly errorCodes: WeakMap<object, string>;
 }
@@ -149,7 +156,7 @@ function isLeap(year: number): boolean {
 
 /** Builds the gateway. Call `listen()` on the result to serve. */
 export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
-  const facts: RequestFacts = { principals: new WeakMap(), errorCodes: new WeakMap() };
+  const facts: RequestFacts = { principals: new WeakMap(), sessions: new WeakMap(), errorCodes: new WeakMap() };
   const sendError = (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => sendErrorOf(facts, reply, req, e);
 
   const app = Fastify({
@@ -190,6 +197,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   });
   app.addHook("onSend", async (req, reply) => {
     if (draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
+    // Admin answers hold configuration, secrets shown once and session tokens: never cached.
+    if (req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?")) reply.header("cache-control", "no-store");
   });
   // One access-log line per request, and one request-log entry per /admin
   // request, both after the response.
@@ -205,6 +214,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     if (call !== undefined) {
       const failed = call.code === undefined ? undefined : CODE_TABLE[call.code];
       facts.principals.set(req, call.principalId);
+      if (call.sessionId !== undefined && call.sessionId !== "") facts.sessions.set(req, call.sessionId);
       if (failed !== undefined) facts.errorCodes.set(req, failed.code);
     }
     const isAdmin = req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?");
@@ -214,6 +224,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         requestId: req.id,
         timestamp: new Date(Date.now() - ms),
         apiKeyId: data?.apiKeyId ?? facts.principals.get(req) ?? "",
+        sessionId: facts.sessions.get(req) ?? "",
         method: req.method,
         path: req.url,
         // An RPC's outcome is its code, whatever HTTP status carried it (gRPC answers 200).
@@ -301,6 +312,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         const call: CallFacts = { principalId: "", code: undefined };
         callFacts.set(req, call);
         values.set(kCallFacts, call);
+        // The audit trail records it, to find the call in the request log.
+        values.set(kRequestId, req.id);
       }
       return values;
     },
@@ -390,6 +403,12 @@ function allowedMethods(url: string): string[] {
   return [...methods];
 }
 
+/** Whether a request announces a body (a non-zero length, or a chunked one). */
+function hasBody(req: FastifyRequest): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
 /** Sets a dot-path (`system.id`) in a plain object. */
 function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
   const keys = path.split(".");
@@ -409,7 +428,9 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
   const queryParams = (route.query ?? []).map((name) => {
     const field = method.input.fields.find((f) => f.name === name);
     const kind =
-      field?.fieldKind === "scalar" && field.scalar !== ScalarType.STRING
+      field?.fieldKind === "scalar" && field.scalar === ScalarType.BOOL
+        ? "boolean"
+        : field?.fieldKind === "scalar" && field.scalar !== ScalarType.STRING
         ? "integer"
         : field?.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp"
           ? "timestamp"
@@ -417,6 +438,12 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
     return { name, kind };
   });
   const maskField = route.body?.patch ? method.input.fields.find((f) => f.name === route.body!.patch) : undefined;
+  const publicOrigin = options.publicUrl === undefined ? undefined : new URL(options.publicUrl).origin;
+  const clock = options.clock ?? (() => new Date());
+  /** The credential each admitted request presented (its header, or its session cookie). */
+  const credentials = new WeakMap<object, AdminCredential>();
+  /** Requests to a route with an optional body that sent none. */
+  const optionalBodyAbsent = new WeakSet<object>();
 
   app.route({
     method: route.method,
@@ -430,7 +457,9 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       }
       let admission;
       try {
-        admission = await options.admit(req.headers.authorization);
+        const credential = adminCredential(req, ownOriginOf(req, publicOrigin));
+        credentials.set(req, credential);
+        admission = await options.admit(credential.authorization);
       } catch (err) {
         // A recognised caller refused (a data key, a spent budget) is still logged as itself.
         const who = err instanceof ConnectError ? err.metadata.get(PRINCIPAL_METADATA) : null;
@@ -438,11 +467,13 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         throw err;
       }
       facts.principals.set(req, admission.principalId);
+      if (admission.sessionId !== undefined) facts.sessions.set(req, admission.sessionId);
       // Set now, so that every later answer (errors included) carries them.
       reply.headers(admission.headers);
-      const length = req.headers["content-length"];
-      const bodiless = (length === undefined || length === "0") && req.headers["transfer-encoding"] === undefined;
-      if (route.body && !(route.body.optional && bodiless)) {
+      if (route.body?.optional === true && req.headers["content-type"] === undefined && !hasBody(req)) {
+        // An optional body left out: nothing to parse or validate.
+        optionalBodyAbsent.add(req);
+      } else if (route.body) {
         const type = req.headers["content-type"];
         if (type === undefined || !JSON_MEDIA_TYPE.test(type)) {
           throw new GatewayError(415, "request body must be application/json");
@@ -453,14 +484,10 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         delete req.headers["content-type"];
       }
     },
-    // An optional body that was not sent is an empty one.
-    ...(route.body?.optional
-      ? {
-          preValidation: async (req: FastifyRequest) => {
-            req.body ??= {};
-          },
-        }
-      : {}),
+    // An optional body left out reads as an empty object (validated as one).
+    preValidation: async (req) => {
+      if (optionalBodyAbsent.has(req)) req.body = {};
+    },
     handler: async (req, reply) => {
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];
@@ -470,6 +497,9 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         if (value === undefined) continue;
         if (typeof value !== "string") {
           details.push({ field: name, message: "must be given once" });
+        } else if (kind === "boolean") {
+          if (value !== "true" && value !== "false") details.push({ field: name, message: "must be true or false" });
+          else json[name] = value === "true";
         } else if (kind === "integer") {
           if (!/^\d{1,9}$/.test(value)) details.push({ field: name, message: "must be a non-negative integer" });
           else json[name] = Number(value);
@@ -502,7 +532,8 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         });
       }
       const headers = new Headers({ "x-request-id": req.id });
-      if (req.headers.authorization) headers.set("authorization", req.headers.authorization);
+      const credential = credentials.get(req);
+      if (credential?.authorization) headers.set("authorization", credential.authorization);
       const res = await options.transport.unary(method, undefined, undefined, headers, input, undefined);
       const out = toJson(method.output, res.message, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, JsonValue>;
       const meta: Record<string, string> = { requestId: req.id };
@@ -511,6 +542,14 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       }
       const data = toRestJson(route.resource, out[route.data]!) as JsonObject;
       for (const extra of route.merge ?? []) data[extra] = out[extra]!;
+      if (route.sessionCookies === "set" && json.cookie === true) {
+        // Browser mode: the token lives only in the HttpOnly cookie, out of reach of page scripts.
+        const expires = new Date(String((data as Record<string, JsonValue>).expires_at));
+        reply.header("set-cookie", sessionCookies(String(data.token), String(data.csrf_token), expires, clock()));
+        data.token = "";
+      } else if (route.sessionCookies === "clear" && credential?.viaCookie === true && data.id === facts.sessions.get(req)) {
+        reply.header("set-cookie", clearedSessionCookies());
+      }
       return reply.code(route.status).send({ data, meta });
     },
   });

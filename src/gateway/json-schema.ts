@@ -37,6 +37,8 @@ const WELL_KNOWN: Readonly<Record<string, JsonSchema>> = {
   "google.protobuf.Timestamp": { type: "string", format: "date-time" },
   "google.protobuf.FieldMask": { type: "string" },
   "google.protobuf.Struct": { type: "object" },
+  // Any JSON value, null included.
+  "google.protobuf.Value": {},
   "google.protobuf.Duration": { type: "string", pattern: "^-?[0-9]+(\\.[0-9]{1,9})?s$" },
 };
 

@@ -2,6 +2,7 @@
  * The OpenAPI 3.1 document of the REST facade, generated from the route
  * table, the message descriptors and the proto comments.
  */
+import { ScalarType } from "@bufbuild/protobuf";
 import { docs } from "../gen/docs.js";
 import { messageSchema, type JsonSchema } from "./json-schema.js";
 import type { RestRoute } from "./route-table.js";
@@ -15,7 +16,7 @@ export interface OpenApiOptions {
 const ERROR_RESPONSES: Readonly<Record<string, string>> = {
   "400": "The request is invalid (`VALIDATION_ERROR`); `details` names each bad field.",
   "401": "Missing, invalid, revoked or expired bearer token (`UNAUTHORIZED`).",
-  "403": "A data key, which cannot manage erplink (`FORBIDDEN`).",
+  "403": "A data key, which cannot manage erplink, or a cookie session request without its CSRF token or from another origin (`FORBIDDEN`).",
   "404": "No such resource or route (`NOT_FOUND`).",
   "405": "The path exists but not with this method (`METHOD_NOT_ALLOWED`).",
   "409": "A unique field is taken, or the resource is still in use (`CONFLICT`).",
@@ -113,7 +114,9 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
           ? { type: "integer", minimum: 1, maximum: route.maxPageSize ?? 500, default: route.maxPageSize === 1000 ? 100 : 50 }
           : field?.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp"
             ? { type: "string", format: "date-time" }
-            : { type: "string" };
+            : field?.fieldKind === "scalar" && field.scalar === ScalarType.BOOL
+              ? { type: "boolean" }
+              : { type: "string" };
       parameters.push({ name: q, in: "query", required: false, schema, description: doc });
     }
     if (parameters.length > 0) operation.parameters = parameters;
@@ -135,7 +138,18 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
         content: { "application/json": { schema: ref(bodyName) } },
       };
     }
-    const data = route.list ? { type: "array", items: ref(name) } : ref(name);
+    let data: JsonSchema = route.list ? { type: "array", items: ref(name) } : ref(name);
+    if (route.merge !== undefined && route.merge.length > 0) {
+      // The resource plus the response fields merged into `data` (a new secret, shown once).
+      const base = schemas[name]!;
+      const extra: Record<string, JsonSchema> = {};
+      for (const field of route.merge) {
+        extra[field] = { type: "string", description: docs[`${route.rpc.output.typeName}.${field}`] ?? "" };
+      }
+      const merged = `${name}Created`;
+      schemas[merged] ??= { ...base, properties: { ...(base.properties as Record<string, JsonSchema>), ...extra } };
+      data = ref(merged);
+    }
     const responses: Record<string, unknown> = {
       [String(route.status)]: {
         description: route.status === 201 ? "Created." : "OK.",
@@ -172,7 +186,10 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
         bearer: {
           type: "http",
           scheme: "bearer",
-          description: "The master key (`ERPLINK_MASTER_KEY`) or an admin API key (`erpl_…`).",
+          description:
+            "The master key (`ERPLINK_MASTER_KEY`), an admin API key (`erpl_…`) or a session token (`erpls_…`, from " +
+            "`POST /admin/sessions`). A browser session may instead send its `__Host-erplink_session` cookie with the " +
+            "`X-CSRF-Token` header.",
         },
       },
     },

@@ -73,7 +73,8 @@ function convertMessage(desc: DescMessage, value: JsonValue, dir: Direction, nes
   for (const field of desc.fields) {
     const v = value[field.name];
     if (v === undefined) continue;
-    if (dir.outbound && (rulesOf(field).secret || (nested && v === ""))) {
+    // Only unset string fields: a JSON value (google.protobuf.Value) of "" is data.
+    if (dir.outbound && (rulesOf(field).secret || (nested && v === "" && field.fieldKind === "scalar"))) {
       delete out[field.name];
       continue;
     }

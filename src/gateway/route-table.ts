@@ -5,6 +5,7 @@
  */
 import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
 import { ApiKeySchema, ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
+import { AuditEntrySchema, AuditService } from "../gen/erplink/admin/v1/audit_pb.js";
 import {
   ConnectionTestOptionsSchema,
   ConnectionTestSchema,
@@ -15,6 +16,7 @@ import {
 import { InstanceSchema, InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
 import { LogService, RequestLogSchema } from "../gen/erplink/admin/v1/request_log_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
+import { SessionSchema, SessionService } from "../gen/erplink/admin/v1/session_pb.js";
 import { SystemSchema, SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 
 /** HTTP methods the facade routes. */
@@ -32,15 +34,14 @@ export interface RestRoute {
   readonly tag: string;
   /** Path parameter -> dot path of the request field it fills. */
   readonly params?: Readonly<Record<string, string>>;
-  /** Query parameters -> request fields of the same name (integers, timestamps or strings). */
+  /** Query parameters -> request fields of the same name (integers, booleans, timestamps or strings). */
   readonly query?: readonly string[];
   /** Largest `page_size` of a list (default 500). */
   readonly maxPageSize?: number;
   /**
    * The request field the JSON body fills, and its message. With `patch`, the
    * body's top-level keys become the update mask named by `patch`. With
-   * `optional` (custom methods with options), a request without a body (no
-   * `Content-Length` or 0, no `Transfer-Encoding`) is as `{}`.
+   * `optional`, a request with neither a body nor a `Content-Type` is as `{}`.
    */
   readonly body?: { readonly field: string; readonly schema: DescMessage; readonly patch?: string; readonly optional?: boolean };
   /** The response field that becomes the envelope's `data`. */
@@ -57,6 +58,13 @@ export interface RestRoute {
   readonly auth: "admin";
   /** Whether it reaches a back end, so that 502 `BAD_GATEWAY` and 504 `GATEWAY_TIMEOUT` are answers too. */
   readonly upstream?: boolean;
+  /**
+   * Session cookies: `set` sets them from the response's `token` and
+   * `csrf_token` when the request asked for browser mode (`cookie=true`),
+   * and leaves the token out of the body; `clear` clears them when the
+   * session revoked is the one the request's cookie carried.
+   */
+  readonly sessionCookies?: "set" | "clear";
 }
 
 const PAGING = ["page_size", "page_token"] as const;
@@ -197,6 +205,47 @@ export const ROUTES: readonly RestRoute[] = [
     createMerge: ["key"],
   }),
   {
+    method: "POST",
+    path: "/admin/sessions",
+    rpc: SessionService.method.createSession,
+    summary: "Exchange the master key or an admin key for a session (its token is returned once, in data.token)",
+    tag: "Sessions",
+    query: ["cookie"],
+    body: { field: "session", schema: SessionSchema, optional: true },
+    data: "session",
+    merge: ["token", "csrf_token"],
+    resource: SessionSchema,
+    status: 201,
+    auth: "admin",
+    sessionCookies: "set",
+  },
+  {
+    method: "GET",
+    path: "/admin/sessions",
+    rpc: SessionService.method.listSessions,
+    summary: "List live sessions, newest first (all for the master key, your own for an admin key)",
+    tag: "Sessions",
+    query: PAGING,
+    data: "sessions",
+    resource: SessionSchema,
+    list: true,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "DELETE",
+    path: "/admin/sessions/{id}",
+    rpc: SessionService.method.deleteSession,
+    summary: "Revoke a session (`current`: the calling session, to log out)",
+    tag: "Sessions",
+    params: { id: "id" },
+    data: "session",
+    resource: SessionSchema,
+    status: 200,
+    auth: "admin",
+    sessionCookies: "clear",
+  },
+  {
     method: "GET",
     path: "/admin/logs",
     rpc: LogService.method.queryLogs,
@@ -231,6 +280,31 @@ export const ROUTES: readonly RestRoute[] = [
     params: { id: "id" },
     data: "log",
     resource: RequestLogSchema,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/audit",
+    rpc: AuditService.method.listAuditEntries,
+    summary: "List the audit trail of administrative changes, newest first",
+    tag: "Audit trail",
+    query: ["from", "to", "actor", "resource_type", "resource_id", "action", ...PAGING],
+    data: "audit_entries",
+    resource: AuditEntrySchema,
+    list: true,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/audit/{id}",
+    rpc: AuditService.method.getAuditEntry,
+    summary: "Get an audit entry",
+    tag: "Audit trail",
+    params: { id: "id" },
+    data: "audit_entry",
+    resource: AuditEntrySchema,
     status: 200,
     auth: "admin",
   },

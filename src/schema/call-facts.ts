@@ -11,6 +11,8 @@ import { createContextKey, type Code } from "@connectrpc/connect";
 export interface CallFacts {
   /** `master`, a key id, or "" when no credential was recognised. */
   principalId: string;
+  /** The session (`ses_…`) the call came through, if any. */
+  sessionId?: string;
   /** The call's error code; undefined when it succeeded. */
   code: Code | undefined;
 }
@@ -23,3 +25,10 @@ export const kCallFacts = createContextKey<CallFacts | undefined>(undefined, { d
  * admin service, a spent budget), so that the refusal is logged as that caller.
  */
 export const PRINCIPAL_METADATA = "erplink-principal";
+
+/**
+ * The context key under which the gateway passes a call's request id (its
+ * `X-Request-Id`), so that what a service records of the call (the audit
+ * trail) can be found in the request log.
+ */
+export const kRequestId = createContextKey<string>("", { description: "erplink request id" });

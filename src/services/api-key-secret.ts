@@ -8,13 +8,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { crc32 } from "node:zlib";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-const PREFIX = "erpl_";
 const BODY_LENGTH = 43;
 const CHECKSUM_LENGTH = 6;
-const FORMAT = new RegExp(`^${PREFIX}[0-9A-Za-z]{${BODY_LENGTH + CHECKSUM_LENGTH}}$`);
-
-/** How many characters of a secret are shown as the key's `prefix`. */
-export const SHOWN_PREFIX_LENGTH = PREFIX.length + 7;
 
 function base62(value: bigint, length: number): string {
   let out = "";
@@ -29,17 +24,43 @@ function checksum(body: string): string {
   return base62(BigInt(crc32(body)), CHECKSUM_LENGTH);
 }
 
+/** A kind of secret: its prefix, a generator and a format check. */
+export interface SecretFormat {
+  /** A new random secret. */
+  generate(): string;
+  /** Whether a token has this format and a valid checksum. */
+  isWellFormed(token: string): boolean;
+}
+
+/** The format `<prefix>` + 43 base62 characters (256 random bits) + 6 of CRC-32 checksum. */
+export function secretFormat(prefix: string): SecretFormat {
+  const format = new RegExp(`^${prefix}[0-9A-Za-z]{${BODY_LENGTH + CHECKSUM_LENGTH}}$`);
+  return {
+    generate() {
+      const body = base62(BigInt(`0x${randomBytes(32).toString("hex")}`), BODY_LENGTH);
+      return `${prefix}${body}${checksum(prefix + body)}`;
+    },
+    isWellFormed(token) {
+      if (!format.test(token)) return false;
+      const cut = token.length - CHECKSUM_LENGTH;
+      return checksum(token.slice(0, cut)) === token.slice(cut);
+    },
+  };
+}
+
+const API_KEY = secretFormat("erpl_");
+
+/** How many characters of a secret are shown as the key's `prefix`. */
+export const SHOWN_PREFIX_LENGTH = "erpl_".length + 7;
+
 /** A new random secret. */
 export function generateApiKeySecret(): string {
-  const body = base62(BigInt(`0x${randomBytes(32).toString("hex")}`), BODY_LENGTH);
-  return `${PREFIX}${body}${checksum(PREFIX + body)}`;
+  return API_KEY.generate();
 }
 
 /** Whether a token has the format and checksum of an erplink API key. */
 export function isWellFormedApiKey(token: string): boolean {
-  if (!FORMAT.test(token)) return false;
-  const cut = token.length - CHECKSUM_LENGTH;
-  return checksum(token.slice(0, cut)) === token.slice(cut);
+  return API_KEY.isWellFormed(token);
 }
 
 /** The hex SHA-256 hash under which a secret's key is stored. */

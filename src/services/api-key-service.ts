@@ -2,9 +2,9 @@
  * erplink.admin.v1.ApiKeyService: issuing, changing and revoking API keys.
  * Secrets are generated here, returned once, and stored only as hashes.
  */
-import { create, type JsonObject } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { TimestampSchema, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   ApiKeySchema,
   ApiKeyType,
@@ -27,6 +27,7 @@ import {
 import { DataRequestSchema } from "../gen/erplink/admin/v1/diagnostics_pb.js";
 import type { ApiKeyRecord, StoredPermissions } from "../store/index.js";
 import { SHOWN_PREFIX_LENGTH, generateApiKeySecret, hashApiKey } from "./api-key-secret.js";
+import { actorOf, redact, snapshotOf, type AuditSnapshot } from "./audit.js";
 import type { ServiceDeps } from "./context.js";
 import { rateLimitStatus } from "./authorization-service.js";
 import { readDataRequest, requireDiagnostics } from "./diagnostics.js";
@@ -54,6 +55,20 @@ export function apiKeyToMessage(rec: ApiKeyRecord, pendingUse?: Date): ApiKey {
     updatedAt: timestampFromDate(rec.updatedAt),
     lastUsedAt: lastUsed ? timestampFromDate(lastUsed) : undefined,
   });
+}
+
+/**
+ * A key as the audit trail shows it: never its secret or hash (its secret
+ * is `key`, a redacted marker), without `last_used_at` (no administrative
+ * change), and with `revoked_at` once revoked.
+ */
+export function apiKeySnapshot(rec: ApiKeyRecord): AuditSnapshot {
+  const snapshot = snapshotOf(ApiKeySchema, apiKeyToMessage(rec), {
+    omit: ["last_used_at"],
+    secrets: [[["key"], redact(rec.keyHash)]],
+  });
+  if (rec.revokedAt === undefined) return snapshot;
+  return { ...snapshot, revoked_at: toJson(TimestampSchema, timestampFromDate(rec.revokedAt)) as string };
 }
 
 /** Validates the permissions of a key of `type`; returns them normalized. */
@@ -106,7 +121,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
     });
   }
 
-  createApiKey(req: CreateApiKeyRequest) {
+  createApiKey(req: CreateApiKeyRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       const key = requireResource(req.apiKey, "api_key");
       const now = this.deps.clock();
@@ -114,7 +129,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       const type = key.type === ApiKeyType.ADMIN ? "admin" : "data";
       const permissions = readPermissions(key, type);
       const secret = generateApiKeySecret();
-      const rec = await this.deps.store.apiKeys.create({
+      const record: ApiKeyRecord = {
         id: this.deps.newId("key"),
         name: key.name,
         type,
@@ -125,13 +140,19 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
         ...(key.expiresAt ? { expiresAt: timestampDate(key.expiresAt) } : {}),
         createdAt: now,
         updatedAt: now,
-      });
+      };
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        { action: "create", resourceType: "api_key", resourceId: record.id, before: null, after: apiKeySnapshot(record) },
+        () => this.deps.store.apiKeys.create(record),
+        apiKeySnapshot,
+      );
       this.deps.keys.remember(rec);
       return create(CreateApiKeyResponseSchema, { apiKey: this.toMessage(rec), key: secret });
     });
   }
 
-  updateApiKey(req: UpdateApiKeyRequest) {
+  updateApiKey(req: UpdateApiKeyRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       const key = requireResource(req.apiKey, "api_key");
       requireId("key", key.id);
@@ -160,12 +181,27 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
         }
       }
       if (violations.length > 0) throw validationError(violations);
-      const rec = await this.deps.store.apiKeys.update(key.id, patch);
-      if (rec.revokedAt !== undefined) {
-        // Revoked between the read above and this write: it stays revoked.
-        this.deps.keys.forget(rec.keyHash);
-        throw new ConnectError("API key not found", Code.NotFound);
-      }
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        {
+          action: "update",
+          resourceType: "api_key",
+          resourceId: key.id,
+          before: apiKeySnapshot(current),
+          after: apiKeySnapshot({ ...current, ...patch }),
+        },
+        async () => {
+          const updated = await this.deps.store.apiKeys.update(key.id, patch);
+          if (updated.revokedAt !== undefined) {
+            // Revoked between the read above and this write: it stays
+            // revoked, and the update counts as refused (its entry goes).
+            this.deps.keys.forget(updated.keyHash);
+            throw new ConnectError("API key not found", Code.NotFound);
+          }
+          return updated;
+        },
+        apiKeySnapshot,
+      );
       this.deps.keys.remember(rec);
       return create(UpdateApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
     });
@@ -197,11 +233,20 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
     });
   }
 
-  deleteApiKey(req: DeleteApiKeyRequest) {
+  deleteApiKey(req: DeleteApiKeyRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       requireId("key", req.id);
+      const current = await this.deps.store.apiKeys.get(req.id);
+      if (current === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      const at = this.deps.clock();
+      const revoked = (r: ApiKeyRecord) => apiKeySnapshot({ ...r, revokedAt: at, updatedAt: at });
       // Revoked, not removed: other processes learn of it by polling changes.
-      const rec = await this.deps.store.apiKeys.revoke(req.id, this.deps.clock());
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        { action: "revoke", resourceType: "api_key", resourceId: req.id, before: apiKeySnapshot(current), after: revoked(current) },
+        () => this.deps.store.apiKeys.revoke(req.id, at),
+        revoked,
+      );
       this.deps.keys.forget(rec.keyHash);
       return create(DeleteApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
     });

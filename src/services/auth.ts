@@ -12,6 +12,9 @@ import { isWellFormedApiKey } from "./api-key-secret.js";
 import { translate } from "./errors.js";
 import { isExpired, type KeyRegistry } from "./key-registry.js";
 import { rateLimitHeaders, type Limits, type RateLimiter } from "./rate-limiter.js";
+import type { SessionPolicy } from "./context.js";
+import type { SessionRegistry } from "./session-registry.js";
+import { isWellFormedSessionToken } from "./session-token.js";
 import type { UsageRecorder } from "./usage.js";
 
 /**
@@ -50,6 +53,9 @@ export interface AuthenticatorOptions {
   /** Where API keys are looked up; without it only the master key works. */
   readonly keys?: KeyRegistry;
   readonly usage?: UsageRecorder;
+  /** Where sessions are looked up; without it session tokens are not accepted. */
+  readonly sessions?: SessionRegistry;
+  readonly sessionPolicy?: SessionPolicy;
   readonly clock?: () => Date;
 }
 
@@ -77,6 +83,40 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   // SHA-256 of the secret, which an attacker cannot steer.
   const isMaster = masterKeyMatcher(options.masterKey);
   const clock = options.clock ?? (() => new Date());
+  /**
+   * A session's principal: the session must be known, within its absolute
+   * and idle expiry, and its principal alive (the admin key active and
+   * unexpired, or the master key unchanged). Each use moves the idle expiry.
+   */
+  const authenticateSession = async (token: string, sessions: SessionRegistry, policy: SessionPolicy): Promise<Principal> => {
+    let session = await sessions.lookup(token);
+    if (session === undefined) throw new ConnectError("invalid session token: it was revoked, has expired or never existed", Code.Unauthenticated);
+    const now = clock().getTime();
+    if (session.expiresAt.getTime() <= now) throw new ConnectError("session expired: sign in again", Code.Unauthenticated);
+    if (sessions.lastUse(session).getTime() + policy.idleMs <= now) {
+      // Another process may have kept it alive: ask the store before refusing.
+      session = await sessions.lookup(token, true);
+      if (session === undefined) throw new ConnectError("invalid session token: it was revoked, has expired or never existed", Code.Unauthenticated);
+      if (sessions.lastUse(session).getTime() + policy.idleMs <= now) {
+        throw new ConnectError(`session expired after ${Math.round(policy.idleMs / 60_000)} minutes without use: sign in again`, Code.Unauthenticated);
+      }
+    }
+    if (session.actsFor === "master") {
+      if (session.principalHash !== policy.masterFingerprint) {
+        throw new ConnectError("session ended: the master key has changed; sign in again", Code.Unauthenticated);
+      }
+      sessions.touch(session);
+      return { kind: "master", sessionId: session.id };
+    }
+    const key = options.keys ? await options.keys.lookupHash(session.principalHash) : undefined;
+    if (key === undefined || key.id !== session.actsFor || key.type !== "admin") {
+      throw new ConnectError("session ended: its admin key was revoked", Code.Unauthenticated);
+    }
+    if (isExpired(key, new Date(now))) throw new ConnectError("session ended: its admin key expired", Code.Unauthenticated);
+    sessions.touch(session);
+    options.usage?.touch(key.id);
+    return { kind: "admin_key", keyId: key.id, sessionId: session.id };
+  };
   return {
     async authenticate(authorization) {
       const token = bearerToken(authorization);
@@ -84,6 +124,9 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         throw new ConnectError("missing bearer token: send Authorization: Bearer <token>", Code.Unauthenticated);
       }
       if (isMaster(token)) return { kind: "master" };
+      if (options.sessions && options.sessionPolicy && isWellFormedSessionToken(token)) {
+        return authenticateSession(token, options.sessions, options.sessionPolicy);
+      }
       if (options.keys && isWellFormedApiKey(token)) {
         const key = await options.keys.lookup(token);
         if (key !== undefined) {
@@ -202,7 +245,10 @@ export function createCallFactsInterceptor(): Interceptor {
       throw ce;
     } finally {
       const principal = req.contextValues.get(kPrincipal);
-      if (principal !== undefined) facts.principalId = principalId(principal);
+      if (principal !== undefined) {
+        facts.principalId = principalId(principal);
+        if (principal.sessionId !== undefined) facts.sessionId = principal.sessionId;
+      }
     }
   };
 }

@@ -3,10 +3,12 @@
  */
 import type { DiagnosticsSlot } from "../schema/diagnostics.js";
 import type { ApiKeyRecord, Store } from "../store/index.js";
+import { AuditRecorder } from "./audit.js";
 import { createIdGenerator, type IdGenerator } from "./ids.js";
 import { KeyRegistry } from "./key-registry.js";
 import { RateLimiter, type Limits } from "./rate-limiter.js";
 import { createSecretBox, type SecretBox } from "./secret-box.js";
+import { SessionRegistry } from "./session-registry.js";
 import { UsageRecorder } from "./usage.js";
 
 /** Dependencies shared by the services. */
@@ -26,6 +28,22 @@ export interface ServiceDeps {
   readonly secrets: SecretBox;
   /** The data path's diagnostics (explain, catalog, connection test), bound by the composition root once the gateway exists. */
   readonly diagnostics: DiagnosticsSlot<ApiKeyRecord>;
+  /** Records every administrative change in the audit trail, with the change. */
+  readonly audit: AuditRecorder;
+  /** Sessions by token hash (the hot path's cache), with batched use times. */
+  readonly sessions: SessionRegistry;
+  /** How sessions expire, and the master key's fingerprint that master sessions carry. */
+  readonly sessionPolicy: SessionPolicy;
+}
+
+/** How sessions expire. */
+export interface SessionPolicy {
+  /** A session unused this long ends (ms). */
+  readonly idleMs: number;
+  /** A session ends this long after it was created, however it is used (ms). */
+  readonly maxMs: number;
+  /** The fingerprint of the master key in force (see session-token.ts). */
+  readonly masterFingerprint: string;
 }
 
 /** Settings of {@link createServiceDeps}. */
@@ -40,15 +58,22 @@ export interface ServiceSettings {
   readonly onBackgroundError: (err: unknown) => void;
   readonly clock?: () => Date;
   readonly newId?: IdGenerator;
+  /** How long audit entries are kept (ms); unset keeps them for ever. */
+  readonly auditRetentionMs?: number | undefined;
+  /** How sessions expire (default: 30 min idle, 12 h absolute). */
+  readonly sessionPolicy?: SessionPolicy;
+  /** How long a cached session is trusted before it is re-read (ms; the key-sync interval). */
+  readonly sessionRefreshMs?: number;
 }
 
 /** Builds the services' dependencies over a store. */
 export function createServiceDeps(store: Store, settings: ServiceSettings): ServiceDeps {
   const clock = settings.clock ?? (() => new Date());
+  const newId = settings.newId ?? createIdGenerator(clock);
   return {
     store,
     clock,
-    newId: settings.newId ?? createIdGenerator(clock),
+    newId,
     keys: new KeyRegistry({
       store: store.apiKeys,
       clock,
@@ -60,5 +85,21 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
     dataLimits: settings.dataLimits,
     secrets: createSecretBox(settings.encryptionKey),
     diagnostics: { port: undefined },
+    audit: new AuditRecorder({
+      store: store.audit,
+      clock,
+      newId,
+      retentionMs: settings.auditRetentionMs,
+      onError: (err, message) => settings.onBackgroundError(new Error(message, { cause: err })),
+    }),
+    sessions: new SessionRegistry({
+      store: store.sessions,
+      clock,
+      refreshMs: settings.sessionRefreshMs ?? 2_000,
+      negativeTtlMs: settings.negativeCacheTtlMs ?? 30_000,
+      maxEntries: 100_000,
+      onError: settings.onBackgroundError,
+    }),
+    sessionPolicy: settings.sessionPolicy ?? { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000, masterFingerprint: "" },
   };
 }

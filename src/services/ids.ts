@@ -10,7 +10,7 @@ const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const RANDOM_BITS = 80n;
 
 /** The prefixes of erplink's resource ids. */
-export type IdPrefix = "sys" | "ins" | "key" | "log";
+export type IdPrefix = "sys" | "ins" | "key" | "log" | "ses" | "aud";
 
 /** Creates ids of a given type. */
 export type IdGenerator = (prefix: IdPrefix) => string;
@@ -43,7 +43,7 @@ export function createIdGenerator(clock: () => Date = () => new Date()): IdGener
   };
 }
 
-const ID_PATTERN = /^(sys|ins|key|log)_[0-9A-HJKMNP-TV-Z]{26}$/;
+const ID_PATTERN = /^(sys|ins|key|log|ses|aud)_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 /** Whether `id` is well-formed for the given type. */
 export function isId(prefix: IdPrefix, id: string): boolean {

@@ -3,7 +3,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   CreateInstanceResponseSchema,
   DeleteInstanceResponseSchema,
@@ -25,12 +25,14 @@ import {
 } from "../gen/erplink/admin/v1/instance_pb.js";
 import { ConnectionTestOptionsSchema } from "../gen/erplink/admin/v1/diagnostics_pb.js";
 import type { InstanceRecord, Patch } from "../store/index.js";
+import { actorOf, redact, snapshotOf, uncertain, type AuditSnapshot, type SnapshotOptions } from "./audit.js";
 import { backendAuthToMessage, sealBackendAuth } from "./backend-auth.js";
 import type { ServiceDeps } from "./context.js";
 import { upstreamInstance } from "./data-plane.js";
 import { requireDiagnostics } from "./diagnostics.js";
 import { translate, validationError } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
+import type { SecretBox } from "./secret-box.js";
 import { requireId, requireResource, toPatch } from "./resource.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
@@ -60,6 +62,26 @@ export function instanceToMessage(rec: InstanceRecord): Instance {
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
   });
+}
+
+/**
+ * An instance as the audit trail shows it: its back-end secrets (password,
+ * token, client secret) as redacted markers, opened only to compare them.
+ */
+export function instanceSnapshot(rec: InstanceRecord, box: SecretBox): AuditSnapshot {
+  const secrets: NonNullable<SnapshotOptions["secrets"]>[number][] = [];
+  const sealed = rec.auth?.sealed;
+  if (sealed !== undefined) {
+    let opened: Record<string, string> | undefined;
+    try {
+      opened = JSON.parse(box.open(sealed, rec.id)) as Record<string, string>;
+    } catch {
+      // Sealed under another key: shown as one secret, compared as sealed.
+      secrets.push([["auth", "secrets"], redact(`sealed:${sealed}`)]);
+    }
+    for (const [name, value] of Object.entries(opened ?? {})) secrets.push([["auth", name], redact(value)]);
+  }
+  return snapshotOf(InstanceSchema, instanceToMessage(rec), { secrets });
 }
 
 /** Implements InstanceService. */
@@ -98,14 +120,14 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
     });
   }
 
-  createInstance(req: CreateInstanceRequest) {
+  createInstance(req: CreateInstanceRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       const instance = requireResource(req.instance, "instance");
       assertValidForCreate(InstanceSchema, instance);
       await this.requireSystem(req.systemId);
       const now = this.deps.clock();
       const id = this.deps.newId("ins");
-      const rec = await this.deps.store.instances.create({
+      const record: InstanceRecord = {
         id,
         systemId: req.systemId,
         name: instance.name,
@@ -116,17 +138,29 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         ...sapClientOf(instance),
         createdAt: now,
         updatedAt: now,
-      });
-      // The system may have been deleted since it was checked: see DeleteSystem.
-      if ((await this.deps.store.systems.get(req.systemId)) === undefined) {
-        await this.deps.store.instances.delete(rec.id);
-        throw new ConnectError("system not found", Code.NotFound);
-      }
+      };
+      const snapshot = (r: InstanceRecord) => instanceSnapshot(r, this.deps.secrets);
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        { action: "create", resourceType: "instance", resourceId: id, before: null, after: snapshot(record) },
+        async () => {
+          const created = await this.deps.store.instances.create(record);
+          // The system may have been deleted since it was checked: see DeleteSystem.
+          if ((await this.deps.store.systems.get(req.systemId)) === undefined) {
+            await this.deps.store.instances.delete(created.id).catch((err: unknown) => {
+              throw uncertain(err);
+            });
+            throw new ConnectError("system not found", Code.NotFound);
+          }
+          return created;
+        },
+        snapshot,
+      );
       return create(CreateInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }
 
-  updateInstance(req: UpdateInstanceRequest) {
+  updateInstance(req: UpdateInstanceRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       const instance = requireResource(req.instance, "instance");
       requireId("ins", instance.id);
@@ -143,7 +177,21 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
           Object.assign(patch, { sapClient: sapClientOf(instance).sapClient });
         } else Object.assign(patch, toPatch<InstanceRecord>(instance, [field]));
       }
-      const rec = await this.deps.store.instances.update(instance.id, patch);
+      const current = await this.deps.store.instances.get(instance.id);
+      if (current === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      const snapshot = (r: InstanceRecord) => instanceSnapshot(r, this.deps.secrets);
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        {
+          action: "update",
+          resourceType: "instance",
+          resourceId: instance.id,
+          before: snapshot(current),
+          after: snapshot({ ...current, ...patch }),
+        },
+        () => this.deps.store.instances.update(instance.id, patch),
+        snapshot,
+      );
       return create(UpdateInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }
@@ -171,10 +219,22 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
     });
   }
 
-  deleteInstance(req: DeleteInstanceRequest) {
+  deleteInstance(req: DeleteInstanceRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       requireId("ins", req.id);
-      const rec = await this.deps.store.instances.delete(req.id);
+      const current = await this.deps.store.instances.get(req.id);
+      if (current === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        {
+          action: "delete",
+          resourceType: "instance",
+          resourceId: req.id,
+          before: instanceSnapshot(current, this.deps.secrets),
+          after: null,
+        },
+        () => this.deps.store.instances.delete(req.id),
+      );
       return create(DeleteInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }

@@ -60,7 +60,11 @@ export class KeyRegistry {
 
   /** The key a secret belongs to, or undefined. Reads the store only on a cold miss. */
   lookup(secret: string): Promise<ApiKeyRecord | undefined> | ApiKeyRecord | undefined {
-    const hash = hashApiKey(secret);
+    return this.lookupHash(hashApiKey(secret));
+  }
+
+  /** The key whose secret hashes to `hash` (a session's key), or undefined; as {@link lookup}. */
+  lookupHash(hash: string): Promise<ApiKeyRecord | undefined> | ApiKeyRecord | undefined {
     const hit = this.known.get(hash);
     if (hit !== undefined) return hit;
     const until = this.unknown.get(hash);

@@ -21,10 +21,14 @@ import { createErrorLogInterceptor, type ErrorLog } from "./errors.js";
 import { LogWriter } from "./log-writer.js";
 import type { Limits } from "./rate-limiter.js";
 import { PUBLIC_SERVICES, createRoutes } from "./routes.js";
+import { masterFingerprint } from "./session-token.js";
 
 /** Options of {@link createServiceLayer}. */
-export interface ServiceLayerOptions extends Omit<ServiceSettings, "onBackgroundError"> {
+export interface ServiceLayerOptions extends Omit<ServiceSettings, "onBackgroundError" | "sessionPolicy"> {
   readonly masterKey: string;
+  /** Session expiry (ms): idle and absolute; defaults 30 min and 12 h. */
+  readonly sessionIdleMs?: number;
+  readonly sessionMaxMs?: number;
   /** Budget of each admin token. */
   readonly adminLimits: Limits;
   /** Where masked errors and failed background writes are reported. */
@@ -45,7 +49,9 @@ export interface ServiceLayer {
   /** Lookups and decisions of the OData data path. */
   readonly dataPlane: DataPlane;
   /** Admits a REST admin request, counted: its rate-limit headers and who it is (`master` or a key id). */
-  admitRest(authorization: string | undefined): Promise<{ headers: Readonly<Record<string, string>>; principalId: string }>;
+  admitRest(
+    authorization: string | undefined,
+  ): Promise<{ headers: Readonly<Record<string, string>>; principalId: string; sessionId: string | undefined }>;
   /** Starts the background jobs: usage and log flushes, key sync, purges. */
   start(intervals: BackgroundIntervals): void;
   /** Stops them and writes what is pending (bounded). */
@@ -71,10 +77,22 @@ export interface BackgroundIntervals {
 export function createServiceLayer(store: Store, options: ServiceLayerOptions): ServiceLayer {
   const deps = createServiceDeps(store, {
     ...options,
+    sessionPolicy: {
+      idleMs: options.sessionIdleMs ?? 30 * 60_000,
+      maxMs: options.sessionMaxMs ?? 12 * 3_600_000,
+      masterFingerprint: masterFingerprint(options.masterKey),
+    },
     onBackgroundError: (err) => options.log.error({ err }, "background write failed"),
   });
   const gate = createAdminGate({
-    authenticator: createAuthenticator({ masterKey: options.masterKey, keys: deps.keys, usage: deps.usage, clock: deps.clock }),
+    authenticator: createAuthenticator({
+      masterKey: options.masterKey,
+      keys: deps.keys,
+      usage: deps.usage,
+      sessions: deps.sessions,
+      sessionPolicy: deps.sessionPolicy,
+      clock: deps.clock,
+    }),
     limiter: deps.limiter,
     limits: options.adminLimits,
     clock: deps.clock,
@@ -95,15 +113,16 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     dataPlane: new DataPlane(deps, masterKeyMatcher(options.masterKey)),
     async admitRest(authorization) {
       const admission = await gate.admit(authorization, { count: true });
-      return { headers: admission.headers, principalId: principalId(admission.principal) };
+      return { headers: admission.headers, principalId: principalId(admission.principal), sessionId: admission.principal.sessionId };
     },
     start(intervals) {
       deps.usage.start(intervals.usageFlushMs);
+      deps.sessions.start(intervals.usageFlushMs);
       deps.keys.start(intervals.keySyncMs, (err) => options.log.error({ err }, "API key sync failed"));
       logWriter.start(intervals.logFlushMs);
       purge = setInterval(() => {
         const now = deps.clock();
-        Promise.all([store.rateWindows.purge(now), store.logs.purge(now)]).catch((err: unknown) =>
+        Promise.all([store.rateWindows.purge(now), store.logs.purge(now), store.sessions.purge(now), deps.audit.purge(now)]).catch((err: unknown) =>
           options.log.error({ err }, "purge failed"),
         );
       }, intervals.purgeMs);
@@ -115,7 +134,7 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     async stop() {
       clearInterval(purge);
       deps.keys.stop();
-      await Promise.all([deps.usage.stop(), logWriter.stop()]);
+      await Promise.all([deps.usage.stop(), deps.sessions.stop(), logWriter.stop()]);
     },
     routes: createRoutes(deps),
     gate,

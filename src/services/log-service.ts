@@ -45,6 +45,7 @@ export function requestLogToMessage(r: RequestLogRecord): RequestLog {
     userAgent: r.userAgent,
     upstreamMethod: r.upstreamMethod,
     upstreamUrl: r.upstreamUrl,
+    sessionId: r.sessionId,
   });
 }
 

@@ -5,7 +5,7 @@ import type { DescField, Message } from "@bufbuild/protobuf";
 import { validationError } from "./errors.js";
 import { isId, type IdPrefix } from "./ids.js";
 
-const KIND: Record<IdPrefix, string> = { sys: "system", ins: "instance", key: "API key", log: "log" };
+const KIND: Record<IdPrefix, string> = { sys: "system", ins: "instance", key: "API key", log: "log", ses: "session", aud: "audit entry" };
 
 /** Throws `invalid_argument` unless `id` is a well-formed id of the given type. */
 export function requireId(prefix: IdPrefix, id: string, field = "id"): void {

@@ -5,15 +5,19 @@
  */
 import type { ConnectRouter } from "@connectrpc/connect";
 import { ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
+import { AuditService } from "../gen/erplink/admin/v1/audit_pb.js";
 import { InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
 import { LogService } from "../gen/erplink/admin/v1/request_log_pb.js";
+import { SessionService } from "../gen/erplink/admin/v1/session_pb.js";
 import { SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { ApiKeyServiceImpl } from "./api-key-service.js";
+import { AuditServiceImpl } from "./audit-service.js";
 import { AuthorizationServiceImpl } from "./authorization-service.js";
 import type { ServiceDeps } from "./context.js";
 import { InstanceServiceImpl } from "./instance-service.js";
 import { LogServiceImpl } from "./log-service.js";
+import { SessionServiceImpl } from "./session-service.js";
 import { SystemServiceImpl } from "./system-service.js";
 
 /**
@@ -29,11 +33,15 @@ export function createRoutes(deps: ServiceDeps): (router: ConnectRouter) => void
   const apiKeys = new ApiKeyServiceImpl(deps);
   const authorization = new AuthorizationServiceImpl(deps);
   const logs = new LogServiceImpl(deps);
+  const audit = new AuditServiceImpl(deps);
+  const sessions = new SessionServiceImpl(deps);
   return (router) => {
     router.service(SystemService, systems);
     router.service(InstanceService, instances);
     router.service(ApiKeyService, apiKeys);
     router.service(AuthorizationService, authorization);
     router.service(LogService, logs);
+    router.service(AuditService, audit);
+    router.service(SessionService, sessions);
   };
 }

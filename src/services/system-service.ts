@@ -3,7 +3,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   CreateSystemResponseSchema,
   DeleteSystemResponseSchema,
@@ -20,6 +20,7 @@ import {
   type UpdateSystemRequest,
 } from "../gen/erplink/admin/v1/system_pb.js";
 import type { SystemRecord } from "../store/index.js";
+import { actorOf, snapshotOf, uncertain, type AuditSnapshot } from "./audit.js";
 import type { ServiceDeps } from "./context.js";
 import { translate } from "./errors.js";
 import { requireId, requireResource, toPatch } from "./resource.js";
@@ -38,6 +39,11 @@ export function systemToMessage(rec: SystemRecord): System {
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
   });
+}
+
+/** A system as the audit trail shows it. */
+export function systemSnapshot(rec: SystemRecord): AuditSnapshot {
+  return snapshotOf(SystemSchema, systemToMessage(rec));
 }
 
 /** Implements SystemService. */
@@ -64,41 +70,59 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
     });
   }
 
-  createSystem(req: CreateSystemRequest) {
+  createSystem(req: CreateSystemRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       const system = requireResource(req.system, "system");
       assertValidForCreate(SystemSchema, system);
       const now = this.deps.clock();
-      const rec = await this.deps.store.systems.create({
+      const record: SystemRecord = {
         id: this.deps.newId("sys"),
         name: system.name,
         description: system.description,
         labels: { ...system.labels },
         createdAt: now,
         updatedAt: now,
-      });
+      };
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        { action: "create", resourceType: "system", resourceId: record.id, before: null, after: systemSnapshot(record) },
+        () => this.deps.store.systems.create(record),
+        systemSnapshot,
+      );
       return create(CreateSystemResponseSchema, { system: systemToMessage(rec) });
     });
   }
 
-  updateSystem(req: UpdateSystemRequest) {
+  updateSystem(req: UpdateSystemRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       const system = requireResource(req.system, "system");
       requireId("sys", system.id);
       const fields = assertValidForUpdate(SystemSchema, system, req.updateMask?.paths ?? []);
-      const rec = await this.deps.store.systems.update(system.id, {
-        ...toPatch<SystemRecord>(system, fields),
-        updatedAt: this.deps.clock(),
-      });
+      const current = await this.deps.store.systems.get(system.id);
+      if (current === undefined) throw new ConnectError("system not found", Code.NotFound);
+      const patch = { ...toPatch<SystemRecord>(system, fields), updatedAt: this.deps.clock() };
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        {
+          action: "update",
+          resourceType: "system",
+          resourceId: system.id,
+          before: systemSnapshot(current),
+          after: systemSnapshot({ ...current, ...patch }),
+        },
+        () => this.deps.store.systems.update(system.id, patch),
+        systemSnapshot,
+      );
       return create(UpdateSystemResponseSchema, { system: systemToMessage(rec) });
     });
   }
 
-  deleteSystem(req: DeleteSystemRequest) {
+  deleteSystem(req: DeleteSystemRequest, ctx: HandlerContext) {
     return translate(names, async () => {
       requireId("sys", req.id);
       const { store } = this.deps;
-      if ((await store.systems.get(req.id)) === undefined) {
+      const current = await store.systems.get(req.id);
+      if (current === undefined) {
         throw new ConnectError("system not found", Code.NotFound);
       }
       const instances = await store.instances.countBySystem(req.id);
@@ -108,17 +132,26 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
           Code.FailedPrecondition,
         );
       }
-      const rec = await store.systems.delete(req.id);
-      // Without transactions, an instance may have been added between the
-      // count and the delete. CreateInstance re-checks its system after
-      // inserting; here we re-count after deleting and put the system back if
-      // one slipped in, so one of the two calls fails and no instance is
-      // left without its system.
-      const late = await store.instances.countBySystem(req.id);
-      if (late > 0) {
-        await store.systems.create(rec);
-        throw new ConnectError("system gained an instance while being deleted; delete it first", Code.FailedPrecondition);
-      }
+      const rec = await this.deps.audit.record(
+        actorOf(ctx),
+        { action: "delete", resourceType: "system", resourceId: req.id, before: systemSnapshot(current), after: null },
+        async () => {
+          const deleted = await store.systems.delete(req.id);
+          // Without transactions, an instance may have been added between the
+          // count and the delete. CreateInstance re-checks its system after
+          // inserting; here we re-count after deleting and put the system back if
+          // one slipped in, so one of the two calls fails and no instance is
+          // left without its system.
+          const late = await store.instances.countBySystem(req.id);
+          if (late > 0) {
+            await store.systems.create(deleted).catch((err: unknown) => {
+              throw uncertain(err);
+            });
+            throw new ConnectError("system gained an instance while being deleted; delete it first", Code.FailedPrecondition);
+          }
+          return deleted;
+        },
+      );
       return create(DeleteSystemResponseSchema, { system: systemToMessage(rec) });
     });
   }

@@ -2,12 +2,14 @@
  * The store: every aggregate's port over one backend, chosen by configuration.
  */
 import { openApiKeyStore, type ApiKeyStore } from "./api-keys.js";
+import { openAuditStore, type AuditStore } from "./audit-entries.js";
 import type { StoreBackend } from "./collection.js";
 import { createEmbeddedBackend } from "./embedded.js";
 import { openInstanceStore, type InstanceStore } from "./instances.js";
 import { createMongoBackend } from "./mongodb.js";
 import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
 import { openRequestLogStore, type RequestLogStore } from "./request-logs.js";
+import { openSessionStore, type SessionStore } from "./sessions.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
 
 export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
@@ -17,6 +19,8 @@ export type { InstanceRecord, InstanceStore, StoredBackendAuth } from "./instanc
 export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
 export type { RateWindowStore, Take } from "./rate-windows.js";
 export type { LogQuery, RequestLogRecord, RequestLogStore } from "./request-logs.js";
+export type { AuditChangeRecord, AuditJson, AuditQuery, AuditRecord, AuditState, AuditStore } from "./audit-entries.js";
+export type { SessionRecord, SessionStore } from "./sessions.js";
 
 /** Every aggregate's storage port, plus the backend's health and lifecycle. */
 export interface Store {
@@ -26,6 +30,9 @@ export interface Store {
   readonly apiKeys: ApiKeyStore;
   readonly rateWindows: RateWindowStore;
   readonly logs: RequestLogStore;
+  /** The audit trail of administrative changes. */
+  readonly audit: AuditStore;
+  readonly sessions: SessionStore;
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -38,12 +45,14 @@ export type StoreOptions =
 
 /** Opens every aggregate on a backend. */
 export async function openStore(backend: StoreBackend): Promise<Store> {
-  const [systems, instances, apiKeys, rateWindows, logs] = await Promise.all([
+  const [systems, instances, apiKeys, rateWindows, logs, sessions, audit] = await Promise.all([
     openSystemStore(backend),
     openInstanceStore(backend),
     openApiKeyStore(backend),
     openRateWindowStore(backend),
     openRequestLogStore(backend),
+    openSessionStore(backend),
+    openAuditStore(backend),
   ]);
   return {
     kind: backend.kind,
@@ -52,6 +61,8 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
     apiKeys,
     rateWindows,
     logs,
+    audit,
+    sessions,
     ping: () => backend.ping(),
     close: () => backend.close(),
   };

@@ -13,6 +13,8 @@ export interface RequestLogRecord {
   readonly timestamp: Date;
   /** `key_…`, `master`, or "" when no credential was recognised. */
   readonly apiKeyId: string;
+  /** The session (`ses_…`) an admin request came through, or "". */
+  readonly sessionId: string;
   readonly method: string;
   readonly path: string;
   readonly status: number;
@@ -99,6 +101,7 @@ function fromDoc(d: Document): RequestLogRecord {
     // Absent in entries written before these fields existed.
     upstreamMethod: (d.upstreamMethod as string | undefined) ?? "",
     upstreamUrl: (d.upstreamUrl as string | undefined) ?? "",
+    sessionId: (d.sessionId as string | undefined) ?? "",
     expiresAt: decodeDate(d.expiresAt),
   };
 }

@@ -266,6 +266,46 @@ if (base !== undefined) {
     assert.is((await rest(a.proc.baseUrl, "GET", "/admin/systems", { auth: admin.secret })).status, 401);
   });
 
+  test(`sessions across processes: a session made on A works on B; revoked on A (DELETE, or its admin key revoked), B refuses it within ${PROPAGATION_BOUND_MS} ms`, async (ctx) => {
+    const { a, b } = ready(ctx);
+    const session = async (auth: string) => {
+      const res = await rest(a.proc.baseUrl, "POST", "/admin/sessions", { auth });
+      assert.is(res.status, 201, res.text);
+      return { id: res.body.data.id as string, token: res.body.data.token as string };
+    };
+    const admin = await createKey(a, { type: "admin" });
+    const master = await session(MASTER);
+    const keyed = await session(admin.secret);
+    for (const s of [master, keyed]) {
+      const warm = await rest(b.proc.baseUrl, "GET", "/admin/systems", { auth: s.token });
+      assert.is(warm.status, 200, warm.text);
+    }
+    const refusedOnB = (token: string, since: number, message: string) =>
+      pollUntil(
+        "B refuses the session",
+        async () => {
+          const res = await rest(b.proc.baseUrl, "GET", "/admin/systems", { auth: token });
+          if (res.status === 200) return undefined;
+          assert.is(res.status, 401, res.text);
+          assert.is(res.body.error.message, message);
+          return Date.now() - since;
+        },
+        { intervalMs: 100, timeoutMs: 15_000 },
+      );
+    const del = await rest(a.proc.baseUrl, "DELETE", `/admin/sessions/${master.id}`, { auth: MASTER });
+    assert.is(del.status, 200, del.text);
+    const deletedAt = Date.now();
+    const revokeKey = await rest(a.proc.baseUrl, "DELETE", `/admin/api-keys/${admin.id}`, { auth: MASTER });
+    assert.is(revokeKey.status, 200, revokeKey.text);
+    const keyRevokedAt = Date.now();
+    const [sessionLag, keyLag] = await Promise.all([
+      refusedOnB(master.token, deletedAt, "invalid session token: it was revoked, has expired or never existed"),
+      refusedOnB(keyed.token, keyRevokedAt, "session ended: its admin key was revoked"),
+    ]);
+    assert.ok(sessionLag <= PROPAGATION_BOUND_MS, `B accepted the revoked session ${sessionLag} ms after the revoke`);
+    assert.ok(keyLag <= PROPAGATION_BOUND_MS, `B accepted the session of a revoked key ${keyLag} ms after the revoke`);
+  });
+
   test(`permissions changed through A are enforced by B within ${PROPAGATION_BOUND_MS} ms (key warm on B)`, async (ctx) => {
     const { a, b } = ready(ctx);
     const key = await createKey(a, { permissions: { prod: { API_BP: { A_BusinessPartner: ["get"] } } } });

@@ -43,6 +43,7 @@ function record(id: string, i: number, fields: Partial<RequestLogRecord> = {}): 
     requestId: `req-${i}`,
     timestamp: new Date(T0 + i * MINUTE),
     apiKeyId: "master",
+    sessionId: "",
     method: "GET",
     path: `/admin/systems?i=${i}`,
     status: 200,

@@ -95,6 +95,7 @@ function entry(i: number): LogEntry {
     requestId: `r${i}`,
     timestamp: new Date(T0 + i * 1000),
     apiKeyId: "master",
+    sessionId: "",
     method: "GET",
     path: `/admin/systems?i=${i}`,
     status: 200,

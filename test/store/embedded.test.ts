@@ -184,7 +184,7 @@ persistence("creates a missing data directory and keeps one file per collection"
   const store = await openAt(dataDir);
   await seed(store, fixture());
   await store.close();
-  assert.equal((await readdir(dataDir)).sort(), ["api_keys.db", "instances.db", "rate_windows.db", "request_logs.db", "systems.db"]);
+  assert.equal((await readdir(dataDir)).sort(), ["api_keys.db", "audit_entries.db", "instances.db", "rate_windows.db", "request_logs.db", "sessions.db", "systems.db"]);
 });
 
 persistence("close compacts the data file to one line per live document", async ({ dir }) => {

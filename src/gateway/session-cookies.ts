@@ -1,0 +1,108 @@
+/**
+ * Browser sessions on the REST facade: which credential an `/admin` request
+ * presents, and the session cookies.
+ *
+ * A request with an `Authorization` header is authenticated by it alone
+ * (cookies are ignored, and need no CSRF defence: a browser never adds that
+ * header on its own). Without one, the `__Host-erplink_session` cookie is
+ * the credential, and then the request must prove it comes from erplink's
+ * own pages: `Sec-Fetch-Site: cross-site` is refused, an `Origin` (when
+ * sent) must be erplink's own, and `X-CSRF-Token` must carry the session's
+ * CSRF token (an HMAC keyed by the session token; double submit bound to
+ * the session). `SameSite=Strict` on the cookie is the first line of
+ * defence; these checks hold even where it does not (older browsers, a
+ * same-site but cross-origin page).
+ */
+import { parseCookie, stringifySetCookie } from "cookie";
+import type { FastifyRequest } from "fastify";
+import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, isCsrfTokenOf } from "../services/session-token.js";
+import { GatewayError } from "./errors.js";
+
+/** The credential of an admin request, as an `Authorization` value, and whether it came from the cookie. */
+export interface AdminCredential {
+  readonly authorization: string | undefined;
+  readonly viaCookie: boolean;
+}
+
+/** Most bytes of a Cookie header erplink reads (browsers cap one cookie at 4 KiB). */
+const MAX_COOKIE_HEADER = 16 * 1024;
+
+/**
+ * The credential of an admin request. Throws a 403 {@link GatewayError}
+ * for a cookie request that fails the cross-site checks.
+ *
+ * @param ownOrigin erplink's own origin as browsers name it (`ERPLINK_PUBLIC_URL`'s, or this request's scheme and host).
+ */
+export function adminCredential(req: FastifyRequest, ownOrigin: string): AdminCredential {
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined) return { authorization, viaCookie: false };
+  const token = sessionCookieOf(req);
+  if (token === undefined) return { authorization: undefined, viaCookie: false };
+  if (header(req, "sec-fetch-site") === "cross-site") {
+    throw new GatewayError(403, "a cross-site request cannot use the session cookie");
+  }
+  const origin = header(req, "origin");
+  if (origin !== undefined && (originOf(origin) === "" || originOf(origin) !== ownOrigin)) {
+    throw new GatewayError(403, `a request from another origin cannot use the session cookie (Origin ${JSON.stringify(origin.slice(0, 100))} is not erplink's ${ownOrigin})`);
+  }
+  const csrf = header(req, CSRF_HEADER);
+  if (csrf === undefined) {
+    throw new GatewayError(403, "missing X-CSRF-Token header: a request authenticated by the session cookie must echo the session's CSRF token");
+  }
+  if (!isCsrfTokenOf(token, csrf)) throw new GatewayError(403, "the X-CSRF-Token header does not match the session");
+  return { authorization: `Bearer ${token}`, viaCookie: true };
+}
+
+/** The session token of the request's cookie, if it sends one. */
+function sessionCookieOf(req: FastifyRequest): string | undefined {
+  const raw = req.headers.cookie;
+  if (raw === undefined || raw.length > MAX_COOKIE_HEADER || !raw.includes(SESSION_COOKIE)) return undefined;
+  let value: string | undefined;
+  try {
+    value = parseCookie(raw)[SESSION_COOKIE];
+  } catch {
+    return undefined;
+  }
+  return value === undefined || value === "" ? undefined : value;
+}
+
+/** One header's value; a repeated header (sent twice) counts as its first. */
+function header(req: FastifyRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** erplink's origin as a browser names it for this request (scheme and host, no default port). */
+export function ownOriginOf(req: FastifyRequest, publicOrigin: string | undefined): string {
+  return publicOrigin ?? originOf(`${req.protocol}://${req.host}`);
+}
+
+/** The serialized origin of a URL (`http://localhost:80` -> `http://localhost`), or "" when it is none. */
+function originOf(url: string): string {
+  try {
+    const origin = new URL(url).origin;
+    return origin === "null" ? "" : origin;
+  } catch {
+    return "";
+  }
+}
+
+/** The `Set-Cookie` values of a new browser session, valid until `expiresAt`. */
+export function sessionCookies(token: string, csrfToken: string, expiresAt: Date, now: Date): string[] {
+  const maxAge = Math.max(0, Math.floor((expiresAt.getTime() - now.getTime()) / 1000));
+  // `__Host-`: Secure, Path=/ and no Domain, so no other host can set or read it.
+  const common = { path: "/", secure: true, sameSite: "strict" as const, maxAge };
+  return [
+    stringifySetCookie({ name: SESSION_COOKIE, value: token, httpOnly: true, ...common }),
+    stringifySetCookie({ name: CSRF_COOKIE, value: csrfToken, ...common }),
+  ];
+}
+
+/** The `Set-Cookie` values that remove the session cookies (log out). */
+export function clearedSessionCookies(): string[] {
+  const common = { path: "/", secure: true, sameSite: "strict" as const, maxAge: 0 };
+  return [
+    stringifySetCookie({ name: SESSION_COOKIE, value: "", httpOnly: true, ...common }),
+    stringifySetCookie({ name: CSRF_COOKIE, value: "", ...common }),
+  ];
+}

@@ -1,0 +1,190 @@
+/**
+ * Sessions on the hot path: every admin request with a session token reads
+ * this cache instead of the store. A cached session is re-read from the
+ * store once it is older than `refreshMs` (the key-sync interval), so a
+ * revoke made by another process takes effect here within that bound; a
+ * revoke made here takes effect at once. Unknown token hashes are
+ * remembered briefly and cold reads are budgeted, as for API keys, so a
+ * flood of forged tokens cannot buy one store read each.
+ *
+ * Uses move the idle expiry: they are noted in memory and written in one
+ * batch per interval (`lastUsedAt`), never on the request path. A session
+ * that looks idle-expired from this process's view is re-read before it is
+ * refused, since another process may have kept it alive.
+ */
+import type { SessionRecord, SessionStore } from "../store/index.js";
+import { NotFoundError } from "../store/index.js";
+import { hashSessionToken } from "./session-token.js";
+
+/** Options of {@link SessionRegistry}. */
+export interface SessionRegistryOptions {
+  readonly store: SessionStore;
+  readonly clock: () => Date;
+  /** How long a cached session is trusted before it is re-read (ms). */
+  readonly refreshMs: number;
+  /** How long an unknown hash is remembered as unknown (ms). */
+  readonly negativeTtlMs: number;
+  readonly maxEntries: number;
+  /** Most store reads per second for tokens not in memory. */
+  readonly coldReadsPerSecond?: number;
+  /** Reports a failed flush of use times (they are kept for the next one). */
+  readonly onError: (err: unknown) => void;
+}
+
+interface Cached {
+  record: SessionRecord;
+  readAt: number;
+}
+
+/** Cache of sessions by token hash, with batched use times. */
+export class SessionRegistry {
+  private readonly known = new Map<string, Cached>();
+  private readonly unknown = new Map<string, number>();
+  private readonly loading = new Map<string, { promise: Promise<SessionRecord | undefined>; stale: boolean }>();
+  /** Uses not yet written, by session id. */
+  private pending = new Map<string, Date>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: SessionRegistryOptions) {}
+
+  /**
+   * The session of a token, or undefined. With `fresh`, a cached entry is
+   * re-read from the store (used before refusing an idle-looking session).
+   */
+  async lookup(token: string, fresh = false): Promise<SessionRecord | undefined> {
+    const hash = hashSessionToken(token);
+    const now = this.options.clock().getTime();
+    const hit = this.known.get(hash);
+    if (hit !== undefined && !fresh && now - hit.readAt < this.options.refreshMs) return hit.record;
+    if (hit === undefined) {
+      const until = this.unknown.get(hash);
+      if (until !== undefined) {
+        if (until > now) return undefined;
+        this.unknown.delete(hash);
+      }
+      if (!this.takeColdRead()) return undefined;
+    }
+    return this.load(hash);
+  }
+
+  private load(hash: string): Promise<SessionRecord | undefined> {
+    const inFlight = this.loading.get(hash);
+    if (inFlight !== undefined) return inFlight.promise;
+    const load = {
+      stale: false,
+      promise: this.options.store.getByHash(hash).then(
+        (record) => {
+          this.loading.delete(hash);
+          // A revoke here while the read was in flight wins over it.
+          if (load.stale) return undefined;
+          if (record === undefined) {
+            this.known.delete(hash);
+            bounded(this.unknown, this.options.maxEntries).set(hash, this.options.clock().getTime() + this.options.negativeTtlMs);
+          } else {
+            this.known.delete(hash);
+            bounded(this.known, this.options.maxEntries).set(hash, { record, readAt: this.options.clock().getTime() });
+          }
+          return record;
+        },
+        (err: unknown) => {
+          this.loading.delete(hash);
+          throw err;
+        },
+      ),
+    };
+    this.loading.set(hash, load);
+    return load.promise;
+  }
+
+  /** Caches a session just created. */
+  remember(record: SessionRecord): void {
+    this.unknown.delete(record.tokenHash);
+    bounded(this.known, this.options.maxEntries).set(record.tokenHash, { record, readAt: this.options.clock().getTime() });
+  }
+
+  /** Drops a session (revoked here): it stops working at once in this process. */
+  forget(record: SessionRecord): void {
+    const load = this.loading.get(record.tokenHash);
+    if (load !== undefined) load.stale = true;
+    this.known.delete(record.tokenHash);
+    this.pending.delete(record.id);
+    bounded(this.unknown, this.options.maxEntries).set(record.tokenHash, this.options.clock().getTime() + this.options.negativeTtlMs);
+  }
+
+  /** When a session was last used, as far as this process knows. */
+  lastUse(record: SessionRecord): Date {
+    const pending = this.pending.get(record.id);
+    return pending !== undefined && pending > record.lastUsedAt ? pending : record.lastUsedAt;
+  }
+
+  /** Notes that a session was used now. */
+  touch(record: SessionRecord): void {
+    this.pending.set(record.id, this.options.clock());
+  }
+
+  private coldTokens = 0;
+  private coldRefilledAt = 0;
+
+  private takeColdRead(): boolean {
+    const rate = this.options.coldReadsPerSecond ?? 200;
+    const now = this.options.clock().getTime();
+    this.coldTokens = Math.min(rate, this.coldTokens + ((now - this.coldRefilledAt) / 1000) * rate);
+    this.coldRefilledAt = now;
+    if (this.coldTokens < 1) return false;
+    this.coldTokens -= 1;
+    return true;
+  }
+
+  private flushing: Promise<void> | undefined;
+
+  /** Writes every pending use (one flush at a time). */
+  flush(): Promise<void> {
+    this.flushing ??= this.write().finally(() => (this.flushing = undefined));
+    return this.flushing;
+  }
+
+  private async write(): Promise<void> {
+    const batch = this.pending;
+    this.pending = new Map();
+    for (const [id, at] of batch) {
+      try {
+        // The cached record keeps its older time: a session that then looks
+        // idle is re-read before it is refused.
+        await this.options.store.update(id, { lastUsedAt: at });
+      } catch (err) {
+        if (err instanceof NotFoundError) continue; // revoked meanwhile
+        if (!this.pending.has(id)) this.pending.set(id, at);
+        this.options.onError(err);
+      }
+    }
+  }
+
+  /** Flushes every `intervalMs` until {@link stop}. */
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => void this.flush(), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and writes what is pending, waiting at most `timeoutMs`. */
+  async stop(timeoutMs = 5_000): Promise<void> {
+    clearInterval(this.timer);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    try {
+      await Promise.race([this.flush(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Evicts the oldest entry of a full map before an insert. */
+function bounded<K, V>(map: Map<K, V>, max: number): Map<K, V> {
+  if (map.size >= max) {
+    const oldest = map.keys().next();
+    if (!oldest.done) map.delete(oldest.value);
+  }
+  return map;
+}

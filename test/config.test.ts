@@ -1,0 +1,40 @@
+/**
+ * Configuration (src/config.ts): the audit trail's own retention,
+ * ERPLINK_AUDIT_RETENTION_DAYS, unlimited unless set, and independent of the
+ * request log's ERPLINK_LOG_RETENTION_DAYS.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { ConfigError, loadConfig } from "../src/config.js";
+
+const Config = suite("config: ERPLINK_AUDIT_RETENTION_DAYS");
+
+Config("unset or empty: unlimited (undefined), whatever the request log's retention", () => {
+  assert.is(loadConfig({}).auditRetentionDays, undefined);
+  assert.is(loadConfig({ ERPLINK_AUDIT_RETENTION_DAYS: "" }).auditRetentionDays, undefined);
+  const c = loadConfig({ ERPLINK_LOG_RETENTION_DAYS: "7" });
+  assert.equal([c.logRetentionDays, c.auditRetentionDays], [7, undefined]);
+});
+
+Config("a whole number of days from 1 to 36500", () => {
+  assert.is(loadConfig({ ERPLINK_AUDIT_RETENTION_DAYS: "1" }).auditRetentionDays, 1);
+  assert.is(loadConfig({ ERPLINK_AUDIT_RETENTION_DAYS: "2555" }).auditRetentionDays, 2555);
+  assert.is(loadConfig({ ERPLINK_AUDIT_RETENTION_DAYS: "36500" }).auditRetentionDays, 36500);
+});
+
+for (const bad of ["0", "36501", "-1", "1.5", "30d", "unlimited", " 30"]) {
+  Config(`"${bad}" is refused, naming the variable`, () => {
+    try {
+      loadConfig({ ERPLINK_AUDIT_RETENTION_DAYS: bad });
+      assert.unreachable("accepted");
+    } catch (err) {
+      assert.instance(err, ConfigError);
+      assert.ok(
+        (err as Error).message.includes(`ERPLINK_AUDIT_RETENTION_DAYS must be an integer from 1 to 36500 (got "${bad}")`),
+        (err as Error).message,
+      );
+    }
+  });
+}
+
+Config.run();
