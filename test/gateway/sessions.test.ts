@@ -414,4 +414,23 @@ it("every /admin answer carries Cache-Control: no-store (errors too); others do 
   assert.is((await get(w, "/healthz")).headers["cache-control"], undefined);
 });
 
+it("a percent-encoded path (/%61dmin/…, /%65rplink.admin.v1.…) reaches the same route: its answer (a session token) is still no-store, and the request log records it", async (w) => {
+  const created = await w.app.inject({ method: "POST", url: "/%61dmin/sessions", headers: AUTH });
+  assert.is(created.statusCode, 201, created.body);
+  assert.match(json(created).data.token, TOKEN);
+  assert.is(created.headers["cache-control"], "no-store");
+  const rpc = await w.app.inject({
+    method: "POST",
+    url: "/%65rplink.admin.v1.SystemService/ListSystems",
+    headers: { ...AUTH, "content-type": "application/json" },
+    payload: "{}",
+  });
+  assert.is(rpc.statusCode, 200, rpc.body);
+  await w.layer.logWriter.flush();
+  for (const [res, path, status] of [[created, "/%61dmin/sessions", 201], [rpc, "/%65rplink.admin.v1.SystemService/ListSystems", 200]] as const) {
+    const logged = await w.store.logs.query({ limit: 10, requestId: res.headers["x-request-id"] as string });
+    assert.equal(logged.items.map((l) => [l.apiKeyId, l.path, l.status]), [["master", path, status]], path);
+  }
+});
+
 test.run();
