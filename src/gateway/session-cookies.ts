@@ -72,7 +72,7 @@ export function adminCredential(req: FastifyRequest, ownOrigin: string): AdminCr
 function sessionCookieOf(req: FastifyRequest): string | undefined {
   const raw = req.headers.cookie;
   if (raw === undefined || raw.length > MAX_COOKIE_HEADER || !raw.includes(SESSION_COOKIE)) return undefined;
-  const values = cookieValues(raw, SESSION_COOKIE).filter((v) => v !== "");
+  const values = cookieValues(raw, SESSION_COOKIE);
   if (values.length === 0) return undefined;
   // Readers disagree on a repeated cookie (first or last wins) and on
   // quoted or percent-encoded values; a browser sends neither for a
@@ -88,14 +88,15 @@ function sessionCookieOf(req: FastifyRequest): string | undefined {
 
 /**
  * The values of every cookie named exactly `name` in a Cookie header, in
- * order, as sent: pairs split at `;` and their first `=`, space and tab
- * trimmed (RFC 6265 §5.2), nothing decoded or unquoted.
+ * order, as sent: pairs split at `;` and their first `=`, the name trimmed
+ * of space and tab (the `; ` between pairs), the value taken as is (readers
+ * differ on trimming it, so a session token with space around it is none).
  */
 export function cookieValues(header: string, name: string): string[] {
   const values: string[] = [];
   for (const pair of header.split(";")) {
     const eq = pair.indexOf("=");
-    if (eq !== -1 && trimWsp(pair.slice(0, eq)) === name) values.push(trimWsp(pair.slice(eq + 1)));
+    if (eq !== -1 && trimWsp(pair.slice(0, eq)) === name) values.push(pair.slice(eq + 1));
   }
   return values;
 }

@@ -9,9 +9,11 @@
  * the gRPC/Connect path.
  */
 import { createHmac } from "node:crypto";
+import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { json, post } from "../../test-support/http.js";
+import { rawHttp } from "../../test-support/raw-http.js";
 import { worldTests, type TestWorld } from "../../test-support/rpc.js";
 import { AUTH, MASTER_KEY } from "../../test-support/world.js";
 
@@ -56,15 +58,19 @@ it("the session cookie holds only session tokens: the master key or an admin key
   }
 });
 
-it("the cookie's bytes are the token: a percent-encoded or quoted session token is 401, not decoded into the real one", async (w) => {
+it("the cookie's bytes are the token: a percent-encoded, quoted or space-padded session token is 401, not decoded or trimmed into the real one", async (w) => {
   const { token, csrf } = await browserSession(w);
   const encoded = `%${token.charCodeAt(0).toString(16)}${token.slice(1)}`;
   expectError(await get(w, { cookie: `__Host-erplink_session=${encoded}`, "x-csrf-token": csrf }), 401, "UNAUTHORIZED", NOT_A_SESSION);
   expectError(await get(w, { cookie: `__Host-erplink_session="${token}"`, "x-csrf-token": csrf }), 401, "UNAUTHORIZED", NOT_A_SESSION);
   expectError(await get(w, { cookie: `__Host-erplink_session="${token}"`, "x-csrf-token": csrfOf(`"${token}"`) }), 401, "UNAUTHORIZED", NOT_A_SESSION);
-  // Space and tab around the name and value are no part of them (RFC 6265 §5.2).
-  const spaced = await get(w, { cookie: `a=b;  __Host-erplink_session \t= ${token}\t ; c=d`, "x-csrf-token": csrf });
+  // Space around the name is the separator's; around the value, readers
+  // differ (undici keeps it, the cookie package trims it): no token.
+  const spaced = await get(w, { cookie: `a=b;  __Host-erplink_session \t=${token}; c=d`, "x-csrf-token": csrf });
   assert.is(spaced.statusCode, 200, spaced.body);
+  for (const value of [` ${token}`, `${token}\t`, `\t${token} `]) {
+    expectError(await get(w, { cookie: `a=b; __Host-erplink_session=${value}; c=d`, "x-csrf-token": csrf }), 401, "UNAUTHORIZED", NOT_A_SESSION);
+  }
 });
 
 it("two __Host-erplink_session cookies in one request are 401, whichever one the X-CSRF-Token matches (first-wins and last-wins readers disagree)", async (w) => {
@@ -76,9 +82,11 @@ it("two __Host-erplink_session cookies in one request are 401, whichever one the
   }
   // The same token twice is still two cookies (a tossed one beside the real one).
   expectError(await get(w, { cookie: `__Host-erplink_session=${a.token};__Host-erplink_session=${a.token}`, "x-csrf-token": a.csrf }), 401, "UNAUTHORIZED", message);
-  // An empty one beside it is no cookie (a cleared cookie some client still sends).
-  const withEmpty = await get(w, { cookie: `__Host-erplink_session=; __Host-erplink_session=${a.token}`, "x-csrf-token": a.csrf });
-  assert.is(withEmpty.statusCode, 200, withEmpty.body);
+  // An empty one counts too: a last-wins reader would read nothing.
+  for (const cookie of [`__Host-erplink_session=; __Host-erplink_session=${a.token}`, `__Host-erplink_session=${a.token}; __Host-erplink_session=`]) {
+    expectError(await get(w, { cookie, "x-csrf-token": a.csrf }), 401, "UNAUTHORIZED", message);
+  }
+  expectError(await get(w, { cookie: "__Host-erplink_session=", "x-csrf-token": csrfOf("") }), 401, "UNAUTHORIZED", NOT_A_SESSION);
 });
 
 it("cookie names are exact and case-sensitive: __host-erplink_session, __Host-erplink_session2 or erplink_session is no credential (401 missing bearer token)", async (w) => {
@@ -154,6 +162,39 @@ it("over gRPC/Connect the session cookie and X-CSRF-Token are no credential: 401
   assert.equal(json(viaCookie), { code: "unauthenticated", message: "missing bearer token: send Authorization: Bearer <token>" });
   const viaBearer = await call({ authorization: `Bearer ${token}` });
   assert.is(viaBearer.statusCode, 200, viaBearer.body);
+});
+
+it("headers repeated on the wire (Cookie, X-CSRF-Token, Origin, Sec-Fetch-Site, Authorization) are read as Node joins or keeps them, and never let a cookie request through", async (w) => {
+  const a = await browserSession(w);
+  const b = await browserSession(w);
+  await w.app.listen({ port: 0, host: "127.0.0.1" });
+  const port = (w.app.server.address() as AddressInfo).port;
+  const send = async (...headers: string[]) => {
+    const res = await rawHttp(port, ["GET /admin/systems HTTP/1.1", "Host: localhost", ...headers].join("\r\n"));
+    return { statusCode: res.status, headers: res.headers as Record<string, unknown>, body: res.body };
+  };
+  const cookie = `Cookie: __Host-erplink_session=${a.token}`;
+  const csrf = `X-CSRF-Token: ${a.csrf}`;
+  assert.is((await send(cookie, csrf)).statusCode, 200);
+  // Two Cookie headers are one list: a second session cookie is refused, another cookie is not.
+  expectError(await send(cookie, `Cookie: __Host-erplink_session=${b.token}`, csrf), 401, "UNAUTHORIZED", "the request carries 2 __Host-erplink_session cookies: sign in again");
+  assert.is((await send("Cookie: a=b", cookie, csrf)).statusCode, 200);
+  expectError(await send(cookie, csrf, csrf), 403, "FORBIDDEN", "the X-CSRF-Token header does not match the session");
+  expectError(
+    await send(cookie, csrf, "Sec-Fetch-Site: same-origin", "Sec-Fetch-Site: cross-site"),
+    403,
+    "FORBIDDEN",
+    'a request that is not same-origin cannot use the session cookie (Sec-Fetch-Site "same-origin, cross-site")',
+  );
+  expectError(
+    await send(cookie, csrf, "Origin: http://localhost", "Origin: https://evil.example"),
+    403,
+    "FORBIDDEN",
+    `a request from another origin cannot use the session cookie (Origin "http://localhost, https://evil.example" is not erplink's http://localhost)`,
+  );
+  // Node keeps the first Authorization header; either way the cookie is not consulted.
+  expectError(await send("Authorization: Bearer nope", `Authorization: Bearer ${MASTER_KEY}`, cookie, csrf), 401, "UNAUTHORIZED", "invalid bearer token");
+  assert.is((await send(`Authorization: Bearer ${MASTER_KEY}`, "Authorization: Bearer nope", cookie)).statusCode, 200);
 });
 
 test.run();
