@@ -164,6 +164,32 @@ it("over gRPC/Connect the session cookie and X-CSRF-Token are no credential: 401
   assert.is(viaBearer.statusCode, 200, viaBearer.body);
 });
 
+it("session fixation: signing in while the browser sends someone else's session cookie issues a fresh token, and the planted one stays its owner's", async (w) => {
+  // The attacker's own live session, planted in the victim's browser.
+  const planted = await browserSession(w);
+  const res = await w.app.inject({
+    method: "POST",
+    url: "/admin/sessions?cookie=true",
+    headers: { ...AUTH, cookie: `__Host-erplink_session=${planted.token}`, "x-csrf-token": planted.csrf },
+  });
+  assert.is(res.statusCode, 201, res.body);
+  const fresh = /^__Host-erplink_session=([^;]+);/.exec((res.headers["set-cookie"] as string[])[0]!)![1]!;
+  assert.is.not(fresh, planted.token);
+  assert.is.not(json(res).data.id, planted.id);
+  assert.is.not(json(res).data.csrf_token, planted.csrf);
+  // Signing in with the planted session itself (no key) makes nothing new.
+  const viaCookie = await w.app.inject({
+    method: "POST",
+    url: "/admin/sessions?cookie=true",
+    headers: { cookie: `__Host-erplink_session=${planted.token}`, "x-csrf-token": planted.csrf },
+  });
+  expectError(viaCookie, 403, "FORBIDDEN", "sessions are created with the master key or an admin key, not with another session");
+  assert.is(viaCookie.headers["set-cookie"], undefined);
+  // A token erplink never issued cannot be planted at all.
+  const chosen = "erpls_" + "0".repeat(49);
+  expectError(await get(w, { cookie: `__Host-erplink_session=${chosen}`, "x-csrf-token": csrfOf(chosen) }), 401, "UNAUTHORIZED", NOT_A_SESSION);
+});
+
 it("headers repeated on the wire (Cookie, X-CSRF-Token, Origin, Sec-Fetch-Site, Authorization) are read as Node joins or keeps them, and never let a cookie request through", async (w) => {
   const a = await browserSession(w);
   const b = await browserSession(w);
