@@ -6,18 +6,20 @@
  * (cookies are ignored, and need no CSRF defence: a browser never adds that
  * header on its own). Without one, the `__Host-erplink_session` cookie is
  * the credential, and then the request must prove it comes from erplink's
- * own pages: `Sec-Fetch-Site: cross-site` is refused, an `Origin` (when
- * sent) must be erplink's own, and `X-CSRF-Token` must carry the session's
+ * own pages: a `Sec-Fetch-Site` other than `same-origin` or `none` is
+ * refused, an `Origin` (when sent) must be erplink's own, and
+ * `X-CSRF-Token` must carry the session's
  * CSRF token (an HMAC keyed by the session token; double submit bound to
  * the session). `SameSite=Strict` on the cookie is the first line of
  * defence; these checks hold even where it does not (older browsers, a
  * same-site but cross-origin page).
  *
  * The cookie is read as a browser sent it and as any other reader would:
- * its bytes (no percent-decoding), and only when it is the one cookie of
- * that name and holds a well-formed session token. Anything else (two
- * session cookies, a quoted or encoded value, an API key or the master key
- * put in the cookie) is a 401, never a different credential.
+ * its bytes (not percent-decoded, unquoted or trimmed), and only when it
+ * is the one cookie of that name and holds a well-formed session token.
+ * Anything else (two session cookies, a quoted, encoded or padded value, an
+ * API key or the master key put in the cookie) is a 401, never a different
+ * credential.
  */
 import { stringifySetCookie } from "cookie";
 import type { FastifyRequest } from "fastify";
@@ -92,7 +94,7 @@ function sessionCookieOf(req: FastifyRequest): string | undefined {
  * of space and tab (the `; ` between pairs), the value taken as is (readers
  * differ on trimming it, so a session token with space around it is none).
  */
-export function cookieValues(header: string, name: string): string[] {
+function cookieValues(header: string, name: string): string[] {
   const values: string[] = [];
   for (const pair of header.split(";")) {
     const eq = pair.indexOf("=");
@@ -112,10 +114,14 @@ function trimWsp(s: string): string {
  */
 const SERIALIZED_ORIGIN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#@\\\s]+$/;
 
-/** One header's value; a repeated header (sent twice) counts as its first. */
+/**
+ * One header's value. A repeated header is all its values joined, as Node
+ * joins them (`a, b`), which no check accepts: a second value is never
+ * ignored.
+ */
 function header(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
+  return Array.isArray(v) ? v.join(", ") : v;
 }
 
 /** erplink's origin as a browser names it for this request (scheme and host, no default port). */

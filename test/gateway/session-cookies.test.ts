@@ -117,6 +117,13 @@ it("Sec-Fetch-Site: only same-origin, none or no header may use the cookie; same
   }
   expectError(await send("cross-site"), 403, "FORBIDDEN", "a cross-site request cannot use the session cookie");
   for (const site of ["same-origin", "none"]) assert.is((await send(site)).statusCode, 200, site);
+  // A header given twice reaches erplink joined (`a, b`), and every value counts, not the first.
+  const listed = await w.app.inject({
+    method: "GET",
+    url: "/admin/systems",
+    headers: { cookie: `__Host-erplink_session=${token}`, "x-csrf-token": csrf, "sec-fetch-site": ["same-origin", "cross-site"] },
+  });
+  expectError(listed, 403, "FORBIDDEN", 'a request that is not same-origin cannot use the session cookie (Sec-Fetch-Site "same-origin, cross-site")');
 });
 
 it("an Origin that is not a bare origin (a path, user info, a backslash, a query) is 403 even when its host is erplink's", async (w) => {
