@@ -198,7 +198,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   app.addHook("onSend", async (req, reply) => {
     if (draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
     // Admin answers hold configuration, secrets shown once and session tokens: never cached.
-    if (req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?")) reply.header("cache-control", "no-store");
+    if (isAdminRequest(req)) reply.header("cache-control", "no-store");
   });
   // One access-log line per request, and one request-log entry per /admin
   // request, both after the response.
@@ -217,7 +217,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       if (call.sessionId !== undefined && call.sessionId !== "") facts.sessions.set(req, call.sessionId);
       if (failed !== undefined) facts.errorCodes.set(req, failed.code);
     }
-    const isAdmin = req.url === "/admin" || req.url.startsWith("/admin/") || req.url.startsWith("/admin?");
+    const isAdmin = isAdminRequest(req);
     if (record !== undefined && (data !== undefined || isAdmin || call !== undefined)) {
       const ua = req.headers["user-agent"];
       record({
@@ -308,7 +308,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     contextValues: (req) => {
       const values = createContextValues();
       // Admin services only: Authorize is the hot path of internal callers, not an admin request.
-      if (req.url.startsWith(ADMIN_RPC_PREFIX)) {
+      if (routedPath(req).startsWith(ADMIN_RPC_PREFIX)) {
         const call: CallFacts = { principalId: "", code: undefined };
         callFacts.set(req, call);
         values.set(kCallFacts, call);
@@ -319,6 +319,20 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     },
   });
   return app;
+}
+
+/**
+ * The path a request was routed by: its route's (the router decodes
+ * `/%61dmin/…` to `/admin/…`), or, unrouted, the path it sent.
+ */
+function routedPath(req: FastifyRequest): string {
+  return req.routeOptions.url ?? req.url;
+}
+
+/** Whether a request is an `/admin` request (answered no-store, and logged). */
+function isAdminRequest(req: FastifyRequest): boolean {
+  const path = routedPath(req);
+  return path === "/admin" || path.startsWith("/admin/") || path.startsWith("/admin?");
 }
 
 /** Sends an error in the envelope. */

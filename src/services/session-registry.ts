@@ -5,13 +5,17 @@
  * revoke made by another process takes effect here within that bound; a
  * revoke made here takes effect at once. Unknown token hashes are
  * remembered briefly and cold reads are budgeted, as for API keys, so a
- * flood of forged tokens cannot buy one store read each.
+ * flood of forged tokens cannot buy one store read each. Unlike keys,
+ * sessions are not synced ahead: a live session's first use in a process is
+ * a cold read, so a spent budget answers `unavailable` (retry), never
+ * "unknown" (which would sign a dashboard out).
  *
  * Uses move the idle expiry: they are noted in memory and written in one
  * batch per interval (`lastUsedAt`), never on the request path. A session
  * that looks idle-expired from this process's view is re-read before it is
  * refused, since another process may have kept it alive.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { SessionRecord, SessionStore } from "../store/index.js";
 import { NotFoundError } from "../store/index.js";
 import { hashSessionToken } from "./session-token.js";
@@ -50,6 +54,8 @@ export class SessionRegistry {
   /**
    * The session of a token, or undefined. With `fresh`, a cached entry is
    * re-read from the store (used before refusing an idle-looking session).
+   * Throws `unavailable` (with `retry-after`) when the token needs a store
+   * read and the cold-read budget is spent.
    */
   async lookup(token: string, fresh = false): Promise<SessionRecord | undefined> {
     const hash = hashSessionToken(token);
@@ -62,7 +68,9 @@ export class SessionRegistry {
         if (until > now) return undefined;
         this.unknown.delete(hash);
       }
-      if (!this.takeColdRead()) return undefined;
+      if (!this.takeColdRead()) {
+        throw new ConnectError("too many unknown session tokens at once: retry in a second", Code.Unavailable, { "retry-after": "1" });
+      }
     }
     return this.load(hash);
   }

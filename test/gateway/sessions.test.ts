@@ -13,6 +13,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { SystemService } from "../../src/gen/erplink/admin/v1/system_pb.js";
 import { createServiceLayer } from "../../src/services/layer.js";
+import { generateSessionToken } from "../../src/services/session-token.js";
 import type { DocumentCollection } from "../../src/store/collection.js";
 import { json, post } from "../../test-support/http.js";
 import { rejects, worldTests, type TestWorld } from "../../test-support/rpc.js";
@@ -383,13 +384,14 @@ it("an Authorization header wins over the cookie (no CSRF needed, the cookie is 
   assert.is((await w.app.inject({ method: "GET", url: "/admin/systems", headers: { ...AUTH, cookie } })).statusCode, 200);
   const bad = await w.app.inject({ method: "GET", url: "/admin/systems", headers: { ...AUTH, cookie: "__Host-erplink_session=erpls_x" } });
   assert.is(bad.statusCode, 200, "the header decides");
-  const forged = "erpls_" + "A".repeat(49);
+  // Well-formed (checksum and all), never issued. (Malformed cookies: test/gateway/session-cookies.test.ts.)
+  const forged = generateSessionToken();
   const unknown = await w.app.inject({
     method: "GET",
     url: "/admin/systems",
     headers: { cookie: `__Host-erplink_session=${forged}`, "x-csrf-token": csrfOf(forged) },
   });
-  expectError(unknown, 401, "UNAUTHORIZED", "invalid bearer token");
+  expectError(unknown, 401, "UNAUTHORIZED", "invalid session token: it was revoked, has expired or never existed");
 });
 
 it("logging out with the cookie clears both cookies and ends the session", async (w) => {
@@ -410,6 +412,25 @@ it("every /admin answer carries Cache-Control: no-store (errors too); others do 
   assert.is((await get(w, "/admin/systems", {})).headers["cache-control"], "no-store");
   assert.is((await get(w, "/admin/nope")).headers["cache-control"], "no-store");
   assert.is((await get(w, "/healthz")).headers["cache-control"], undefined);
+});
+
+it("a percent-encoded path (/%61dmin/…, /%65rplink.admin.v1.…) reaches the same route: its answer (a session token) is still no-store, and the request log records it", async (w) => {
+  const created = await w.app.inject({ method: "POST", url: "/%61dmin/sessions", headers: AUTH });
+  assert.is(created.statusCode, 201, created.body);
+  assert.match(json(created).data.token, TOKEN);
+  assert.is(created.headers["cache-control"], "no-store");
+  const rpc = await w.app.inject({
+    method: "POST",
+    url: "/%65rplink.admin.v1.SystemService/ListSystems",
+    headers: { ...AUTH, "content-type": "application/json" },
+    payload: "{}",
+  });
+  assert.is(rpc.statusCode, 200, rpc.body);
+  await w.layer.logWriter.flush();
+  for (const [res, path, status] of [[created, "/%61dmin/sessions", 201], [rpc, "/%65rplink.admin.v1.SystemService/ListSystems", 200]] as const) {
+    const logged = await w.store.logs.query({ limit: 10, requestId: res.headers["x-request-id"] as string });
+    assert.equal(logged.items.map((l) => [l.apiKeyId, l.path, l.status]), [["master", path, status]], path);
+  }
 });
 
 test.run();
