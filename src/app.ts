@@ -68,7 +68,11 @@ async function localEncryptionKey(config: Config, store: Store, logger: Logger):
 export async function createErplink(config: Config, options: ErplinkOptions = {}): Promise<Erplink> {
   // Asynchronous writes keep logging off the request path; close() flushes.
   const logger = pino(
-    { level: config.logLevel, redact: ["req.headers.authorization", "headers.authorization"] },
+    {
+      level: config.logLevel,
+      // Credentials, should a header ever be logged: bearer tokens, session cookies, CSRF tokens.
+      redact: ["req.headers.authorization", "headers.authorization", "req.headers.cookie", "headers.cookie", 'req.headers["x-csrf-token"]', 'headers["x-csrf-token"]'],
+    },
     options.logDestination ?? pino.destination({ dest: 1, sync: false }),
   );
   const generatedMasterKey = config.masterKey === undefined;
