@@ -141,7 +141,8 @@ function originOf(url: string): string {
 
 /** The `Set-Cookie` values of a new browser session, valid until `expiresAt`. */
 export function sessionCookies(token: string, csrfToken: string, expiresAt: Date, now: Date): string[] {
-  const maxAge = Math.max(0, Math.floor((expiresAt.getTime() - now.getTime()) / 1000));
+  // Whole seconds, rounded: the expiry was set a moment ago from the same clock.
+  const maxAge = Math.max(0, Math.round((expiresAt.getTime() - now.getTime()) / 1000));
   // `__Host-`: Secure, Path=/ and no Domain, so no other host can set or read it.
   const common = { path: "/", secure: true, sameSite: "strict" as const, maxAge };
   return [
