@@ -27,9 +27,14 @@ const names = { singular: "audit entry" };
 const ACTIONS: readonly AuditAction[] = ["create", "update", "delete", "revoke"];
 const RESOURCE_TYPES: readonly AuditResourceType[] = ["system", "instance", "api_key", "session"];
 
-/** A JSON value as a google.protobuf.Value (null included, so that it is written as `null`). */
-function jsonValue(value: AuditJson): ReturnType<typeof fromJson<typeof ValueSchema>> {
-  return fromJson(ValueSchema, value as JsonValue);
+/**
+ * A JSON value as a google.protobuf.Value (null included, so that it is
+ * written as `null`). A value missing from a stored entry reads as null:
+ * entries written before inherited members were kept out of diffs lost
+ * such values when stored, and must still list.
+ */
+function jsonValue(value: AuditJson | undefined): ReturnType<typeof fromJson<typeof ValueSchema>> {
+  return fromJson(ValueSchema, (value ?? null) as JsonValue);
 }
 
 /** The one mapping of a stored entry to its message. */

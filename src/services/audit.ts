@@ -148,13 +148,22 @@ function isObject(v: SnapshotValue | undefined): v is { readonly [key: string]: 
   return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Redacted);
 }
 
-/** A snapshot value as stored and shown: markers become `"[redacted]"`, absent becomes null. */
+/** A snapshot value as stored and shown: markers become `"[redacted]"`, absent (or anything that is not JSON) becomes null. */
 export function rendered(value: SnapshotValue | undefined): AuditJson {
   if (value === undefined || value === null) return null;
   if (value instanceof Redacted) return REDACTED;
   if (Array.isArray(value)) return value.map(rendered);
   if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rendered(v)]));
-  return value as AuditJson;
+  return typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value)) ? value : null;
+}
+
+/**
+ * The value under an object's own key. Snapshots hold user keys (label
+ * keys, permission names such as `constructor` or `__proto__`), which must
+ * never read an inherited member.
+ */
+function own(obj: { readonly [key: string]: SnapshotValue }, key: string): SnapshotValue | undefined {
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
 }
 
 function same(a: SnapshotValue | undefined, b: SnapshotValue | undefined): boolean {
@@ -166,7 +175,7 @@ function same(a: SnapshotValue | undefined, b: SnapshotValue | undefined): boole
   if (isObject(a) || isObject(b)) {
     if (!isObject(a) || !isObject(b)) return false;
     const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && same(a[k], b[k]));
+    return keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && same(own(a, k), own(b, k)));
   }
   return a === b;
 }
@@ -176,23 +185,30 @@ const UNDIFFED = new Set(["updated_at"]);
 
 /**
  * Every field that differs between two snapshots (null: the resource did
- * not exist), in field order. Objects (messages, maps) are compared key by
- * key, lists and empty objects as whole values; secrets by their digests.
+ * not exist), in field order. Objects (messages, maps) present on both
+ * sides are compared key by key; an object present on one side only (an
+ * instance added to a key's permissions, or removed from it) is one change
+ * holding it whole, as are lists; secrets compare by their digests. A
+ * created or deleted resource lists its fields. Applying the changes to
+ * `before` (set each path to `after`, remove it where `after` is null) gives
+ * `after` exactly: removing a map entry and emptying it are different changes.
  */
 export function diffSnapshots(before: AuditSnapshot | null, after: AuditSnapshot | null): AuditChangeRecord[] {
   const changes: AuditChangeRecord[] = [];
   const walk = (path: string[], a: SnapshotValue | undefined, b: SnapshotValue | undefined) => {
+    // Below the resource itself, descending into a one-sided object would
+    // record its leaves only, and removing them leaves the object behind.
     const descend =
       (isObject(a) && isObject(b)) ||
-      (isObject(a) && Object.keys(a).length > 0 && (b === undefined || b === null)) ||
-      (isObject(b) && Object.keys(b).length > 0 && (a === undefined || a === null));
+      (path.length === 0 && isObject(a) && Object.keys(a).length > 0 && (b === undefined || b === null)) ||
+      (path.length === 0 && isObject(b) && Object.keys(b).length > 0 && (a === undefined || a === null));
     if (descend) {
       const objA = isObject(a) ? a : {};
       const objB = isObject(b) ? b : {};
       const keys = [...Object.keys(objA), ...Object.keys(objB).filter((k) => !Object.hasOwn(objA, k))];
       for (const key of keys) {
         if (path.length === 0 && UNDIFFED.has(key)) continue;
-        walk([...path, key], objA[key], objB[key]);
+        walk([...path, key], own(objA, key), own(objB, key));
       }
       return;
     }

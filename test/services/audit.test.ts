@@ -102,12 +102,12 @@ const S2 = redact("secret-2");
 const DIFFS: [string, AuditSnapshot | null, AuditSnapshot | null, unknown][] = [
   ["nothing changed", { name: "a", labels: { x: "1" } }, { name: "a", labels: { x: "1" } }, []],
   [
-    "a creation lists every field, maps key by key, an empty map as a value",
+    "a creation lists every field, each map or message whole (it has no before to compare with key by key)",
     null,
     { name: "a", labels: { "app.kubernetes.io/name": "x" }, rate_limits: {}, ops: ["list"] },
     [
       { path: ["name"], before: null, after: "a" },
-      { path: ["labels", "app.kubernetes.io/name"], before: null, after: "x" },
+      { path: ["labels"], before: null, after: { "app.kubernetes.io/name": "x" } },
       { path: ["rate_limits"], before: null, after: {} },
       { path: ["ops"], before: null, after: ["list"] },
     ],
@@ -118,7 +118,7 @@ const DIFFS: [string, AuditSnapshot | null, AuditSnapshot | null, unknown][] = [
     null,
     [
       { path: ["name"], before: "a", after: null },
-      { path: ["labels", "k"], before: "v", after: null },
+      { path: ["labels"], before: { k: "v" }, after: null },
     ],
   ],
   [
@@ -128,7 +128,7 @@ const DIFFS: [string, AuditSnapshot | null, AuditSnapshot | null, unknown][] = [
     [{ path: ["labels", "updated_at"], before: "1", after: "2" }],
   ],
   [
-    "permissions: operations changed, an entity added, a service removed, an instance added (exact operations)",
+    "permissions: operations changed, an entity added, a service removed, an instance added (exact operations; what is added or removed whole, as it was)",
     {
       permissions: {
         "s4.prod": { API_BP: { A_BP: ["list"], A_Addr: ["get"] }, API_OLD: { X: ["delete"] } },
@@ -143,8 +143,8 @@ const DIFFS: [string, AuditSnapshot | null, AuditSnapshot | null, unknown][] = [
     [
       { path: ["permissions", "s4.prod", "API_BP", "A_BP"], before: ["list"], after: ["list", "get"] },
       { path: ["permissions", "s4.prod", "API_BP", "*"], before: null, after: ["list"] },
-      { path: ["permissions", "s4.prod", "API_OLD", "X"], before: ["delete"], after: null },
-      { path: ["permissions", "dev", "*", "*"], before: null, after: ["list", "get"] },
+      { path: ["permissions", "s4.prod", "API_OLD"], before: { X: ["delete"] }, after: null },
+      { path: ["permissions", "dev"], before: null, after: { "*": { "*": ["list", "get"] } } },
     ],
   ],
   [
@@ -154,13 +154,19 @@ const DIFFS: [string, AuditSnapshot | null, AuditSnapshot | null, unknown][] = [
     [{ path: ["ops"], before: ["list", "get"], after: ["get", "list"] }],
   ],
   [
-    "an instance granted nothing (an empty map) is a value of its own",
+    "an instance left granting nothing (an empty map) stays, and its service is what was removed",
     { permissions: { prod: { API: { E: ["get"] } } } },
     { permissions: { prod: {} } },
-    [{ path: ["permissions", "prod", "API", "E"], before: ["get"], after: null }],
+    [{ path: ["permissions", "prod", "API"], before: { E: ["get"] }, after: null }],
   ],
   [
-    "a map emptied entirely reads as its last keys removed; a map appearing empty as a value",
+    "an instance removed is a change of its own, not its last grant removed (regression: the two read alike)",
+    { permissions: { prod: { API: { E: ["get"] } } } },
+    { permissions: {} },
+    [{ path: ["permissions", "prod"], before: { API: { E: ["get"] } }, after: null }],
+  ],
+  [
+    "a map appearing empty is a value of its own",
     { permissions: { prod: { API: {} } } },
     { permissions: { prod: { API: {} }, dev: {} } },
     [{ path: ["permissions", "dev"], before: null, after: {} }],
@@ -187,11 +193,7 @@ const DIFFS: [string, AuditSnapshot | null, AuditSnapshot | null, unknown][] = [
     "credentials removed altogether",
     { auth: { type: "basic", username: "u", password: S } },
     {},
-    [
-      { path: ["auth", "type"], before: "basic", after: null },
-      { path: ["auth", "username"], before: "u", after: null },
-      { path: ["auth", "password"], before: "[redacted]", after: null },
-    ],
+    [{ path: ["auth"], before: { type: "basic", username: "u", password: "[redacted]" }, after: null }],
   ],
   [
     "a value that changes kind is one change, secrets inside rendered",
