@@ -216,7 +216,9 @@ export class UpstreamSessions {
       body = undefined;
     }
     if (!res.ok) {
-      const code = isRecord(body) && typeof body.error === "string" && /^[\x20-\x7e]{1,64}$/.test(body.error) ? ` (${body.error})` : "";
+      // The error code helps (`invalid_client`); anything else the endpoint says is not repeated,
+      // and a code holding the client secret (an endpoint echoing it) is not either.
+      const code = isRecord(body) && typeof body.error === "string" && isOAuthErrorCode(body.error, c) ? ` (${body.error})` : "";
       throw new GatewayError(502, `the back end's token endpoint refused the client credentials: HTTP ${res.status}${code}`);
     }
     if (!isRecord(body) || typeof body.access_token !== "string" || body.access_token === "" || /[\s\x00-\x1f\x7f]/.test(body.access_token)) {
@@ -276,6 +278,16 @@ function remember<V>(map: Map<string, V>, key: string, value: V): void {
 /** `application/x-www-form-urlencoded` encoding of a client id or secret (RFC 6749 §2.3.1, Appendix B). */
 function formEncode(s: string): string {
   return encodeURIComponent(s).replace(/%20/g, "+").replace(/[!'()*]/g, (ch) => `%${ch.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/**
+ * Whether an OAuth error value is an error code as RFC 6749 §5.2 registers
+ * them (`invalid_client`, `unauthorized_client`: lower case, digits, `_`,
+ * `.`, `-`) that does not hold the client secret.
+ */
+function isOAuthErrorCode(error: string, c: UpstreamCredentials): boolean {
+  const secret = c.clientSecret?.toLowerCase() ?? "";
+  return /^[a-z][a-z0-9_.-]{0,63}$/.test(error) && (secret === "" || !error.includes(secret));
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

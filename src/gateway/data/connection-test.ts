@@ -14,7 +14,10 @@
  * Fresh sessions are used (not the data path's cached tokens), so that the
  * test says whether the credentials work now. Nothing secret is reported:
  * neither the credentials nor the tokens and cookies obtained, and of URLs
- * the back end names (redirects, token endpoints) only origin and path.
+ * the back end names (redirects, token endpoints) only origin and path; a
+ * back end quoting what erplink sent it (in `$metadata`, a challenge) finds
+ * the secrets replaced by `[redacted]` in every detail, and of its headers
+ * only a version number and a known scheme name are repeated.
  */
 import dns from "node:dns";
 import net from "node:net";
@@ -30,6 +33,7 @@ import type { DiagnosedInstance } from "../../schema/diagnostics.js";
 import { GatewayError } from "../errors.js";
 import { parseMetadata } from "../odata/metadata.js";
 import { UpstreamSessions, isTimeout } from "../upstream-session.js";
+import { MetadataTooLarge, readMetadataText } from "./metadata-cache.js";
 import type { ServiceRoot } from "./service-root.js";
 
 /** Options of {@link testConnection}. */
@@ -123,10 +127,30 @@ function connect(host: string, port: number, signal: AbortSignal, secure?: { ser
   });
 }
 
-/** The `OData-Version` (V4) or `DataServiceVersion` (V2) an answer names, without parameters. */
+/** The `OData-Version` (V4) or `DataServiceVersion` (V2) an answer names, without parameters; only a version number is taken. */
 function versionHeader(headers: Headers): string | undefined {
   const v = headers.get("odata-version") ?? headers.get("dataserviceversion");
-  return v === null ? undefined : v.split(";")[0]!.trim().slice(0, 16) || undefined;
+  const version = v?.split(";")[0]!.trim();
+  return version !== undefined && /^[0-9]{1,2}\.[0-9]{1,2}$/.test(version) ? version : undefined;
+}
+
+/** Authentication schemes a `WWW-Authenticate` challenge is named by in a step's detail (others are not repeated). */
+const SCHEMES = new Map(["Basic", "Bearer", "Digest", "Negotiate", "NTLM", "DPoP", "HOBA", "Mutual", "SAML", "SCRAM-SHA-256"].map((s) => [s.toLowerCase(), s]));
+
+/** Secrets shorter than this are not searched for in the outcome (they would match ordinary words). */
+const MIN_SCRUBBED = 4;
+
+/**
+ * Replaces every secret of `secrets` (as is, and percent-encoded) in `text`
+ * with `[redacted]`: the back end may quote what erplink sent it (its
+ * `$metadata`, a redirect, a challenge), and the outcome never shows it.
+ */
+function scrub(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    for (const form of new Set([secret, encodeURIComponent(secret)])) out = out.split(form).join("[redacted]");
+  }
+  return out;
 }
 
 /** Tests the back end of `instance` (and the service at `root`, if any). */
@@ -137,6 +161,14 @@ export async function testConnection(instance: DiagnosedInstance, root: ServiceR
   const url = root !== undefined ? root.urlOf("$metadata") : `${instance.baseUrl}/${instance.sapClient ? `?sap-client=${instance.sapClient}` : ""}`;
   const out = create(ConnectionTestSchema, { url: shown(url) });
   const steps: ConnectionTestStep[] = [];
+  // What erplink holds for this back end, and the credentials of each Authorization header it sends (added as sent).
+  const { password, token, clientSecret } = instance.credentials;
+  const secrets = [password, token, clientSecret].filter((v): v is string => v !== undefined && v.length >= MIN_SCRUBBED);
+  const sent = (authorization: string | undefined) => {
+    const credential = authorization?.slice(authorization.indexOf(" ") + 1);
+    for (const v of [authorization, credential]) if (v !== undefined && v.length >= MIN_SCRUBBED) secrets.push(v);
+    secrets.sort((a, b) => b.length - a.length);
+  };
 
   /** Runs one step; false when it failed (and the test stops). */
   const step = async (name: string, body: (signal: AbortSignal) => Promise<string | { ok: false; detail: string }>): Promise<boolean> => {
@@ -152,6 +184,7 @@ export async function testConnection(instance: DiagnosedInstance, root: ServiceR
       // The data path's own refusals (the OAuth token request's) are already in words.
       detail = err instanceof StepFailure || err instanceof GatewayError ? err.message : words(err);
     }
+    detail = scrub(detail, secrets);
     steps.push(create(ConnectionTestStepSchema, { name, ok, durationMs: Math.round((performance.now() - t0) * 1000) / 1000, detail }));
     if (!ok && out.error === "") out.error = `${name}: ${detail}`;
     return ok;
@@ -210,11 +243,13 @@ export async function testConnection(instance: DiagnosedInstance, root: ServiceR
     if (instance.credentials.type === "oauth2_client_credentials") {
       const token = await step("oauth", async () => {
         authorization = await sessions.authorization(instance);
+        sent(authorization);
         return `obtained an access token from ${shown(instance.credentials.tokenUrl ?? "")}`;
       });
       if (!token) return;
     } else {
       authorization = await sessions.authorization(instance);
+      sent(authorization);
     }
     let res: Response | undefined;
     let text = "";
@@ -224,8 +259,9 @@ export async function testConnection(instance: DiagnosedInstance, root: ServiceR
       const t0 = performance.now();
       try {
         res = await fetch(url, { headers, redirect: "manual", signal });
-        text = root !== undefined && res.ok ? await res.text() : (await res.body?.cancel(), "");
+        text = root !== undefined && res.ok ? await readMetadataText(res) : (await res.body?.cancel(), "");
       } catch (err) {
+        if (err instanceof MetadataTooLarge) throw new StepFailure(`${err.message} (HTTP ${res?.status} from GET ${shown(url)})`);
         if (isTimeout(err)) throw new StepFailure(`GET ${shown(url)} was not answered within the upstream timeout`);
         throw new StepFailure(`GET ${shown(url)} failed: ${words(err)}`);
       }
@@ -234,7 +270,7 @@ export async function testConnection(instance: DiagnosedInstance, root: ServiceR
       out.httpStatus = status;
       const said = `HTTP ${status} from GET ${shown(url)} in ${ms} ms`;
       if (status === 401 || status === 407) {
-        const scheme = res.headers.get("www-authenticate")?.split(/[\s,]/)[0];
+        const scheme = SCHEMES.get(res.headers.get("www-authenticate")?.split(/[\s,]/)[0]?.toLowerCase() ?? "");
         return { ok: false, detail: `the back end refused the credentials: ${said}${scheme ? ` (it asks for ${scheme})` : ""}` };
       }
       if (status === 403) return { ok: false, detail: `the back end refused access: ${said}` };

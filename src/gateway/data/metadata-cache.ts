@@ -3,7 +3,8 @@
  * service root: fetched with the instance's credentials (and SAP client),
  * cached for `ttlMs`, one fetch at a time per service, a failure remembered
  * for {@link FAILURE_TTL_MS} so that a broken back end is not asked on
- * every request, at most {@link MAX_MODELS} entries. Without a model nothing
+ * every request, at most {@link MAX_MODELS} entries, each document at most
+ * {@link MAX_METADATA_BYTES} (read as it arrives, and given up beyond it). Without a model nothing
  * below the service root can be authorized, so a failure is the request's
  * answer: 502 (504 when the back end is too slow), naming the cause after
  * what could not be done (`cannot authorize the request: …`, or what the
@@ -14,6 +15,49 @@ import { parseMetadata, type ServiceModel } from "../odata/metadata.js";
 import { isTimeout, type UpstreamSessions } from "../upstream-session.js";
 import type { DataInstance } from "./ports.js";
 import type { ServiceRoot } from "./service-root.js";
+
+/**
+ * Largest `$metadata` document read (bytes): the largest SAP documents are a
+ * few MiB; a back end sending more is refused (502) after this many bytes,
+ * rather than held in memory whole.
+ */
+export const MAX_METADATA_BYTES = 32 * 1024 * 1024;
+
+/** A `$metadata` answer larger than {@link MAX_METADATA_BYTES}. */
+export class MetadataTooLarge extends Error {
+  constructor() {
+    super(`the service's $metadata is larger than ${MAX_METADATA_BYTES / 1024 / 1024} MiB`);
+  }
+}
+
+/**
+ * An answer's body as UTF-8 text (a BOM dropped, as `Response.text()`
+ * does), read as it arrives; throws {@link MetadataTooLarge} as soon as it
+ * passes {@link MAX_METADATA_BYTES}, and what the read throws (the fetch's
+ * timeout) otherwise.
+ */
+export async function readMetadataText(res: Response): Promise<string> {
+  const declared = Number(res.headers.get("content-length") ?? "");
+  if (declared > MAX_METADATA_BYTES) {
+    await res.body?.cancel();
+    throw new MetadataTooLarge();
+  }
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_METADATA_BYTES) {
+      await reader.cancel();
+      throw new MetadataTooLarge();
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}
 
 /** Most models kept; beyond it the cache starts over. */
 export const MAX_MODELS = 1_000;
@@ -95,8 +139,18 @@ export class MetadataCache {
       if (res.status === 401) sessions.dropToken(instance, auth);
       return failed(502, `the back end answered HTTP ${res.status} to $metadata`);
     }
+    let text: string;
     try {
-      return { at: Date.now(), model: parseMetadata(await res.text()) };
+      text = await readMetadataText(res);
+    } catch (err) {
+      if (err instanceof MetadataTooLarge) return failed(502, err.message);
+      // A document that trickles is as late as one that never starts.
+      return isTimeout(err)
+        ? failed(504, "the back end did not send the service's $metadata in time")
+        : failed(502, "the back end could not be reached for the service's $metadata");
+    }
+    try {
+      return { at: Date.now(), model: parseMetadata(text) };
     } catch {
       return failed(502, "the service's $metadata could not be read");
     }
