@@ -16,6 +16,7 @@ import {
   type InstanceRecord,
   type InstanceStore,
   type Page,
+  type RequestLogStore,
   type Store,
   type SystemRecord,
   type SystemStore,
@@ -118,7 +119,7 @@ async function all<R>(port: { list(request: { limit: number }): Promise<Page<R>>
  * on AggregateStore; the contract reaches through it to test the
  * DocumentCollection port of the store under test itself.
  */
-function collectionOf(port: SystemStore | InstanceStore): DocumentCollection {
+function collectionOf(port: SystemStore | InstanceStore | RequestLogStore): DocumentCollection {
   const coll = (port as unknown as { readonly collection?: DocumentCollection }).collection;
   // Without this, a renamed field would make every "throws TypeError" check pass vacuously.
   assert.type(coll?.findOne, "function", "aggregate port has no `collection`");
@@ -471,6 +472,81 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
       assert.is(await instances.getByName(miss), undefined, `getByName(${JSON.stringify(miss)})`);
     }
     assert.equal(await all(instances), [upper, lower]);
+  });
+
+  // ---- incrementMany and getMany (the usage rollups') --------------------------
+
+  test("collection.incrementMany creates absent documents (set fields, nested amounts) and adds to existing ones in one batch", async (ctx) => {
+    // The request log's collection: no unique index but the id.
+    const coll = collectionOf(storeOf(ctx).logs);
+    const at = new Date("2026-01-02T03:00:00.000Z");
+    await coll.incrementMany([
+      { id: "a", inc: { "c.requests": 2, "c.latencySumMs": 1.25, "g.entity.vA%2EB.requests": 1 }, set: { start: at, writer: "w1" } },
+    ]);
+    await coll.incrementMany([]);
+    // "a" exists, "b" does not: both in one batch.
+    await coll.incrementMany([
+      { id: "a", inc: { "c.requests": 3, "c.latencySumMs": 0.5, "g.entity.vA%2EB.requests": 1, "g.entity.v.requests": 4 }, set: { start: at, writer: "w1" } },
+      { id: "b", inc: { "c.requests": 1 }, set: { start: at, writer: "w2" } },
+    ]);
+    assert.equal(await coll.get("a"), {
+      _id: "a",
+      start: at,
+      writer: "w1",
+      c: { requests: 5, latencySumMs: 1.75 },
+      g: { entity: { "vA%2EB": { requests: 2 }, v: { requests: 4 } } },
+    });
+    assert.equal(await coll.get("b"), { _id: "b", start: at, writer: "w2", c: { requests: 1 } });
+    assert.is(await coll.count({}), 2);
+  });
+
+  test("collection.incrementMany of many documents (a backlog), some existing, some not: each gets exactly its amounts", async (ctx) => {
+    const coll = collectionOf(storeOf(ctx).logs);
+    const ids = Array.from({ length: 12 }, (_, i) => `d${String(i).padStart(2, "0")}`);
+    await coll.incrementMany(ids.slice(0, 3).map((id) => ({ id, inc: { "c.n": 1 }, set: { w: "x" } })));
+    await coll.incrementMany(ids.map((id, i) => ({ id, inc: { "c.n": i, "g.k.vA.n": 2 }, set: { w: "x" } })));
+    const docs = (await coll.getMany(ids)).sort((a, b) => (a._id < b._id ? -1 : 1));
+    assert.equal(
+      docs,
+      ids.map((id, i) => ({ _id: id, w: "x", c: { n: i + (i < 3 ? 1 : 0) }, g: { k: { vA: { n: 2 } } } })),
+    );
+  });
+
+  test("collection.incrementMany: two batches creating the same many documents at once both count (one inserts, the other adds)", async (ctx) => {
+    const coll = collectionOf(storeOf(ctx).logs);
+    const ids = Array.from({ length: 10 }, (_, i) => `r${i}`);
+    const batch = ids.map((id) => ({ id, inc: { n: 1 }, set: {} }));
+    await Promise.all([coll.incrementMany(batch), coll.incrementMany(batch)]);
+    assert.equal(
+      (await coll.getMany(ids)).map((d) => d.n),
+      ids.map(() => 2),
+    );
+  });
+
+  test("collection.getMany returns the documents with the given ids, leaving out absent ones", async (ctx) => {
+    const coll = collectionOf(storeOf(ctx).logs);
+    await coll.incrementMany(["a", "b", "c"].map((id, i) => ({ id, inc: { n: i }, set: {} })));
+    const byId = (docs: { _id: string }[]) => [...docs].sort((x, y) => (x._id < y._id ? -1 : 1));
+    assert.equal(byId(await coll.getMany(["c", "zz", "a"])), [
+      { _id: "a", n: 0 },
+      { _id: "c", n: 2 },
+    ]);
+    assert.equal(await coll.getMany([]), []);
+    assert.equal(await coll.getMany(["A", "a ", ""]), []);
+    for (const bad of OPERATOR_VALUES) {
+      assertTypeError(await rejection(() => coll.getMany(["a", bad as string]), inspect(bad)), `getMany(${inspect(bad)})`);
+    }
+  });
+
+  test("injection: incrementMany throws TypeError on an object id and changes nothing", async (ctx) => {
+    const coll = collectionOf(storeOf(ctx).logs);
+    await coll.incrementMany([{ id: "a", inc: { n: 1 }, set: {} }]);
+    for (const bad of OPERATOR_VALUES) {
+      const err = await rejection(() => coll.incrementMany([{ id: bad as string, inc: { n: 1 }, set: {} }]), inspect(bad));
+      assertTypeError(err, `incrementMany(${inspect(bad)})`);
+    }
+    assert.equal(await coll.get("a"), { _id: "a", n: 1 });
+    assert.is(await coll.count({}), 1);
   });
 
   // ---- injection -------------------------------------------------------------

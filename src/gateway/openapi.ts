@@ -116,7 +116,9 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
             ? { type: "string", format: "date-time" }
             : field?.fieldKind === "scalar" && field.scalar === ScalarType.BOOL
               ? { type: "boolean" }
-              : { type: "string" };
+              : field?.fieldKind === "scalar" && field.scalar === ScalarType.INT32
+                ? { type: "integer", minimum: 0 }
+                : { type: "string" };
       parameters.push({ name: q, in: "query", required: false, schema, description: doc });
     }
     if (parameters.length > 0) operation.parameters = parameters;

@@ -18,6 +18,7 @@ import { LogService, RequestLogSchema } from "../gen/erplink/admin/v1/request_lo
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { SessionSchema, SessionService } from "../gen/erplink/admin/v1/session_pb.js";
 import { SystemSchema, SystemService } from "../gen/erplink/admin/v1/system_pb.js";
+import { UsageSchema, UsageService } from "../gen/erplink/admin/v1/usage_pb.js";
 
 /** HTTP methods the facade routes. */
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
@@ -345,6 +346,18 @@ export const ROUTES: readonly RestRoute[] = [
     body: { field: "options", schema: ConnectionTestOptionsSchema, optional: true },
     data: "connection_test",
     resource: ConnectionTestSchema,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "GET",
+    path: "/admin/usage",
+    rpc: UsageService.method.getUsage,
+    summary: "Usage of the data path over time: totals, a series by hour or day, top groups",
+    tag: "Usage",
+    query: ["from", "to", "bucket", "group_by", "group_limit"],
+    data: "usage",
+    resource: UsageSchema,
     status: 200,
     auth: "admin",
   },

@@ -105,6 +105,7 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     maxQueued: 10_000,
     batchSize: 500,
     onProblem: (fields, message) => options.log.error(fields, message),
+    rollups: { store: store.usageRollups },
   });
   let purge: NodeJS.Timeout | undefined;
   return {
@@ -122,7 +123,14 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
       logWriter.start(intervals.logFlushMs);
       purge = setInterval(() => {
         const now = deps.clock();
-        Promise.all([store.rateWindows.purge(now), store.logs.purge(now), store.sessions.purge(now), deps.audit.purge(now)]).catch((err: unknown) =>
+        Promise.all([
+          store.rateWindows.purge(now),
+          store.logs.purge(now),
+          store.sessions.purge(now),
+          deps.audit.purge(now),
+          // Rollups go with the last entries they count.
+          store.usageRollups.purge(new Date(now.getTime() - options.logRetentionMs)),
+        ]).catch((err: unknown) =>
           options.log.error({ err }, "purge failed"),
         );
       }, intervals.purgeMs);

@@ -4,9 +4,16 @@
  * the store is down it holds what it can and the oldest entries beyond the
  * bound are dropped, counted and reported. A graceful stop writes what is
  * queued.
+ *
+ * With `rollups`, each batch written to the log is also folded into the
+ * usage rollups (counts per hour and day, see ./rollups.ts), which are
+ * written right after it: a batch is counted once it is in the log, and
+ * counts whose write failed are kept and added to the next write.
  */
-import type { RequestLogRecord, RequestLogStore } from "../store/index.js";
+import { randomBytes } from "node:crypto";
+import type { RequestLogRecord, RequestLogStore, UsageRollupStore } from "../store/index.js";
 import type { IdGenerator } from "./ids.js";
+import { RollupBuffer } from "./rollups.js";
 
 /** An entry as callers give it; the writer adds the id and the expiry. */
 export type LogEntry = Omit<RequestLogRecord, "id" | "expiresAt">;
@@ -23,6 +30,12 @@ export interface LogWriterOptions {
   readonly batchSize: number;
   /** Reports failed writes and drops (never on the request path). */
   readonly onProblem: (fields: Record<string, unknown>, message: string) => void;
+  /** Where usage rollups go; none are kept without it. */
+  readonly rollups?: {
+    readonly store: UsageRollupStore;
+    /** This writer's id in the rollups (default: random, one per process). */
+    readonly writerId?: string;
+  };
 }
 
 /** What the writer has done so far. */
@@ -40,8 +53,13 @@ export class LogWriter {
   private droppedReported = 0;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
+  private readonly rollups: RollupBuffer | undefined;
 
-  constructor(private readonly options: LogWriterOptions) {}
+  constructor(private readonly options: LogWriterOptions) {
+    if (options.rollups !== undefined) {
+      this.rollups = new RollupBuffer(options.rollups.writerId ?? randomBytes(9).toString("base64url"));
+    }
+  }
 
   /** Queues an entry: an array push, nothing more. */
   record(entry: LogEntry): void {
@@ -94,10 +112,34 @@ export class LogWriter {
       }
       this.inFlight = 0;
       this.written += batch.length;
+      this.rollups?.fold(batch);
+      if (!(await this.writeRollups())) return;
       // Let requests run between batches: an embedded store writes
       // synchronously, and a long queue would otherwise hold the event loop.
       if (this.queue.length > 0) await new Promise((r) => setImmediate(r));
     }
+    // Counts an earlier failure left behind.
+    await this.writeRollups();
+  }
+
+  /** Writes the pending rollups; on failure keeps them for the next write and says so. */
+  private async writeRollups(): Promise<boolean> {
+    const rollups = this.rollups;
+    if (rollups === undefined || !rollups.pending) return true;
+    const batch = rollups.take();
+    try {
+      await this.options.rollups!.store.add(batch);
+      return true;
+    } catch (err) {
+      rollups.restore(batch);
+      this.options.onProblem({ err }, "usage rollup write failed; will retry");
+      return false;
+    }
+  }
+
+  /** Whether rollup counts wait to be written (for a graceful stop). */
+  private rollupsPending(): boolean {
+    return this.rollups?.pending ?? false;
   }
 
   /** Flushes every `intervalMs` until {@link stop}. */
@@ -112,11 +154,11 @@ export class LogWriter {
     const deadline = Date.now() + timeoutMs;
     // Keep flushing while entries remain (or a write is under way) and time
     // allows; the store may come back meanwhile.
-    while ((this.queue.length > 0 || this.flushing !== undefined) && Date.now() < deadline) {
+    while ((this.queue.length > 0 || this.rollupsPending() || this.flushing !== undefined) && Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([this.flush(), new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
       clearTimeout(timer);
-      if (this.queue.length > 0) await new Promise((r) => setTimeout(r, 200));
+      if (this.queue.length > 0 || this.rollupsPending()) await new Promise((r) => setTimeout(r, 200));
     }
   }
 }

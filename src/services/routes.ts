@@ -10,6 +10,7 @@ import { InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
 import { LogService } from "../gen/erplink/admin/v1/request_log_pb.js";
 import { SessionService } from "../gen/erplink/admin/v1/session_pb.js";
 import { SystemService } from "../gen/erplink/admin/v1/system_pb.js";
+import { UsageService } from "../gen/erplink/admin/v1/usage_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { ApiKeyServiceImpl } from "./api-key-service.js";
 import { AuditServiceImpl } from "./audit-service.js";
@@ -19,6 +20,7 @@ import { InstanceServiceImpl } from "./instance-service.js";
 import { LogServiceImpl } from "./log-service.js";
 import { SessionServiceImpl } from "./session-service.js";
 import { SystemServiceImpl } from "./system-service.js";
+import { UsageServiceImpl } from "./usage-service.js";
 
 /**
  * Services whose callers present no admin credential: Authorize carries the
@@ -35,6 +37,7 @@ export function createRoutes(deps: ServiceDeps): (router: ConnectRouter) => void
   const logs = new LogServiceImpl(deps);
   const audit = new AuditServiceImpl(deps);
   const sessions = new SessionServiceImpl(deps);
+  const usage = new UsageServiceImpl(deps);
   return (router) => {
     router.service(SystemService, systems);
     router.service(InstanceService, instances);
@@ -43,5 +46,6 @@ export function createRoutes(deps: ServiceDeps): (router: ConnectRouter) => void
     router.service(LogService, logs);
     router.service(AuditService, audit);
     router.service(SessionService, sessions);
+    router.service(UsageService, usage);
   };
 }

@@ -47,6 +47,15 @@ export interface NewestQuery {
   readonly limit: number;
 }
 
+/** What {@link DocumentCollection.incrementMany} adds to one document. */
+export interface Increment {
+  readonly id: string;
+  /** Amounts to add, by dotted field path (`c.requests`, `g.entity.vA.requests`); absent fields count from zero. */
+  readonly inc: Readonly<Record<string, number>>;
+  /** Top-level fields set on every write (the same values each time). */
+  readonly set: Readonly<Record<string, unknown>>;
+}
+
 /** A collection of documents, as each adapter provides it. */
 export interface DocumentCollection {
   /** Inserts a new document; throws {@link DuplicateKeyError} on a unique field. */
@@ -73,6 +82,14 @@ export interface DocumentCollection {
   since(field: string, from: Date, limit: number): Promise<Document[]>;
   /** Removes every document whose date `field` is before `date`; returns how many. */
   deleteBefore(field: string, date: Date): Promise<number>;
+  /**
+   * Adds to numeric fields of several documents, creating the absent ones,
+   * in as few round trips as the database allows. Each document's change is
+   * atomic; the batch is not (on failure some documents may be changed).
+   */
+  incrementMany(increments: readonly Increment[]): Promise<void>;
+  /** The documents with these ids, in no particular order; absent ones are left out. */
+  getMany(ids: readonly string[]): Promise<Document[]>;
 }
 
 /** A database as the aggregates see it. */
@@ -101,6 +118,22 @@ export function newestFilter(query: NewestQuery): Record<string, unknown> {
   }
   if (query.beforeId !== undefined) filter._id = { $lt: query.beforeId };
   return filter;
+}
+
+/**
+ * The document an {@link Increment} creates: its `set` fields and its
+ * amounts at their dotted paths (`{c: {requests: 1}}` for `c.requests`).
+ */
+export function incrementedDocument(increment: Increment): Document {
+  const doc: Record<string, unknown> = { ...increment.set, _id: increment.id };
+  for (const [path, amount] of Object.entries(increment.inc)) {
+    const keys = path.split(".");
+    let obj = doc;
+    for (const key of keys.slice(0, -1)) obj = (obj[key] ??= {}) as Record<string, unknown>;
+    const last = keys[keys.length - 1]!;
+    obj[last] = ((obj[last] as number | undefined) ?? 0) + amount;
+  }
+  return doc as Document;
 }
 
 /** Builds the name of a unique index on `field` of `collection`. */

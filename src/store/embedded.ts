@@ -13,6 +13,7 @@ import {
   type CollectionSpec,
   type Document,
   type DocumentCollection,
+  type Increment,
   type ListOptions,
   type StoreBackend,
   type Where,
@@ -142,6 +143,19 @@ class EmbeddedCollection implements DocumentCollection {
 
   async deleteBefore(field: string, date: Date): Promise<number> {
     return this.ds.removeAsync({ [field]: { $lt: date } }, { multi: true });
+  }
+
+  async incrementMany(increments: readonly Increment[]): Promise<void> {
+    // In process, one upsert per document is as cheap as any batch.
+    for (const { id, inc, set } of increments) {
+      assertScalars({ _id: id });
+      await this.ds.updateAsync({ _id: id }, { $inc: inc, $set: set }, { upsert: true, multi: false });
+    }
+  }
+
+  async getMany(ids: readonly string[]): Promise<Document[]> {
+    for (const id of ids) assertScalars({ _id: id });
+    return (await this.ds.findAsync({ _id: { $in: [...ids] } })) as Document[];
   }
 
   async delete(id: string): Promise<Document | undefined> {

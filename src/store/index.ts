@@ -11,6 +11,7 @@ import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
 import { openRequestLogStore, type RequestLogStore } from "./request-logs.js";
 import { openSessionStore, type SessionStore } from "./sessions.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
+import { openUsageRollupStore, type UsageRollupStore } from "./usage-rollups.js";
 
 export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
 export type { Page, PageRequest, Patch } from "./aggregate.js";
@@ -21,6 +22,15 @@ export type { RateWindowStore, Take } from "./rate-windows.js";
 export type { LogQuery, RequestLogRecord, RequestLogStore } from "./request-logs.js";
 export type { AuditChangeRecord, AuditJson, AuditQuery, AuditRecord, AuditState, AuditStore } from "./audit-entries.js";
 export type { SessionRecord, SessionStore } from "./sessions.js";
+export type {
+  Counters,
+  GroupCounts,
+  RollupBatch,
+  RollupDelta,
+  StoredHourGroups,
+  StoredRollup,
+  UsageRollupStore,
+} from "./usage-rollups.js";
 
 /** Every aggregate's storage port, plus the backend's health and lifecycle. */
 export interface Store {
@@ -33,6 +43,8 @@ export interface Store {
   /** The audit trail of administrative changes. */
   readonly audit: AuditStore;
   readonly sessions: SessionStore;
+  /** Counts of data requests per hour and day, kept by the request-log writer. */
+  readonly usageRollups: UsageRollupStore;
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -45,7 +57,7 @@ export type StoreOptions =
 
 /** Opens every aggregate on a backend. */
 export async function openStore(backend: StoreBackend): Promise<Store> {
-  const [systems, instances, apiKeys, rateWindows, logs, sessions, audit] = await Promise.all([
+  const [systems, instances, apiKeys, rateWindows, logs, sessions, audit, usageRollups] = await Promise.all([
     openSystemStore(backend),
     openInstanceStore(backend),
     openApiKeyStore(backend),
@@ -53,6 +65,7 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
     openRequestLogStore(backend),
     openSessionStore(backend),
     openAuditStore(backend),
+    openUsageRollupStore(backend),
   ]);
   return {
     kind: backend.kind,
@@ -63,6 +76,7 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
     logs,
     audit,
     sessions,
+    usageRollups,
     ping: () => backend.ping(),
     close: () => backend.close(),
   };

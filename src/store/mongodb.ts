@@ -5,6 +5,7 @@
  * MongoDB-wire servers that lack them.
  */
 import {
+  MongoBulkWriteError,
   MongoClient,
   MongoError,
   MongoNetworkError,
@@ -21,12 +22,14 @@ import {
   assertScalars,
   duplicateKeyError,
   findDuplicateField,
+  incrementedDocument,
   newestFilter,
   type NewestQuery,
   type CollectionSpec,
   type Document,
   type IndexSpec,
   type DocumentCollection,
+  type Increment,
   type ListOptions,
   type StoreBackend,
   type Where,
@@ -144,6 +147,9 @@ function eqFilter(where: Where): Filter<Document> {
   for (const [field, value] of Object.entries(where)) filter[field] = { $eq: value };
   return filter as Filter<Document>;
 }
+
+/** Above this many documents, incrementMany inserts the absent ones rather than upserting each. */
+const FEW_INCREMENTS = 8;
 
 class MongoCollection implements DocumentCollection {
   constructor(
@@ -271,4 +277,68 @@ class MongoCollection implements DocumentCollection {
     assertScalars({ _id: id });
     return (await guard(() => this.coll.findOneAndDelete({ _id: { $eq: id } }))) ?? undefined;
   }
+
+  async getMany(ids: readonly string[]): Promise<Document[]> {
+    for (const id of ids) assertScalars({ _id: id });
+    // One plain `_id` equality per document, not `$in` (nor `$eq`): the one
+    // filter FerretDB 1.x hands to SQLite, which stops at the match, where
+    // any other filter decodes every document of the collection. The scalar
+    // check keeps the value from being an operator.
+    const docs = await Promise.all(ids.map((id) => guard(() => this.coll.findOne({ _id: id }))));
+    return docs.filter((d): d is Document => d !== null);
+  }
+
+  async incrementMany(increments: readonly Increment[]): Promise<void> {
+    if (increments.length === 0) return;
+    for (const { id } of increments) assertScalars({ _id: id });
+    let updates = [...increments];
+    let fresh: Increment[] = [];
+    if (increments.length > FEW_INCREMENTS) {
+      // Many documents (a backlog, a bulk load): the absent ones are
+      // inserted whole and only the existing ones updated, since FerretDB
+      // 1.x scans the collection for every update (upsert or not) while an
+      // insert costs the same however large the collection is. For a few
+      // (a flush: an hour and a day), one upsert each is cheaper than the
+      // look-up.
+      const ids = increments.map((i) => i.id);
+      const found = await guard(() =>
+        this.coll.find({ _id: { $in: ids } } as Filter<Document>, { projection: { _id: 1 } }).toArray(),
+      );
+      const existing = new Set(found.map((d) => d._id));
+      updates = increments.filter((i) => existing.has(i.id));
+      fresh = increments.filter((i) => !existing.has(i.id));
+    }
+    if (fresh.length > 0) {
+      try {
+        await guard(() => this.coll.insertMany(fresh.map(incrementedDocument), { ordered: false }));
+      } catch (err) {
+        // Created meanwhile by another writer: add to those instead.
+        const taken = duplicateIndexes(err);
+        if (taken === undefined) throw err;
+        for (const index of taken) updates.push(fresh[index]!);
+      }
+    }
+    if (updates.length === 0) return;
+    await guard(() =>
+      this.coll.bulkWrite(
+        updates.map((i) => ({
+          updateOne: {
+            filter: { _id: { $eq: i.id } },
+            update: { $inc: i.inc, $set: i.set } as UpdateFilter<Document>,
+            // Purged since it was found: created again.
+            upsert: true,
+          },
+        })),
+        { ordered: false },
+      ),
+    );
+  }
+}
+
+/** The batch positions an unordered insertMany refused as duplicates, if it failed for nothing else. */
+function duplicateIndexes(err: unknown): number[] | undefined {
+  if (!(err instanceof MongoBulkWriteError)) return undefined;
+  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  if (errors.length === 0 || errors.some((e) => e.code !== 11000)) return undefined;
+  return errors.map((e) => e.index);
 }

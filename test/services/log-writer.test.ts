@@ -3,12 +3,15 @@
  * or hold open: record() is a queue push, flush() writes in ordered batches,
  * failed writes keep their entries (in order, once), the bound drops the
  * oldest entries and reports them, concurrent flushes share one write, and
- * stop() writes everything within its timeout.
+ * stop() writes everything within its timeout. With a fake rollup store:
+ * each batch is counted once it is in the log, right after it; a failed
+ * rollup write is retried with the next, never doubled; stop() writes
+ * pending counts.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LogWriter, type LogEntry, type LogWriterOptions } from "../../src/services/log-writer.js";
-import type { RequestLogRecord, RequestLogStore } from "../../src/store/index.js";
+import type { RequestLogRecord, RequestLogStore, RollupBatch, UsageRollupStore } from "../../src/store/index.js";
 
 const T0 = Date.parse("2026-01-02T03:04:05.000Z");
 const RETENTION_MS = 7 * 86_400_000;
@@ -68,15 +71,43 @@ class FakeLogStore {
   }
 }
 
+/** A UsageRollupStore that keeps the batches it is given and fails as scripted. */
+class FakeRollupStore {
+  /** Batches written, in order. */
+  readonly added: RollupBatch[] = [];
+  /** The log's size at each write attempt (to see that counts follow the log). */
+  readonly attemptsAtLogSize: number[] = [];
+  /** Scripted behaviours of the next adds; then "ok". */
+  readonly script: ("ok" | "fail")[] = [];
+
+  constructor(private readonly log: FakeLogStore) {}
+
+  async add(batch: RollupBatch): Promise<void> {
+    this.attemptsAtLogSize.push(this.log.stored.length);
+    if (this.script.shift() === "fail") throw new Error("store down");
+    this.added.push(batch);
+  }
+
+  /** Requests counted in every written batch, hourly and daily (they must agree). */
+  counted(): number {
+    const sum = (grain: "hours" | "days") =>
+      this.added.flatMap((b) => b[grain]).reduce((n, d) => n + (d.totals.n ?? 0), 0);
+    assert.is(sum("hours"), sum("days"), "hours and days count the same requests");
+    return sum("hours");
+  }
+}
+
 interface Harness {
   readonly writer: LogWriter;
   readonly store: FakeLogStore;
+  readonly rollups: FakeRollupStore;
   /** Every onProblem report: [fields, message]. */
   readonly problems: [Record<string, unknown>, string][];
 }
 
-function harness(options: Partial<Pick<LogWriterOptions, "maxQueued" | "batchSize">> = {}): Harness {
+function harness(options: Partial<Pick<LogWriterOptions, "maxQueued" | "batchSize">> & { rollups?: boolean } = {}): Harness {
   const store = new FakeLogStore();
+  const rollups = new FakeRollupStore(store);
   const problems: [Record<string, unknown>, string][] = [];
   let n = 0;
   const writer = new LogWriter({
@@ -86,8 +117,9 @@ function harness(options: Partial<Pick<LogWriterOptions, "maxQueued" | "batchSiz
     maxQueued: options.maxQueued ?? 100,
     batchSize: options.batchSize ?? 10,
     onProblem: (fields, message) => problems.push([fields, message]),
+    ...(options.rollups ? { rollups: { store: rollups as unknown as UsageRollupStore, writerId: "w1" } } : {}),
   });
-  return { writer, store, problems };
+  return { writer, store, rollups, problems };
 }
 
 function entry(i: number): LogEntry {
@@ -112,6 +144,11 @@ function entry(i: number): LogEntry {
     upstreamMethod: "",
     upstreamUrl: "",
   };
+}
+
+/** A data request (the admin entries of {@link entry} are not rolled up). */
+function dataEntry(i: number): LogEntry {
+  return { ...entry(i), path: `/odata/prod/API_BP/A_BusinessPartner?i=${i}`, instance: "prod", service: "API_BP" };
 }
 
 function recordRange(writer: LogWriter, from: number, to: number): void {
@@ -421,6 +458,64 @@ test("stop() with nothing queued and nothing in flight resolves at once", async 
   await writer.stop(5000);
   assert.ok(Date.now() - started < 50);
   assert.equal(store.attempts, []);
+});
+
+const ROLLUP_FAILED = "usage rollup write failed; will retry";
+
+test("rollups: each batch in the log is counted right after it, data requests only, in the writer's own documents", async () => {
+  const { writer, store, rollups, problems } = harness({ batchSize: 2, rollups: true });
+  for (let i = 0; i < 5; i++) writer.record(dataEntry(i));
+  writer.record(entry(5));
+  await writer.flush();
+  assert.equal(store.ids(), range(0, 6));
+  assert.equal(rollups.attemptsAtLogSize, [2, 4, 6], "one rollup write after each log batch");
+  assert.is(rollups.counted(), 5, "the admin entry is not counted");
+  assert.equal(rollups.added.flatMap((b) => [...b.hours, ...b.days].map((d) => d.writer)), Array(6).fill("w1"));
+  assert.equal(problems, []);
+  // Nothing new: no rollup write.
+  await writer.flush();
+  assert.is(rollups.attemptsAtLogSize.length, 3);
+});
+
+test("rollups: a failed log write counts nothing; its entries are counted once, when they reach the log", async () => {
+  const { writer, store, rollups } = harness({ batchSize: 10, rollups: true });
+  for (let i = 0; i < 3; i++) writer.record(dataEntry(i));
+  store.script.push("fail");
+  await writer.flush();
+  assert.equal(rollups.attemptsAtLogSize, []);
+  await writer.flush();
+  assert.equal(store.ids(), range(0, 3));
+  assert.is(rollups.counted(), 3);
+});
+
+test("rollups: a failed rollup write keeps its counts for the next, the log is not written again: nothing lost, nothing doubled", async () => {
+  const { writer, store, rollups, problems } = harness({ batchSize: 2, rollups: true });
+  for (let i = 0; i < 5; i++) writer.record(dataEntry(i));
+  rollups.script.push("ok", "fail");
+  await writer.flush();
+  assert.equal(store.ids(), range(0, 4), "the flush stops at the failed rollup write");
+  assert.equal(problems.map((p) => p[1]), [ROLLUP_FAILED]);
+  assert.instance(problems[0]![0].err, Error);
+  assert.is(rollups.counted(), 2);
+  await writer.flush();
+  assert.equal(store.ids(), range(0, 5), "every entry once");
+  assert.is(rollups.counted(), 5, "every request counted once");
+  // Counts left behind with an empty queue are written by the next flush too.
+  writer.record(dataEntry(5));
+  rollups.script.push("fail");
+  await writer.flush();
+  assert.is(rollups.counted(), 5);
+  await writer.flush();
+  assert.is(rollups.counted(), 6);
+  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0 });
+});
+
+test("rollups: stop() writes pending counts, retrying while the store is down", async () => {
+  const { writer, rollups } = harness({ rollups: true });
+  for (let i = 0; i < 3; i++) writer.record(dataEntry(i));
+  rollups.script.push("fail", "fail");
+  await writer.stop(5000);
+  assert.is(rollups.counted(), 3);
 });
 
 test.run();

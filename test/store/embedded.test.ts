@@ -184,7 +184,18 @@ persistence("creates a missing data directory and keeps one file per collection"
   const store = await openAt(dataDir);
   await seed(store, fixture());
   await store.close();
-  assert.equal((await readdir(dataDir)).sort(), ["api_keys.db", "audit_entries.db", "instances.db", "rate_windows.db", "request_logs.db", "sessions.db", "systems.db"]);
+  assert.equal((await readdir(dataDir)).sort(), [
+    "api_keys.db",
+    "audit_entries.db",
+    "instances.db",
+    "rate_windows.db",
+    "request_logs.db",
+    "sessions.db",
+    "systems.db",
+    "usage_days.db",
+    "usage_hour_groups.db",
+    "usage_hours.db",
+  ]);
 });
 
 persistence("close compacts the data file to one line per live document", async ({ dir }) => {
