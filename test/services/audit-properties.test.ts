@@ -36,6 +36,7 @@ import { BackendAuthType, InstanceService } from "../../src/gen/erplink/admin/v1
 import { LogService } from "../../src/gen/erplink/admin/v1/request_log_pb.js";
 import { SessionService } from "../../src/gen/erplink/admin/v1/session_pb.js";
 import { SystemService } from "../../src/gen/erplink/admin/v1/system_pb.js";
+import { UsageService } from "../../src/gen/erplink/admin/v1/usage_pb.js";
 import { diffSnapshots, redact, rendered, type AuditSnapshot, type SnapshotValue } from "../../src/services/audit.js";
 import { StoreUnavailableError, type AuditJson } from "../../src/store/index.js";
 import { envInt, fuzzSeed } from "../../test-support/fuzz/harness.js";
@@ -535,7 +536,7 @@ const READ = /^(Get|List|Query|Explain|Test)/;
 Writes("every write RPC of the admin services is listed here (a new one must be added, with its failure cases)", async () => {
   const w = await createWorld();
   try {
-    const services: DescService[] = [SystemService, InstanceService, ApiKeyService, SessionService, AuditService, LogService];
+    const services: DescService[] = [SystemService, InstanceService, ApiKeyService, SessionService, AuditService, LogService, UsageService];
     const writes = services.flatMap((s) => s.methods.filter((m) => !READ.test(m.name)).map((m) => `${s.name}.${m.name}`));
     assert.equal(writes.sort(), Object.keys(WRITES).sort());
     // And these are every admin service the router serves.
