@@ -31,6 +31,7 @@ import Fastify, {
 } from "fastify";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
+import { registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
@@ -289,6 +290,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     routePrefix: "/api-reference",
     uiConfig: { url: "/api-reference/openapi.json", deepLinking: true },
   });
+
+  // The dashboard (src/dashboard), a client of /admin like any other.
+  await registerDashboard(app);
 
   app.get("/healthz", async (req) => ({ data: { status: "ok", ...options.health?.() }, meta: { requestId: req.id } }));
   app.get("/readyz", async (req, reply) => {

@@ -1,0 +1,138 @@
+/**
+ * A small typed client for erplink's `/admin` API, as the dashboard uses it:
+ * the session cookie travels by itself (`credentials: "same-origin"`), the
+ * CSRF header is read from the `__Host-erplink_csrf` cookie, the envelope is
+ * unwrapped, and a 401 sends the user back to sign-in with the server's words.
+ */
+
+/** A field error from the envelope's `details`. */
+export interface ErrorDetail {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** An error answer of the admin API (or a network failure, status 0). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly requestId: string,
+    readonly details: readonly ErrorDetail[] = [],
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+/** A success answer, unwrapped. */
+export interface ApiResult<T> {
+  readonly data: T;
+  readonly requestId: string;
+  readonly nextPageToken?: string;
+}
+
+/** A session as the API returns it (its token stays in the HttpOnly cookie). */
+export interface Session {
+  readonly id: string;
+  readonly principal_id?: string;
+  readonly created_at?: string;
+  readonly expires_at?: string;
+  readonly csrf_token?: string;
+}
+
+/** A system (an ERP landscape that groups instances). */
+export interface System {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+const CSRF_COOKIE = "__Host-erplink_csrf";
+
+/** The CSRF token the server set next to the session cookie, or "". */
+export function csrfToken(): string {
+  for (const part of document.cookie.split(";")) {
+    const [name, ...value] = part.trim().split("=");
+    if (name === CSRF_COOKIE) return value.join("=");
+  }
+  return "";
+}
+
+/** Called when the session is gone (a 401): the app returns to sign-in with this message. */
+let onSignedOut: (message: string) => void = () => {};
+
+/** Sets what a 401 does (the app's sign-in state). */
+export function whenSignedOut(handler: (message: string) => void): void {
+  onSignedOut = handler;
+}
+
+interface RequestOptions {
+  readonly body?: unknown;
+  /** The bearer credential, for signing in only; every other call uses the cookie. */
+  readonly bearer?: string;
+  /** Do not treat a 401 as the end of the session (the sign-in form shows it itself). */
+  readonly signingIn?: boolean;
+}
+
+/** One `/admin` call; resolves with the unwrapped data or throws {@link ApiError}. */
+export async function call<T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResult<T>> {
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (options.bearer !== undefined) headers.authorization = `Bearer ${options.bearer}`;
+  else {
+    const csrf = csrfToken();
+    if (csrf !== "") headers["x-csrf-token"] = csrf;
+  }
+  if (options.body !== undefined) headers["content-type"] = "application/json";
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      credentials: "same-origin",
+      cache: "no-store",
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    });
+  } catch {
+    throw new ApiError(0, "NETWORK", "erplink could not be reached; check that it is running and try again", "");
+  }
+  let envelope: unknown;
+  try {
+    envelope = await res.json();
+  } catch {
+    throw new ApiError(res.status, "BAD_RESPONSE", `erplink answered ${res.status} without a readable body`, res.headers.get("x-request-id") ?? "");
+  }
+  const env = envelope as {
+    data?: T;
+    meta?: { requestId?: string; nextPageToken?: string };
+    error?: { code?: string; message?: string; requestId?: string; details?: ErrorDetail[] };
+  };
+  if (!res.ok || env.error !== undefined) {
+    const e = env.error ?? {};
+    const err = new ApiError(res.status, e.code ?? "ERROR", e.message ?? `erplink answered ${res.status}`, e.requestId ?? "", e.details ?? []);
+    if (res.status === 401 && options.signingIn !== true) onSignedOut(err.message);
+    throw err;
+  }
+  return {
+    data: env.data as T,
+    requestId: env.meta?.requestId ?? "",
+    ...(env.meta?.nextPageToken === undefined ? {} : { nextPageToken: env.meta.nextPageToken }),
+  };
+}
+
+/** The admin calls the dashboard makes, typed. */
+export const api = {
+  /** Exchanges a key for a cookie session; the key is sent once and kept nowhere. */
+  signIn: (key: string) => call<Session>("POST", "/admin/sessions?cookie=true", { bearer: key, signingIn: true }),
+  /** Ends the calling session (the server clears the cookies). */
+  signOut: () => call<Session>("DELETE", "/admin/sessions/current"),
+  /** Whether the cookie still names a live session (any cheap authenticated read). */
+  sessions: () => call<Session[]>("GET", "/admin/sessions?page_size=50"),
+  listSystems: (pageToken = "") =>
+    call<System[]>("GET", `/admin/systems?page_size=500${pageToken === "" ? "" : `&page_token=${encodeURIComponent(pageToken)}`}`),
+  createSystem: (system: { name: string; description: string }) => call<System>("POST", "/admin/systems", { body: system }),
+  deleteSystem: (id: string) => call<System>("DELETE", `/admin/systems/${encodeURIComponent(id)}`),
+};

@@ -1,0 +1,2 @@
+/** Stylesheets are bundled by esbuild into the hashed CSS asset. */
+declare module "*.css";

@@ -1,0 +1,128 @@
+/** Systems: list, create, delete (a system with instances cannot be deleted: the 409 is explained). */
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, api, type System } from "../api.js";
+import { withRequestId } from "./sign-in.js";
+
+export function Systems() {
+  const [systems, setSystems] = useState<readonly System[] | undefined>(undefined);
+  const [error, setError] = useState("");
+  const [status, setStatus] = useState("");
+  const [name, setName] = useState("");
+  const [description, setDescription] = useState("");
+  const [busy, setBusy] = useState(false);
+
+  const load = async () => {
+    try {
+      const all: System[] = [];
+      let token = "";
+      do {
+        const page = await api.listSystems(token);
+        all.push(...page.data);
+        token = page.nextPageToken ?? "";
+      } while (token !== "");
+      setSystems(all);
+    } catch (err) {
+      if (err instanceof ApiError) setError(withRequestId(err));
+    }
+  };
+  useEffect(() => {
+    void load();
+  }, []);
+
+  const create = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError("");
+    setStatus("");
+    try {
+      const { data } = await api.createSystem({ name: name.trim(), description: description.trim() });
+      setName("");
+      setDescription("");
+      setStatus(`System ${data.name} created.`);
+      await load();
+    } catch (err) {
+      if (err instanceof ApiError) setError(withRequestId(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const remove = async (system: System) => {
+    if (!confirm(`Delete system ${system.name}? This cannot be undone.`)) return;
+    setError("");
+    setStatus("");
+    try {
+      await api.deleteSystem(system.id);
+      setStatus(`System ${system.name} deleted.`);
+      await load();
+    } catch (err) {
+      if (!(err instanceof ApiError)) return;
+      setError(
+        err.status === 409
+          ? `${system.name} still has instances: delete or move them first, then delete the system. (${withRequestId(err)})`
+          : withRequestId(err),
+      );
+    }
+  };
+
+  return (
+    <section aria-labelledby="systems-title">
+      <h1 id="systems-title">Systems</h1>
+      <p>A system is one ERP landscape (for example a production S/4HANA); its instances are the OData endpoints erplink forwards to.</p>
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <p class="status" role="status">
+        {status}
+      </p>
+      <form class="inline-form" onSubmit={create}>
+        <h2>New system</h2>
+        <label for="system-name">Name</label>
+        <input id="system-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required aria-describedby="system-name-help" />
+        <small id="system-name-help">Lower-case letters, digits and dashes, e.g. s4-prod.</small>
+        <label for="system-description">Description</label>
+        <input id="system-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <button type="submit" disabled={busy}>
+          {busy ? "Creating…" : "Create system"}
+        </button>
+      </form>
+      {systems === undefined ? (
+        error === "" && <p aria-busy="true">Loading systems…</p>
+      ) : systems.length === 0 ? (
+        <p>No systems yet: create the first one above.</p>
+      ) : (
+        <table>
+          <caption>{systems.length === 1 ? "1 system" : `${systems.length} systems`}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Description</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {systems.map((s) => (
+              <tr key={s.id}>
+                <th scope="row">{s.name}</th>
+                <td>{s.description}</td>
+                <td>
+                  <time dateTime={s.created_at}>{new Date(s.created_at).toLocaleString()}</time>
+                </td>
+                <td>
+                  <button type="button" class="danger" onClick={() => remove(s)} aria-label={`Delete system ${s.name}`}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,85 @@
+/** The signed-in frame: navigation, sign-out and the current screen. */
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, api } from "./api.js";
+import { Systems } from "./screens/systems.js";
+import { withRequestId } from "./screens/sign-in.js";
+import { navigate, route, signInNotice, signedIn } from "./state.js";
+
+/** The screens, in navigation order (the first is the default). */
+const SCREENS: readonly { readonly path: string; readonly title: string }[] = [
+  { path: "", title: "Overview" },
+  { path: "systems", title: "Systems" },
+  { path: "api-keys", title: "API keys" },
+  { path: "logs", title: "Logs" },
+  { path: "audit", title: "Audit" },
+  { path: "sessions", title: "Sessions" },
+];
+
+export function Shell() {
+  const [error, setError] = useState("");
+  // The session may have expired or been revoked since the page was loaded:
+  // one authenticated read finds out (a 401 returns to sign-in by itself).
+  useEffect(() => {
+    api.sessions().catch(() => {});
+  }, []);
+
+  const signOut = async () => {
+    try {
+      await api.signOut();
+      signInNotice.value = "You are signed out.";
+      signedIn.value = false;
+    } catch (err) {
+      if (err instanceof ApiError && err.status !== 401) setError(withRequestId(err));
+    }
+  };
+
+  const current = SCREENS.find((s) => s.path === route.value.split("/")[0]) ?? SCREENS[0]!;
+  useEffect(() => {
+    document.title = `${current.title} · erplink`;
+  }, [current.title]);
+
+  return (
+    <div class="shell">
+      <header>
+        <span class="brand">erplink</span>
+        <nav aria-label="Main">
+          <ul>
+            {SCREENS.map((s) => (
+              <li key={s.path}>
+                <a
+                  href={`/dashboard/${s.path}`}
+                  aria-current={s === current ? "page" : undefined}
+                  onClick={(e) => {
+                    if (e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+                    e.preventDefault();
+                    navigate(s.path);
+                  }}
+                >
+                  {s.title}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <button type="button" class="secondary" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <main>
+        {current.path === "systems" ? (
+          <Systems />
+        ) : (
+          <section>
+            <h1>{current.title}</h1>
+            <p>This screen is not built yet. Its data is available through the admin API (see /api-reference).</p>
+          </section>
+        )}
+      </main>
+    </div>
+  );
+}

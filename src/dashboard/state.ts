@@ -1,0 +1,31 @@
+/** The app's state: signals only (no other global mutable state). */
+import { signal } from "@preact/signals";
+import { csrfToken, whenSignedOut } from "./api.js";
+
+/** Whether the browser holds a session (the CSRF cookie is readable; the session cookie is not). */
+export const signedIn = signal(csrfToken() !== "");
+
+/** Why the user is on the sign-in screen (a server message), or "". */
+export const signInNotice = signal("");
+
+/** The current client-side route, the path below `/dashboard/`. */
+export const route = signal(currentRoute());
+
+function currentRoute(): string {
+  return location.pathname.replace(/^\/dashboard\/?/, "").replace(/\/$/, "");
+}
+
+/** Goes to a screen (history entry; no reload). */
+export function navigate(to: string): void {
+  history.pushState(null, "", `/dashboard/${to}`);
+  route.value = to;
+}
+
+addEventListener("popstate", () => {
+  route.value = currentRoute();
+});
+
+whenSignedOut((message) => {
+  signedIn.value = false;
+  signInNotice.value = message;
+});
