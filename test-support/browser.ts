@@ -1,0 +1,66 @@
+/**
+ * Helpers for the dashboard's browser suites (test/dashboard): Debian's
+ * Chromium driven by playwright-core, axe-core run in the page, and
+ * screenshots under `.tmp/screenshots/`. Lives outside test/ because uvu
+ * runs every file there.
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { REPO_ROOT } from "./e2e.js";
+
+/** The Chromium executable: `ERPLINK_CHROMIUM`, default Debian's `/usr/bin/chromium`. */
+export const CHROMIUM = process.env.ERPLINK_CHROMIUM ?? "/usr/bin/chromium";
+
+/**
+ * Whether the browser suites can run. Without Chromium they are skipped
+ * with one line locally, and fail under CI (`CI` set), where
+ * `scripts/chromium.sh` should have installed it.
+ */
+export function browserAvailable(suiteName: string): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  if (process.env.CI !== undefined && process.env.CI !== "") {
+    throw new Error(`${suiteName}: no Chromium at ${CHROMIUM} under CI; run scripts/chromium.sh or set ERPLINK_CHROMIUM`);
+  }
+  console.log(`SKIP ${suiteName}: no Chromium at ${CHROMIUM} (install it with scripts/chromium.sh or set ERPLINK_CHROMIUM)`);
+  return false;
+}
+
+/** Launches headless Chromium (playwright-core passes `--no-sandbox` itself when root). */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true });
+}
+
+const require = createRequire(import.meta.url);
+/** axe-core's browser build, read once. */
+let axeSource: string | undefined;
+
+/** One axe violation, as reported. */
+export interface AxeViolation {
+  readonly id: string;
+  readonly impact: string | null;
+  readonly help: string;
+  readonly nodes: readonly { readonly target: readonly unknown[] }[];
+}
+
+/**
+ * Runs axe-core in the page and returns its critical and serious violations.
+ * The script is evaluated through the DevTools protocol (the page's CSP
+ * forbids inline scripts, and rightly so).
+ */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  axeSource ??= readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+  await page.evaluate(axeSource);
+  const violations = (await page.evaluate(
+    "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))",
+  )) as AxeViolation[];
+  return violations.filter((v) => v.impact === "critical" || v.impact === "serious");
+}
+
+/** Saves a full-page screenshot as `.tmp/screenshots/<name>.png` (not committed). */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = path.join(REPO_ROOT, ".tmp", "screenshots");
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+}

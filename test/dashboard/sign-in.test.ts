@@ -1,0 +1,194 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium through playwright-core),
+ * against erplink on a real port: sign in and out, a wrong key, a session
+ * revoked while the page is open, a cookie request from another origin,
+ * and axe-core on each screen. Driven by role and label, as a person reads
+ * the page. Skipped with one line when no Chromium is installed (fails under CI).
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
+
+const test = suite("dashboard: sign in");
+const NAME = "dashboard sign-in suite";
+
+interface Ctx {
+  erplink: RunningErplink;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+}
+const ctx = {} as Ctx;
+
+/** Opens a fresh browser context (no cookies) on the dashboard. */
+async function freshPage(): Promise<Page> {
+  await ctx.context?.close();
+  ctx.context = await ctx.browser.newContext({ viewport: { width: 1280, height: 800 } });
+  ctx.page = await ctx.context.newPage();
+  await ctx.page.goto(`${ctx.erplink.baseUrl}/dashboard`);
+  return ctx.page;
+}
+
+/** Signs in through the form with a key. */
+async function signIn(page: Page, key: string): Promise<void> {
+  await page.getByLabel("Admin key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/** Fails with the list when axe finds critical or serious violations. */
+async function assertAccessible(page: Page, screen: string): Promise<void> {
+  const violations = await seriousViolations(page);
+  assert.equal(violations, [], `${screen}: axe violations ${JSON.stringify(violations, null, 2)}`);
+}
+
+/** The master key's own call to the admin API. */
+async function admin(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
+    method,
+    headers: { authorization: ctx.erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+if (browserAvailable(NAME)) {
+  test.before(async () => {
+    ctx.erplink = await startErplink();
+    ctx.browser = await launchBrowser();
+  });
+  test.after(async () => {
+    await ctx.context?.close();
+    await ctx.browser?.close();
+    await ctx.erplink?.close();
+  });
+
+  test("/dashboard shows the sign-in form; the page keeps the strict CSP and runs no inline script", async () => {
+    const page = await freshPage();
+    assert.is(new URL(page.url()).pathname, "/dashboard/");
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    assert.ok(await page.getByLabel("Admin key").isVisible());
+    // An inline script would be refused by the CSP: prove the policy is live in the browser.
+    const ran = await page.evaluate(`new Promise((resolve) => {
+      document.addEventListener("securitypolicyviolation", () => resolve("blocked"), { once: true });
+      const s = document.createElement("script");
+      s.textContent = "window.__inline = 1";
+      document.body.append(s);
+      setTimeout(() => resolve(window.__inline === 1 ? "ran" : "not run"), 500);
+    })`);
+    assert.is(ran, "blocked");
+    await assertAccessible(page, "sign-in");
+    await screenshot(page, "sign-in");
+  });
+
+  test("a wrong key shows the server's message, and the field is cleared", async () => {
+    const page = await freshPage();
+    const expected = (await (await fetch(`${ctx.erplink.baseUrl}/admin/sessions?cookie=true`, { method: "POST", headers: { authorization: "Bearer erpl_wrong_key_0123456789abcdefghijklmnopqrstu" } })).json()) as any;
+    await signIn(page, "erpl_wrong_key_0123456789abcdefghijklmnopqrstu");
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    const text = (await alert.textContent()) ?? "";
+    assert.ok(text.startsWith(`${expected.error.message} (request req_`), text);
+    assert.is(await page.getByLabel("Admin key").inputValue(), "");
+    assert.is((await ctx.context.cookies()).length, 0, "no session cookie");
+    await assertAccessible(page, "sign-in with an error");
+  });
+
+  test("sign in with the master key: the shell, a cookie session, the key kept nowhere; sign out returns to sign-in", async () => {
+    const page = await freshPage();
+    await signIn(page, ctx.erplink.masterKey);
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    for (const name of ["Overview", "Systems", "API keys", "Logs", "Audit", "Sessions"]) {
+      assert.ok(await page.getByRole("link", { name, exact: true }).isVisible(), name);
+    }
+    assert.is(await page.getByRole("link", { name: "Overview" }).getAttribute("aria-current"), "page");
+    const cookies = await ctx.context.cookies();
+    const session = cookies.find((c) => c.name === "__Host-erplink_session");
+    assert.ok(session !== undefined && session.httpOnly && session.secure && session.sameSite === "Strict");
+    assert.ok(cookies.some((c) => c.name === "__Host-erplink_csrf" && !c.httpOnly));
+    // Nothing the page can read holds the key.
+    const stored = await page.evaluate("JSON.stringify([document.cookie, { ...localStorage }, { ...sessionStorage }, document.documentElement.outerHTML])");
+    assert.not.ok(String(stored).includes(ctx.erplink.masterKey), "the key is not kept by the page");
+    await assertAccessible(page, "overview");
+    await screenshot(page, "overview");
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    assert.is(await page.getByRole("status").textContent(), "You are signed out.");
+    assert.equal((await ctx.context.cookies()).map((c) => c.name), [], "the server cleared both cookies");
+    const sessions = await admin("GET", "/admin/sessions");
+    assert.equal(sessions.body.data, [], "the session was revoked");
+  });
+
+  test("a session revoked while the page is open returns to sign-in with the server's message", async () => {
+    const page = await freshPage();
+    await signIn(page, ctx.erplink.masterKey);
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    const { body } = await admin("GET", "/admin/sessions");
+    assert.is(body.data.length, 1);
+    assert.is((await admin("DELETE", `/admin/sessions/${body.data[0].id}`)).status, 200);
+    await page.reload();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    assert.is(await page.getByRole("status").textContent(), "invalid session token: it was revoked, has expired or never existed");
+    await assertAccessible(page, "sign-in after a revoked session");
+  });
+
+  test("a request from another origin carrying the session cookie is refused", async () => {
+    const page = await freshPage();
+    await signIn(page, ctx.erplink.masterKey);
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    // Another origin on the same host (same-site: SameSite=Strict still sends the cookie).
+    const other = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>other</title>");
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    try {
+      const otherPage = await ctx.context.newPage();
+      await otherPage.goto(`http://127.0.0.1:${(other.address() as AddressInfo).port}/`);
+      // The classic attack: a form posted to erplink (no preflight, the cookie
+      // goes along on a same-site navigation); only the server's checks stop it.
+      const navigation = otherPage.waitForResponse(`${ctx.erplink.baseUrl}/admin/systems`);
+      await otherPage.evaluate(`(() => {
+        const form = document.createElement("form");
+        form.method = "POST";
+        form.enctype = "text/plain";
+        form.action = ${JSON.stringify(`${ctx.erplink.baseUrl}/admin/systems`)};
+        const field = document.createElement("input");
+        field.name = '{"name":"evil","x":"';
+        field.value = '"}';
+        form.append(field);
+        document.body.append(form);
+        form.submit();
+      })()`);
+      const refusal = await navigation;
+      assert.is(refusal.status(), 403);
+      // This refusal is only given to a request that carried the session cookie
+      // (without one, the request would be an unauthenticated 401).
+      const error = ((await refusal.json()) as any).error;
+      assert.equal(error, {
+        code: "FORBIDDEN",
+        message: 'a request that is not same-origin cannot use the session cookie (Sec-Fetch-Site "same-site")',
+        requestId: error.requestId,
+      });
+      const systems = await admin("GET", "/admin/systems");
+      assert.equal(systems.body.data, [], "nothing was created");
+      // The request log is written after the response: wait for the refusal to appear.
+      let refused: any;
+      for (let i = 0; i < 40 && refused === undefined; i++) {
+        const logs = await admin("GET", "/admin/logs");
+        refused = (logs.body.data as any[]).find((l) => l.method === "POST" && l.path === "/admin/systems");
+        if (refused === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(refused !== undefined, "the refused request is in the request log");
+      assert.is(refused.status, 403);
+      assert.is(refused.error_code, "FORBIDDEN");
+    } finally {
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+  });
+}
+
+test.run();
