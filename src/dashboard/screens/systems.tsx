@@ -59,7 +59,7 @@ export function Systems() {
       if (!(err instanceof ApiError)) return;
       setError(
         err.status === 409
-          ? `${system.name} still has instances: delete or move them first, then delete the system. (${withRequestId(err)})`
+          ? `${system.name} still has instances: delete its instances first, then the system. (${withRequestId(err)})`
           : withRequestId(err),
       );
     }
@@ -81,7 +81,7 @@ export function Systems() {
         <h2>New system</h2>
         <label for="system-name">Name</label>
         <input id="system-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required aria-describedby="system-name-help" />
-        <small id="system-name-help">Lower-case letters, digits and dashes, e.g. s4-prod.</small>
+        <small id="system-name-help">Unique, up to 100 characters, e.g. s4-prod.</small>
         <label for="system-description">Description</label>
         <input id="system-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
         <button type="submit" disabled={busy}>

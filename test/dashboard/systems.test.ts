@@ -1,0 +1,134 @@
+/**
+ * The dashboard's Systems screen in a real browser: list, create (with the
+ * server's validation message), delete with confirmation, and the 409 of a
+ * system that still has instances explained; axe-core and a screenshot.
+ * Skipped with one line when no Chromium is installed (fails under CI).
+ */
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
+
+const test = suite("dashboard: systems");
+
+interface Ctx {
+  erplink: RunningErplink;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+}
+const ctx = {} as Ctx;
+
+/** The master key's own call to the admin API. */
+async function admin(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
+    method,
+    headers: { authorization: ctx.erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+if (browserAvailable("dashboard systems suite")) {
+  test.before(async () => {
+    ctx.erplink = await startErplink();
+    ctx.browser = await launchBrowser();
+    ctx.context = await ctx.browser.newContext({ viewport: { width: 1280, height: 800 } });
+    ctx.page = await ctx.context.newPage();
+    await ctx.page.goto(`${ctx.erplink.baseUrl}/dashboard/`);
+    await ctx.page.getByLabel("Admin key").fill(ctx.erplink.masterKey);
+    await ctx.page.getByRole("button", { name: "Sign in" }).click();
+    await ctx.page.getByRole("navigation", { name: "Main" }).waitFor();
+  });
+  test.after(async () => {
+    await ctx.context?.close();
+    await ctx.browser?.close();
+    await ctx.erplink?.close();
+  });
+
+  test("the Systems link opens the screen at /dashboard/systems; an empty list says so", async () => {
+    const { page } = ctx;
+    await page.getByRole("link", { name: "Systems" }).click();
+    await page.getByRole("heading", { name: "Systems", level: 1 }).waitFor();
+    assert.is(new URL(page.url()).pathname, "/dashboard/systems");
+    assert.is(await page.getByRole("link", { name: "Systems" }).getAttribute("aria-current"), "page");
+    await page.getByText("No systems yet").waitFor();
+    // A reload keeps the screen (client route served the page) and the session.
+    await page.reload();
+    await page.getByRole("heading", { name: "Systems", level: 1 }).waitFor();
+  });
+
+  test("create a system: it is listed and stored; a duplicate name shows the server's message", async () => {
+    const { page } = ctx;
+    await page.getByLabel("Name").fill("s4-prod");
+    await page.getByLabel("Description").fill("Production S/4HANA");
+    await page.getByRole("button", { name: "Create system" }).click();
+    await page.getByRole("status").getByText("System s4-prod created.").waitFor();
+    const row = page.getByRole("row", { name: /s4-prod/ });
+    await row.waitFor();
+    assert.ok((await row.textContent())!.includes("Production S/4HANA"));
+    const stored = await admin("GET", "/admin/systems");
+    assert.equal(stored.body.data.map((s: any) => [s.name, s.description]), [["s4-prod", "Production S/4HANA"]]);
+
+    // A second system of the same name: the server's 409, in its words.
+    await page.getByLabel("Name").fill("s4-prod");
+    await page.getByRole("button", { name: "Create system" }).click();
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    const expected = await admin("POST", "/admin/systems", { name: "s4-prod" });
+    assert.is(expected.status, 409);
+    const shown = (await alert.textContent()) ?? "";
+    assert.ok(shown.startsWith(`${expected.body.error.message} (request req_`), shown);
+    assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
+  });
+
+  test("deleting a system with instances explains the 409; without them it is deleted", async () => {
+    const { page } = ctx;
+    const sys = (await admin("GET", "/admin/systems")).body.data[0];
+    const ins = await admin("POST", `/admin/systems/${sys.id}/instances`, {
+      name: "s4-prod-main",
+      environment: "production",
+      base_url: "https://s4.example.com/sap/opu/odata4/",
+    });
+    assert.is(ins.status, 201, JSON.stringify(ins.body));
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.getByRole("button", { name: "Delete system s4-prod" }).click();
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    const text = (await alert.textContent())!;
+    assert.ok(text.startsWith("s4-prod still has instances: delete its instances first, then the system."), text);
+    assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
+    await assertAccessible(page);
+    await screenshot(page, "systems");
+
+    assert.is((await admin("DELETE", `/admin/instances/${ins.body.data.id}`)).status, 200);
+    let asked = "";
+    page.once("dialog", (dialog) => {
+      asked = dialog.message();
+      void dialog.accept();
+    });
+    await page.getByRole("button", { name: "Delete system s4-prod" }).click();
+    await page.getByRole("status").getByText("System s4-prod deleted.").waitFor();
+    assert.is(asked, "Delete system s4-prod? This cannot be undone.");
+    await page.getByText("No systems yet").waitFor();
+    assert.equal((await admin("GET", "/admin/systems")).body.data, []);
+  });
+
+  test("declining the confirmation deletes nothing", async () => {
+    const { page } = ctx;
+    assert.is((await admin("POST", "/admin/systems", { name: "s4-qa" })).status, 201);
+    await page.reload();
+    page.once("dialog", (dialog) => void dialog.dismiss());
+    await page.getByRole("button", { name: "Delete system s4-qa" }).click();
+    await page.waitForTimeout(200);
+    assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
+  });
+}
+
+async function assertAccessible(page: Page): Promise<void> {
+  const violations = await seriousViolations(page);
+  assert.equal(violations, [], `systems: axe violations ${JSON.stringify(violations, null, 2)}`);
+}
+
+test.run();
