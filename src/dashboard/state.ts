@@ -26,6 +26,8 @@ addEventListener("popstate", () => {
 });
 
 whenSignedOut((message) => {
+  // The session is gone: drop its CSRF cookie too, so a reload opens sign-in directly.
+  document.cookie = "__Host-erplink_csrf=; Max-Age=0; Path=/; Secure; SameSite=Strict";
   signedIn.value = false;
   signInNotice.value = message;
 });

@@ -134,6 +134,24 @@ if (browserAvailable(NAME)) {
     await page.getByRole("heading", { name: "Sign in" }).waitFor();
     assert.is(await page.getByRole("status").textContent(), "invalid session token: it was revoked, has expired or never existed");
     await assertAccessible(page, "sign-in after a revoked session");
+    // The dead session's CSRF cookie is dropped: the next load opens sign-in at once.
+    assert.equal((await ctx.context.cookies()).map((c) => c.name), ["__Host-erplink_session"]);
+  });
+
+  test("the sign-in form works from the keyboard alone", async () => {
+    const page = await freshPage();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await page.keyboard.press("Tab");
+    assert.is(await page.evaluate("document.activeElement.id"), "key");
+    await page.keyboard.type(ctx.erplink.masterKey);
+    await page.keyboard.press("Enter");
+    await page.getByRole("navigation", { name: "Main" }).waitFor();
+    // Tab reaches the navigation and Sign out; Enter on a link opens its screen.
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    assert.is(await page.evaluate("document.activeElement.textContent"), "Systems");
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Systems", level: 1 }).waitFor();
   });
 
   test("a request from another origin carrying the session cookie is refused", async () => {
