@@ -1,18 +1,24 @@
 /** The signed-in frame: navigation, sign-out and the current screen. */
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, api } from "./api.js";
+import type { ComponentType } from "preact";
+import { ApiKeys } from "./screens/api-keys.js";
+import { Audit } from "./screens/audit.js";
+import { Logs } from "./screens/logs.js";
+import { Overview } from "./screens/overview.js";
+import { Sessions } from "./screens/sessions.js";
 import { Systems } from "./screens/systems.js";
 import { withRequestId } from "./screens/sign-in.js";
 import { navigate, route, signInNotice, signedIn } from "./state.js";
 
-/** The screens, in navigation order (the first is the default). */
-const SCREENS: readonly { readonly path: string; readonly title: string }[] = [
-  { path: "", title: "Overview" },
-  { path: "systems", title: "Systems" },
-  { path: "api-keys", title: "API keys" },
-  { path: "logs", title: "Logs" },
-  { path: "audit", title: "Audit" },
-  { path: "sessions", title: "Sessions" },
+/** The screens, in navigation order (the first is the default); each is one module under screens/. */
+const SCREENS: readonly { readonly path: string; readonly title: string; readonly screen: ComponentType }[] = [
+  { path: "", title: "Overview", screen: Overview },
+  { path: "systems", title: "Systems", screen: Systems },
+  { path: "api-keys", title: "API keys", screen: ApiKeys },
+  { path: "logs", title: "Logs", screen: Logs },
+  { path: "audit", title: "Audit", screen: Audit },
+  { path: "sessions", title: "Sessions", screen: Sessions },
 ];
 
 export function Shell() {
@@ -71,14 +77,7 @@ export function Shell() {
         </p>
       )}
       <main>
-        {current.path === "systems" ? (
-          <Systems />
-        ) : (
-          <section>
-            <h1>{current.title}</h1>
-            <p>This screen is not built yet. Its data is available through the admin API (see /api-reference).</p>
-          </section>
-        )}
+        <current.screen />
       </main>
     </div>
   );

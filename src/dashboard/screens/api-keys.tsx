@@ -1,0 +1,9 @@
+/** The API keys screen (not built yet: its data is available through the admin API). */
+export function ApiKeys() {
+  return (
+    <section>
+      <h1>API keys</h1>
+      <p>This screen is not built yet. Its data is available through the admin API (see /api-reference).</p>
+    </section>
+  );
+}

@@ -1,0 +1,9 @@
+/** The Audit screen (not built yet: its data is available through the admin API). */
+export function Audit() {
+  return (
+    <section>
+      <h1>Audit</h1>
+      <p>This screen is not built yet. Its data is available through the admin API (see /api-reference).</p>
+    </section>
+  );
+}
