@@ -1,6 +1,7 @@
-/** Systems: list, create, delete (a system with instances cannot be deleted: the 409 is explained). */
+/** Systems: list, create, delete (a system with instances cannot be deleted: the 409 is explained), and a system's instances. */
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, api, type System } from "../api.js";
+import { Instances } from "./instances.js";
 import { withRequestId } from "./sign-in.js";
 
 export function Systems() {
@@ -10,6 +11,8 @@ export function Systems() {
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
   const [busy, setBusy] = useState(false);
+  /** The system whose instances are shown. */
+  const [selected, setSelected] = useState<System | undefined>(undefined);
 
   const load = async () => {
     try {
@@ -54,6 +57,7 @@ export function Systems() {
     try {
       await api.deleteSystem(system.id);
       setStatus(`System ${system.name} deleted.`);
+      if (selected?.id === system.id) setSelected(undefined);
       await load();
     } catch (err) {
       if (!(err instanceof ApiError)) return;
@@ -113,7 +117,16 @@ export function Systems() {
                 <td>
                   <time dateTime={s.created_at}>{new Date(s.created_at).toLocaleString()}</time>
                 </td>
-                <td>
+                <td class="systems-actions">
+                  <button
+                    type="button"
+                    class="secondary"
+                    onClick={() => setSelected(s)}
+                    aria-label={`Instances of ${s.name}`}
+                    aria-pressed={selected?.id === s.id}
+                  >
+                    Instances
+                  </button>
                   <button type="button" class="danger" onClick={() => remove(s)} aria-label={`Delete system ${s.name}`}>
                     Delete
                   </button>
@@ -123,6 +136,7 @@ export function Systems() {
           </tbody>
         </table>
       )}
+      {selected !== undefined && systems?.some((s) => s.id === selected.id) === true && <Instances system={selected} />}
     </section>
   );
 }

@@ -1,0 +1,477 @@
+/**
+ * A system's instances: list, create, edit, delete, and the step-by-step
+ * connection test. Back-end credentials are write-only: the list and the
+ * form show their type and "set", never a secret; a secret is sent only
+ * when typed, and the credentials can be kept, replaced or removed.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, type System } from "../api.js";
+import {
+  instancesApi,
+  type AuthType,
+  type BackendAuth,
+  type BackendAuthInput,
+  type ConnectionTest,
+  type Instance,
+  type InstanceInput,
+} from "../api-instances.js";
+import { withRequestId } from "./sign-in.js";
+import "./instances.css";
+
+const AUTH_LABELS: Readonly<Record<AuthType, string>> = {
+  none: "None",
+  basic: "Basic (user name and password)",
+  bearer: "Bearer token",
+  oauth2_client_credentials: "OAuth 2.0 client credentials",
+};
+
+/** How the credentials are shown: the type and, for types with a secret, "set". */
+export function describeAuth(auth: BackendAuth | undefined): string {
+  const type = auth?.type ?? "none";
+  if (type === "none") return "none";
+  if (type === "basic") return `basic (${auth?.username ?? ""}), password set`;
+  if (type === "bearer") return "bearer, token set";
+  return `OAuth 2.0 client credentials (${auth?.client_id ?? ""}), secret set`;
+}
+
+/** The services map as text, one `NAME = path` a line. */
+function servicesText(services: Instance["services"]): string {
+  return Object.entries(services ?? {})
+    .map(([name, route]) => `${name} = ${route.path}`)
+    .join("\n");
+}
+
+/** Parses the services text; throws a message naming the bad line. */
+function parseServices(text: string): Record<string, { path: string }> {
+  const out: Record<string, { path: string }> = {};
+  text.split("\n").forEach((raw, i) => {
+    const line = raw.trim();
+    if (line === "") return;
+    const eq = line.indexOf("=");
+    if (eq <= 0 || line.slice(eq + 1).trim() === "") throw new Error(`Service paths, line ${i + 1}: write NAME = path`);
+    out[line.slice(0, eq).trim()] = { path: line.slice(eq + 1).trim() };
+  });
+  return out;
+}
+
+type AuthChoice = "keep" | AuthType;
+
+interface FormState {
+  readonly name: string;
+  readonly environment: string;
+  readonly baseUrl: string;
+  readonly sapClient: string;
+  readonly services: string;
+  readonly auth: AuthChoice;
+  readonly username: string;
+  readonly secret: string;
+  readonly tokenUrl: string;
+  readonly clientId: string;
+  readonly scope: string;
+}
+
+const EMPTY: FormState = {
+  name: "",
+  environment: "",
+  baseUrl: "",
+  sapClient: "",
+  services: "",
+  auth: "none",
+  username: "",
+  secret: "",
+  tokenUrl: "",
+  clientId: "",
+  scope: "",
+};
+
+function fromInstance(i: Instance): FormState {
+  const hasAuth = (i.auth?.type ?? "none") !== "none";
+  return {
+    ...EMPTY,
+    name: i.name,
+    environment: i.environment ?? "",
+    baseUrl: i.base_url,
+    sapClient: i.sap_client ?? "",
+    services: servicesText(i.services),
+    auth: hasAuth ? "keep" : "none",
+    username: i.auth?.username ?? "",
+    tokenUrl: i.auth?.token_url ?? "",
+    clientId: i.auth?.client_id ?? "",
+    scope: i.auth?.scope ?? "",
+  };
+}
+
+function authInput(f: FormState): BackendAuthInput | null | undefined {
+  switch (f.auth) {
+    case "keep":
+      return undefined;
+    case "none":
+      return null;
+    case "basic":
+      return { type: "basic", username: f.username, password: f.secret };
+    case "bearer":
+      return { type: "bearer", token: f.secret };
+    case "oauth2_client_credentials":
+      return {
+        type: "oauth2_client_credentials",
+        token_url: f.tokenUrl,
+        client_id: f.clientId,
+        client_secret: f.secret,
+        ...(f.scope.trim() === "" ? {} : { scope: f.scope.trim() }),
+      };
+  }
+}
+
+export function Instances({ system }: { readonly system: System }) {
+  const [instances, setInstances] = useState<readonly Instance[] | undefined>(undefined);
+  const [error, setError] = useState("");
+  const [status, setStatus] = useState("");
+  /** The instance being edited, "new" for the create form, or undefined. */
+  const [editing, setEditing] = useState<Instance | "new" | undefined>(undefined);
+  const [testing, setTesting] = useState<Instance | undefined>(undefined);
+
+  const load = async () => {
+    try {
+      const all: Instance[] = [];
+      let token = "";
+      do {
+        const page = await instancesApi.list(system.id, token);
+        all.push(...page.data);
+        token = page.nextPageToken ?? "";
+      } while (token !== "");
+      setInstances(all);
+    } catch (err) {
+      if (err instanceof ApiError) setError(withRequestId(err));
+    }
+  };
+  useEffect(() => {
+    setInstances(undefined);
+    setEditing(undefined);
+    setTesting(undefined);
+    void load();
+  }, [system.id]);
+
+  const remove = async (instance: Instance) => {
+    if (!confirm(`Delete instance ${instance.name}? API keys that name it stop reaching it.`)) return;
+    setError("");
+    setStatus("");
+    try {
+      await instancesApi.remove(instance.id);
+      setStatus(`Instance ${instance.name} deleted.`);
+      if (testing?.id === instance.id) setTesting(undefined);
+      await load();
+    } catch (err) {
+      if (err instanceof ApiError) setError(withRequestId(err));
+    }
+  };
+
+  const title = `instances-title-${system.id}`;
+  return (
+    <section class="instances" aria-labelledby={title}>
+      <h2 id={title}>Instances of {system.name}</h2>
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <p class="status" role="status">
+        {status}
+      </p>
+      {instances === undefined ? (
+        error === "" && <p aria-busy="true">Loading instances…</p>
+      ) : instances.length === 0 ? (
+        <p>No instances yet.</p>
+      ) : (
+        <table>
+          <caption>{instances.length === 1 ? "1 instance" : `${instances.length} instances`}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Environment</th>
+              <th scope="col">Base URL</th>
+              <th scope="col">Credentials</th>
+              <th scope="col">SAP client</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {instances.map((i) => (
+              <tr key={i.id}>
+                <th scope="row">{i.name}</th>
+                <td>{i.environment ?? ""}</td>
+                <td class="instances-url">{i.base_url}</td>
+                <td>{describeAuth(i.auth)}</td>
+                <td>{i.sap_client ?? ""}</td>
+                <td class="instances-actions">
+                  <button type="button" class="secondary" onClick={() => setEditing(i)} aria-label={`Edit instance ${i.name}`}>
+                    Edit
+                  </button>
+                  <button type="button" class="secondary" onClick={() => setTesting(i)} aria-label={`Test connection of ${i.name}`}>
+                    Test connection
+                  </button>
+                  <button type="button" class="danger" onClick={() => remove(i)} aria-label={`Delete instance ${i.name}`}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {editing === undefined ? (
+        <button type="button" onClick={() => setEditing("new")}>
+          New instance
+        </button>
+      ) : (
+        <InstanceForm
+          key={editing === "new" ? "new" : editing.id}
+          system={system}
+          instance={editing === "new" ? undefined : editing}
+          onDone={async (message) => {
+            setEditing(undefined);
+            setError("");
+            setStatus(message);
+            await load();
+          }}
+          onCancel={() => setEditing(undefined)}
+        />
+      )}
+      {testing !== undefined && <ConnectionTestPanel key={testing.id} instance={testing} onClose={() => setTesting(undefined)} />}
+    </section>
+  );
+}
+
+interface FormProps {
+  readonly system: System;
+  readonly instance: Instance | undefined;
+  readonly onDone: (message: string) => void | Promise<void>;
+  readonly onCancel: () => void;
+}
+
+function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
+  const [f, setF] = useState<FormState>(instance === undefined ? EMPTY : fromInstance(instance));
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const set = (patch: Partial<FormState>) => setF((prev) => ({ ...prev, ...patch }));
+  const id = (field: string) => `instance-${field}`;
+  const hasAuth = instance !== undefined && (instance.auth?.type ?? "none") !== "none";
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setError("");
+    let services: Record<string, { path: string }>;
+    try {
+      services = parseServices(f.services);
+    } catch (err) {
+      setError((err as Error).message);
+      return;
+    }
+    const auth = authInput(f);
+    const body: InstanceInput = {
+      name: f.name.trim(),
+      environment: f.environment.trim(),
+      base_url: f.baseUrl.trim(),
+      services,
+      sap_client: f.sapClient.trim() === "" ? null : f.sapClient.trim(),
+      ...(auth === undefined || (auth === null && instance === undefined) ? {} : { auth }),
+    };
+    setBusy(true);
+    try {
+      const { data } =
+        instance === undefined ? await instancesApi.create(system.id, body) : await instancesApi.update(instance.id, body);
+      set({ secret: "" });
+      await onDone(`Instance ${data.name} ${instance === undefined ? "created" : "saved"}.`);
+    } catch (err) {
+      if (err instanceof ApiError) setError(withRequestId(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const secretLabel = f.auth === "basic" ? "Password" : f.auth === "bearer" ? "Token" : "Client secret";
+  return (
+    <form class="inline-form instances-form" onSubmit={submit} aria-labelledby={id("form-title")}>
+      <h3 id={id("form-title")}>{instance === undefined ? `New instance of ${system.name}` : `Edit instance ${instance.name}`}</h3>
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <label for={id("name")}>Instance name</label>
+      <input id={id("name")} value={f.name} onInput={(e) => set({ name: e.currentTarget.value })} required aria-describedby={id("name-help")} />
+      <small id={id("name-help")}>Unique; API keys and /odata/&lt;name&gt;/… address the instance by it.</small>
+      <label for={id("environment")}>Environment</label>
+      <input id={id("environment")} value={f.environment} onInput={(e) => set({ environment: e.currentTarget.value })} placeholder="production" />
+      <label for={id("base-url")}>Base URL</label>
+      <input
+        id={id("base-url")}
+        type="url"
+        value={f.baseUrl}
+        onInput={(e) => set({ baseUrl: e.currentTarget.value })}
+        required
+        aria-describedby={id("base-url-help")}
+      />
+      <small id={id("base-url-help")}>The back end's OData root, e.g. https://s4.example.com/sap/opu/odata4/ (no credentials in it).</small>
+      <label for={id("services")}>Service paths</label>
+      <textarea
+        id={id("services")}
+        rows={3}
+        value={f.services}
+        onInput={(e) => set({ services: e.currentTarget.value })}
+        aria-describedby={id("services-help")}
+      />
+      <small id={id("services-help")}>
+        Optional, one a line: NAME = path under the base URL. A service not listed is reached at base URL/NAME.
+      </small>
+      <label for={id("sap-client")}>SAP client</label>
+      <input
+        id={id("sap-client")}
+        value={f.sapClient}
+        onInput={(e) => set({ sapClient: e.currentTarget.value })}
+        inputMode="numeric"
+        pattern="[0-9]{3}"
+        aria-describedby={id("sap-client-help")}
+      />
+      <small id={id("sap-client-help")}>Optional, three digits (e.g. 100); empty for the back end's default.</small>
+      <fieldset class="instances-auth">
+        <legend>Back-end credentials</legend>
+        {hasAuth && (
+          <p id={id("auth-current")}>
+            Current: {describeAuth(instance?.auth)}. Secrets are never shown; choose a type to replace them, or None to remove them.
+          </p>
+        )}
+        <label for={id("auth")}>Credentials</label>
+        <select id={id("auth")} value={f.auth} onChange={(e) => set({ auth: e.currentTarget.value as AuthChoice, secret: "" })}>
+          {hasAuth && <option value="keep">Keep the current credentials</option>}
+          {(Object.keys(AUTH_LABELS) as AuthType[]).map((t) => (
+            <option key={t} value={t}>
+              {t === "none" && hasAuth ? "None (remove the credentials)" : AUTH_LABELS[t]}
+            </option>
+          ))}
+        </select>
+        {f.auth === "basic" && (
+          <>
+            <label for={id("username")}>User name</label>
+            <input id={id("username")} value={f.username} onInput={(e) => set({ username: e.currentTarget.value })} required autoComplete="off" />
+          </>
+        )}
+        {f.auth === "oauth2_client_credentials" && (
+          <>
+            <label for={id("token-url")}>Token URL</label>
+            <input id={id("token-url")} type="url" value={f.tokenUrl} onInput={(e) => set({ tokenUrl: e.currentTarget.value })} required />
+            <label for={id("client-id")}>Client id</label>
+            <input id={id("client-id")} value={f.clientId} onInput={(e) => set({ clientId: e.currentTarget.value })} required autoComplete="off" />
+            <label for={id("scope")}>Scope</label>
+            <input id={id("scope")} value={f.scope} onInput={(e) => set({ scope: e.currentTarget.value })} />
+          </>
+        )}
+        {f.auth !== "keep" && f.auth !== "none" && (
+          <>
+            <label for={id("secret")}>{secretLabel}</label>
+            <input
+              id={id("secret")}
+              type="password"
+              value={f.secret}
+              onInput={(e) => set({ secret: e.currentTarget.value })}
+              required
+              autoComplete="new-password"
+              aria-describedby={id("secret-help")}
+            />
+            <small id={id("secret-help")}>Write-only: stored encrypted and never shown again.</small>
+          </>
+        )}
+      </fieldset>
+      <div class="instances-buttons">
+        <button type="submit" disabled={busy}>
+          {busy ? "Saving…" : instance === undefined ? "Create instance" : "Save instance"}
+        </button>
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function ConnectionTestPanel({ instance, onClose }: { readonly instance: Instance; readonly onClose: () => void }) {
+  const [service, setService] = useState(Object.keys(instance.services ?? {})[0] ?? "");
+  const [result, setResult] = useState<ConnectionTest | undefined>(undefined);
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+
+  const run = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError("");
+    setResult(undefined);
+    try {
+      setResult((await instancesApi.test(instance.id, service.trim())).data);
+    } catch (err) {
+      if (err instanceof ApiError) setError(withRequestId(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const heading = `connection-test-${instance.id}`;
+  return (
+    <section class="inline-form instances-test" aria-labelledby={heading}>
+      <h3 id={heading}>Connection test of {instance.name}</h3>
+      <form onSubmit={run}>
+        <label for="connection-test-service">Service to test (optional)</label>
+        <input
+          id="connection-test-service"
+          value={service}
+          onInput={(e) => setService(e.currentTarget.value)}
+          aria-describedby="connection-test-service-help"
+        />
+        <small id="connection-test-service-help">With a service, its $metadata is fetched; without, only the base URL is reached.</small>
+        <div class="instances-buttons">
+          <button type="submit" disabled={busy}>
+            {busy ? "Testing…" : "Run test"}
+          </button>
+          <button type="button" class="secondary" onClick={onClose}>
+            Close
+          </button>
+        </div>
+      </form>
+      {busy && <p aria-busy="true">Reaching the back end…</p>}
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <div role="status">
+        {result !== undefined && (
+          <>
+            <p class={result.ok === true ? "instances-ok" : "error"}>
+              {result.ok === true
+                ? `Connection OK in ${Math.round(result.duration_ms ?? 0)} ms${result.odata_version ? ` (OData ${result.odata_version})` : ""}.`
+                : `Connection failed: ${result.error ?? ""}`}
+            </p>
+            <ol class="instances-steps" aria-label="Steps">
+              {(result.steps ?? []).map((s) => (
+                <li key={s.name} class={s.ok === true ? "step-ok" : "step-failed"}>
+                  <strong>
+                    {s.name}: {s.ok === true ? "passed" : "failed"}
+                  </strong>{" "}
+                  <span class="instances-duration">({Math.round((s.duration_ms ?? 0) * 10) / 10} ms)</span>
+                  {s.detail !== undefined && s.detail !== "" && <span> — {s.detail}</span>}
+                </li>
+              ))}
+            </ol>
+            {result.url !== undefined && result.url !== "" && (
+              <p>
+                Requested <code>{result.url}</code>
+                {result.http_status ? `, HTTP ${result.http_status}` : ""}
+                {result.csrf_token === true ? "; the back end issued a CSRF token" : ""}.
+              </p>
+            )}
+          </>
+        )}
+      </div>
+    </section>
+  );
+}
