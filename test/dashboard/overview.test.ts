@@ -65,11 +65,9 @@ if (browserAvailable("dashboard overview suite")) {
     ctx.context = await ctx.browser.newContext({ viewport: { width: 1280, height: 900 } });
     ctx.page = await ctx.context.newPage();
     // CSP violations are reported in the page: collect them (and the console's CSP messages).
-    await ctx.page.addInitScript(() => {
-      document.addEventListener("securitypolicyviolation", (e) => {
-        ((window as any).__cspViolations ??= []).push(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
-      });
-    });
+    await ctx.page.addInitScript(
+      'document.addEventListener("securitypolicyviolation", (e) => { (window.__cspViolations ??= []).push(e.violatedDirective + " " + e.blockedURI + " " + e.sourceFile + ":" + e.lineNumber); });',
+    );
     ctx.page.on("console", (msg) => {
       if (/Content Security Policy/i.test(msg.text())) ctx.violations.push(msg.text());
     });
@@ -122,7 +120,7 @@ if (browserAvailable("dashboard overview suite")) {
     assert.ok(box !== null && box.width > 200 && box.height > 100, JSON.stringify(box));
     // uPlot's legend shows the series, so its script and stylesheet both ran.
     await page.locator(".u-legend").first().getByText("Requests").waitFor();
-    assert.is(await page.locator(".u-legend").first().evaluate((el) => getComputedStyle(el).textAlign), "center");
+    assert.is(await page.locator(".u-legend").first().evaluate((el) => (globalThis as any).getComputedStyle(el).textAlign), "center");
 
     await page.getByLabel("Last 30 days").check();
     await page.getByText(/one point per day\.$/).waitFor();
