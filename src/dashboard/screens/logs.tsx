@@ -1,9 +1,267 @@
-/** The Logs screen (not built yet: its data is available through the admin API). */
+/**
+ * Logs: the request log with every filter of `GET /admin/logs`, newest
+ * first, paged; the view (filters, page, the entry opened) lives in the page
+ * URL's query, so it can be shared and survives a reload.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError } from "../api.js";
+import {
+  LOG_FILTERS,
+  filtersFromUrl,
+  fromLocalInput,
+  opsApi,
+  pushUrlState,
+  toLocalInput,
+  when,
+  type RequestLog,
+} from "../api-ops.js";
+import { withRequestId } from "./sign-in.js";
+import "./ops.css";
+
+const PAGE_SIZE = 50;
+const STATE = [...LOG_FILTERS, "page_token", "id"] as const;
+
+/** The text filters: parameter, label, hint. */
+const TEXT_FILTERS: readonly (readonly [string, string, string])[] = [
+  ["api_key_id", "API key id", "key_…, or master"],
+  ["instance", "Instance", "e.g. s4-prod"],
+  ["service", "Service", "e.g. API_BUSINESS_PARTNER"],
+  ["entity", "Entity set", "e.g. A_BusinessPartner"],
+  ["status", "Status", "exact (404) or a class (4xx)"],
+  ["request_id", "Request id", "req_…"],
+];
+
 export function Logs() {
+  const [view, setView] = useState(() => filtersFromUrl(STATE));
+  const [draft, setDraft] = useState(() => filtersFromUrl(LOG_FILTERS));
+  const [logs, setLogs] = useState<readonly RequestLog[] | undefined>(undefined);
+  const [next, setNext] = useState("");
+  const [detail, setDetail] = useState<RequestLog | undefined>(undefined);
+  const [error, setError] = useState("");
+  const detailHeading = useRef<HTMLHeadingElement>(null);
+
+  // Back and Forward move between views: read the URL again.
+  useEffect(() => {
+    const onPop = () => {
+      setView(filtersFromUrl(STATE));
+      setDraft(filtersFromUrl(LOG_FILTERS));
+    };
+    addEventListener("popstate", onPop);
+    return () => removeEventListener("popstate", onPop);
+  }, []);
+
+  const { id, ...query } = view;
+  const queryKey = JSON.stringify(query);
+  useEffect(() => {
+    let live = true;
+    setError("");
+    setLogs(undefined);
+    opsApi
+      .queryLogs(query, PAGE_SIZE)
+      .then((page) => {
+        if (!live) return;
+        setLogs(page.data);
+        setNext(page.nextPageToken ?? "");
+      })
+      .catch((err) => live && err instanceof ApiError && setError(withRequestId(err)));
+    return () => {
+      live = false;
+    };
+  }, [queryKey]);
+
+  useEffect(() => {
+    if (id === undefined || id === "") {
+      setDetail(undefined);
+      return;
+    }
+    let live = true;
+    opsApi
+      .getLog(id)
+      .then((res) => {
+        if (!live) return;
+        setDetail(res.data);
+        requestAnimationFrame(() => detailHeading.current?.focus());
+      })
+      .catch((err) => live && err instanceof ApiError && setError(withRequestId(err)));
+    return () => {
+      live = false;
+    };
+  }, [id]);
+
+  const go = (state: Record<string, string>) => {
+    pushUrlState(state);
+    setView(filtersFromUrl(STATE));
+  };
+  const apply = (event: Event) => {
+    event.preventDefault();
+    go({ ...draft });
+  };
+  const clear = () => {
+    const empty = Object.fromEntries(LOG_FILTERS.map((n) => [n, ""]));
+    setDraft(empty);
+    go({});
+  };
+  const set = (name: string) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) =>
+    setDraft({ ...draft, [name]: e.currentTarget.value });
+  const filtered = LOG_FILTERS.some((n) => (view[n] ?? "") !== "");
+
   return (
-    <section>
-      <h1>Logs</h1>
-      <p>This screen is not built yet. Its data is available through the admin API (see /api-reference).</p>
+    <section aria-labelledby="logs-title" class="ops">
+      <h1 id="logs-title">Logs</h1>
+      <p>One entry per request: every data request and every administrative call, newest first.</p>
+      <form class="filters" onSubmit={apply} aria-label="Log filters">
+        <div class="field">
+          <label for="logs-from">From</label>
+          <input id="logs-from" type="datetime-local" value={toLocalInput(draft.from ?? "")} onInput={(e) => setDraft({ ...draft, from: fromLocalInput(e.currentTarget.value) })} />
+        </div>
+        <div class="field">
+          <label for="logs-to">To (before)</label>
+          <input id="logs-to" type="datetime-local" value={toLocalInput(draft.to ?? "")} onInput={(e) => setDraft({ ...draft, to: fromLocalInput(e.currentTarget.value) })} />
+        </div>
+        {TEXT_FILTERS.map(([name, label, hint]) => (
+          <div class="field" key={name}>
+            <label for={`logs-${name}`}>{label}</label>
+            <input id={`logs-${name}`} value={draft[name] ?? ""} onInput={set(name)} aria-describedby={`logs-${name}-hint`} />
+            <small id={`logs-${name}-hint`}>{hint}</small>
+          </div>
+        ))}
+        <div class="field">
+          <label for="logs-operation">Operation</label>
+          <select id="logs-operation" value={draft.operation ?? ""} onChange={set("operation")}>
+            <option value="">any</option>
+            {["list", "get", "create", "update", "delete"].map((o) => (
+              <option key={o} value={o}>
+                {o}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="logs-method">Method</label>
+          <select id="logs-method" value={draft.method ?? ""} onChange={set("method")}>
+            <option value="">any</option>
+            {["GET", "POST", "PUT", "PATCH", "MERGE", "DELETE"].map((m) => (
+              <option key={m} value={m}>
+                {m}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div class="actions">
+          <button type="submit">Apply filters</button>
+          <button type="button" class="secondary" onClick={clear}>
+            Clear filters
+          </button>
+        </div>
+      </form>
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {detail !== undefined && <LogDetail log={detail} headingRef={detailHeading} onClose={() => go({ ...query })} />}
+      {logs === undefined ? (
+        error === "" && <p aria-busy="true">Loading logs…</p>
+      ) : logs.length === 0 ? (
+        <p>{filtered ? "No entries match these filters." : "No requests logged yet (entries are written about a second after the request)."}</p>
+      ) : (
+        <div class="table-scroll">
+          <table>
+            <caption>
+              {logs.length === 1 ? "1 entry" : `${logs.length} entries`}
+              {view.page_token !== "" ? " (a later page)" : ""}, newest first
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Method</th>
+                <th scope="col">Path</th>
+                <th scope="col">Status</th>
+                <th scope="col">Key</th>
+                <th scope="col">Duration</th>
+                <th scope="col">
+                  <span class="visually-hidden">Details</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {logs.map((l) => (
+                <tr key={l.id} class={l.id === id ? "selected" : undefined}>
+                  <td>
+                    <time dateTime={l.timestamp}>{when(l.timestamp)}</time>
+                  </td>
+                  <td>{l.method}</td>
+                  <td class="path">{l.path}</td>
+                  <td class={l.status >= 400 ? "failed" : undefined}>
+                    {l.status}
+                    {l.error_code ? ` ${l.error_code}` : ""}
+                  </td>
+                  <td>{l.api_key_id || "(none)"}</td>
+                  <td>{l.duration_ms === undefined ? "" : `${Math.round(l.duration_ms)} ms`}</td>
+                  <td>
+                    <button type="button" class="secondary" onClick={() => go({ ...query, id: l.id })} aria-label={`Details of ${l.method} ${l.path} (${l.request_id})`}>
+                      Details
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <nav class="pager" aria-label="Log pages">
+        {view.page_token !== "" && (
+          <button type="button" class="secondary" onClick={() => go({ ...query, page_token: "" })}>
+            Newest entries
+          </button>
+        )}
+        {next !== "" && logs !== undefined && (
+          <button type="button" class="secondary" onClick={() => go({ ...query, page_token: next })}>
+            Older entries
+          </button>
+        )}
+      </nav>
+    </section>
+  );
+}
+
+function LogDetail(props: { log: RequestLog; headingRef: { current: HTMLHeadingElement | null }; onClose: () => void }) {
+  const l = props.log;
+  const rows: [string, string][] = [
+    ["Time", when(l.timestamp)],
+    ["Request id", l.request_id],
+    ["Method and path", `${l.method} ${l.path}`],
+    ["Status", `${l.status}${l.error_code ? ` ${l.error_code}` : ""}`],
+    ["Duration", l.duration_ms === undefined ? "" : `${l.duration_ms} ms`],
+    ["API key", l.api_key_id || "(none recognised)"],
+    ["Session", l.session_id || "(none)"],
+    ["Instance", l.instance ?? ""],
+    ["Service", l.service ?? ""],
+    ["Accesses", (l.accesses ?? []).map((a) => `${a.entity}: ${a.operation}`).join("; ") || "(none)"],
+    ["Denial step", l.denial_step || "(not denied)"],
+    ["Upstream status", l.upstream_status ? String(l.upstream_status) : "(not forwarded)"],
+    ["Upstream time", l.upstream_duration_ms ? `${l.upstream_duration_ms} ms` : ""],
+    ["Upstream request", l.upstream_url ? `${l.upstream_method ?? ""} ${l.upstream_url}` : "(nothing sent)"],
+    ["Client", `${l.client_ip ?? ""} ${l.user_agent ?? ""}`.trim()],
+  ];
+  return (
+    <section class="detail" aria-labelledby="log-detail-title">
+      <h2 id="log-detail-title" tabIndex={-1} ref={props.headingRef}>
+        Entry {l.id}
+      </h2>
+      <dl>
+        {rows
+          .filter(([, v]) => v !== "")
+          .map(([k, v]) => (
+            <div key={k}>
+              <dt>{k}</dt>
+              <dd>{v}</dd>
+            </div>
+          ))}
+      </dl>
+      <button type="button" class="secondary" onClick={props.onClose}>
+        Close details
+      </button>
     </section>
   );
 }
