@@ -122,6 +122,33 @@ if (browserAvailable("dashboard logs/audit/sessions suite")) {
     assert.is(await page.getByRole("list", { name: "1 change, newest first" }).count(), 1);
   });
 
+  test("audit paging: older changes on a second page, kept in the URL across a reload", async () => {
+    const { page } = ctx;
+    // 50 more systems: 51 system creations, one more than a page holds.
+    for (let i = 0; i < 50; i++) assert.is((await admin("POST", "/admin/systems", { name: `bulk-${String(i).padStart(2, "0")}` })).status, 201);
+    await page.getByRole("button", { name: "Clear filters" }).click();
+    await page.getByLabel("Resource type").selectOption("system");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.getByRole("list", { name: "50 changes, newest first" }).waitFor();
+    await page.getByRole("heading", { name: /^create system / }).first().waitFor();
+    assert.ok((await page.getByRole("listitem").filter({ hasText: "name: (none) → bulk-49" }).count()) > 0);
+    await page.getByRole("button", { name: "Older changes" }).click();
+    await page.getByRole("list", { name: "1 change, newest first" }).waitFor();
+    assert.ok(new URL(page.url()).searchParams.get("page_token"));
+    assert.is(new URL(page.url()).searchParams.get("resource_type"), "system");
+    assert.ok((await page.getByRole("list", { name: "1 change, newest first" }).textContent())!.includes("name: (none) → s4-prod"));
+    assert.is(await page.getByRole("button", { name: "Older changes" }).count(), 0);
+    await page.reload();
+    await page.getByRole("list", { name: "1 change, newest first" }).waitFor();
+    // Back returns to the first page.
+    await page.goBack();
+    await page.getByRole("list", { name: "50 changes, newest first" }).waitFor();
+    await page.getByRole("button", { name: "Older changes" }).click();
+    await page.getByRole("button", { name: "Newest changes" }).click();
+    await page.getByRole("list", { name: "50 changes, newest first" }).waitFor();
+    assert.is(new URL(page.url()).searchParams.get("page_token"), null);
+  });
+
   test("Logs: the PATCH is listed; filters (method, status class) survive a reload; the detail shows the entry", async () => {
     const { page } = ctx;
     const [entry] = await logged(`method=PATCH&status=2xx`);
