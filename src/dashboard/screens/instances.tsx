@@ -205,7 +205,7 @@ export function Instances({ system }: { readonly system: System }) {
                 <td>{describeAuth(i.auth)}</td>
                 <td>{i.sap_client ?? ""}</td>
                 <td class="instances-actions">
-                  <button type="button" class="secondary" onClick={() => setEditing(i)} aria-label={`Edit instance ${i.name}`}>
+                  <button type="button" class="secondary" onClick={() => { setStatus(""); setEditing(i); }} aria-label={`Edit instance ${i.name}`}>
                     Edit
                   </button>
                   <button type="button" class="secondary" onClick={() => setTesting(i)} aria-label={`Test connection of ${i.name}`}>
@@ -232,8 +232,10 @@ export function Instances({ system }: { readonly system: System }) {
           onDone={async (message) => {
             setEditing(undefined);
             setError("");
-            setStatus(message);
+            // Announced once the list shows the change, not before.
+            setStatus("");
             await load();
+            setStatus(message);
           }}
           onCancel={() => setEditing(undefined)}
         />

@@ -72,8 +72,8 @@ export function Sessions() {
         signedIn.value = false;
         return;
       }
-      setStatus(`Session ${name} revoked.`);
       await load();
+      setStatus(`Session ${name} revoked.`);
     } catch (err) {
       if (err instanceof ApiError) setError(withRequestId(err));
     }

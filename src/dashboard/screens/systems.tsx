@@ -41,8 +41,8 @@ export function Systems() {
       const { data } = await api.createSystem({ name: name.trim(), description: description.trim() });
       setName("");
       setDescription("");
-      setStatus(`System ${data.name} created.`);
       await load();
+      setStatus(`System ${data.name} created.`);
     } catch (err) {
       if (err instanceof ApiError) setError(withRequestId(err));
     } finally {
@@ -56,9 +56,9 @@ export function Systems() {
     setStatus("");
     try {
       await api.deleteSystem(system.id);
-      setStatus(`System ${system.name} deleted.`);
       if (selected?.id === system.id) setSelected(undefined);
       await load();
+      setStatus(`System ${system.name} deleted.`);
     } catch (err) {
       if (!(err instanceof ApiError)) return;
       setError(
