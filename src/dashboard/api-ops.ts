@@ -66,6 +66,8 @@ export interface SessionInfo {
   readonly last_used_at?: string;
   readonly idle_expires_at?: string;
   readonly expires_at?: string;
+  /** Whether this is the session the page itself uses. */
+  readonly current?: boolean;
 }
 
 /** The request-log filters, by their query parameter names. */

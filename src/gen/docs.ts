@@ -311,6 +311,7 @@ export const docs: Readonly<Record<string, string>> = {
   "erplink.admin.v1.Session.acts_for": "Whom the session acts for: `master`, or the id of the admin key\n(`key_…`) it was created with.",
   "erplink.admin.v1.Session.cookie": "Whether the session was created in browser mode (with cookies).",
   "erplink.admin.v1.Session.created_at": "When the session was created.",
+  "erplink.admin.v1.Session.current": "In ListSessions: whether this is the session the call was made with (a\ndashboard marks \"this session\" by it).",
   "erplink.admin.v1.Session.expires_at": "When the session ends however it is used (its absolute expiry).",
   "erplink.admin.v1.Session.id": "Opaque identifier assigned by the server, starting with `ses_`; ids sort\nby creation time.",
   "erplink.admin.v1.Session.idle_expires_at": "When the session ends if it is not used before then (its idle expiry).",

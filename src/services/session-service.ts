@@ -52,7 +52,7 @@ export function sessionToMessage(rec: SessionRecord, lastUse: Date, idleMs: numb
  */
 export function sessionSnapshot(rec: SessionRecord, revokedAt?: Date): AuditSnapshot {
   const snapshot = snapshotOf(SessionSchema, sessionToMessage(rec, rec.lastUsedAt, 0), {
-    omit: ["last_used_at", "idle_expires_at"],
+    omit: ["last_used_at", "idle_expires_at", "current"],
     secrets: [[["token"], redact(rec.tokenHash)]],
   });
   if (revokedAt === undefined) return snapshot;
@@ -131,7 +131,11 @@ export class SessionServiceImpl implements ServiceImpl<typeof SessionService> {
         now: this.deps.clock(),
       });
       return create(ListSessionsResponseSchema, {
-        sessions: page.items.map((r) => this.toMessage(r)),
+        sessions: page.items.map((r) => {
+          const message = this.toMessage(r);
+          message.current = r.id === principal.sessionId;
+          return message;
+        }),
         nextPageToken: nextPageToken(page),
       });
     });

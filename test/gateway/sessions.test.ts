@@ -90,6 +90,7 @@ it("POST /admin/sessions with the master key: 201 with the token once (erpls_…
       last_used_at: new Date(now).toISOString().replace(".000Z", "Z"),
       idle_expires_at: new Date(now + 30 * MINUTE).toISOString().replace(".000Z", "Z"),
       expires_at: new Date(now + 12 * 60 * MINUTE).toISOString().replace(".000Z", "Z"),
+      current: false,
       token: body.data.token,
       csrf_token: csrfOf(body.data.token),
     },
@@ -257,6 +258,9 @@ it("listing: newest first, paged; the master key sees every session, an admin ke
   assert.is(json(next).meta.nextPageToken, undefined);
   const own = await get(w, "/admin/sessions", bearer(key.key));
   assert.equal(json(own).data.map((s: { id: string; acts_for: string }) => [s.id, s.acts_for]), [[b.id, key.id]]);
+  // `current` marks the session the call was made with.
+  const mine = await get(w, "/admin/sessions", bearer(c.token));
+  assert.equal(json(mine).data.map((s: { id: string; current: boolean }) => [s.id, s.current]), [[c.id, true], [b.id, false], [a.id, false]]);
 });
 
 it("DELETE /admin/sessions/{id} and /current: the token stops at once; an admin key cannot see or revoke another's sessions", async (w) => {

@@ -19,39 +19,24 @@ export function Sessions() {
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
 
-  const load = async (): Promise<string> => {
+  const load = async (): Promise<void> => {
     const all: SessionInfo[] = [];
     let token = "";
-    let requestId = "";
     do {
       const page = await opsApi.listSessions(token);
-      requestId ||= page.requestId;
       all.push(...page.data);
       token = page.nextPageToken ?? "";
     } while (token !== "");
     setSessions(all);
-    return requestId;
+    // The server marks the session this page's calls are made with.
+    setCurrent(all.find((s) => s.current === true)?.id ?? "");
   };
 
   useEffect(() => {
     let live = true;
-    (async () => {
-      try {
-        const requestId = await load();
-        // The log is written in batches about every second: look a few times.
-        for (let attempt = 0; attempt < 6 && live; attempt++) {
-          await new Promise((r) => setTimeout(r, 700));
-          const found = await opsApi.queryLogs({ request_id: requestId }, 1);
-          const mine = found.data[0]?.session_id ?? "";
-          if (mine !== "") {
-            if (live) setCurrent(mine);
-            return;
-          }
-        }
-      } catch (err) {
-        if (live && err instanceof ApiError) setError(withRequestId(err));
-      }
-    })();
+    load().catch((err: unknown) => {
+      if (live && err instanceof ApiError) setError(withRequestId(err));
+    });
     return () => {
       live = false;
     };
