@@ -1,9 +1,399 @@
-/** The API keys screen (not built yet: its data is available through the admin API). */
-export function ApiKeys() {
+/**
+ * API keys: the list (search, type, prefix, last used, expiry with keys
+ * expiring within 7 days highlighted), create (the secret shown once, with
+ * copy, a ready curl line and a confirmation before closing), edit (name,
+ * rate limits, expiry, permissions with the editor and the Explain panel),
+ * revoke with confirmation.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError } from "../api.js";
+import { keysApi, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
+import { ExplainPanel } from "./explain-panel.js";
+import { PermissionEditor } from "./permission-editor.js";
+import { withRequestId } from "./sign-in.js";
+import "./api-keys.css";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Keys expiring within this many days are highlighted. */
+const SOON_DAYS = 7;
+
+function when(ts: string | undefined, none: string): string {
+  return ts === undefined || ts === "" ? none : new Date(ts).toLocaleString();
+}
+
+/** "expired", "expires in N days" (within 7 days), or "". */
+function expiryNote(ts: string | undefined, now: number): { text: string; soon: boolean } {
+  if (ts === undefined || ts === "") return { text: "", soon: false };
+  const left = Date.parse(ts) - now;
+  if (left <= 0) return { text: "expired", soon: true };
+  if (left > SOON_DAYS * DAY_MS) return { text: "", soon: false };
+  const days = Math.ceil(left / DAY_MS);
+  return { text: days <= 1 ? "expires within a day" : `expires in ${days} days`, soon: true };
+}
+
+/** `2027-01-31T10:00` (a datetime-local value, read as UTC) ↔ RFC 3339. */
+function toLocalInput(ts: string | undefined): string {
+  return ts === undefined || ts === "" ? "" : ts.slice(0, 16);
+}
+function fromLocalInput(v: string): string | null {
+  return v === "" ? null : new Date(`${v}:00Z`).toISOString().replace(".000Z", "Z");
+}
+
+/** The form's fields (shared by create and edit). */
+interface Draft {
+  name: string;
+  type: "data" | "admin";
+  perMinute: string;
+  perDay: string;
+  expires: string;
+  permissions: Permissions;
+}
+
+function draftOf(key: ApiKey): Draft {
+  return {
+    name: key.name,
+    type: key.type,
+    perMinute: key.rate_limits?.per_minute === undefined ? "" : String(key.rate_limits.per_minute),
+    perDay: key.rate_limits?.per_day === undefined ? "" : String(key.rate_limits.per_day),
+    expires: toLocalInput(key.expires_at),
+    permissions: key.permissions ?? {},
+  };
+}
+const EMPTY: Draft = { name: "", type: "data", perMinute: "", perDay: "", expires: "", permissions: {} };
+
+function inputOf(d: Draft, creating: boolean): ApiKeyInput | string {
+  const limits: { per_minute?: number; per_day?: number } = {};
+  for (const [field, text, label] of [["per_minute", d.perMinute, "Requests per minute"], ["per_day", d.perDay, "Requests per day"]] as const) {
+    if (text.trim() === "") continue;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n <= 0) return `${label}: a whole number above 0, or empty for the default`;
+    limits[field] = n;
+  }
+  const hasLimits = Object.keys(limits).length > 0;
+  const out: ApiKeyInput = { name: d.name.trim() };
+  if (creating) {
+    out.type = d.type;
+    if (hasLimits) out.rate_limits = limits;
+    if (d.expires !== "") out.expires_at = fromLocalInput(d.expires);
+  } else {
+    out.rate_limits = hasLimits ? limits : null;
+    out.expires_at = fromLocalInput(d.expires);
+  }
+  if (d.type === "data") out.permissions = d.permissions;
+  return out;
+}
+
+/** The curl line for the first named (instance, service, entity set) of the key, or placeholders. */
+function curlLine(key: CreatedApiKey): string {
+  let path = "<instance>/<service>/<entity set>";
+  outer: for (const [inst, services] of Object.entries(key.permissions ?? {})) {
+    for (const [service, sets] of Object.entries(services)) {
+      if (service === "*") continue;
+      for (const entity of Object.keys(sets)) {
+        if (entity === "*") continue;
+        path = `${inst}/${service}/${entity}`;
+        break outer;
+      }
+    }
+  }
+  return `curl -s -H 'Authorization: Bearer ${key.key}' '${location.origin}/odata/${path}?$top=5'`;
+}
+
+function KeyForm({ draft, setDraft, creating, idPrefix }: { draft: Draft; setDraft: (d: Draft) => void; creating: boolean; idPrefix: string }) {
+  const set = (patch: Partial<Draft>) => setDraft({ ...draft, ...patch });
   return (
-    <section>
-      <h1>API keys</h1>
-      <p>This screen is not built yet. Its data is available through the admin API (see /api-reference).</p>
+    <div class="key-fields">
+      <div>
+        <label for={`${idPrefix}-name`}>Name</label>
+        <input id={`${idPrefix}-name`} value={draft.name} onInput={(e) => set({ name: e.currentTarget.value })} required maxLength={100} />
+      </div>
+      {creating && (
+        <div>
+          <label for={`${idPrefix}-type`}>Type</label>
+          <select id={`${idPrefix}-type`} value={draft.type} onChange={(e) => set({ type: e.currentTarget.value as Draft["type"] })} aria-describedby={`${idPrefix}-type-help`}>
+            <option value="data">data: reaches ERP data within its permissions</option>
+            <option value="admin">admin: manages erplink</option>
+          </select>
+          <small id={`${idPrefix}-type-help`}>The type cannot change later.</small>
+        </div>
+      )}
+      <div>
+        <label for={`${idPrefix}-per-minute`}>Requests per minute</label>
+        <input id={`${idPrefix}-per-minute`} inputMode="numeric" value={draft.perMinute} onInput={(e) => set({ perMinute: e.currentTarget.value })} aria-describedby={`${idPrefix}-limits-help`} />
+      </div>
+      <div>
+        <label for={`${idPrefix}-per-day`}>Requests per day</label>
+        <input id={`${idPrefix}-per-day`} inputMode="numeric" value={draft.perDay} onInput={(e) => set({ perDay: e.currentTarget.value })} aria-describedby={`${idPrefix}-limits-help`} />
+        <small id={`${idPrefix}-limits-help`}>Empty: the service default.</small>
+      </div>
+      <div>
+        <label for={`${idPrefix}-expires`}>Expires at (UTC)</label>
+        <input id={`${idPrefix}-expires`} type="datetime-local" value={draft.expires} onInput={(e) => set({ expires: e.currentTarget.value })} aria-describedby={`${idPrefix}-expires-help`} />
+        <small id={`${idPrefix}-expires-help`}>Empty: never expires.</small>
+      </div>
+    </div>
+  );
+}
+
+/** The secret, shown once: copy, curl, and a confirmation before closing. */
+function SecretDialog({ created, onClose }: { created: CreatedApiKey; onClose: () => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const [copied, setCopied] = useState("");
+  useEffect(() => {
+    ref.current?.showModal();
+  }, []);
+  const close = () => {
+    if (!confirm("Close? The secret cannot be shown again: make sure you have stored it.")) return;
+    ref.current?.close();
+    onClose();
+  };
+  const copy = async (text: string, what: string) => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setCopied(`${what} copied to the clipboard.`);
+    } catch {
+      setCopied(`The browser refused the clipboard: select the ${what.toLowerCase()} and copy it yourself.`);
+    }
+  };
+  const curl = created.type === "data" ? curlLine(created) : `curl -s -H 'Authorization: Bearer ${created.key}' '${location.origin}/admin/systems'`;
+  return (
+    <dialog
+      ref={ref}
+      class="secret-dialog"
+      aria-labelledby="secret-title"
+      onCancel={(e) => {
+        e.preventDefault();
+        close();
+      }}
+    >
+      <h2 id="secret-title">Key {created.name} created</h2>
+      <p class="warn">This is the only time the secret is shown. erplink keeps only its hash: store it now.</p>
+      <label for="secret-value">Secret</label>
+      <input id="secret-value" readOnly value={created.key} spellcheck={false} onFocus={(e) => e.currentTarget.select()} />
+      <button type="button" onClick={() => void copy(created.key, "Secret")}>
+        Copy secret
+      </button>
+      <label for="secret-curl">Try it with curl</label>
+      <textarea id="secret-curl" readOnly rows={3} value={curl} spellcheck={false} />
+      <button type="button" class="secondary" onClick={() => void copy(curl, "Command")}>
+        Copy command
+      </button>
+      <p class="status" role="status">
+        {copied}
+      </p>
+      <button type="button" onClick={close}>
+        Close
+      </button>
+    </dialog>
+  );
+}
+
+export function ApiKeys() {
+  const [keys, setKeys] = useState<readonly ApiKey[] | undefined>(undefined);
+  const [error, setError] = useState("");
+  const [status, setStatus] = useState("");
+  const [search, setSearch] = useState("");
+  const [creating, setCreating] = useState(false);
+  const [draft, setDraft] = useState<Draft>(EMPTY);
+  const [busy, setBusy] = useState(false);
+  const [created, setCreated] = useState<CreatedApiKey | undefined>(undefined);
+  const [editing, setEditing] = useState<ApiKey | undefined>(undefined);
+  const [editDraft, setEditDraft] = useState<Draft>(EMPTY);
+
+  const load = async () => {
+    try {
+      setKeys(await keysApi.list());
+    } catch (err) {
+      if (err instanceof ApiError) setError(withRequestId(err));
+    }
+  };
+  useEffect(() => {
+    void load();
+  }, []);
+
+  const fail = (err: unknown) => setError(err instanceof ApiError ? withRequestId(err) : String(err));
+
+  const create = async (event: Event) => {
+    event.preventDefault();
+    setError("");
+    setStatus("");
+    const input = inputOf(draft, true);
+    if (typeof input === "string") return setError(input);
+    setBusy(true);
+    try {
+      const { data } = await keysApi.create(input);
+      setCreated(data);
+      setCreating(false);
+      setDraft(EMPTY);
+      setStatus(`Key ${data.name} created.`);
+      await load();
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const startEdit = (key: ApiKey) => {
+    setEditing(key);
+    setEditDraft(draftOf(key));
+    setError("");
+    setStatus("");
+  };
+
+  const save = async (event: Event) => {
+    event.preventDefault();
+    if (editing === undefined) return;
+    setError("");
+    setStatus("");
+    const input = inputOf(editDraft, false);
+    if (typeof input === "string") return setError(input);
+    setBusy(true);
+    try {
+      const { data } = await keysApi.update(editing.id, input);
+      setEditing(data);
+      setEditDraft(draftOf(data));
+      setStatus(`Key ${data.name} saved.`);
+      await load();
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const revoke = async (key: ApiKey) => {
+    if (!confirm(`Revoke key ${key.name} (${key.prefix}…)? It stops working at once; this cannot be undone.`)) return;
+    setError("");
+    setStatus("");
+    try {
+      await keysApi.revoke(key.id);
+      if (editing?.id === key.id) setEditing(undefined);
+      setStatus(`Key ${key.name} revoked.`);
+      await load();
+    } catch (err) {
+      fail(err);
+    }
+  };
+
+  const now = Date.now();
+  const q = search.trim().toLowerCase();
+  const shown = (keys ?? []).filter((k) => q === "" || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) || k.id.toLowerCase().includes(q) || k.type.includes(q));
+  const dirty = editing !== undefined && JSON.stringify(editDraft) !== JSON.stringify(draftOf(editing));
+
+  return (
+    <section aria-labelledby="keys-title" class="api-keys">
+      <h1 id="keys-title">API keys</h1>
+      <p>Data keys let client applications read and write ERP data through /odata within their permissions; admin keys manage erplink.</p>
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <p class="status" role="status">
+        {status}
+      </p>
+      {created !== undefined && <SecretDialog created={created} onClose={() => setCreated(undefined)} />}
+      {!creating ? (
+        <button
+          type="button"
+          onClick={() => {
+            setCreating(true);
+            setEditing(undefined);
+          }}
+        >
+          New API key
+        </button>
+      ) : (
+        <form class="inline-form key-form" onSubmit={create} aria-labelledby="new-key-title">
+          <h2 id="new-key-title">New API key</h2>
+          <KeyForm draft={draft} setDraft={setDraft} creating idPrefix="new-key" />
+          {draft.type === "data" && <PermissionEditor value={draft.permissions} onChange={(p) => setDraft({ ...draft, permissions: p })} idPrefix="new-perm" />}
+          <div class="actions">
+            <button type="submit" disabled={busy}>
+              {busy ? "Creating…" : "Create key"}
+            </button>
+            <button type="button" class="secondary" onClick={() => setCreating(false)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+      {editing !== undefined && (
+        <div class="inline-form key-form">
+          <form onSubmit={save} aria-labelledby="edit-key-title">
+            <h2 id="edit-key-title">Edit key {editing.name}</h2>
+            <p class="hint">
+              {editing.type} key {editing.prefix}… ({editing.id})
+            </p>
+            <KeyForm draft={editDraft} setDraft={setEditDraft} creating={false} idPrefix="edit-key" />
+            {editing.type === "data" && <PermissionEditor value={editDraft.permissions} onChange={(p) => setEditDraft({ ...editDraft, permissions: p })} idPrefix="edit-perm" />}
+            <div class="actions">
+              <button type="submit" disabled={busy}>
+                {busy ? "Saving…" : "Save changes"}
+              </button>
+              <button type="button" class="secondary" onClick={() => setEditing(undefined)}>
+                Close editor
+              </button>
+            </div>
+          </form>
+          {editing.type === "data" && <ExplainPanel keyId={editing.id} keyName={editing.name} dirty={dirty} version={editing.updated_at ?? ""} />}
+        </div>
+      )}
+      <div class="key-search">
+        <label for="key-search">Search keys</label>
+        <input id="key-search" type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} placeholder="name, prefix, id or type" />
+      </div>
+      {keys === undefined ? (
+        error === "" && <p aria-busy="true">Loading keys…</p>
+      ) : keys.length === 0 ? (
+        <p>No API keys yet: create the first one above.</p>
+      ) : (
+        <div class="table-wrap">
+          <table>
+            <caption>{q === "" ? `${keys.length} ${keys.length === 1 ? "key" : "keys"}` : `${shown.length} of ${keys.length} keys match “${search.trim()}”`}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Prefix</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Expires</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((k) => {
+                const note = expiryNote(k.expires_at, now);
+                return (
+                  <tr key={k.id} class={note.soon ? "expiring" : undefined}>
+                    <th scope="row">{k.name}</th>
+                    <td>{k.type}</td>
+                    <td>
+                      <code>{k.prefix}…</code>
+                    </td>
+                    <td>{when(k.last_used_at, "never")}</td>
+                    <td>
+                      {when(k.expires_at, "never")}
+                      {note.text !== "" && <strong class="soon"> ({note.text})</strong>}
+                    </td>
+                    <td class="row-actions">
+                      <button type="button" class="secondary" onClick={() => startEdit(k)} aria-label={`Edit key ${k.name}`}>
+                        Edit
+                      </button>
+                      <button type="button" class="danger" onClick={() => void revoke(k)} aria-label={`Revoke key ${k.name}`}>
+                        Revoke
+                      </button>
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
     </section>
   );
 }

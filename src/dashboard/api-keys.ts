@@ -1,0 +1,121 @@
+/**
+ * The admin calls of the API keys screen, typed, on top of {@link call}:
+ * keys (list, create, update, revoke), explain, and what the permission
+ * editor offers (systems → instances, a service's catalog).
+ */
+import { call, type ApiResult, type System } from "./api.js";
+
+/** The five data operations, in the order the editor shows them. */
+export const OPERATIONS = ["list", "get", "create", "update", "delete"] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** instance name → service name or `*` → entity set name or `*` → operations. */
+export type Permissions = Record<string, Record<string, Record<string, string[]>>>;
+
+export interface RateLimits {
+  readonly per_minute?: number;
+  readonly per_day?: number;
+}
+
+/** An API key as the API shows it (never its secret). */
+export interface ApiKey {
+  readonly id: string;
+  readonly name: string;
+  readonly type: "data" | "admin";
+  readonly permissions?: Permissions;
+  readonly rate_limits?: RateLimits;
+  readonly prefix: string;
+  readonly expires_at?: string;
+  readonly created_at: string;
+  readonly updated_at?: string;
+  readonly last_used_at?: string;
+}
+
+/** The create answer: the key and, this once, its secret. */
+export interface CreatedApiKey extends ApiKey {
+  readonly key: string;
+}
+
+/** An instance (only what the editor needs). */
+export interface Instance {
+  readonly id: string;
+  readonly name: string;
+  readonly system_id?: string;
+  readonly environment?: string;
+  readonly services?: Readonly<Record<string, unknown>>;
+}
+
+export interface CatalogEntitySet {
+  readonly name: string;
+  readonly singleton?: boolean;
+  readonly entity_type?: string;
+}
+
+export interface ServiceCatalog {
+  readonly odata_version: string;
+  readonly entity_sets?: readonly CatalogEntitySet[];
+}
+
+export interface AccessDecision {
+  readonly entity_set: string;
+  readonly operation: string;
+  readonly reason: string;
+  readonly allowed: boolean;
+  readonly denial_step?: string;
+  readonly message?: string;
+}
+
+export interface Explanation {
+  readonly key_id: string;
+  readonly instance: string;
+  readonly service?: string;
+  readonly allowed: boolean;
+  readonly status?: number;
+  readonly code?: string;
+  readonly message?: string;
+  readonly denial_step?: string;
+  readonly accesses?: readonly AccessDecision[];
+  readonly within_rate_limits?: boolean;
+  readonly request?: { readonly kind?: string; readonly method?: string; readonly target?: string; readonly upstream_url?: string };
+}
+
+/** The fields a create or an update sends. */
+export interface ApiKeyInput {
+  name?: string;
+  type?: "data" | "admin";
+  permissions?: Permissions;
+  rate_limits?: RateLimits | null;
+  expires_at?: string | null;
+}
+
+const enc = encodeURIComponent;
+
+/** Every page of a list call, concatenated. */
+async function all<T>(path: string): Promise<T[]> {
+  const out: T[] = [];
+  let token = "";
+  do {
+    const sep = path.includes("?") ? "&" : "?";
+    const page: ApiResult<T[]> = await call<T[]>("GET", `${path}${sep}page_size=500${token === "" ? "" : `&page_token=${enc(token)}`}`);
+    out.push(...page.data);
+    token = page.nextPageToken ?? "";
+  } while (token !== "");
+  return out;
+}
+
+export const keysApi = {
+  list: () => all<ApiKey>("/admin/api-keys"),
+  create: (input: ApiKeyInput) => call<CreatedApiKey>("POST", "/admin/api-keys", { body: input }),
+  update: (id: string, input: ApiKeyInput) => call<ApiKey>("PATCH", `/admin/api-keys/${enc(id)}`, { body: input }),
+  revoke: (id: string) => call<ApiKey>("DELETE", `/admin/api-keys/${enc(id)}`),
+  explain: (id: string, request: { instance: string; method: string; url: string }) =>
+    call<Explanation>("POST", `/admin/api-keys/${enc(id)}/explain`, { body: request }),
+  /** Every instance of every system. */
+  instances: async (): Promise<Instance[]> => {
+    const systems = await all<System>("/admin/systems");
+    const lists = await Promise.all(systems.map((s) => all<Instance>(`/admin/systems/${enc(s.id)}/instances`)));
+    return lists.flat();
+  },
+  catalog: (instanceId: string, service: string) =>
+    call<ServiceCatalog>("GET", `/admin/instances/${enc(instanceId)}/services/${enc(service)}/catalog`),
+};
