@@ -131,7 +131,7 @@ if (browserAvailable("dashboard logs/audit/sessions suite")) {
     await page.getByRole("button", { name: "Apply filters" }).click();
     await page.getByRole("list", { name: "50 changes, newest first" }).waitFor();
     await page.getByRole("heading", { name: /^create system / }).first().waitFor();
-    assert.ok((await page.getByRole("listitem").filter({ hasText: "name: (none) → bulk-49" }).count()) > 0);
+    await page.getByRole("listitem").filter({ hasText: "name: (none) → bulk-49" }).first().waitFor();
     await page.getByRole("button", { name: "Older changes" }).click();
     await page.getByRole("list", { name: "1 change, newest first" }).waitFor();
     assert.ok(new URL(page.url()).searchParams.get("page_token"));
