@@ -289,6 +289,11 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   await app.register(fastifySwaggerUi, {
     routePrefix: "/api-reference",
     uiConfig: { url: "/api-reference/openapi.json", deepLinking: true },
+    // The reference page shares the dashboard's origin (and can read its CSRF
+    // cookie): its own scripts only (hashed inline ones included), never framed.
+    staticCSP: true,
+    transformStaticCSP: (header: string) =>
+      header.replace("upgrade-insecure-requests;", "").replace("frame-ancestors 'self'", "frame-ancestors 'none'").trim(),
   });
 
   // The dashboard (src/dashboard), a client of /admin like any other.

@@ -104,6 +104,11 @@ OpenApi("serves a browsable reference page without a token", async ({ world }) =
   assert.is(page.statusCode, 200);
   assert.match(page.headers["content-type"] as string, /^text\/html/);
   assert.match(page.body, /swagger-ui/i);
+  // Same origin as the dashboard: its own scripts only, never framed, no inline script attributes.
+  assert.is(
+    page.headers["content-security-policy"],
+    "default-src 'self'; base-uri 'self'; font-src 'self' https: data:; frame-ancestors 'none'; img-src 'self' data: validator.swagger.io; object-src 'none'; script-src 'self' ; script-src-attr 'none'; style-src 'self' https: ;",
+  );
 });
 
 OpenApi.run();
