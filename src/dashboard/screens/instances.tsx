@@ -276,7 +276,8 @@ function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
       environment: f.environment.trim(),
       base_url: f.baseUrl.trim(),
       services,
-      sap_client: f.sapClient.trim() === "" ? null : f.sapClient.trim(),
+      // Empty: none. A create omits it (the API refuses null there); an edit clears it.
+      ...(f.sapClient.trim() !== "" ? { sap_client: f.sapClient.trim() } : instance === undefined ? {} : { sap_client: null }),
       ...(auth === undefined || (auth === null && instance === undefined) ? {} : { auth }),
     };
     setBusy(true);
