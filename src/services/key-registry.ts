@@ -12,6 +12,7 @@
  */
 import type { ApiKeyRecord, ApiKeyStore } from "../store/index.js";
 import { hashApiKey } from "./api-key-secret.js";
+import { ColdReadBudget, bounded } from "./cache-bounds.js";
 
 /** Options of {@link KeyRegistry}. */
 export interface KeyRegistryOptions {
@@ -56,7 +57,11 @@ export class KeyRegistry {
   /** Store reads in flight; `stale` is set when the key changes meanwhile. */
   private readonly loading = new Map<string, { promise: Promise<ApiKeyRecord | undefined>; stale: boolean }>();
 
-  constructor(private readonly options: KeyRegistryOptions) {}
+  private readonly coldReads: ColdReadBudget;
+
+  constructor(private readonly options: KeyRegistryOptions) {
+    this.coldReads = new ColdReadBudget(options.coldReadsPerSecond ?? 200, options.clock);
+  }
 
   /** The key a secret belongs to, or undefined. Reads the store only on a cold miss. */
   lookup(secret: string): Promise<ApiKeyRecord | undefined> | ApiKeyRecord | undefined {
@@ -74,7 +79,7 @@ export class KeyRegistry {
     }
     const inFlight = this.loading.get(hash);
     if (inFlight !== undefined) return inFlight.promise;
-    if (!this.takeColdRead()) return undefined;
+    if (!this.coldReads.take()) return undefined;
     // Concurrent misses for one hash share one store read.
     const load = {
       stale: false,
@@ -117,20 +122,6 @@ export class KeyRegistry {
     bounded(this.unknown, this.options.maxEntries).set(keyHash, this.options.clock().getTime() + this.options.negativeTtlMs);
   }
 
-  private coldTokens = 0;
-  private coldRefilledAt = 0;
-
-  /** A token bucket over cold store reads. */
-  private takeColdRead(): boolean {
-    const rate = this.options.coldReadsPerSecond ?? 200;
-    const now = this.options.clock().getTime();
-    this.coldTokens = Math.min(rate, this.coldTokens + ((now - this.coldRefilledAt) / 1000) * rate);
-    this.coldRefilledAt = now;
-    if (this.coldTokens < 1) return false;
-    this.coldTokens -= 1;
-    return true;
-  }
-
   private lastSync: number | undefined;
   private timer: NodeJS.Timeout | undefined;
 
@@ -169,13 +160,4 @@ export class KeyRegistry {
     const load = this.loading.get(keyHash);
     if (load !== undefined) load.stale = true;
   }
-}
-
-/** Evicts the oldest entry of a full map before an insert. */
-function bounded<K, V>(map: Map<K, V>, max: number): Map<K, V> {
-  if (map.size >= max) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
-  return map;
 }

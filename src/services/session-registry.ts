@@ -17,7 +17,8 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { SessionRecord, SessionStore } from "../store/index.js";
-import { NotFoundError } from "../store/index.js";
+import { BatchedUses } from "./batched-uses.js";
+import { ColdReadBudget, bounded } from "./cache-bounds.js";
 import { hashSessionToken } from "./session-token.js";
 
 /** Options of {@link SessionRegistry}. */
@@ -45,11 +46,20 @@ export class SessionRegistry {
   private readonly known = new Map<string, Cached>();
   private readonly unknown = new Map<string, number>();
   private readonly loading = new Map<string, { promise: Promise<SessionRecord | undefined>; stale: boolean }>();
+  private readonly coldReads: ColdReadBudget;
   /** Uses not yet written, by session id. */
-  private pending = new Map<string, Date>();
-  private timer: NodeJS.Timeout | undefined;
+  private readonly uses: BatchedUses;
 
-  constructor(private readonly options: SessionRegistryOptions) {}
+  constructor(private readonly options: SessionRegistryOptions) {
+    this.coldReads = new ColdReadBudget(options.coldReadsPerSecond ?? 200, options.clock);
+    // The cached record keeps its older time: a session that then looks idle
+    // is re-read before it is refused.
+    this.uses = new BatchedUses({
+      write: (id, at) => options.store.update(id, { lastUsedAt: at }),
+      clock: options.clock,
+      onError: options.onError,
+    });
+  }
 
   /**
    * The session of a token, or undefined. With `fresh`, a cached entry is
@@ -68,7 +78,7 @@ export class SessionRegistry {
         if (until > now) return undefined;
         this.unknown.delete(hash);
       }
-      if (!this.takeColdRead()) {
+      if (!this.coldReads.take()) {
         throw new ConnectError("too many unknown session tokens at once: retry in a second", Code.Unavailable, { "retry-after": "1" });
       }
     }
@@ -85,11 +95,11 @@ export class SessionRegistry {
           this.loading.delete(hash);
           // A revoke here while the read was in flight wins over it.
           if (load.stale) return undefined;
+          // Re-inserted (or not) below, as the newest entry.
+          this.known.delete(hash);
           if (record === undefined) {
-            this.known.delete(hash);
             bounded(this.unknown, this.options.maxEntries).set(hash, this.options.clock().getTime() + this.options.negativeTtlMs);
           } else {
-            this.known.delete(hash);
             bounded(this.known, this.options.maxEntries).set(hash, { record, readAt: this.options.clock().getTime() });
           }
           return record;
@@ -115,84 +125,33 @@ export class SessionRegistry {
     const load = this.loading.get(record.tokenHash);
     if (load !== undefined) load.stale = true;
     this.known.delete(record.tokenHash);
-    this.pending.delete(record.id);
+    this.uses.forget(record.id);
     bounded(this.unknown, this.options.maxEntries).set(record.tokenHash, this.options.clock().getTime() + this.options.negativeTtlMs);
   }
 
   /** When a session was last used, as far as this process knows. */
   lastUse(record: SessionRecord): Date {
-    const pending = this.pending.get(record.id);
+    const pending = this.uses.pendingUse(record.id);
     return pending !== undefined && pending > record.lastUsedAt ? pending : record.lastUsedAt;
   }
 
   /** Notes that a session was used now. */
   touch(record: SessionRecord): void {
-    this.pending.set(record.id, this.options.clock());
+    this.uses.touch(record.id);
   }
 
-  private coldTokens = 0;
-  private coldRefilledAt = 0;
-
-  private takeColdRead(): boolean {
-    const rate = this.options.coldReadsPerSecond ?? 200;
-    const now = this.options.clock().getTime();
-    this.coldTokens = Math.min(rate, this.coldTokens + ((now - this.coldRefilledAt) / 1000) * rate);
-    this.coldRefilledAt = now;
-    if (this.coldTokens < 1) return false;
-    this.coldTokens -= 1;
-    return true;
-  }
-
-  private flushing: Promise<void> | undefined;
-
-  /** Writes every pending use (one flush at a time). */
+  /** Writes every pending use now. */
   flush(): Promise<void> {
-    this.flushing ??= this.write().finally(() => (this.flushing = undefined));
-    return this.flushing;
+    return this.uses.flush();
   }
 
-  private async write(): Promise<void> {
-    const batch = this.pending;
-    this.pending = new Map();
-    for (const [id, at] of batch) {
-      try {
-        // The cached record keeps its older time: a session that then looks
-        // idle is re-read before it is refused.
-        await this.options.store.update(id, { lastUsedAt: at });
-      } catch (err) {
-        if (err instanceof NotFoundError) continue; // revoked meanwhile
-        if (!this.pending.has(id)) this.pending.set(id, at);
-        this.options.onError(err);
-      }
-    }
-  }
-
-  /** Flushes every `intervalMs` until {@link stop}. */
+  /** Writes pending uses every `intervalMs` until {@link stop}. */
   start(intervalMs: number): void {
-    this.timer = setInterval(() => void this.flush(), intervalMs);
-    this.timer.unref();
+    this.uses.start(intervalMs);
   }
 
-  /** Stops the timer and writes what is pending, waiting at most `timeoutMs`. */
-  async stop(timeoutMs = 5_000): Promise<void> {
-    clearInterval(this.timer);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, timeoutMs);
-    });
-    try {
-      await Promise.race([this.flush(), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+  /** Stops and writes what is pending (bounded). */
+  stop(timeoutMs?: number): Promise<void> {
+    return this.uses.stop(timeoutMs);
   }
-}
-
-/** Evicts the oldest entry of a full map before an insert. */
-function bounded<K, V>(map: Map<K, V>, max: number): Map<K, V> {
-  if (map.size >= max) {
-    const oldest = map.keys().next();
-    if (!oldest.done) map.delete(oldest.value);
-  }
-  return map;
 }
