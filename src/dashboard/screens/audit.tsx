@@ -4,10 +4,8 @@
  * (`permissions › prod › API_BP › A_BusinessPartner: list → list, get`).
  * The view lives in the page URL's query, like the Logs screen's.
  */
-import { useEffect, useState } from "preact/hooks";
-import { ApiError } from "../api.js";
-import { AUDIT_FILTERS, filtersFromUrl, formatChange, fromLocalInput, opsApi, pushUrlState, toLocalInput, when, type AuditEntry } from "../api-ops.js";
-import { withRequestId } from "./sign-in.js";
+import { AUDIT_FILTERS, formatChange, fromLocalInput, opsApi, toLocalInput, when } from "../api-ops.js";
+import { Pager, usePage, useUrlView } from "./url-view.js";
 import "./ops.css";
 
 const PAGE_SIZE = 50;
@@ -16,43 +14,8 @@ const RESOURCE_NAMES: Readonly<Record<string, string>> = { system: "system", ins
 const STATE = [...AUDIT_FILTERS, "page_token"] as const;
 
 export function Audit() {
-  const [view, setView] = useState(() => filtersFromUrl(STATE));
-  const [draft, setDraft] = useState(() => filtersFromUrl(AUDIT_FILTERS));
-  const [entries, setEntries] = useState<readonly AuditEntry[] | undefined>(undefined);
-  const [next, setNext] = useState("");
-  const [error, setError] = useState("");
-
-  useEffect(() => {
-    const onPop = () => {
-      setView(filtersFromUrl(STATE));
-      setDraft(filtersFromUrl(AUDIT_FILTERS));
-    };
-    addEventListener("popstate", onPop);
-    return () => removeEventListener("popstate", onPop);
-  }, []);
-
-  const viewKey = JSON.stringify(view);
-  useEffect(() => {
-    let live = true;
-    setError("");
-    setEntries(undefined);
-    opsApi
-      .listAudit(view, PAGE_SIZE)
-      .then((page) => {
-        if (!live) return;
-        setEntries(page.data);
-        setNext(page.nextPageToken ?? "");
-      })
-      .catch((err) => live && err instanceof ApiError && setError(withRequestId(err)));
-    return () => {
-      live = false;
-    };
-  }, [viewKey]);
-
-  const go = (state: Record<string, string>) => {
-    pushUrlState(state);
-    setView(filtersFromUrl(STATE));
-  };
+  const { view, draft, setDraft, go } = useUrlView(STATE, AUDIT_FILTERS);
+  const { items: entries, next, error } = usePage(() => opsApi.listAudit(view, PAGE_SIZE), JSON.stringify(view));
   const set = (name: string) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) =>
     setDraft({ ...draft, [name]: e.currentTarget.value });
   const { page_token: _token, ...filters } = view;
@@ -158,18 +121,14 @@ export function Audit() {
           ))}
         </ol>
       )}
-      <nav class="pager" aria-label="Audit pages">
-        {view.page_token !== "" && (
-          <button type="button" class="secondary" onClick={() => go({ ...filters, page_token: "" })}>
-            Newest changes
-          </button>
-        )}
-        {next !== "" && entries !== undefined && (
-          <button type="button" class="secondary" onClick={() => go({ ...filters, page_token: next })}>
-            Older changes
-          </button>
-        )}
-      </nav>
+      <Pager
+        label="Audit pages"
+        noun="changes"
+        pageToken={view.page_token ?? ""}
+        next={next}
+        loaded={entries !== undefined}
+        onPage={(page_token) => go({ ...filters, page_token })}
+      />
     </section>
   );
 }

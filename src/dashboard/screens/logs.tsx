@@ -7,15 +7,14 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
 import {
   LOG_FILTERS,
-  filtersFromUrl,
   fromLocalInput,
   opsApi,
-  pushUrlState,
   toLocalInput,
   when,
   type RequestLog,
 } from "../api-ops.js";
 import { withRequestId } from "./sign-in.js";
+import { Pager, usePage, useUrlView } from "./url-view.js";
 import "./ops.css";
 
 const PAGE_SIZE = 50;
@@ -32,42 +31,11 @@ const TEXT_FILTERS: readonly (readonly [string, string, string])[] = [
 ];
 
 export function Logs() {
-  const [view, setView] = useState(() => filtersFromUrl(STATE));
-  const [draft, setDraft] = useState(() => filtersFromUrl(LOG_FILTERS));
-  const [logs, setLogs] = useState<readonly RequestLog[] | undefined>(undefined);
-  const [next, setNext] = useState("");
-  const [detail, setDetail] = useState<RequestLog | undefined>(undefined);
-  const [error, setError] = useState("");
-  const detailHeading = useRef<HTMLHeadingElement>(null);
-
-  // Back and Forward move between views: read the URL again.
-  useEffect(() => {
-    const onPop = () => {
-      setView(filtersFromUrl(STATE));
-      setDraft(filtersFromUrl(LOG_FILTERS));
-    };
-    addEventListener("popstate", onPop);
-    return () => removeEventListener("popstate", onPop);
-  }, []);
-
+  const { view, draft, setDraft, go } = useUrlView(STATE, LOG_FILTERS);
   const { id, ...query } = view;
-  const queryKey = JSON.stringify(query);
-  useEffect(() => {
-    let live = true;
-    setError("");
-    setLogs(undefined);
-    opsApi
-      .queryLogs(query, PAGE_SIZE)
-      .then((page) => {
-        if (!live) return;
-        setLogs(page.data);
-        setNext(page.nextPageToken ?? "");
-      })
-      .catch((err) => live && err instanceof ApiError && setError(withRequestId(err)));
-    return () => {
-      live = false;
-    };
-  }, [queryKey]);
+  const { items: logs, next, error, setError } = usePage(() => opsApi.queryLogs(query, PAGE_SIZE), JSON.stringify(query));
+  const [detail, setDetail] = useState<RequestLog | undefined>(undefined);
+  const detailHeading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
     if (id === undefined || id === "") {
@@ -88,10 +56,6 @@ export function Logs() {
     };
   }, [id]);
 
-  const go = (state: Record<string, string>) => {
-    pushUrlState(state);
-    setView(filtersFromUrl(STATE));
-  };
   const apply = (event: Event) => {
     event.preventDefault();
     go({ ...draft });
@@ -209,18 +173,14 @@ export function Logs() {
           </table>
         </div>
       )}
-      <nav class="pager" aria-label="Log pages">
-        {view.page_token !== "" && (
-          <button type="button" class="secondary" onClick={() => go({ ...query, page_token: "" })}>
-            Newest entries
-          </button>
-        )}
-        {next !== "" && logs !== undefined && (
-          <button type="button" class="secondary" onClick={() => go({ ...query, page_token: next })}>
-            Older entries
-          </button>
-        )}
-      </nav>
+      <Pager
+        label="Log pages"
+        noun="entries"
+        pageToken={view.page_token ?? ""}
+        next={next}
+        loaded={logs !== undefined}
+        onPage={(page_token) => go({ ...query, page_token })}
+      />
     </section>
   );
 }
