@@ -8,7 +8,8 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { REPO_ROOT } from "./e2e.js";
+import * as assert from "uvu/assert";
+import { REPO_ROOT, type RunningErplink } from "./e2e.js";
 
 /** The Chromium executable: `ERPLINK_CHROMIUM`, default Debian's `/usr/bin/chromium`. */
 export const CHROMIUM = process.env.ERPLINK_CHROMIUM ?? "/usr/bin/chromium";
@@ -63,4 +64,21 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   const dir = path.join(REPO_ROOT, ".tmp", "screenshots");
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
+}
+
+/** Fails the test when axe finds a critical or serious violation on the page (`where` names the screen). */
+export async function assertAccessible(page: Page, where: string): Promise<void> {
+  const violations = await seriousViolations(page);
+  assert.equal(violations, [], `${where}: axe violations ${JSON.stringify(violations, null, 2)}`);
+}
+
+/** An admin API call with the master key of a running erplink, outside the browser (setup and checks). */
+export async function adminCall(erplink: RunningErplink, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${erplink.baseUrl}${path}`, {
+    method,
+    headers: { authorization: erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return { status: res.status, body: (await res.json()) as any };
 }

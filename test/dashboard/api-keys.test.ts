@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { adminCall, assertAccessible, browserAvailable, launchBrowser, screenshot } from "../../test-support/browser.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
 import { V4_METADATA } from "../../test-support/odata/fixtures.js";
 
@@ -29,14 +29,8 @@ interface Ctx {
 }
 const ctx = {} as Ctx;
 
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
-    method,
-    headers: { authorization: ctx.erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+/** The master key's own call to the admin API. */
+const admin = (method: string, path: string, body?: unknown) => adminCall(ctx.erplink, method, path, body);
 
 /** A tiny OData V4 back end on loopback: its $metadata, and an empty collection for anything else. */
 function startBackend(): Promise<Server> {
@@ -56,11 +50,6 @@ async function firstInstanceId(): Promise<string> {
   const systems = await admin("GET", "/admin/systems");
   const instances = await admin("GET", `/admin/systems/${systems.body.data[0].id}/instances`);
   return instances.body.data[0].id;
-}
-
-async function assertAccessible(page: Page, where: string): Promise<void> {
-  const violations = await seriousViolations(page);
-  assert.equal(violations, [], `${where}: axe violations ${JSON.stringify(violations, null, 2)}`);
 }
 
 if (browserAvailable("dashboard API keys suite")) {

@@ -15,7 +15,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { adminCall, assertAccessible, browserAvailable, launchBrowser, screenshot } from "../../test-support/browser.js";
 import { startCapBackend, type CapBackend } from "../../test-support/cap/index.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
 
@@ -26,19 +26,7 @@ interface Ctx {
   page: Page;
 }
 
-async function admin(erplink: RunningErplink, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${erplink.baseUrl}${path}`, {
-    method,
-    headers: { authorization: erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
-
-async function assertAccessible(page: Page, where: string): Promise<void> {
-  const violations = await seriousViolations(page);
-  assert.equal(violations, [], `${where}: axe violations ${JSON.stringify(violations, null, 2)}`);
-}
+const admin = adminCall;
 
 async function openSignedIn(ctx: Ctx, path: string): Promise<void> {
   ctx.browser = await launchBrowser();

@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { startBasicODataBackend, type BasicODataBackend } from "../../test-support/basic-odata-backend.js";
-import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { adminCall, browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
 
 const test = suite("dashboard: instances");
@@ -28,14 +28,8 @@ interface Ctx {
 }
 const ctx = { adminBodies: [] } as unknown as Ctx;
 
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
-    method,
-    headers: { authorization: ctx.erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+/** The master key's own call to the admin API. */
+const admin = (method: string, path: string, body?: unknown) => adminCall(ctx.erplink, method, path, body);
 
 if (browserAvailable("dashboard instances suite")) {
   test.before(async () => {

@@ -10,7 +10,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { adminCall, assertAccessible, browserAvailable, launchBrowser, screenshot } from "../../test-support/browser.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
 
 const test = suite("dashboard: logs, audit, sessions");
@@ -26,19 +26,7 @@ interface Ctx {
 const ctx = {} as Ctx;
 
 /** The master key's own call to the admin API. */
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
-    method,
-    headers: { authorization: ctx.erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
-
-async function assertAccessible(page: Page, screen: string): Promise<void> {
-  const violations = await seriousViolations(page);
-  assert.equal(violations, [], `${screen}: axe violations ${JSON.stringify(violations, null, 2)}`);
-}
+const admin = (method: string, path: string, body?: unknown) => adminCall(ctx.erplink, method, path, body);
 
 /** Waits until the request log has written an entry matching the query (writes are batched about every second). */
 async function logged(query: string): Promise<any[]> {

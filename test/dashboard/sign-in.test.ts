@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { adminCall, assertAccessible, browserAvailable, launchBrowser, screenshot } from "../../test-support/browser.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
 
 const test = suite("dashboard: sign in");
@@ -40,20 +40,8 @@ async function signIn(page: Page, key: string): Promise<void> {
 }
 
 /** Fails with the list when axe finds critical or serious violations. */
-async function assertAccessible(page: Page, screen: string): Promise<void> {
-  const violations = await seriousViolations(page);
-  assert.equal(violations, [], `${screen}: axe violations ${JSON.stringify(violations, null, 2)}`);
-}
-
 /** The master key's own call to the admin API. */
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
-    method,
-    headers: { authorization: ctx.erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const admin = (method: string, path: string, body?: unknown) => adminCall(ctx.erplink, method, path, body);
 
 if (browserAvailable(NAME)) {
   test.before(async () => {

@@ -7,7 +7,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
+import { adminCall, assertAccessible, browserAvailable, launchBrowser, screenshot } from "../../test-support/browser.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
 
 const test = suite("dashboard: systems");
@@ -21,14 +21,7 @@ interface Ctx {
 const ctx = {} as Ctx;
 
 /** The master key's own call to the admin API. */
-async function admin(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${ctx.erplink.baseUrl}${path}`, {
-    method,
-    headers: { authorization: ctx.erplink.authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const admin = (method: string, path: string, body?: unknown) => adminCall(ctx.erplink, method, path, body);
 
 if (browserAvailable("dashboard systems suite")) {
   test.before(async () => {
@@ -99,7 +92,7 @@ if (browserAvailable("dashboard systems suite")) {
     const text = (await alert.textContent())!;
     assert.ok(text.startsWith("s4-prod still has instances: delete its instances first, then the system."), text);
     assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
-    await assertAccessible(page);
+    await assertAccessible(page, "systems");
     await screenshot(page, "systems");
 
     assert.is((await admin("DELETE", `/admin/instances/${ins.body.data.id}`)).status, 200);
@@ -124,11 +117,6 @@ if (browserAvailable("dashboard systems suite")) {
     await page.waitForTimeout(200);
     assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
   });
-}
-
-async function assertAccessible(page: Page): Promise<void> {
-  const violations = await seriousViolations(page);
-  assert.equal(violations, [], `systems: axe violations ${JSON.stringify(violations, null, 2)}`);
 }
 
 test.run();
