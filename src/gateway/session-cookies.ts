@@ -23,7 +23,7 @@
  */
 import { stringifySetCookie } from "cookie";
 import type { FastifyRequest } from "fastify";
-import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, isCsrfTokenOf, isWellFormedSessionToken } from "../services/session-token.js";
+import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE, isCsrfTokenOf, isWellFormedSessionToken } from "../schema/session-token.js";
 import { GatewayError } from "./errors.js";
 
 /** The credential of an admin request, as an `Authorization` value, and whether it came from the cookie. */

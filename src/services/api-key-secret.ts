@@ -4,49 +4,8 @@
  * secret scanners) reject a mistyped or made-up token without a lookup.
  * Only the SHA-256 hash of a secret is stored.
  */
-import { createHash, randomBytes } from "node:crypto";
-import { crc32 } from "node:zlib";
-
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-const BODY_LENGTH = 43;
-const CHECKSUM_LENGTH = 6;
-
-function base62(value: bigint, length: number): string {
-  let out = "";
-  for (let i = 0; i < length; i++) {
-    out = BASE62[Number(value % 62n)] + out;
-    value /= 62n;
-  }
-  return out;
-}
-
-function checksum(body: string): string {
-  return base62(BigInt(crc32(body)), CHECKSUM_LENGTH);
-}
-
-/** A kind of secret: its prefix, a generator and a format check. */
-export interface SecretFormat {
-  /** A new random secret. */
-  generate(): string;
-  /** Whether a token has this format and a valid checksum. */
-  isWellFormed(token: string): boolean;
-}
-
-/** The format `<prefix>` + 43 base62 characters (256 random bits) + 6 of CRC-32 checksum. */
-export function secretFormat(prefix: string): SecretFormat {
-  const format = new RegExp(`^${prefix}[0-9A-Za-z]{${BODY_LENGTH + CHECKSUM_LENGTH}}$`);
-  return {
-    generate() {
-      const body = base62(BigInt(`0x${randomBytes(32).toString("hex")}`), BODY_LENGTH);
-      return `${prefix}${body}${checksum(prefix + body)}`;
-    },
-    isWellFormed(token) {
-      if (!format.test(token)) return false;
-      const cut = token.length - CHECKSUM_LENGTH;
-      return checksum(token.slice(0, cut)) === token.slice(cut);
-    },
-  };
-}
+import { createHash } from "node:crypto";
+import { secretFormat } from "../schema/secret-format.js";
 
 const API_KEY = secretFormat("erpl_");
 

@@ -14,7 +14,7 @@ import { isExpired, type KeyRegistry } from "./key-registry.js";
 import { rateLimitHeaders, type Limits, type RateLimiter } from "./rate-limiter.js";
 import type { SessionPolicy } from "./context.js";
 import type { SessionRegistry } from "./session-registry.js";
-import { isWellFormedSessionToken } from "./session-token.js";
+import { isWellFormedSessionToken } from "../schema/session-token.js";
 import type { UsageRecorder } from "./usage.js";
 
 /**

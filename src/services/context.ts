@@ -42,7 +42,7 @@ export interface SessionPolicy {
   readonly idleMs: number;
   /** A session ends this long after it was created, however it is used (ms). */
   readonly maxMs: number;
-  /** The fingerprint of the master key in force (see session-token.ts). */
+  /** The fingerprint of the master key in force (see src/schema/session-token.ts). */
   readonly masterFingerprint: string;
 }
 

@@ -21,7 +21,7 @@ import { createErrorLogInterceptor, type ErrorLog } from "./errors.js";
 import { LogWriter } from "./log-writer.js";
 import type { Limits } from "./rate-limiter.js";
 import { PUBLIC_SERVICES, createRoutes } from "./routes.js";
-import { masterFingerprint } from "./session-token.js";
+import { masterFingerprint } from "../schema/session-token.js";
 
 /** Options of {@link createServiceLayer}. */
 export interface ServiceLayerOptions extends Omit<ServiceSettings, "onBackgroundError" | "sessionPolicy"> {

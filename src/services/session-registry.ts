@@ -19,7 +19,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { SessionRecord, SessionStore } from "../store/index.js";
 import { BatchedUses } from "./batched-uses.js";
 import { ColdReadBudget, bounded } from "./cache-bounds.js";
-import { hashSessionToken } from "./session-token.js";
+import { hashSessionToken } from "../schema/session-token.js";
 
 /** Options of {@link SessionRegistry}. */
 export interface SessionRegistryOptions {

@@ -25,7 +25,7 @@ import { translate } from "./errors.js";
 import { isExpired } from "./key-registry.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import { requireId } from "./resource.js";
-import { csrfTokenOf, generateSessionToken, hashSessionToken } from "./session-token.js";
+import { csrfTokenOf, generateSessionToken, hashSessionToken } from "../schema/session-token.js";
 import { assertValidForCreate } from "./validation.js";
 
 const names = { singular: "session" };

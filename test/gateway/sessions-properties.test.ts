@@ -26,7 +26,7 @@ import pino from "pino";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createGateway, type AccessLogEntry } from "../../src/gateway/app.js";
-import { generateSessionToken } from "../../src/services/session-token.js";
+import { generateSessionToken } from "../../src/schema/session-token.js";
 import { json, post } from "../../test-support/http.js";
 import {
   COOKIE_READERS,

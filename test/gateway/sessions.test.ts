@@ -13,7 +13,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { SystemService } from "../../src/gen/erplink/admin/v1/system_pb.js";
 import { createServiceLayer } from "../../src/services/layer.js";
-import { generateSessionToken } from "../../src/services/session-token.js";
+import { generateSessionToken } from "../../src/schema/session-token.js";
 import type { DocumentCollection } from "../../src/store/collection.js";
 import { json, post } from "../../test-support/http.js";
 import { rejects, worldTests, type TestWorld } from "../../test-support/rpc.js";

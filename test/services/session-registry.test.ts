@@ -10,7 +10,7 @@ import * as assert from "uvu/assert";
 import { SessionService } from "../../src/gen/erplink/admin/v1/session_pb.js";
 import { createServiceLayer } from "../../src/services/layer.js";
 import { SessionRegistry } from "../../src/services/session-registry.js";
-import { generateSessionToken } from "../../src/services/session-token.js";
+import { generateSessionToken } from "../../src/schema/session-token.js";
 import type { SessionStore } from "../../src/store/index.js";
 import { json } from "../../test-support/http.js";
 import { rejects } from "../../test-support/rpc.js";

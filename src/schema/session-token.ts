@@ -10,7 +10,7 @@
  * gateway checks cookie requests with them.
  */
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { secretFormat } from "./api-key-secret.js";
+import { secretFormat } from "./secret-format.js";
 
 const SESSION = secretFormat("erpls_");
 
