@@ -1110,31 +1110,57 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
 
 /**
  * A JSON batch part's string body of a non-JSON type, as a lenient back end
- * may read it: the text itself or, when it is valid base64url (how OData
- * sends binary media in a JSON batch), the bytes it encodes. Either reading
+ * may read it: the text itself or the bytes a base64 decoder reads in it
+ * (OData sends binary media in a JSON batch as base64url). Either reading
  * that sniffs as Atom is analyzed as Atom and one that parses as a JSON
  * object or array as that JSON, as for a multipart part or a request of
- * its own (a "media" create cannot carry an entry past the analyzer).
+ * its own (a "media" create cannot carry an entry past the analyzer); two
+ * readings that are different JSON are refused.
  */
 function jsonPartStringBody(text: string, type: string): RequestBody {
-  const readings = [Buffer.from(text, "utf8")];
-  if (text.length >= 4 && BASE64URL.test(text)) readings.push(Buffer.from(text, "base64url"));
+  const readings = [Buffer.from(text, "utf8"), ...base64Readings(text)];
+  let atom = false;
+  const json = new Map<string, unknown>();
   for (const bytes of readings) {
     const sniffed = sniffBytes(bytes);
     if (sniffed === "json-behind-mark") invalid("a body that reads as JSON may not start with a byte order mark or whitespace JSON does not allow");
-    if (sniffed === "atom") return { kind: "other", contentType: "application/atom+xml" };
+    if (sniffed === "atom") atom = true;
     if (sniffed === "json") {
       try {
-        return { kind: "json", value: jsonValue(parseJson(UTF8.decode(bytes), "the request body")) };
+        const decoded = UTF8.decode(bytes);
+        json.set(decoded, jsonValue(parseJson(decoded, "the request body")));
       } catch {
         // Not JSON after all: opaque.
       }
     }
   }
+  if (atom) return { kind: "other", contentType: "application/atom+xml" };
+  if (json.size > 1) invalid("a string body that reads as different JSON as text and as the base64 it may encode cannot be authorized unambiguously");
+  for (const value of json.values()) return { kind: "json", value };
   return { kind: "other", contentType: type };
 }
 
-const BASE64URL = /^[A-Za-z0-9+/_-]+={0,2}$/;
+/**
+ * The bytes base64 decoders read in a string, which is not only the
+ * readings of valid base64url: lenient decoders (Node's, Python's, `atob`,
+ * MIME decoders) skip what is not of their alphabet (whitespace, line
+ * breaks, the other alphabet's `-_` or `+/`), and stop at the first `=` or
+ * skip it. Every such reading, both alphabets or one, `=` ending it or
+ * skipped; distinct, none empty.
+ */
+function base64Readings(text: string): Buffer[] {
+  const out: Buffer[] = [];
+  for (const others of [/[^A-Za-z0-9+/_=-]/g, /[^A-Za-z0-9+/=]/g, /[^A-Za-z0-9_=-]/g]) {
+    const kept = text.replace(others, "");
+    const pad = kept.indexOf("=");
+    for (const chars of [pad < 0 ? kept : kept.slice(0, pad), kept.replaceAll("=", "")]) {
+      // Node's decoder reads both alphabets.
+      const bytes = Buffer.from(chars, "base64");
+      if (bytes.length > 0 && !out.some((b) => b.equals(bytes))) out.push(bytes);
+    }
+  }
+  return out;
+}
 
 const JSON_MEMBERS = new Set(["id", "method", "url", "atomicityGroup", "dependsOn", "if", "headers", "body"]);
 

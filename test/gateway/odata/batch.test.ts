@@ -1566,6 +1566,43 @@ media("regression (fresh fuzz seed): a JSON batch's string body of another type 
   );
 });
 
+media("red team: a JSON batch's string body that lenient base64 decoders read as JSON or Atom is analyzed as that, not as opaque media", () => {
+  const part = (contentType: string, body: string) => jsonRef({ id: "1", method: "POST", url: "Products", headers: { "content-type": contentType }, body });
+  const deep = '{"ID":"P9","Category":{"ID":9}}';
+  const std = Buffer.from(deep).toString("base64");
+  // What Node's Buffer.from(s, "base64"), Python's b64decode or atob read:
+  // line breaks and spaces skipped (MIME), the decoding ended at a `=`
+  // padding the middle, the url alphabet's `-` skipped by a standard decoder.
+  const bodies = [
+    `${std.slice(0, 8)}\n${std.slice(8)}`,
+    `${std.slice(0, 8)} ${std.slice(8)}`,
+    `${std}QUFB`,
+    `${std.slice(0, 4)}-${std.slice(4)}`,
+  ];
+  for (const body of bodies) {
+    assert.equal(Buffer.from(body.replace(/[-_]/g, ""), "base64").toString(), deep);
+    const r = run(part("image/png", body), { contentType: JSON_TYPE });
+    assert.equal(r.kind, "access", JSON.stringify(body));
+    assert.ok(
+      r.kind === "access" && r.accesses.some((a) => a.entitySet === "Categories" && a.operation === "create"),
+      `${JSON.stringify(body)}: ${JSON.stringify(r)}`,
+    );
+  }
+  const entry =
+    '<entry xmlns="http://www.w3.org/2005/Atom"><link rel="http://schemas.microsoft.com/ado/2007/08/dataservices/related/Supplier"/><content/></entry>';
+  const wrapped = Buffer.from(entry).toString("base64").replace(/.{76}/g, "$&\r\n");
+  assert.equal(
+    run(part("application/octet-stream", wrapped), { contentType: JSON_TYPE }),
+    denied(
+      "batch part 1 (POST Products): only JSON request bodies can be authorized for entity writes; got application/atom+xml (a media entity in 'Products' is created from the media itself, not an Atom entry)",
+    ),
+  );
+  // Media in lenient base64 stays a media create of the set only.
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d]).toString("base64").replace(/.{8}/, "$&\r\n");
+  const r = run(part("image/png", png), { contentType: JSON_TYPE });
+  assert.ok(r.kind === "access" && r.accesses.length === 1, JSON.stringify(r));
+});
+
 media.run();
 
 const sap = suite("batch: SAP client and session switches");
