@@ -2,13 +2,17 @@
  * The test command (`npm test`): runs the whole uvu suite on the embedded
  * store, then again on MongoDB when one is available (MONGODB_URL, or a
  * throwaway FerretDB when its binary is built), and
+ * then the external suites (`test-external/*.ts`: Schemathesis, client
+ * programs in other languages; see test-support/external.ts), and
  * ends with one line `N passed, M failed` totalling every run. Exits
  * non-zero if any test failed or a run crashed.
  *
  * Usage: node --import tsx scripts/test.ts [uvu dir] [uvu pattern]
+ * (with arguments, only the uvu runs; `ERPLINK_EXTERNAL=<regex>` picks
+ * external suites by file name, `ERPLINK_EXTERNAL=none` runs none)
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 
 interface RunResult {
   readonly passed: number;
@@ -16,7 +20,8 @@ interface RunResult {
   readonly skipped: number;
 }
 
-const [dir = "test", pattern] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const [dir = "test", pattern] = argv;
 
 function runUvu(label: string, env: NodeJS.ProcessEnv): Promise<RunResult> {
   process.stdout.write(`\n=== ${label} ===\n`);
@@ -75,7 +80,52 @@ if (mongoUrl) {
     "\n(no MongoDB: set MONGODB_URL, or build FerretDB with `npm run db:ferret -- install`, to run the suite on it too)\n",
   );
 }
+results.push(...(await runExternalSuites()));
 const sum = (k: keyof RunResult) => results.reduce((n, r) => n + r[k], 0);
 const skipped = sum("skipped");
 process.stdout.write(`\n${sum("passed")} passed, ${sum("failed")} failed${skipped > 0 ? `, ${skipped} skipped` : ""}\n`);
 process.exitCode = sum("failed") > 0 ? 1 : 0;
+
+/**
+ * Runs each `test-external/*.ts` as its own process (in name order) and reads
+ * its last line: `N passed, M failed`, or `skipped: <reason>` (counted as one
+ * skipped suite). A suite that ends without either counts as one failure.
+ */
+async function runExternalSuites(): Promise<RunResult[]> {
+  const choice = process.env.ERPLINK_EXTERNAL;
+  if (choice === "none" || (argv.length > 0 && choice === undefined)) return [];
+  const picked = choice === undefined ? undefined : new RegExp(choice);
+  const files = existsSync("test-external")
+    ? readdirSync("test-external")
+        .filter((f) => f.endsWith(".ts") && (picked === undefined || picked.test(f)))
+        .sort()
+    : [];
+  const out: RunResult[] = [];
+  for (const file of files) out.push(await runExternal(`test-external/${file}`));
+  return out;
+}
+
+function runExternal(file: string): Promise<RunResult> {
+  process.stdout.write(`\n=== external: ${file} ===\n`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", file], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+      process.stdout.write(chunk);
+    });
+    child.on("close", (code) => {
+      const last = out.trimEnd().split("\n").at(-1) ?? "";
+      const counts = /^(\d+) passed, (\d+) failed$/.exec(last);
+      if (counts !== null) {
+        const failed = Number(counts[2]) + (code !== 0 && counts[2] === "0" ? 1 : 0);
+        resolve({ passed: Number(counts[1]), failed, skipped: 0 });
+      } else if (last.startsWith("skipped: ") && code === 0) {
+        resolve({ passed: 0, failed: 0, skipped: 1 });
+      } else {
+        process.stdout.write(`\n${file}: ended (exit ${code}) without its summary line\n`);
+        resolve({ passed: 0, failed: 1, skipped: 0 });
+      }
+    });
+  });
+}
