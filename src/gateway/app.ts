@@ -111,6 +111,8 @@ export interface AccessLogEntry {
   readonly accesses: readonly { readonly entity: string; readonly operation: string }[];
   readonly denialStep: string;
   readonly errorCode: string;
+  /** The envelope's `error.message` of a failed request ("" otherwise), at most 1024 characters. */
+  readonly errorMessage: string;
   readonly upstreamStatus: number;
   readonly upstreamDurationMs: number;
   readonly clientIp: string;
@@ -129,6 +131,8 @@ interface RequestFacts {
   readonly sessions: WeakMap<object, string>;
   /** The envelope code each failed request was answered with. */
   readonly errorCodes: WeakMap<object, string>;
+  /** The envelope message each failed request was answered with. */
+  readonly errorMessages: WeakMap<object, string>;
 }
 
 /** Path prefix of the admin services' RPCs (`/erplink.admin.v1.SystemService/…`). */
@@ -137,6 +141,8 @@ const ADMIN_RPC_PREFIX = "/erplink.admin.";
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Most field details one error lists (as the services do). */
 const MAX_DETAILS = 100;
+/** The longest error message kept in a request-log entry. */
+const MAX_LOGGED_MESSAGE = 1024;
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
@@ -157,7 +163,7 @@ function isLeap(year: number): boolean {
 
 /** Builds the gateway. Call `listen()` on the result to serve. */
 export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
-  const facts: RequestFacts = { principals: new WeakMap(), sessions: new WeakMap(), errorCodes: new WeakMap() };
+  const facts: RequestFacts = { principals: new WeakMap(), sessions: new WeakMap(), errorCodes: new WeakMap(), errorMessages: new WeakMap() };
   const sendError = (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => sendErrorOf(facts, reply, req, e);
 
   const app = Fastify({
@@ -236,6 +242,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         accesses: data?.accesses ?? [],
         denialStep: data?.denialStep ?? "",
         errorCode: facts.errorCodes.get(req) ?? "",
+        errorMessage: (facts.errorMessages.get(req) ?? call?.message ?? "").slice(0, MAX_LOGGED_MESSAGE),
         upstreamStatus: data?.upstreamStatus ?? 0,
         upstreamDurationMs: data?.upstreamDurationMs ?? 0,
         clientIp: req.ip,
@@ -347,6 +354,7 @@ function isAdminRequest(req: FastifyRequest): boolean {
 /** Sends an error in the envelope. */
 function sendErrorOf(facts: RequestFacts, reply: FastifyReply, req: FastifyRequest, e: GatewayError): FastifyReply {
   facts.errorCodes.set(req, e.code);
+  facts.errorMessages.set(req, e.message);
   if (e.headers) reply.headers(e.headers);
   const error: Record<string, unknown> = { code: e.code, message: e.message, requestId: req.id };
   if (e.details && e.details.length > 0) error.details = e.details;
