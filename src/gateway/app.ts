@@ -17,7 +17,6 @@ import {
 } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createContextValues, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
-import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, {
@@ -40,6 +39,7 @@ import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
 import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
+import { registerRpc } from "./rpc/plugin.js";
 import { adminCredential, clearedSessionCookies, ownOriginOf, sessionCookies, type AdminCredential } from "./session-cookies.js";
 import type { RequestHandler } from "./server.js";
 
@@ -92,6 +92,10 @@ export interface GatewayOptions {
   readonly publicUrl?: string;
   /** The current time (for session cookie lifetimes); tests inject theirs. */
   readonly clock?: () => Date;
+  /** Origins whose browser pages may call the RPC endpoints (CORS); none by default. */
+  readonly corsOrigins?: readonly string[];
+  /** How often the store is checked while gRPC health Watch streams are open (ms; default 2000). */
+  readonly healthWatchIntervalMs?: number;
 }
 
 /** What the gateway reports of each request for the request log. */
@@ -316,9 +320,15 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     }
   });
 
-  await app.register(fastifyConnectPlugin, {
+  // gRPC, gRPC-Web (binary and text) and Connect, with health, reflection,
+  // UNIMPLEMENTED for unknown methods and CORS for listed origins (src/gateway/rpc).
+  await registerRpc(app, {
     routes: options.connect.routes,
     interceptors: [...options.connect.interceptors],
+    ready: options.ready,
+    corsOrigins: options.corsOrigins ?? [],
+    healthWatchIntervalMs: options.healthWatchIntervalMs,
+    sendError,
     // The same body limit as REST, for every protocol.
     readMaxBytes: options.bodyLimit,
     contextValues: (req) => {
