@@ -4,7 +4,7 @@
  * and that the descriptors it gets back are complete enough to rebuild every
  * served service, its messages and the error detail types.
  */
-import { create, createFileRegistry, fromBinary, type DescService } from "@bufbuild/protobuf";
+import { create, createFileRegistry, fromBinary, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { suite } from "uvu";
@@ -17,7 +17,6 @@ import { file_google_rpc_status } from "../../../src/gen/google/rpc/status_pb.js
 import {
   ServerReflection,
   ServerReflectionRequestSchema,
-  type ServerReflectionRequest,
   type ServerReflectionResponse,
 } from "../../../src/gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionAlpha } from "../../../src/gen/grpc/reflection/v1alpha/reflection_pb.js";
@@ -36,7 +35,7 @@ function transport(services: () => DescService[] = () => SERVICES) {
 }
 
 /** Sends the requests on one stream and collects the answers. */
-async function exchange(requests: Partial<Pick<ServerReflectionRequest, "host" | "messageRequest">>[], t = transport()): Promise<ServerReflectionResponse[]> {
+async function exchange(requests: MessageInitShape<typeof ServerReflectionRequestSchema>[], t = transport()): Promise<ServerReflectionResponse[]> {
   const client = createClient(ServerReflection, t);
   async function* input() {
     for (const r of requests) yield create(ServerReflectionRequestSchema, r);
@@ -71,7 +70,7 @@ test("list_services: every service served, sorted; host echoed and the request r
 });
 
 test("list_services reads the services at each stream: one registered later is listed", async () => {
-  const served = [SystemService];
+  const served: DescService[] = [SystemService];
   const t = transport(() => served);
   const names = async () => {
     const [res] = await exchange([{ messageRequest: { case: "listServices", value: "" } }], t);
@@ -180,9 +179,10 @@ test("extensions: erplink.options.v1.field by containing type and number; all nu
 
 test("v1alpha answers the same as v1", async () => {
   const client = createClient(ServerReflectionAlpha, transport());
+  const request = ServerReflectionAlpha.method.serverReflectionInfo.input;
   async function* input() {
-    yield create(ServerReflectionAlpha.methods[0]!.input, { messageRequest: { case: "listServices", value: "" } });
-    yield create(ServerReflectionAlpha.methods[0]!.input, { messageRequest: { case: "fileContainingSymbol", value: "erplink.authz.v1.AuthorizationService" } });
+    yield create(request, { messageRequest: { case: "listServices", value: "" } });
+    yield create(request, { messageRequest: { case: "fileContainingSymbol", value: "erplink.authz.v1.AuthorizationService" } });
   }
   const out = [];
   for await (const res of client.serverReflectionInfo(input())) out.push(res);
