@@ -15,15 +15,17 @@ import type { AddressInfo } from "node:net";
 import * as assert from "uvu/assert";
 import { V2_METADATA, V4_METADATA } from "./odata/fixtures.js";
 import { rawHttp } from "./raw-http.js";
-import { createWorld, type WorldOptions } from "./world.js";
-import { json, post } from "./http.js";
+import { AUTH, createWorld, type WorldOptions } from "./world.js";
+import { json } from "./http.js";
 
+/** A request the upstream received. */
 export interface Seen {
   method: string;
   url: string;
   headers: http.IncomingHttpHeaders;
 }
 
+/** The world the case table runs in (a test suite's context). */
 export interface CaseWorld {
   world: Awaited<ReturnType<typeof createWorld>>;
   upstream: http.Server;
@@ -36,16 +38,26 @@ export interface CaseWorld {
   keys: Record<string, { id: string; key: string }>;
 }
 
+/** The data path's root of service SALES, its path on the back end, and the back end's credentials as sent. */
 export const SALES = "/odata/prod/SALES";
 export const UP = "/erp/sap/sales/0001";
 export const BASIC = `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`;
 
-/** Starts the upstream and a world with the instance and the keys, listening on 127.0.0.1. */
-export async function startCaseWorld(options: WorldOptions = {}): Promise<CaseWorld> {
-  const ctx = {} as CaseWorld;
-  ctx.all = [];
-  ctx.upstream = http.createServer(async (req, res) => {
-    ctx.all.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
+/** The recording upstream of the case world. */
+export interface CaseUpstream {
+  readonly server: http.Server;
+  /** Every request it received, `$metadata` and CSRF fetches included. */
+  readonly all: Seen[];
+  /** `http://127.0.0.1:<port>`. */
+  readonly origin: string;
+  close(): Promise<void>;
+}
+
+/** Starts the upstream: basic credentials, V4 and V2 `$metadata`, a SAP CSRF handshake, 201 `{}` for the rest. */
+export async function startCaseUpstream(): Promise<CaseUpstream> {
+  const all: Seen[] = [];
+  const server = http.createServer(async (req, res) => {
+    all.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
     for await (const _ of req);
     if (req.headers.authorization !== BASIC) {
       res.writeHead(401, { "www-authenticate": 'Basic realm="erp"' }).end("no credentials");
@@ -62,25 +74,42 @@ export async function startCaseWorld(options: WorldOptions = {}): Promise<CaseWo
     }
     res.writeHead(201, { "content-type": "application/json" }).end("{}");
   });
-  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
-  ctx.origin = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}`;
-  ctx.world = await createWorld(options);
-  const app = ctx.world.app;
-  const sys = json(await post(app, "/admin/systems", { name: "S4" })).data.id;
-  const ins = await post(app, `/admin/systems/${sys}/instances`, {
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    server,
+    all,
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** An admin call: method, path, JSON body; resolves to the status and the parsed body. */
+export type AdminCall = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/**
+ * Creates system `S4`, instance `prod` (services `SALES`, `SALES2`, SAP
+ * client 100, basic credentials) on `origin`, and the keys of the data
+ * path's suites; resolves to the instance id and the keys by name.
+ */
+export async function provisionCases(admin: AdminCall, origin: string): Promise<{ instanceId: string; keys: Record<string, { id: string; key: string }> }> {
+  const sys = await admin("POST", "/admin/systems", { name: "S4" });
+  assert.is(sys.status, 201, JSON.stringify(sys.body));
+  const ins = await admin("POST", `/admin/systems/${sys.body.data.id}/instances`, {
     name: "prod",
-    base_url: `${ctx.origin}/erp/`,
+    base_url: `${origin}/erp/`,
     services: { SALES: { path: "sap/sales/0001" }, SALES2: { path: "v2/ZSALES_SRV" } },
     sap_client: "100",
     auth: { type: "basic", username: "erp-user", password: "erp-pass" },
   });
-  assert.is(ins.statusCode, 201, ins.body);
-  ctx.instanceId = json(ins).data.id;
-  ctx.keys = {};
+  assert.is(ins.status, 201, JSON.stringify(ins.body));
+  const keys: Record<string, { id: string; key: string }> = {};
   const key = async (name: string, body: Record<string, unknown>) => {
-    const res = await post(app, "/admin/api-keys", { name, ...body });
-    assert.is(res.statusCode, 201, res.body);
-    ctx.keys[name] = { id: json(res).data.id, key: json(res).data.key };
+    const res = await admin("POST", "/admin/api-keys", { name, ...body });
+    assert.is(res.status, 201, JSON.stringify(res.body));
+    keys[name] = { id: res.body.data.id, key: res.body.data.key };
   };
   // The keys of the data path's suites.
   await key("app", {
@@ -96,9 +125,20 @@ export async function startCaseWorld(options: WorldOptions = {}): Promise<CaseWo
   await key("uploader", { permissions: { prod: { SALES: { Products: ["create"] } } } });
   await key("w2", { permissions: { prod: { "*": { "*": ["list", "create"] } } } });
   await key("admin", { type: "admin" });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  ctx.port = (app.server.address() as AddressInfo).port;
-  return ctx;
+  return { instanceId: ins.body.data.id, keys };
+}
+
+/** Starts the upstream and a world with the instance and the keys, listening on 127.0.0.1. */
+export async function startCaseWorld(options: WorldOptions = {}): Promise<CaseWorld> {
+  const upstream = await startCaseUpstream();
+  const world = await createWorld(options);
+  const admin: AdminCall = async (method, path, body) => {
+    const res = await world.app.inject({ method: method as "POST", url: path, headers: AUTH, ...(body !== undefined ? { payload: body as object } : {}) });
+    return { status: res.statusCode, body: json(res) };
+  };
+  const { instanceId, keys } = await provisionCases(admin, upstream.origin);
+  await world.app.listen({ port: 0, host: "127.0.0.1" });
+  return { world, upstream: upstream.server, all: upstream.all, origin: upstream.origin, port: (world.app.server.address() as AddressInfo).port, instanceId, keys };
 }
 
 /** Closes the world and the upstream; fails on any masked internal error. */
