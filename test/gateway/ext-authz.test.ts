@@ -103,6 +103,8 @@ ExtAuthz("every case of the data path's table is decided as the data path decide
       assert.is(d.status, res.status, `${label}: status (${JSON.stringify(d.body)})`);
       assert.ok(d.code !== 0, `${label}: the check's status is not OK`);
       assert.equal([log!.status, log!.errorCode], [res.status, entry.errorCode], `${label}: logged`);
+      const dpMessage = "errorMessage" in entry ? entry.errorMessage : JSON.parse(res.body).error.message;
+      assert.is(log!.errorMessage, dpMessage, `${label}: logged message`);
       // A HEAD answer has no body; everything else carries the data path's envelope, with Envoy's request id.
       const expected = c.method === "HEAD" ? { ...d.body.error, code: entry.errorCode } : { ...JSON.parse(res.body).error, requestId: id };
       assert.equal(d.body, { error: expected }, `${label}: envelope`);

@@ -174,23 +174,23 @@ export function createExtAuthzService<K extends DataKey>(options: ExtAuthzOption
         else if (err instanceof ConnectError) error = fromConnectError(err);
         else {
           // Unexpected: logged and masked by the services' error interceptor; Envoy fails closed.
-          log(options, checked, clientIp, fact, at, started, { status: 500, errorCode: "INTERNAL" });
+          log(options, checked, clientIp, fact, at, started, { status: 500, errorCode: "INTERNAL", errorMessage: "internal error" });
           throw err;
         }
         if (error.status === 500) {
-          log(options, checked, clientIp, fact, at, started, { status: 500, errorCode: "INTERNAL" });
+          log(options, checked, clientIp, fact, at, started, { status: 500, errorCode: "INTERNAL", errorMessage: "internal error" });
           throw new ConnectError("internal error", Code.Internal);
         }
         outcome = { allowed: false, error };
       }
       const durationMs = performance.now() - started;
       if (outcome.allowed) {
-        log(options, checked, clientIp, fact, at, started, { status: 200, errorCode: "" });
+        log(options, checked, clientIp, fact, at, started, { status: 200, errorCode: "", errorMessage: "" });
         options.onDecision?.({ allowed: true, status: 200, denialStep: "", durationMs });
         return outcome.response;
       }
       const e = outcome.error;
-      log(options, checked, clientIp, fact, at, started, { status: e.status, errorCode: e.code });
+      log(options, checked, clientIp, fact, at, started, { status: e.status, errorCode: e.code, errorMessage: e.message });
       options.onDecision?.({ allowed: false, status: e.status, denialStep: fact.denialStep, durationMs });
       return denied(e, checked.requestId, sink.values);
     },
@@ -362,7 +362,7 @@ function log<K extends DataKey>(
   fact: DataLogFacts,
   at: Date,
   started: number,
-  outcome: { status: number; errorCode: string },
+  outcome: { status: number; errorCode: string; errorMessage: string },
 ): void {
   if (options.record === undefined) return;
   const ua = checked.headers["user-agent"];
@@ -380,6 +380,8 @@ function log<K extends DataKey>(
     accesses: fact.accesses,
     denialStep: fact.denialStep,
     errorCode: outcome.errorCode,
+    // Bounded as the gateway bounds it.
+    errorMessage: outcome.errorMessage.slice(0, 1024),
     // Envoy forwards and sees the back end's answer; erplink sent nothing.
     upstreamStatus: 0,
     upstreamDurationMs: 0,
