@@ -41,7 +41,7 @@ const plugin = createEcmaScriptPlugin({
       for (const v of e.values) add(`${e.typeName}.${v.name}`, getComments(v).leading);
     };
     for (const file of schema.files) {
-      // Our protos only: the vendored upstream ones (third_party/proto) are not part of the OpenAPI document.
+      // Only our own API: vendored protos (third_party/proto) are generated beside it but documented upstream.
       if (!file.proto.package.startsWith("erplink.")) continue;
       for (const m of file.messages) addMessage(m);
       for (const e of file.enums) addEnum(e);

@@ -109,6 +109,8 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     health: () => ({ request_log: layer.logWriter.stats() }),
     data: layer.dataPlane,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    // Envoy's ext_authz Check; its decisions are where metrics would count them (onDecision).
+    extAuthz: { injectionToken: config.extAuthzToken },
     // Late-bound: the diagnostics run the gateway's data-path stages for the services' RPCs.
     bindDiagnostics: (port) => layer.bindDiagnostics(port),
     ready: () => store.ping(),

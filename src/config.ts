@@ -39,6 +39,8 @@ export interface Config {
   readonly sessionMaxHours: number;
   /** How long the data path waits for a back end's answer (ms) before 504. */
   readonly upstreamTimeoutMs: number;
+  /** `ERPLINK_EXT_AUTHZ_TOKEN`: the bearer token Envoy sends to get back-end credentials from Check; unset: never. */
+  readonly extAuthzToken?: string | undefined;
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -129,6 +131,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push("ERPLINK_ENCRYPTION_KEY is required with MONGODB_URL: every process must seal credentials with the same key");
   }
 
+  const extAuthzToken = env.ERPLINK_EXT_AUTHZ_TOKEN || undefined;
+  if (extAuthzToken !== undefined && (extAuthzToken.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(extAuthzToken))) {
+    problems.push(`ERPLINK_EXT_AUTHZ_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
+  }
+
   const config: Config = {
     host: env.HOST || "localhost",
     port: int("PORT", 8080, 0, 65535),
@@ -162,6 +169,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     sessionIdleMinutes: int("ERPLINK_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),
     sessionMaxHours: int("ERPLINK_SESSION_MAX_HOURS", 12, 1, 30 * 24),
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
+    extAuthzToken,
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

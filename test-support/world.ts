@@ -10,7 +10,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { MongoClient } from "mongodb";
 import { createGateway } from "../src/gateway/app.js";
-import { createDualProtocolServer, type RequestHandler } from "../src/gateway/server.js";
+import { createDualProtocolServer } from "../src/gateway/server.js";
 import { createServiceLayer, type ServiceLayer } from "../src/services/layer.js";
 import type { Limits } from "../src/services/rate-limiter.js";
 import { createStore, type Store } from "../src/store/index.js";
@@ -88,8 +88,10 @@ export interface WorldOptions {
   readonly ready?: () => Promise<void>;
   /** How often gRPC health Watch streams re-check the store (ms). */
   readonly healthWatchIntervalMs?: number;
-  /** Builds the gateway with the one-port server, for `app.listen()` (default: `inject()` only). */
-  readonly listen?: boolean;
+  /** `ERPLINK_EXT_AUTHZ_TOKEN`: lets Envoy's Check inject back-end credentials. */
+  readonly extAuthzToken?: string;
+  /** Listen (when the test calls `app.listen`) on the one-port server, so that gRPC clients (h2c) reach it too. */
+  readonly dualProtocol?: boolean;
 }
 
 /** Builds a world. Errors the services mask are collected in `errors`. */
@@ -126,11 +128,9 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     ...(options.ready !== undefined ? { ready: options.ready } : {}),
     corsOrigins: options.corsOrigins,
     healthWatchIntervalMs: options.healthWatchIntervalMs,
-    ...(options.listen === true
-      ? {
-          serverFactory: (handler: RequestHandler) =>
-            createDualProtocolServer(handler, { firstByteTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, http2SessionTimeoutMs: 10_000 }),
-        }
+    ...(options.extAuthzToken !== undefined ? { extAuthz: { injectionToken: options.extAuthzToken } } : {}),
+    ...(options.dualProtocol === true
+      ? { serverFactory: (handler) => createDualProtocolServer(handler, { firstByteTimeoutMs: 5_000, keepAliveTimeoutMs: 5_000, http2SessionTimeoutMs: 5_000 }) }
       : {}),
   });
   // Clients of the public router: authenticated with the master key and

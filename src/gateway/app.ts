@@ -30,11 +30,13 @@ import Fastify, {
 } from "fastify";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
+import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
 import { registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
+import { createExtAuthzService, type ExtAuthzDecision } from "./ext-authz/service.js";
 import { messageSchema } from "./json-schema.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
@@ -77,6 +79,16 @@ export interface GatewayOptions {
    * root to bind into the services; called once, when `data` is given.
    */
   readonly bindDiagnostics?: (port: DiagnosticsPort<DataKey>) => void;
+  /**
+   * Envoy external authorization (`envoy.service.auth.v3.Authorization`,
+   * served with `data`): `injectionToken` is `ERPLINK_EXT_AUTHZ_TOKEN`, the
+   * bearer token a check needs to get the back end's credentials (unset:
+   * never); `onDecision` is called once per decision (for metrics).
+   */
+  readonly extAuthz?: {
+    readonly injectionToken?: string | undefined;
+    readonly onDecision?: ((decision: ExtAuthzDecision) => void) | undefined;
+  };
   /** Extra facts `/healthz` reports (the request log's queue and drops). */
   readonly health?: () => Record<string, unknown>;
   /** The logger (a pino instance), or false for none. */
@@ -279,6 +291,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
 
   for (const route of ROUTES) registerRoute(app, route, options, facts);
   const dataFacts = new WeakMap<object, DataLogFacts>();
+  /** Connect services of the gateway's own (over the data path), served beside the services' routes. */
+  let gatewayRoutes: ((router: ConnectRouter) => void) | undefined;
   if (options.data !== undefined) {
     // OData V2 updates with MERGE.
     app.addHttpMethod("MERGE", { hasBody: true });
@@ -292,6 +306,15 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       publicUrl: options.publicUrl,
     });
     options.bindDiagnostics?.(createDiagnostics({ port: options.data, resources, publicUrl: options.publicUrl }));
+    // Envoy's ext_authz Check, decided by the data path's stages over the same resources.
+    const extAuthz = createExtAuthzService({
+      port: options.data,
+      resources,
+      record: options.record,
+      injectionToken: options.extAuthz?.injectionToken,
+      onDecision: options.extAuthz?.onDecision,
+    });
+    gatewayRoutes = (router) => router.service(EnvoyAuthorization, extAuthz);
   }
 
   const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
@@ -322,8 +345,12 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
 
   // gRPC, gRPC-Web (binary and text) and Connect, with health, reflection,
   // UNIMPLEMENTED for unknown methods and CORS for listed origins (src/gateway/rpc).
+  const connectRoutes = options.connect.routes;
   await registerRpc(app, {
-    routes: options.connect.routes,
+    routes: (router) => {
+      connectRoutes(router);
+      gatewayRoutes?.(router);
+    },
     interceptors: [...options.connect.interceptors],
     ready: options.ready,
     corsOrigins: options.corsOrigins ?? [],

@@ -34,7 +34,7 @@ test.before.each(async (ctx) => {
   ctx.storeUp = true;
   ctx.clients = [];
   ctx.world = await createWorld({
-    listen: true,
+    dualProtocol: true,
     ready: () => (ctx.storeUp ? ctx.world.store.ping() : Promise.reject(new Error("store unavailable"))),
     healthWatchIntervalMs: 50,
   });

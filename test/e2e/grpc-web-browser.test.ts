@@ -62,7 +62,7 @@ if (browserAvailable("grpc-web browser suite")) {
         }
       });
       await new Promise<void>((resolve) => ctx.site.listen(ctx.sitePort, "127.0.0.1", resolve));
-      ctx.world = await createWorld({ listen: true, corsOrigins: [`http://127.0.0.1:${ctx.sitePort}`] });
+      ctx.world = await createWorld({ dualProtocol: true, corsOrigins: [`http://127.0.0.1:${ctx.sitePort}`] });
       await ctx.world.app.listen({ port: 0, host: "127.0.0.1" });
       ctx.erplink = `http://127.0.0.1:${(ctx.world.app.server.address() as { port: number }).port}`;
       ctx.dataKey = json(await post(ctx.world.app, "/admin/api-keys", { name: "browser", permissions: { prod: { API_BP: { A_BusinessPartner: ["get"] } } } })).data;
