@@ -4,16 +4,20 @@
  * gateway's `/metrics`. Every metric and label is listed in the README's
  * Metrics section.
  *
- * The request path pays a label lookup and an increment: each labelled
+ * The request path pays a table lookup and an increment: each labelled
  * child is created once, on first use, and kept in a table indexed by small
- * integers (the route, the method, the status class, …), so no label object
- * is built per event. State that changes on its own (the request log's
- * queue, the key cache) is read at scrape time through collect callbacks,
- * never pushed. Label values come from fixed lists; what falls outside them
+ * integers (the route, the method, the status class, …), so nothing is built
+ * or hashed per event. The counters and histograms of events are our own
+ * small families ({@link EventCounter}, {@link EventHistogram}: a child is a
+ * number, or an array of bucket counts) registered in prom-client's registry,
+ * which formats them with the rest; prom-client's own children hash their
+ * label values on every increment, about a microsecond per event. State that
+ * changes on its own (the request log's queue, the key cache) is read at
+ * scrape time through prom-client's collect callbacks, never pushed. Label values come from fixed lists; what falls outside them
  * (a method only HTTP/2 allows, a service beyond {@link MAX_SERVICES}) is
  * counted as `other`, so no caller can grow the number of series.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import type {
   AuthorizationApi,
   AuthorizationOutcome,
@@ -133,12 +137,154 @@ function routeIndex(route: HttpRoute): number {
   return i < 0 ? ROUTES.indexOf("other") : i;
 }
 
+/** A value as prom-client's registry formats it (its `MetricValue`). */
+interface ExposedValue {
+  readonly value: number;
+  readonly labels: Readonly<Record<string, string | number>>;
+  readonly metricName?: string;
+}
+
+/** A family's exposition as prom-client's registry reads it (`Metric.get()`). */
+interface ExposedFamily {
+  readonly name: string;
+  readonly help: string;
+  readonly type: "counter" | "histogram";
+  readonly aggregator: "sum";
+  readonly values: ExposedValue[];
+}
+
+/** Label values as a map key (only when a child is created, never per event). */
+function childKey(values: readonly string[]): string {
+  return values.join("\u0000");
+}
+
+/**
+ * A counter of events: each child is a number behind a closure made once.
+ * A child is shown from its first increment (`inc(0)` shows it at 0).
+ */
+class EventCounter {
+  readonly type = "counter";
+  readonly aggregator = "sum";
+  private readonly children = new Map<string, { labels: Record<string, string>; value: number; shown: boolean; inc: (value?: number) => void }>();
+
+  constructor(
+    registry: Registry,
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly string[],
+  ) {
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** The child of these label values (made on the first call). */
+  labels(...values: string[]): { readonly inc: (value?: number) => void } {
+    const key = childKey(values);
+    let child = this.children.get(key);
+    if (child === undefined) {
+      const made = {
+        labels: Object.fromEntries(this.labelNames.map((n, i) => [n, values[i] ?? ""])),
+        value: 0,
+        shown: false,
+        inc: (value = 1) => {
+          made.value += value;
+          made.shown = true;
+        },
+      };
+      child = made;
+      this.children.set(key, made);
+    }
+    return child;
+  }
+
+  async get(): Promise<ExposedFamily> {
+    const values: ExposedValue[] = [];
+    for (const c of this.children.values()) if (c.shown) values.push({ labels: c.labels, value: c.value });
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    for (const c of this.children.values()) c.value = 0;
+  }
+}
+
+/** A histogram of events: each child is an array of bucket counts, a sum and a count. */
+class EventHistogram {
+  readonly type = "histogram";
+  readonly aggregator = "sum";
+  private readonly children = new Map<
+    string,
+    { labels: Record<string, string>; counts: Float64Array; sum: number; count: number; observe: (value: number) => void }
+  >();
+
+  constructor(
+    registry: Registry,
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly string[],
+    /** Upper bounds, ascending; `+Inf` is added. */
+    private readonly bounds: readonly number[],
+  ) {
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** The child of these label values (made on the first call, shown from its first observation unless unlabelled). */
+  labels(...values: string[]): { readonly observe: (value: number) => void } {
+    const key = childKey(values);
+    let child = this.children.get(key);
+    if (child === undefined) {
+      const bounds = this.bounds;
+      const made = {
+        labels: Object.fromEntries(this.labelNames.map((n, i) => [n, values[i] ?? ""])),
+        // Per bucket, not cumulative; the last is above every bound.
+        counts: new Float64Array(bounds.length + 1),
+        sum: 0,
+        count: 0,
+        observe: (value: number) => {
+          let i = 0;
+          while (i < bounds.length && value > bounds[i]!) i++;
+          made.counts[i]!++;
+          made.sum += value;
+          made.count++;
+        },
+      };
+      child = made;
+      this.children.set(key, made);
+    }
+    return child;
+  }
+
+  async get(): Promise<ExposedFamily> {
+    const values: ExposedValue[] = [];
+    for (const c of this.children.values()) {
+      // A labelled child from its first observation; the one child of an unlabelled histogram always.
+      if (c.count === 0 && this.labelNames.length > 0) continue;
+      let cumulative = 0;
+      this.bounds.forEach((le, i) => {
+        cumulative += c.counts[i]!;
+        values.push({ metricName: `${this.name}_bucket`, labels: { le, ...c.labels }, value: cumulative });
+      });
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: "+Inf", ...c.labels }, value: c.count });
+      values.push({ metricName: `${this.name}_sum`, labels: c.labels, value: c.sum });
+      values.push({ metricName: `${this.name}_count`, labels: c.labels, value: c.count });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    for (const c of this.children.values()) {
+      c.counts.fill(0);
+      c.sum = 0;
+      c.count = 0;
+    }
+  }
+}
+
 /**
  * Children of a counter for a fixed list of label values, created at once
  * with the value 0, so that each series exists (and `rate()` works) before
  * the first event.
  */
-function zeroed(counter: Counter<string>, values: readonly (readonly string[])[]): ((value?: number) => void)[] {
+function zeroed(counter: EventCounter, values: readonly (readonly string[])[]): ((value?: number) => void)[] {
   return values.map((labels) => {
     const child = counter.labels(...labels);
     child.inc(0);
@@ -209,19 +355,8 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
 
   // HTTP: one child per (route, service, method, status class), made on first use.
   const httpLabels = ["route", "service", "method", "status_class"];
-  const httpTotal = new Counter({
-    name: "erplink_http_requests_total",
-    help: "HTTP requests answered, every protocol (REST, OData, gRPC, gRPC-Web, Connect), by route class, RPC service, method and status class.",
-    labelNames: httpLabels,
-    registers: [registry],
-  });
-  const httpSeconds = new Histogram({
-    name: "erplink_http_request_duration_seconds",
-    help: "Time from a request's arrival to the end of its answer (seconds), by route class, RPC service, method and status class.",
-    labelNames: httpLabels,
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
+  const httpTotal = new EventCounter(registry, "erplink_http_requests_total", "HTTP requests answered, every protocol (REST, OData, gRPC, gRPC-Web, Connect), by route class, RPC service, method and status class.", httpLabels);
+  const httpSeconds = new EventHistogram(registry, "erplink_http_request_duration_seconds", "Time from a request's arrival to the end of its answer (seconds), by route class, RPC service, method and status class.", httpLabels, LATENCY_BUCKETS);
   const rpcServices = new BoundedNames(MAX_SERVICES);
   const SERVICE_SLOTS = MAX_SERVICES + 2; // "" (not an RPC), the named ones, other
   const METHOD_SLOTS = HTTP_METHODS.length + 1;
@@ -229,19 +364,8 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
   const httpChildren: (Child | undefined)[] = new Array(ROUTES.length * SERVICE_SLOTS * METHOD_SLOTS * CLASS_SLOTS);
 
   // RPC calls: one child per (service, method, code).
-  const rpcTotal = new Counter({
-    name: "erplink_rpc_calls_total",
-    help: "gRPC, gRPC-Web and Connect calls finished, by service, method and status code.",
-    labelNames: ["service", "method", "code"],
-    registers: [registry],
-  });
-  const rpcSeconds = new Histogram({
-    name: "erplink_rpc_call_duration_seconds",
-    help: "Time a call took in erplink's services, interceptors included (seconds), by service and method.",
-    labelNames: ["service", "method"],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
+  const rpcTotal = new EventCounter(registry, "erplink_rpc_calls_total", "gRPC, gRPC-Web and Connect calls finished, by service, method and status code.", ["service", "method", "code"]);
+  const rpcSeconds = new EventHistogram(registry, "erplink_rpc_call_duration_seconds", "Time a call took in erplink's services, interceptors included (seconds), by service and method.", ["service", "method"], LATENCY_BUCKETS);
   interface RpcMethod {
     readonly observe: (value: number) => void;
     readonly codes: ((value?: number) => void)[];
@@ -250,57 +374,27 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
   const RPC_CODE_INDEX = new Map<string, number>(RPC_CODES.map((c, i) => [c, i]));
 
   // The data path.
-  const denials = new Counter({
-    name: "erplink_data_denials_total",
-    help: "Data requests refused by a permission step or the rate limit (401, 403, 429), by the request log's denial step in lower case.",
-    labelNames: ["step"],
-    registers: [registry],
-  });
+  const denials = new EventCounter(registry, "erplink_data_denials_total", "Data requests refused by a permission step or the rate limit (401, 403, 429), by the request log's denial step in lower case.", ["step"]);
   const denialChildren = [...zeroed(denials, DENIAL_STEPS.map((s) => [s.toLowerCase()])), denials.labels("other").inc];
-  const upstreamTotal = new Counter({
-    name: "erplink_data_upstream_requests_total",
-    help: "Data requests sent to back ends, by the back end's status class, or error (no answer) or timeout.",
-    labelNames: ["status_class"],
-    registers: [registry],
-  });
-  const upstreamSeconds = new Histogram({
-    name: "erplink_data_upstream_duration_seconds",
-    help: "Time from sending a data request to the back end's answer headers, a resend after a refused CSRF or OAuth token included (seconds), by status class.",
-    labelNames: ["status_class"],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
+  const upstreamTotal = new EventCounter(registry, "erplink_data_upstream_requests_total", "Data requests sent to back ends, by the back end's status class, or error (no answer) or timeout.", ["status_class"]);
+  const upstreamSeconds = new EventHistogram(registry, "erplink_data_upstream_duration_seconds", "Time from sending a data request to the back end's answer headers, a resend after a refused CSRF or OAuth token included (seconds), by status class.", ["status_class"], LATENCY_BUCKETS);
   const upstreamClasses = [...STATUS_CLASSES.slice(0, 5), "error", "timeout"];
   const upstreamIncs = zeroed(upstreamTotal, upstreamClasses.map((c) => [c]));
   const upstreamChildren: Child[] = upstreamClasses.map((c, i) => ({ inc: upstreamIncs[i]!, observe: upstreamSeconds.labels(c).observe }));
-  const lookups = new Counter({
-    name: "erplink_metadata_cache_lookups_total",
-    help: "Lookups of a service's $metadata model: hit, negative_hit (a failure remembered for a few seconds) or miss (fetched).",
-    labelNames: ["result"],
-    registers: [registry],
-  });
+  const lookups = new EventCounter(registry, "erplink_metadata_cache_lookups_total", "Lookups of a service's $metadata model: hit, negative_hit (a failure remembered for a few seconds) or miss (fetched).", ["result"]);
   const lookupChildren = zeroed(lookups, CACHE_LOOKUPS.map((r) => [r]));
-  const metadataFetches = new Counter({
-    name: "erplink_metadata_fetches_total",
-    help: "$metadata documents fetched from back ends, by result (ok, refused, unreachable, timeout).",
-    labelNames: ["result"],
-    registers: [registry],
-  });
-  const metadataSeconds = new Histogram({
-    name: "erplink_metadata_fetch_duration_seconds",
-    help: "Time to fetch and read a $metadata document (seconds).",
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
+  const metadataFetches = new EventCounter(registry, "erplink_metadata_fetches_total", "$metadata documents fetched from back ends, by result (ok, refused, unreachable, timeout).", ["result"]);
+  const metadataSeconds = new EventHistogram(
+    registry,
+    "erplink_metadata_fetch_duration_seconds",
+    "Time to fetch and read a $metadata document (seconds).",
+    [],
+    LATENCY_BUCKETS,
+  ).labels();
   // Only a CSRF fetch can end with "none" (no token issued).
   const RESULTS_EXCEPT_NONE: readonly FetchResult[] = FETCH_RESULTS.filter((r) => r !== "none");
   const metadataFetchChildren = zeroed(metadataFetches, RESULTS_EXCEPT_NONE.map((r) => [r]));
-  const tokenFetches = new Counter({
-    name: "erplink_upstream_token_fetches_total",
-    help: "OAuth 2.0 token requests (kind oauth) and SAP CSRF token fetches (kind csrf) for back ends, by result (ok, none: no CSRF token issued, refused, unreachable, timeout).",
-    labelNames: ["kind", "result"],
-    registers: [registry],
-  });
+  const tokenFetches = new EventCounter(registry, "erplink_upstream_token_fetches_total", "OAuth 2.0 token requests (kind oauth) and SAP CSRF token fetches (kind csrf) for back ends, by result (ok, none: no CSRF token issued, refused, unreachable, timeout).", ["kind", "result"]);
   // An OAuth token endpoint never answers "no token": that is refused.
   const tokenChildren = {
     oauth: zeroed(tokenFetches, FETCH_RESULTS.filter((r) => r !== "none").map((r) => ["oauth", r])),
@@ -316,31 +410,15 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
   });
 
   // Authorization decisions.
-  const decisions = new Counter({
-    name: "erplink_authorization_decisions_total",
-    help: "Decisions of the Authorize RPC (api authorize) and of Envoy's external authorization Check (api ext_authz), by outcome: allowed, the denial step, invalid_request or error.",
-    labelNames: ["api", "outcome"],
-    registers: [registry],
-  });
+  const decisions = new EventCounter(registry, "erplink_authorization_decisions_total", "Decisions of the Authorize RPC (api authorize) and of Envoy's external authorization Check (api ext_authz), by outcome: allowed, the denial step, invalid_request or error.", ["api", "outcome"]);
   const decisionChildren = AUTHORIZATION_APIS.map((api) => [
     ...zeroed(decisions, AUTHORIZATION_OUTCOMES.map((o) => [api, o])),
     decisions.labels(api, "other").inc,
   ]);
 
   // The store.
-  const storeSeconds = new Histogram({
-    name: "erplink_store_operation_duration_seconds",
-    help: "Time of a store operation (seconds), failed ones included, by collection and operation.",
-    labelNames: ["collection", "operation"],
-    buckets: STORE_BUCKETS,
-    registers: [registry],
-  });
-  const storeErrors = new Counter({
-    name: "erplink_store_operation_errors_total",
-    help: "Store operations that failed, by collection, operation and error (unavailable, duplicate_key, other).",
-    labelNames: ["collection", "operation", "error"],
-    registers: [registry],
-  });
+  const storeSeconds = new EventHistogram(registry, "erplink_store_operation_duration_seconds", "Time of a store operation (seconds), failed ones included, by collection and operation.", ["collection", "operation"], STORE_BUCKETS);
+  const storeErrors = new EventCounter(registry, "erplink_store_operation_errors_total", "Store operations that failed, by collection, operation and error (unavailable, duplicate_key, other).", ["collection", "operation", "error"]);
   const collections = new BoundedNames(MAX_COLLECTIONS);
   const OP_SLOTS = STORE_OPERATIONS.length + 1;
   const storeChildren: ({ observe: (v: number) => void; errors: ((v?: number) => void)[] } | undefined)[] = new Array(

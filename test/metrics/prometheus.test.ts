@@ -163,10 +163,10 @@ Prom("authorization decisions by api and outcome; an unknown outcome is other", 
   assert.equal(e.nonZero("erplink_authorization_decisions_total"), [
     { api: "authorize", outcome: "allowed" },
     { api: "authorize", outcome: "rate_limited" },
-    { api: "ext_authz", outcome: "entity" },
-    // Made on first use, after the fixed ones.
     { api: "authorize", outcome: "other" },
+    { api: "ext_authz", outcome: "entity" },
   ]);
+  assert.is(e.sample("erplink_authorization_decisions_total", { api: "ext_authz", outcome: "other" }), undefined, "other is shown once used");
   assert.is(e.value("erplink_authorization_decisions_total", { api: "authorize", outcome: "allowed" }), 2);
   // Every (api, outcome) exists from the start, so rate() works before the first event.
   assert.is(e.family("erplink_authorization_decisions_total").metrics.length, 2 * 11 + 1);
