@@ -41,6 +41,8 @@ export interface Config {
   readonly upstreamTimeoutMs: number;
   /** `ERPLINK_EXT_AUTHZ_TOKEN`: the bearer token Envoy sends to get back-end credentials from Check; unset: never. */
   readonly extAuthzToken?: string | undefined;
+  /** `GET /metrics`: off (not served, nothing recorded), on (no credential), or token (a bearer token). */
+  readonly metrics: { readonly mode: "off" | "on" } | { readonly mode: "token"; readonly token: string };
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -135,6 +137,19 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   if (extAuthzToken !== undefined && (extAuthzToken.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(extAuthzToken))) {
     problems.push(`ERPLINK_EXT_AUTHZ_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
   }
+  const metricsMode = env.ERPLINK_METRICS || "on";
+  const metricsToken = env.ERPLINK_METRICS_TOKEN || undefined;
+  if (metricsMode !== "off" && metricsMode !== "on" && metricsMode !== "token") {
+    problems.push(`ERPLINK_METRICS must be off, on or token (got "${metricsMode}")`);
+  } else if (metricsMode === "token" && metricsToken === undefined) {
+    problems.push("ERPLINK_METRICS=token needs ERPLINK_METRICS_TOKEN, the bearer token scrapers send");
+  } else if (metricsMode !== "token" && metricsToken !== undefined) {
+    // Someone who set a token believes /metrics is protected: say that it is not.
+    problems.push(`ERPLINK_METRICS_TOKEN is set but ERPLINK_METRICS is ${metricsMode}: set ERPLINK_METRICS=token to require it`);
+  }
+  if (metricsToken !== undefined && (metricsToken.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(metricsToken))) {
+    problems.push(`ERPLINK_METRICS_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
+  }
 
   const config: Config = {
     host: env.HOST || "localhost",
@@ -170,6 +185,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     sessionMaxHours: int("ERPLINK_SESSION_MAX_HOURS", 12, 1, 30 * 24),
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
     extAuthzToken,
+    metrics: metricsMode === "token" ? { mode: "token", token: metricsToken ?? "" } : { mode: metricsMode === "off" ? "off" : "on" },
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

@@ -28,6 +28,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerFactory,
 } from "fastify";
+import type { Metrics } from "../metrics/port.js";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
 import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
@@ -38,6 +39,7 @@ import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } fr
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { createExtAuthzService, type ExtAuthzDecision } from "./ext-authz/service.js";
 import { messageSchema } from "./json-schema.js";
+import { createRequestRecorder, createRpcMetricsInterceptor, registerMetricsEndpoint, type MetricsEndpoint } from "./metrics.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
 import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
@@ -104,6 +106,10 @@ export interface GatewayOptions {
   readonly publicUrl?: string;
   /** The current time (for session cookie lifetimes); tests inject theirs. */
   readonly clock?: () => Date;
+  /** Where the gateway reports requests, RPC calls and the data path's events (default: nowhere). */
+  readonly metrics?: Metrics;
+  /** Serves `GET /metrics` when given (the exposition, and the token it needs, if any). */
+  readonly metricsEndpoint?: MetricsEndpoint;
   /** Origins whose browser pages may call the RPC endpoints (CORS); none by default. */
   readonly corsOrigins?: readonly string[];
   /** How often the store is checked while gRPC health Watch streams are open (ms; default 2000). */
@@ -229,10 +235,13 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   // Calls of the admin services over gRPC, gRPC-Web and Connect: the
   // services report caller and outcome into these (see src/schema/call-facts.ts).
   const callFacts = new WeakMap<object, CallFacts>();
+  const recordMetrics = options.metrics === undefined ? undefined : createRequestRecorder(options.metrics);
   app.addHook("onResponse", async (req, reply) => {
     const ms = reply.elapsedTime;
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
     const data = dataFacts.get(req);
+    // Metrics: every request by route class; a data request's record stage too.
+    recordMetrics?.(req, reply, data);
     const call = callFacts.get(req);
     if (call !== undefined) {
       const failed = call.code === undefined ? undefined : CODE_TABLE[call.code];
@@ -297,7 +306,12 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     // OData V2 updates with MERGE.
     app.addHttpMethod("MERGE", { hasBody: true });
     // Created once, shared by the data routes and the diagnostics.
-    const resources = createDataResources({ upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000, metadataTtlMs: 5 * 60_000 });
+    const resources = createDataResources({
+      upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
+      metadataTtlMs: 5 * 60_000,
+      metrics: options.metrics?.data,
+    });
+    options.metrics?.watch({ metadataCache: () => resources.metadata.size });
     app.addHook("onClose", async () => resources.close());
     await registerDataRoutes(app, {
       port: options.data,
@@ -333,6 +347,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   // The dashboard (src/dashboard), a client of /admin like any other.
   await registerDashboard(app);
 
+  if (options.metricsEndpoint !== undefined) registerMetricsEndpoint(app, options.metricsEndpoint);
   app.get("/healthz", async (req) => ({ data: { status: "ok", ...options.health?.() }, meta: { requestId: req.id } }));
   app.get("/readyz", async (req, reply) => {
     try {
@@ -351,6 +366,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       connectRoutes(router);
       gatewayRoutes?.(router);
     },
+    // The metrics interceptor outermost: calls refused by the others count too (health and reflection calls as well).
+    observers: options.metrics ? [createRpcMetricsInterceptor(options.metrics.rpc)] : [],
     interceptors: [...options.connect.interceptors],
     ready: options.ready,
     corsOrigins: options.corsOrigins ?? [],

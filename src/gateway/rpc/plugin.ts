@@ -37,6 +37,8 @@ import { isRpcPath, rpcKindOf, unimplementedMessage, unimplementedResponse } fro
 export interface RpcOptions {
   /** The application's services. */
   readonly routes: (router: ConnectRouter) => void;
+  /** Interceptors that see every call, health and reflection included (metrics), outermost. */
+  readonly observers?: readonly Interceptor[];
   /** Interceptors of the application's services (not of health and reflection, which need no credential). */
   readonly interceptors: readonly Interceptor[];
   /** Largest message, in bytes. */
@@ -64,7 +66,7 @@ const INFRASTRUCTURE: ReadonlySet<string> = new Set([Health.typeName, ServerRefl
 /** Registers the RPC side on the gateway (call once, before `listen`). */
 export async function registerRpc(app: FastifyInstance, options: RpcOptions): Promise<RpcServer> {
   const router = createConnectRouter({
-    interceptors: [...options.interceptors],
+    interceptors: [...(options.observers ?? []), ...options.interceptors],
     readMaxBytes: options.readMaxBytes,
     acceptCompression: [compressionGzip, compressionBrotli],
   });
@@ -85,7 +87,7 @@ export async function registerRpc(app: FastifyInstance, options: RpcOptions): Pr
     extraFiles: [file_google_rpc_status, file_erplink_errors_v1_bad_request],
   });
   // Their own interceptors replace the router's: no admin credential, no rate limit.
-  const infrastructure = { interceptors: [maskUnexpected(app)] };
+  const infrastructure = { interceptors: [...(options.observers ?? []), maskUnexpected(app)] };
   router.service(Health, health.service, infrastructure);
   router.service(ServerReflectionV1, reflection.v1, infrastructure);
   router.service(ServerReflectionV1alpha, reflection.v1alpha, infrastructure);
