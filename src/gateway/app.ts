@@ -18,8 +18,6 @@ import {
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createContextValues, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
-import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -31,6 +29,7 @@ import Fastify, {
 } from "fastify";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
+import { registerApiReference } from "./api-reference.js";
 import { registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
@@ -284,17 +283,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   }
 
   const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
-  app.get("/api-reference/openapi.json", async () => openapi);
-  await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });
-  await app.register(fastifySwaggerUi, {
-    routePrefix: "/api-reference",
-    uiConfig: { url: "/api-reference/openapi.json", deepLinking: true },
-    // The reference page shares the dashboard's origin (and can read its CSRF
-    // cookie): its own scripts only (hashed inline ones included), never framed.
-    staticCSP: true,
-    transformStaticCSP: (header: string) =>
-      header.replace("upgrade-insecure-requests;", "").replace("frame-ancestors 'self'", "frame-ancestors 'none'").trim(),
-  });
+  // The reference page shares the dashboard's origin: strict headers on every answer (src/gateway/api-reference.ts).
+  await registerApiReference(app, openapi);
 
   // The dashboard (src/dashboard), a client of /admin like any other.
   await registerDashboard(app);
