@@ -17,8 +17,6 @@ import type { AddressInfo } from "node:net";
 export const XSS = `"'><img src=x data-pwned onerror=__pwned.push(1)>`;
 /** A `javascript:` URL that would push onto `window.__pwned` if followed or loaded. */
 export const JS_URL = "javascript:__pwned.push(2)//";
-/** Text that runs a command if pasted into a shell unquoted or inside single quotes. */
-export const SHELL = "';touch /tmp/erplink-pwned;'$(touch /tmp/erplink-pwned)";
 
 /** Entity set names the hostile `$metadata` declares, besides `Orders`. */
 export const HOSTILE_SETS = [`X${XSS}`, "__proto__", "constructor", "toString"] as const;
