@@ -37,6 +37,10 @@ export interface Config {
   readonly sessionMaxHours: number;
   /** How long the data path waits for a back end's answer (ms) before 504. */
   readonly upstreamTimeoutMs: number;
+  /** `ERPLINK_EXT_AUTHZ_TOKEN`: the bearer token Envoy sends to get back-end credentials from Check; unset: never. */
+  readonly extAuthzToken?: string | undefined;
+  /** `GET /metrics`: off (not served, nothing recorded), on (no credential), or token (a bearer token). */
+  readonly metrics: { readonly mode: "off" | "on" } | { readonly mode: "token"; readonly token: string };
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -100,6 +104,24 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push("ERPLINK_ENCRYPTION_KEY is required with MONGODB_URL: every process must seal credentials with the same key");
   }
 
+  const extAuthzToken = env.ERPLINK_EXT_AUTHZ_TOKEN || undefined;
+  if (extAuthzToken !== undefined && (extAuthzToken.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(extAuthzToken))) {
+    problems.push(`ERPLINK_EXT_AUTHZ_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
+  }
+  const metricsMode = env.ERPLINK_METRICS || "on";
+  const metricsToken = env.ERPLINK_METRICS_TOKEN || undefined;
+  if (metricsMode !== "off" && metricsMode !== "on" && metricsMode !== "token") {
+    problems.push(`ERPLINK_METRICS must be off, on or token (got "${metricsMode}")`);
+  } else if (metricsMode === "token" && metricsToken === undefined) {
+    problems.push("ERPLINK_METRICS=token needs ERPLINK_METRICS_TOKEN, the bearer token scrapers send");
+  } else if (metricsMode !== "token" && metricsToken !== undefined) {
+    // Someone who set a token believes /metrics is protected: say that it is not.
+    problems.push(`ERPLINK_METRICS_TOKEN is set but ERPLINK_METRICS is ${metricsMode}: set ERPLINK_METRICS=token to require it`);
+  }
+  if (metricsToken !== undefined && (metricsToken.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(metricsToken))) {
+    problems.push(`ERPLINK_METRICS_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
+  }
+
   const config: Config = {
     host: env.HOST || "localhost",
     port: int("PORT", 8080, 0, 65535),
@@ -132,6 +154,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     sessionIdleMinutes: int("ERPLINK_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),
     sessionMaxHours: int("ERPLINK_SESSION_MAX_HOURS", 12, 1, 30 * 24),
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
+    extAuthzToken,
+    metrics: metricsMode === "token" ? { mode: "token", token: metricsToken ?? "" } : { mode: metricsMode === "off" ? "off" : "on" },
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);
