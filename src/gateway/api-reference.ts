@@ -44,12 +44,21 @@ function underApiReference(url: string): boolean {
   return /^\/api-reference(?:\/|$)/.test(decoded);
 }
 
+/**
+ * The security headers of an answer to `url`: the API reference's for a URL
+ * under /api-reference, else none. Also for answers sent before routing,
+ * which skip the hooks.
+ */
+export function apiReferenceHeaders(url: string): Readonly<Record<string, string>> {
+  return underApiReference(url) ? SECURITY_HEADERS : {};
+}
+
 /** Registers the OpenAPI document and Swagger UI under `/api-reference`. */
 export async function registerApiReference(app: FastifyInstance, openapi: object): Promise<void> {
   // At the root, before the plugins: Swagger UI's routes inherit it, and the
   // gateway's 404 and 405 answers for paths below /api-reference get it too.
   app.addHook("onSend", async (req, reply) => {
-    if (underApiReference(req.url)) reply.headers(SECURITY_HEADERS);
+    reply.headers(apiReferenceHeaders(req.url));
   });
   app.get("/api-reference/openapi.json", async () => openapi);
   await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });

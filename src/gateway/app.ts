@@ -31,8 +31,8 @@ import type { Metrics } from "../metrics/port.js";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
 import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
-import { registerApiReference } from "./api-reference.js";
-import { registerDashboard } from "./dashboard.js";
+import { apiReferenceHeaders, registerApiReference } from "./api-reference.js";
+import { dashboardHeaders, registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
@@ -203,8 +203,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     ...(options.serverFactory ? { serverFactory: options.serverFactory as unknown as FastifyServerFactory } : {}),
     // Errors before routing (a path that is not valid percent-encoding) are answered in the envelope too.
     frameworkErrors: (err, req, reply) => {
-      // No hook has run: the request id header is set here.
+      // No hook has run (nor will onSend): the request id and page headers are set here.
       reply.header("x-request-id", req.id);
+      reply.headers({ ...dashboardHeaders(req.url), ...apiReferenceHeaders(req.url) });
       sendError(reply, req, err.code === "FST_ERR_BAD_URL" ? new GatewayError(400, "the request path is not valid percent-encoding") : toGatewayError(err));
     },
   });

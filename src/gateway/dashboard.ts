@@ -118,6 +118,15 @@ function underDashboard(url: string): boolean {
   return /^\/dashboard(?:\/|$)/.test(decoded);
 }
 
+/**
+ * The security headers of an answer to `url`: the dashboard's for a URL
+ * under /dashboard, else none. Also for answers sent before routing (a path
+ * that is not valid percent-encoding), which skip the hooks.
+ */
+export function dashboardHeaders(url: string): Readonly<Record<string, string>> {
+  return underDashboard(url) ? SECURITY_HEADERS : {};
+}
+
 /** Registers `/dashboard`, `/dashboard/` and everything under it. */
 export async function registerDashboard(app: FastifyInstance): Promise<void> {
   let bundle: Promise<Bundle> | undefined;
@@ -142,7 +151,7 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
   // and 405 answers alike (a path under /dashboard that no route serves is
   // answered by the root's not-found handler, outside the scope below).
   app.addHook("onSend", async (req, reply) => {
-    if (underDashboard(req.url)) reply.headers(SECURITY_HEADERS);
+    reply.headers(dashboardHeaders(req.url));
   });
   await app.register(async (scope) => {
     scope.get("/dashboard", async (req, reply) => {
