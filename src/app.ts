@@ -131,6 +131,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     logger,
     bodyLimit: config.bodyLimitBytes,
     publicUrl: config.publicUrl,
+    corsOrigins: config.corsOrigins,
     serverFactory: (handler) =>
       createDualProtocolServer(handler, {
         firstByteTimeoutMs: 10_000,

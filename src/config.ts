@@ -17,6 +17,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly shutdownTimeoutMs: number;
   readonly publicUrl: string | undefined;
+  /** Origins whose browser pages may call the RPC endpoints (CORS; `ERPLINK_CORS_ORIGINS`); empty: none. */
+  readonly corsOrigins: readonly string[];
   /** Budget of each admin token (the master key and every admin key). */
   readonly adminLimits: { readonly perMinute: number; readonly perDay: number };
   /** Limits of data keys that set none of their own. */
@@ -64,6 +66,32 @@ export function parseEncryptionKey(text: string): Buffer | undefined {
   return undefined;
 }
 
+/**
+ * Reads `ERPLINK_CORS_ORIGINS`: comma-separated origins (`scheme://host[:port]`,
+ * http or https, nothing after the port; no wildcard). Returns them
+ * normalized as browsers send them (lower-case host, default port dropped),
+ * and reports each malformed one in `problems`.
+ */
+export function parseCorsOrigins(text: string | undefined, problems: string[]): readonly string[] {
+  const origins = new Set<string>();
+  for (const raw of (text ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    let url: URL | undefined;
+    try {
+      url = new URL(raw);
+    } catch {
+      url = undefined;
+    }
+    // Nothing but scheme, host and port (a trailing "/" is tolerated): no path, query, fragment or user.
+    const bare = /^https?:\/\/[^/?#@\s]+\/?$/i.test(raw);
+    if (url === undefined || !bare || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      problems.push(`ERPLINK_CORS_ORIGINS: "${raw}" is not an origin such as https://app.example.com or http://localhost:5173`);
+      continue;
+    }
+    origins.add(url.origin);
+  }
+  return Object.freeze([...origins]);
+}
+
 /** Reads the configuration from an environment. */
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): Config {
   const problems: string[] = [];
@@ -94,6 +122,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   if (publicUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(publicUrl)) {
     problems.push("ERPLINK_PUBLIC_URL must be an http(s) URL");
   }
+  const corsOrigins = parseCorsOrigins(env.ERPLINK_CORS_ORIGINS, problems);
 
   const encryptionKeyText = env.ERPLINK_ENCRYPTION_KEY || undefined;
   const encryptionKey = encryptionKeyText === undefined ? undefined : parseEncryptionKey(encryptionKeyText);
@@ -137,6 +166,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     bodyLimitBytes: int("ERPLINK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     shutdownTimeoutMs: int("ERPLINK_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     publicUrl,
+    corsOrigins,
     adminLimits: {
       perMinute: int("ERPLINK_ADMIN_RATE_PER_MINUTE", 100, 1, 1_000_000_000),
       perDay: int("ERPLINK_ADMIN_RATE_PER_DAY", 10_000, 1, 1_000_000_000),

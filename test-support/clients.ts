@@ -20,6 +20,7 @@ export const CLIENT_CHECKS: readonly string[] = [
   "authorize denied: operation",
   "authorize denied: rate limited",
   "authorize invalid request",
+  "unknown method is unimplemented",
   "admin call without token is unauthenticated",
   "create system",
   "list systems",

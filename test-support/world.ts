@@ -82,6 +82,12 @@ export interface WorldOptions {
   readonly upstreamTimeoutMs?: number;
   /** `ERPLINK_PUBLIC_URL`: the base URL clients use. */
   readonly publicUrl?: string;
+  /** `ERPLINK_CORS_ORIGINS`: origins allowed to call the RPC endpoints from browsers. */
+  readonly corsOrigins?: readonly string[];
+  /** Replaces the store check behind `/readyz` and gRPC health (to simulate an unreachable store). */
+  readonly ready?: () => Promise<void>;
+  /** How often gRPC health Watch streams re-check the store (ms). */
+  readonly healthWatchIntervalMs?: number;
   /** `ERPLINK_EXT_AUTHZ_TOKEN`: lets Envoy's Check inject back-end credentials. */
   readonly extAuthzToken?: string;
   /** Listen (when the test calls `app.listen`) on the one-port server, so that gRPC clients (h2c) reach it too. */
@@ -119,6 +125,9 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     bodyLimit: 1024 * 1024,
     clock,
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+    ...(options.ready !== undefined ? { ready: options.ready } : {}),
+    corsOrigins: options.corsOrigins,
+    healthWatchIntervalMs: options.healthWatchIntervalMs,
     ...(options.extAuthzToken !== undefined ? { extAuthz: { injectionToken: options.extAuthzToken } } : {}),
     ...(options.dualProtocol === true
       ? { serverFactory: (handler) => createDualProtocolServer(handler, { firstByteTimeoutMs: 5_000, keepAliveTimeoutMs: 5_000, http2SessionTimeoutMs: 5_000 }) }

@@ -185,6 +185,18 @@ def main():
         ),
     )
     report.check(
+        "unknown method is unimplemented",
+        lambda: expect_code(
+            # A method erplink does not serve (an older or newer client): gRPC status 12.
+            lambda: channel.unary_unary(
+                "/erplink.authz.v1.AuthorizationService/NoSuchMethod",
+                request_serializer=authorization_pb2.AuthorizeRequest.SerializeToString,
+                response_deserializer=authorization_pb2.AuthorizeResponse.FromString,
+            )(authorization_pb2.AuthorizeRequest(), timeout=10),
+            grpc.StatusCode.UNIMPLEMENTED,
+        ),
+    )
+    report.check(
         "admin call without token is unauthenticated",
         lambda: expect_code(
             lambda: systems.ListSystems(system_pb2.ListSystemsRequest(), timeout=10),

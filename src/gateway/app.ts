@@ -17,7 +17,6 @@ import {
 } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createContextValues, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
-import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -43,6 +42,7 @@ import { createRequestRecorder, createRpcMetricsInterceptor, registerMetricsEndp
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
 import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
+import { registerRpc } from "./rpc/plugin.js";
 import { adminCredential, clearedSessionCookies, ownOriginOf, sessionCookies, type AdminCredential } from "./session-cookies.js";
 import type { RequestHandler } from "./server.js";
 
@@ -109,6 +109,10 @@ export interface GatewayOptions {
   readonly metrics?: Metrics;
   /** Serves `GET /metrics` when given (the exposition, and the token it needs, if any). */
   readonly metricsEndpoint?: MetricsEndpoint;
+  /** Origins whose browser pages may call the RPC endpoints (CORS); none by default. */
+  readonly corsOrigins?: readonly string[];
+  /** How often the store is checked while gRPC health Watch streams are open (ms; default 2000). */
+  readonly healthWatchIntervalMs?: number;
 }
 
 /** What the gateway reports of each request for the request log. */
@@ -345,14 +349,21 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     }
   });
 
+  // gRPC, gRPC-Web (binary and text) and Connect, with health, reflection,
+  // UNIMPLEMENTED for unknown methods and CORS for listed origins (src/gateway/rpc).
   const connectRoutes = options.connect.routes;
-  await app.register(fastifyConnectPlugin, {
+  await registerRpc(app, {
     routes: (router) => {
       connectRoutes(router);
       gatewayRoutes?.(router);
     },
-    // The metrics interceptor outermost: calls refused by the others count too.
-    interceptors: [...(options.metrics ? [createRpcMetricsInterceptor(options.metrics.rpc)] : []), ...options.connect.interceptors],
+    // The metrics interceptor outermost: calls refused by the others count too (health and reflection calls as well).
+    observers: options.metrics ? [createRpcMetricsInterceptor(options.metrics.rpc)] : [],
+    interceptors: [...options.connect.interceptors],
+    ready: options.ready,
+    corsOrigins: options.corsOrigins ?? [],
+    healthWatchIntervalMs: options.healthWatchIntervalMs,
+    sendError,
     // The same body limit as REST, for every protocol.
     readMaxBytes: options.bodyLimit,
     contextValues: (req) => {

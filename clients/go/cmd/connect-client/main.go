@@ -89,6 +89,16 @@ func run(env scenario.Env, httpClient connect.HTTPClient, options []connect.Clie
 		}
 		return nil
 	}())
+	report.Check("unknown method is unimplemented", func() error {
+		// A method erplink does not serve (an older or newer client): unimplemented in every protocol.
+		nope := connect.NewClient[authzv1.AuthorizeRequest, authzv1.AuthorizeResponse](
+			httpClient, env.URL+"/erplink.authz.v1.AuthorizationService/NoSuchMethod", options...)
+		_, err := nope.CallUnary(ctx, connect.NewRequest(&authzv1.AuthorizeRequest{}))
+		if connect.CodeOf(err) != connect.CodeUnimplemented {
+			return fmt.Errorf("got %v, want unimplemented", err)
+		}
+		return nil
+	}())
 
 	// The admin services take the bearer token in the Authorization header.
 	withToken := func(req connect.AnyRequest) {

@@ -77,6 +77,14 @@ func run(env scenario.Env) int {
 		}
 		return nil
 	}())
+	report.Check("unknown method is unimplemented", func() error {
+		// A method erplink does not serve (an older or newer client): gRPC status 12.
+		err := conn.Invoke(ctx, "/erplink.authz.v1.AuthorizationService/NoSuchMethod", &authzv1.AuthorizeRequest{}, &authzv1.AuthorizeResponse{})
+		if status.Code(err) != codes.Unimplemented {
+			return fmt.Errorf("got %v, want Unimplemented", err)
+		}
+		return nil
+	}())
 
 	// The admin services take the bearer token in the `authorization` metadata.
 	admin := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+env.Token)
