@@ -17,8 +17,6 @@ import {
 } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createContextValues, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
-import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -32,7 +30,8 @@ import type { Metrics } from "../metrics/port.js";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
 import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
-import { registerDashboard } from "./dashboard.js";
+import { apiReferenceHeaders, registerApiReference } from "./api-reference.js";
+import { dashboardHeaders, registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
@@ -208,8 +207,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     ...(options.serverFactory ? { serverFactory: options.serverFactory as unknown as FastifyServerFactory } : {}),
     // Errors before routing (a path that is not valid percent-encoding) are answered in the envelope too.
     frameworkErrors: (err, req, reply) => {
-      // No hook has run: the request id header is set here.
+      // No hook has run (nor will onSend): the request id and page headers are set here.
       reply.header("x-request-id", req.id);
+      reply.headers({ ...dashboardHeaders(req.url), ...apiReferenceHeaders(req.url) });
       sendError(reply, req, err.code === "FST_ERR_BAD_URL" ? new GatewayError(400, "the request path is not valid percent-encoding") : toGatewayError(err));
     },
   });
@@ -332,17 +332,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   }
 
   const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
-  app.get("/api-reference/openapi.json", async () => openapi);
-  await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });
-  await app.register(fastifySwaggerUi, {
-    routePrefix: "/api-reference",
-    uiConfig: { url: "/api-reference/openapi.json", deepLinking: true },
-    // The reference page shares the dashboard's origin (and can read its CSRF
-    // cookie): its own scripts only (hashed inline ones included), never framed.
-    staticCSP: true,
-    transformStaticCSP: (header: string) =>
-      header.replace("upgrade-insecure-requests;", "").replace("frame-ancestors 'self'", "frame-ancestors 'none'").trim(),
-  });
+  // The reference page shares the dashboard's origin: strict headers on every answer (src/gateway/api-reference.ts).
+  await registerApiReference(app, openapi);
 
   // The dashboard (src/dashboard), a client of /admin like any other.
   await registerDashboard(app);

@@ -12,6 +12,7 @@ import { keysApi, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permis
 import { navigate, route } from "../state.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { PermissionEditor } from "./permission-editor.js";
+import { shellQuote } from "../shell-quote.js";
 import { withRequestId } from "./sign-in.js";
 import "./api-keys.css";
 
@@ -98,7 +99,7 @@ function curlLine(key: CreatedApiKey): string {
       }
     }
   }
-  return `curl -s -H 'Authorization: Bearer ${key.key}' '${location.origin}/odata/${path}?$top=5'`;
+  return `curl -s -H ${shellQuote(`Authorization: Bearer ${key.key}`)} ${shellQuote(`${location.origin}/odata/${path}?$top=5`)}`;
 }
 
 function KeyForm({ draft, setDraft, creating, idPrefix }: { draft: Draft; setDraft: (d: Draft) => void; creating: boolean; idPrefix: string }) {
@@ -157,7 +158,8 @@ function SecretDialog({ created, onClose }: { created: CreatedApiKey; onClose: (
       setCopied(`The browser refused the clipboard: select the ${what.toLowerCase()} and copy it yourself.`);
     }
   };
-  const curl = created.type === "data" ? curlLine(created) : `curl -s -H 'Authorization: Bearer ${created.key}' '${location.origin}/admin/systems'`;
+  const curl =
+    created.type === "data" ? curlLine(created) : `curl -s -H ${shellQuote(`Authorization: Bearer ${created.key}`)} ${shellQuote(`${location.origin}/admin/systems`)}`;
   return (
     <dialog
       ref={ref}
