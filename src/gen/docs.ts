@@ -284,6 +284,7 @@ export const docs: Readonly<Record<string, string>> = {
   "erplink.admin.v1.RequestLog.denial_step": "Denied requests: the check that denied, such as `OPERATION` or\n`RATE_LIMITED`.",
   "erplink.admin.v1.RequestLog.duration_ms": "Time from arrival to the end of the answer, in milliseconds.",
   "erplink.admin.v1.RequestLog.error_code": "Failed requests: the error code answered, such as `FORBIDDEN`.",
+  "erplink.admin.v1.RequestLog.error_message": "Failed requests: the message answered (the envelope's `error.message`,\nsuch as the 403's naming the permission step that failed), at most\n1024 characters. Empty for successes and for entries written before\nthis field existed.",
   "erplink.admin.v1.RequestLog.id": "Identifier, starting with `log_`; ids sort by time.",
   "erplink.admin.v1.RequestLog.instance": "Data requests: the instance addressed.",
   "erplink.admin.v1.RequestLog.method": "HTTP method.",

@@ -462,9 +462,11 @@ Data("each data request produces one log entry with its instance, service, acces
   );
   const second = byRequest.get(denied.headers["x-request-id"] as string)!;
   assert.equal(
-    [second.status, second.denialStep, second.errorCode, second.upstreamStatus],
-    [403, "ENTITY", "FORBIDDEN", 0],
+    [second.status, second.denialStep, second.errorCode, second.errorMessage, second.upstreamStatus],
+    [403, "ENTITY", "FORBIDDEN", JSON.parse(denied.body).error.message, 0],
   );
+  assert.match(second.errorMessage, /Products/);
+  assert.is(first.errorMessage, "");
   assert.ok(first.upstreamDurationMs > 0);
 });
 

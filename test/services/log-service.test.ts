@@ -53,6 +53,7 @@ function record(id: string, i: number, fields: Partial<RequestLogRecord> = {}): 
     accesses: [],
     denialStep: "",
     errorCode: "",
+    errorMessage: "",
     upstreamStatus: 0,
     upstreamDurationMs: 0,
     clientIp: "10.0.0.1",

@@ -3,11 +3,13 @@
  * expiring within 7 days highlighted), create (the secret shown once, with
  * copy, a ready curl line and a confirmation before closing), edit (name,
  * rate limits, expiry, permissions with the editor and the Explain panel),
- * revoke with confirmation.
+ * revoke with confirmation. The editor of one key is its own address,
+ * `/dashboard/api-keys/<id>` (bookmarkable; Back closes it).
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
 import { keysApi, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
+import { navigate, route } from "../state.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { PermissionEditor } from "./permission-editor.js";
 import { withRequestId } from "./sign-in.js";
@@ -211,6 +213,32 @@ export function ApiKeys() {
     void load();
   }, []);
 
+  // The address names the key being edited: open it (a link, a reload, Forward) or close it (Back).
+  const routedId = /^api-keys\/([^/]+)$/.exec(route.value)?.[1] ?? "";
+  useEffect(() => {
+    if (routedId === "") {
+      setEditing(undefined);
+      return;
+    }
+    if (editing?.id === routedId) return;
+    let live = true;
+    keysApi.get(decodeURIComponent(routedId)).then(
+      ({ data }) => {
+        if (!live) return;
+        setEditing(data);
+        setEditDraft(draftOf(data));
+      },
+      (err: unknown) => {
+        if (!live) return;
+        setEditing(undefined);
+        fail(err);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [routedId]);
+
   const fail = (err: unknown) => setError(err instanceof ApiError ? withRequestId(err) : String(err));
 
   const create = async (event: Event) => {
@@ -239,6 +267,11 @@ export function ApiKeys() {
     setEditDraft(draftOf(key));
     setError("");
     setStatus("");
+    if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`);
+  };
+  const closeEditor = () => {
+    setEditing(undefined);
+    if (routedId !== "") navigate("api-keys");
   };
 
   const save = async (event: Event) => {
@@ -268,7 +301,7 @@ export function ApiKeys() {
     setStatus("");
     try {
       await keysApi.revoke(key.id);
-      if (editing?.id === key.id) setEditing(undefined);
+      if (editing?.id === key.id) closeEditor();
       setStatus(`Key ${key.name} revoked.`);
       await load();
     } catch (err) {
@@ -299,7 +332,7 @@ export function ApiKeys() {
           type="button"
           onClick={() => {
             setCreating(true);
-            setEditing(undefined);
+            closeEditor();
           }}
         >
           New API key
@@ -332,7 +365,7 @@ export function ApiKeys() {
               <button type="submit" disabled={busy}>
                 {busy ? "Saving…" : "Save changes"}
               </button>
-              <button type="button" class="secondary" onClick={() => setEditing(undefined)}>
+              <button type="button" class="secondary" onClick={closeEditor}>
                 Close editor
               </button>
             </div>
