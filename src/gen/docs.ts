@@ -154,7 +154,7 @@ export const docs: Readonly<Record<string, string>> = {
   "erplink.admin.v1.ExplainApiKeyResponse": "Response of ApiKeyService.ExplainApiKey.",
   "erplink.admin.v1.ExplainApiKeyResponse.explanation": "What the data path would decide, and why.",
   "erplink.admin.v1.Explanation": "What erplink's data path would do with a request from one API key, now:\ndecided by the same stages (analysis against the service's cached\n`$metadata`, the permission checks, the rate limits), without forwarding\nanything, counting the request or writing the request log.",
-  "erplink.admin.v1.Explanation.accesses": "Every (entity set, operation) pair the request needs, in the order the\ndata path checks them, each with its own decision.",
+  "erplink.admin.v1.Explanation.accesses": "Every (entity set, operation) pair the request needs, in the order the\ndata path checks them, each with its own decision. When the analysis\nstopped at an entity set the request names that the key may not touch\n(403 at the entity step, whether or not the set exists) or that the\nservice lacks (404), the pairs read before it.",
   "erplink.admin.v1.Explanation.allowed": "Whether the data path would forward the request now.",
   "erplink.admin.v1.Explanation.code": "When refused: the envelope's error code, such as `FORBIDDEN`.",
   "erplink.admin.v1.Explanation.denial_step": "When refused by a check the request log names: `KEY_INVALID`,\n`INSTANCE`, `SERVICE`, `ENTITY`, `OPERATION`, `NOT_ALLOWED` (never let\nthrough) or `RATE_LIMITED`; empty otherwise (a malformed request, an\nunknown instance, a back end that cannot be reached).",

@@ -77,7 +77,7 @@ export function verifyReading<K extends DataKey>(
     resolveReference: request.resolveReference,
     sapClient,
   });
-  if (again.kind === "denied" || again.kind === "invalid") refuse(`read again, it is refused: ${again.message}`);
+  if (again.kind === "denied" || again.kind === "invalid" || again.kind === "stopped") refuse(`read again, it is refused: ${again.message}`);
   if (again.kind !== request.kind) refuse("read again, it is another kind of request");
   if (!sameTarget(again.target, request.target) || again.forward !== request.forward) refuse("read again, it addresses another target");
   // A batch's accesses are its parts' (see verifyBatch).

@@ -163,7 +163,10 @@ export type Explanation = Message<"erplink.admin.v1.Explanation"> & {
 
   /**
    * Every (entity set, operation) pair the request needs, in the order the
-   * data path checks them, each with its own decision.
+   * data path checks them, each with its own decision. When the analysis
+   * stopped at an entity set the request names that the key may not touch
+   * (403 at the entity step, whether or not the set exists) or that the
+   * service lacks (404), the pairs read before it.
    *
    * @generated from field: repeated erplink.admin.v1.AccessDecision accesses = 10;
    */
