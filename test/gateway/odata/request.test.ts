@@ -105,6 +105,11 @@ table("request: reads and keys", [
   { model: "v4", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
   // A space outside quotes would read differently to a back end that trims: quote such a key.
   { model: "v4", path: "/Customers/O%20Neil", expect: invalid("character U+0020 is not allowed in path segment 'O Neil' outside a quoted literal") },
+  // A byte-order mark or zero-width space at either end of a segment: a reader that trims would see `$crossjoin` or another name.
+  { model: "v4", path: "/Customers/%EF%BB%BF$crossjoin", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFF$crossjoin'") },
+  { model: "none", path: "/Customers/%EF%BB%BF$crossjoin", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFF$crossjoin'") },
+  { model: "v4", path: "/SalesOrders(1)/Customer%E2%80%8B", expect: invalid("character U+200B is not allowed at either end of path segment 'Customer\u200B'") },
+  { model: "v4", path: "/%EF%BB%BFCustomers", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFFCustomers'") },
   { model: "v4", path: "/Customers('O%20Neil')", entityPath: "Customers('O%20Neil')", expect: get(acc("Customers", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/Note", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/Note/$value", expect: get(acc("SalesOrders", "get", PATH)) },
