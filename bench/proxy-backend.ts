@@ -3,9 +3,11 @@
  * (keep-alive), loopback only, with HTTP basic authentication. It answers
  * `GET <root>/$metadata` with a CSDL document (one entity set, `Products`,
  * key `ID`) and `GET <root>/Products?$top=…` with the same ~2 KB JSON payload
- * every time, so that a request straight to it and one through erplink cost
+ * every time, so that a request straight to it and one through a proxy cost
  * it exactly the same. It counts what it answers, telling requests that came
- * through erplink (they carry `Forwarded`) from direct ones.
+ * through a proxy (erplink and the others of the benchmark send `Forwarded`)
+ * from direct ones; with `countsPath`, `GET <countsPath>` answers the counts
+ * as JSON (no credentials), for a benchmark that runs it in another process.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,6 +15,8 @@ import type { AddressInfo } from "node:net";
 /** Where the service lives on the back end. */
 export const SERVICE = "ProductService";
 export const ROOT = `/odata/${SERVICE}`;
+/** The path prefix the proxies of the benchmark (bare, nginx, erplink's instance `bench`) serve the back end's services under. */
+export const PROXIED_PREFIX = "/odata/bench";
 export const ENTITY_SET = "Products";
 /** The query every benchmark request sends (the back end ignores the value: its answer is fixed). */
 export const QUERY = "$top=12";
@@ -61,8 +65,8 @@ export const PAYLOAD: Buffer = Buffer.from(
 
 /** What the back end has answered. */
 export interface BackendCounts {
-  /** `Products` requests that came through erplink / straight from a client. */
-  viaErplink: number;
+  /** `Products` requests that came through a proxy (with `Forwarded`) / straight from a client. */
+  proxied: number;
   direct: number;
   metadata: number;
   /** Requests answered with anything but 200 (wrong path, missing credentials). */
@@ -76,15 +80,25 @@ export interface Backend {
   close(): Promise<void>;
 }
 
+/** Options of {@link startBackend}. */
+export interface BackendOptions {
+  /** Where the counts are answered as JSON (no credentials); not served when omitted. */
+  readonly countsPath?: string;
+}
+
 /** Starts the back end on 127.0.0.1, on an ephemeral port. */
-export async function startBackend(): Promise<Backend> {
-  const counts: BackendCounts = { viaErplink: 0, direct: 0, metadata: 0, refused: 0 };
+export async function startBackend(options: BackendOptions = {}): Promise<Backend> {
+  const counts: BackendCounts = { proxied: 0, direct: 0, metadata: 0, refused: 0 };
   const metadata = Buffer.from(METADATA, "utf8");
   const dataPath = `${ROOT}/${ENTITY_SET}`;
   const server = http.createServer((req, res) => {
     const url = req.url ?? "";
     const q = url.indexOf("?");
     const path = q < 0 ? url : url.slice(0, q);
+    if (options.countsPath !== undefined && path === options.countsPath) {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(counts));
+      return;
+    }
     if (req.method !== "GET" || req.headers.authorization !== BACKEND_AUTHORIZATION) {
       counts.refused++;
       res.writeHead(401, { "content-type": "text/plain", "www-authenticate": 'Basic realm="bench"' }).end("no credentials");
@@ -97,7 +111,7 @@ export async function startBackend(): Promise<Backend> {
       return;
     }
     if (path === dataPath && url.slice(q + 1).startsWith("$top=")) {
-      if (req.headers.forwarded !== undefined) counts.viaErplink++;
+      if (req.headers.forwarded !== undefined) counts.proxied++;
       else counts.direct++;
       res.writeHead(200, {
         "content-type": "application/json;odata.metadata=minimal;IEEE754Compatible=false",

@@ -1,287 +1,364 @@
 /**
  * Benchmark of an OData GET through erplink's data path against the same GET
- * straight to the back end, on loopback.
+ * through a bare Node proxy, nginx, and straight to the back end, on loopback.
  *
- * Starts, in this process: a small OData V4 back end of our own (node:http,
- * keep-alive, basic auth; `bench/proxy-backend.ts`) in its own worker thread;
- * erplink, composed as `src/main.ts` does (embedded in-memory store, silent
- * logs, data rate limits so high that the limiter counts every request but
- * never denies, request logs on), in the main thread, with an instance
- * pointing at the back end and a data key allowed to `list` its `Products`,
- * both created over the admin REST API with the master key. Each scenario
- * (direct; through erplink) gets its own load generator in its own worker
- * thread with keep-alive connections and a fixed number of requests in
- * flight; every response is checked (status 200, the exact payload). After a
- * warm-up, the measured requests run in rounds that alternate between the
- * scenarios; the report gives the median of the rounds and, last, the
- * erplink/direct ratios of throughput, p50 and p99.
+ * Every server is its own process: the OData back end and the bare proxy
+ * (Fastify + @fastify/reply-from) from `bench/proxy-servers.ts`, nginx with
+ * one worker when it is installed, erplink (`src/main.ts`, as deployed:
+ * embedded in-memory store, `LOG_LEVEL=info` to /dev/null, metrics on,
+ * request log on, data rate limits of 10⁹ per minute and day so that every
+ * request is counted but none refused), and erplink on MongoDB (a FerretDB
+ * of its own) when scripts/ferretdb.sh has built FerretDB. The load comes
+ * from a process of its own: wrk when it is installed (one thread, a fixed
+ * number of connections, each sending its next request when the previous one
+ * is answered), else `bench/proxy-load.ts` (undici).
  *
- * Usage: npm run bench:proxy [-- --count 100000 --warmup 10000 --concurrency 16 --rounds 5 --client auto]
+ * Phase 1, throughput: after a warm-up of each scenario, rounds that
+ * alternate between the scenarios (direct, bare, nginx, erplink, erplink on
+ * MongoDB, direct, …), so that a slow spell of a shared machine is spread over
+ * all of them. Each round gives throughput, p50 and p99, and the CPU time the
+ * server's processes used per request (from /proc: the most portable figure
+ * on a shared machine). The ratios erplink ÷ bare proxy are taken round by
+ * round (the two ran seconds apart) and their median reported.
+ *
+ * Phase 2, latency at half load: each erplink scenario and the bare proxy at
+ * a fixed rate of half erplink's median throughput (`bench/proxy-load.ts`,
+ * open loop), alternating; the p50 erplink adds over the bare proxy at that
+ * load.
+ *
+ * Usage: npm run bench:proxy [-- --rounds 5 --duration 3 --warmup 2 --connections 16 --loader auto
+ *        --half-load-rounds 3 --stores embedded,mongodb --nginx auto --profile <dir>]
  * See bench/README.md for how to read the output.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import { performance, type EventLoopUtilization } from "node:perf_hooks";
+import { join } from "node:path";
+import { createInterface, type Interface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
-import { createErplink } from "../src/app.js";
-import { intOption, type PhaseRequest, type PhaseResult, median, percentile, runBench } from "./lib.js";
-import { loadConfig } from "../src/config.js";
+import { intOption, median, runBench } from "./lib.js";
 import {
   BACKEND_AUTHORIZATION,
   BACKEND_PASSWORD,
   BACKEND_USER,
   ENTITY_SET,
   PAYLOAD,
+  PROXIED_PREFIX,
   QUERY,
   ROOT,
   SERVICE,
-  startBackend,
   type BackendCounts,
 } from "./proxy-backend.js";
+import type { LoadCommand, LoadResult } from "./proxy-load.js";
+import { freePort } from "../test-support/e2e.js";
+import { ferretDbBinary, startFerretDb, type FerretDbProcess } from "../test-support/processes.js";
 
-/** The whole run, servers included; past it the process exits with an error. */
-const TOTAL_BUDGET_MS = 60_000;
-/** Measuring stops once this much of the run has passed (rounds cut short are reported). */
-const MEASURE_UNTIL_MS = 50_000;
+const REPO = fileURLToPath(new URL("..", import.meta.url));
 const MASTER_KEY = "erpl_bench_master_key_0123456789abcdefghijklmno";
-/** The data rate limits: far above what the run sends, so the limiter counts but never denies. */
+/** The data rate limits: far above what the run sends, so the limiter counts every request but never refuses. */
 const DATA_LIMIT = 1_000_000_000;
 const INSTANCE = "bench";
+const CLK_TCK = 100;
 
-type ClientKind = "undici" | "http";
+// ------------------------------------------------------------------ processes
 
-/** What a load worker is set up with. */
-interface LoadSetup {
-  readonly role: "load";
-  readonly client: ClientKind;
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string>>;
-  /** The exact body every response must carry. */
-  readonly expected: Uint8Array;
-  readonly concurrency: number;
+/** A server process of the benchmark. */
+interface Server {
+  readonly name: string;
+  readonly pid: number;
+  readonly port: number;
+  /** The last lines it wrote on stderr. */
+  stderr(): string;
+  /** SIGTERM (SIGKILL after 5 s); resolves once it has exited. */
+  stop(): Promise<void>;
 }
 
-/** The back-end worker. */
-interface BackendSetup {
-  readonly role: "backend";
-}
-
-/** The part of undici's Pool this file uses (typed here: undici is only a transitive dependency). */
-interface UndiciPool {
-  request(options: { path: string; method: "GET"; headers: Record<string, string> }): Promise<{
-    statusCode: number;
-    body: AsyncIterable<Buffer>;
-  }>;
-  close(): Promise<void>;
-}
-type UndiciPoolCtor = new (origin: string, options: Record<string, unknown>) => UndiciPool;
-
-/** undici's Pool if it resolves from the repository's node_modules, else undefined. */
-async function loadUndici(): Promise<{ Pool: UndiciPoolCtor; version: string } | undefined> {
-  const name: string = "undici";
-  try {
-    const mod = (await import(name)) as { Pool: UndiciPoolCtor };
-    let version = "?";
-    try {
-      const { createRequire } = await import("node:module");
-      version = (createRequire(import.meta.url)(`${name}/package.json`) as { version: string }).version;
-    } catch {
-      // the version is only reported
-    }
-    return { Pool: mod.Pool, version };
-  } catch {
-    return undefined;
-  }
-}
-
-// ------------------------------------------------------------------ workers: back end and load generators
-
-/** One GET, answered with its status and whole body. */
-type Get = () => Promise<{ status: number; body: Buffer }>;
-
-async function makeGet(setup: LoadSetup): Promise<{ get: Get; close(): Promise<void> }> {
-  const url = new URL(setup.url);
-  const path = `${url.pathname}${url.search}`;
-  const headers = { ...setup.headers };
-  if (setup.client === "undici") {
-    const undici = await loadUndici();
-    if (undici === undefined) throw new Error("undici does not resolve from this repository");
-    const pool = new undici.Pool(url.origin, {
-      connections: setup.concurrency,
-      pipelining: 1,
-      keepAliveTimeout: 120_000,
-      headersTimeout: 10_000,
-      bodyTimeout: 10_000,
-    });
-    return {
-      get: async () => {
-        const res = await pool.request({ path, method: "GET", headers });
-        const chunks: Buffer[] = [];
-        for await (const c of res.body) chunks.push(c);
-        return { status: res.statusCode, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) };
-      },
-      close: () => pool.close(),
-    };
-  }
-  const agent = new http.Agent({ keepAlive: true, maxSockets: setup.concurrency, maxFreeSockets: setup.concurrency });
+function track(name: string, child: ChildProcess, port: number): Server {
+  let err = "";
+  child.stderr?.setEncoding("utf8");
+  child.stderr?.on("data", (s: string) => (err = (err + s).slice(-8000)));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   return {
-    get: () =>
-      new Promise((resolve, reject) => {
-        const req = http.request({ host: url.hostname, port: url.port, path, method: "GET", headers, agent }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) }));
-          res.on("error", reject);
-        });
-        req.setTimeout(10_000, () => req.destroy(new Error("no answer within 10 s")));
-        req.on("error", reject);
-        req.end();
-      }),
-    close: async () => agent.destroy(),
+    name,
+    pid: child.pid!,
+    port,
+    stderr: () => err,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(timer);
+    },
   };
 }
 
-async function runLoadWorker(setup: LoadSetup): Promise<void> {
-  const { get, close } = await makeGet(setup);
-  const expected = Buffer.from(setup.expected);
-
-  const run = async ({ n, measure, deadline }: PhaseRequest): Promise<PhaseResult> => {
-    let errors = 0;
-    let unexpected = 0;
-    let firstProblem: string | undefined;
-    const latencies = new Float64Array(measure ? n : 0);
-    let started = 0;
-    let done = 0;
-    // A closed loop: each lane sends its next request when the previous one is answered.
-    const lane = async () => {
-      while (started < n && Date.now() < deadline) {
-        started++;
-        const t0 = process.hrtime.bigint();
-        try {
-          const { status, body } = await get();
-          if (status !== 200 || !body.equals(expected)) {
-            unexpected++;
-            firstProblem ??= `status ${status}, ${body.length} bytes (expected 200, ${expected.length} bytes): ${body.subarray(0, 300).toString("utf8")}`;
-          }
-        } catch (err) {
-          errors++;
-          firstProblem ??= `request failed: ${(err as Error).message}`;
-        }
-        if (measure) latencies[done] = Number(process.hrtime.bigint() - t0) / 1e6;
-        done++;
-      }
-    };
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: Math.min(setup.concurrency, n) }, lane));
-    const elapsedMs = performance.now() - t0;
-    return { latencies: latencies.subarray(0, done), done, elapsedMs, errors, unexpected, firstProblem };
-  };
-
-  parentPort!.on("message", (msg: PhaseRequest | "close") => {
-    if (msg === "close") {
-      void close().finally(() => parentPort!.close());
-      return;
-    }
-    void run(msg).then((r) => parentPort!.postMessage(r, [r.latencies.buffer as ArrayBuffer]));
+/** Runs `bench/proxy-servers.ts <args>` and waits for its `listening <port>` line. */
+async function startNodeServer(name: string, args: string[]): Promise<Server> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(REPO, "bench", "proxy-servers.ts"), ...args], {
+    cwd: REPO,
+    stdio: ["pipe", "pipe", "pipe"],
   });
-  parentPort!.postMessage("ready");
-}
-
-async function runBackendWorker(): Promise<void> {
-  const backend = await startBackend();
-  parentPort!.on("message", (msg: "counts" | "close") => {
-    if (msg === "counts") parentPort!.postMessage({ ...backend.counts });
-    else void backend.close().finally(() => parentPort!.close());
-  });
-  parentPort!.postMessage({ port: backend.port });
-}
-
-if (!isMainThread) {
-  const setup = workerData as LoadSetup | BackendSetup;
-  if (setup.role === "backend") await runBackendWorker();
-  else await runLoadWorker(setup);
-}
-
-// ------------------------------------------------------------------ main: erplink, scenarios, report
-
-/** A worker thread running this file in one of its roles. */
-class BenchWorker {
-  private constructor(readonly worker: Worker) {}
-
-  static async start<T>(setup: LoadSetup | BackendSetup): Promise<{ w: BenchWorker; ready: T }> {
-    // On Node 20, `--import tsx` registers its loader in the main thread only:
-    // the worker registers it itself before it imports this TypeScript file.
-    const tsx = import.meta.resolve("tsx/esm/api");
-    const code = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
-    const w = new BenchWorker(new Worker(code, { eval: true, workerData: setup }));
-    return { w, ready: await w.next<T>() };
-  }
-
-  next<T>(): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const onMessage = (m: T) => {
-        this.worker.off("error", onError);
-        resolve(m);
-      };
-      const onError = (err: Error) => {
-        this.worker.off("message", onMessage);
-        reject(err);
-      };
-      this.worker.once("message", onMessage);
-      this.worker.once("error", onError);
+  const port = await new Promise<number>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.on("line", (line) => {
+      const m = /^listening (\d+)$/.exec(line);
+      if (m) resolve(Number(m[1]));
     });
-  }
+    child.once("exit", (code) => reject(new Error(`${name} exited (${code}) before listening`)));
+    setTimeout(() => reject(new Error(`${name} not listening within 20 s`)), 20_000).unref();
+  });
+  return track(name, child, port);
+}
 
-  /** Sends a message and waits for the answer. */
-  ask<T>(msg: unknown): Promise<T> {
-    const answer = this.next<T>();
-    this.worker.postMessage(msg);
-    return answer;
-  }
-
-  elu(since?: EventLoopUtilization): EventLoopUtilization {
-    return this.worker.performance.eventLoopUtilization(since);
-  }
-
-  async close(): Promise<void> {
-    this.worker.postMessage("close");
-    // Give the worker a moment to close its sockets; then stop it regardless.
-    await Promise.race([new Promise((r) => this.worker.once("exit", r)), new Promise((r) => setTimeout(r, 1000))]);
-    await this.worker.terminate();
+/** Starts erplink (`src/main.ts`) with `env` on a free port and waits for /healthz. */
+async function startErplink(name: string, env: Record<string, string>, profileDir: string | undefined): Promise<Server> {
+  const port = await freePort();
+  // One folder per process: tsx's loader thread writes a profile of its own beside the main thread's.
+  const nodeArgs = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, name)}`];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts"], {
+    cwd: REPO,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      ERPLINK_MASTER_KEY: MASTER_KEY,
+      ERPLINK_ENCRYPTION_KEY: "ab".repeat(32),
+      // As deployed: info, to a file descriptor (here /dev/null).
+      LOG_LEVEL: "info",
+      ERPLINK_DATA_RATE_PER_MINUTE: String(DATA_LIMIT),
+      ERPLINK_DATA_RATE_PER_DAY: String(DATA_LIMIT),
+      ERPLINK_ADMIN_RATE_PER_MINUTE: "100000",
+      ...env,
+    },
+    // stdout (pino's lines) is discarded by the OS, as a log shipper would read it.
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const server = track(name, child, port);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before listening:\n${server.stderr()}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return server;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) {
+      await server.stop();
+      throw new Error(`${name} not up within 30 s:\n${server.stderr()}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
-/** One measured round of one scenario. */
-interface Round {
-  readonly done: number;
+/** nginx with one worker in front of the back end, or undefined when it is not installed. */
+async function startNginx(backendPort: number, dir: string): Promise<Server | undefined> {
+  const bin = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
+  if (bin === undefined) return undefined;
+  const port = await freePort();
+  const conf = join(dir, "nginx.conf");
+  writeFileSync(
+    conf,
+    `worker_processes 1;
+daemon off;
+master_process on;
+${process.getuid?.() === 0 ? "user root;" : ""}
+pid ${dir}/nginx.pid;
+error_log ${dir}/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  upstream backend { server 127.0.0.1:${backendPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location ${PROXIED_PREFIX}/ {
+      proxy_pass http://backend/odata/;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Authorization "${BACKEND_AUTHORIZATION}";
+      proxy_set_header Forwarded "for=$remote_addr;proto=http";
+      proxy_buffering on;
+    }
+  }
+}
+`,
+  );
+  const child = spawn(bin, ["-p", dir, "-c", conf, "-e", join(dir, "nginx-error.log")], { stdio: ["ignore", "ignore", "pipe"] });
+  const server = track("nginx", child, port);
+  for (let i = 0; i < 100; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(500) });
+      await res.arrayBuffer();
+      return server;
+    } catch {
+      if (child.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  await server.stop();
+  console.log(`nginx did not start: ${server.stderr().trim() || readIfExists(join(dir, "nginx-error.log"))}`);
+  return undefined;
+}
+
+function readIfExists(path: string): string {
+  try {
+    return readFileSync(path, "utf8").slice(-2000);
+  } catch {
+    return "";
+  }
+}
+
+/** CPU time (clock ticks) used so far by `pid` and every process below it. */
+function cpuTicks(pids: readonly number[]): number {
+  const parent = new Map<number, number>();
+  const ticks = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    // The command name (field 2) may hold spaces: fields count from its closing parenthesis.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    parent.set(Number(entry), Number(f[1]));
+    ticks.set(Number(entry), Number(f[11]) + Number(f[12]));
+  }
+  const roots = new Set(pids);
+  let total = 0;
+  for (const [pid, t] of ticks) {
+    for (let p: number | undefined = pid; p !== undefined && p > 1; p = parent.get(p)) {
+      if (roots.has(p)) {
+        total += t;
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+// ------------------------------------------------------------------ load
+
+/** What one measured run of one scenario gave. */
+interface Measured {
+  readonly requests: number;
+  readonly problems: number;
+  readonly firstProblem?: string;
+  readonly seconds: number;
   readonly rps: number;
   readonly p50: number;
   readonly p99: number;
 }
 
-interface Scenario {
-  readonly name: string;
-  readonly setup: LoadSetup;
-  worker?: BenchWorker;
-  readonly rounds: Round[];
-  warmupDone: number;
-  done: number;
-  errors: number;
-  unexpected: number;
-  firstProblem?: string;
-  elapsedMs: number;
-  /** Event-loop active time (ms) over the measured rounds: erplink's (main) thread, the back end's, the client's. */
-  erplinkActiveMs: number;
-  backendActiveMs: number;
-  clientActiveMs: number;
+/** The bench/proxy-load.ts process. */
+class NodeLoad {
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly lines: Interface,
+  ) {}
+
+  static async start(): Promise<NodeLoad> {
+    const child = spawn(process.execPath, ["--import", "tsx", join(REPO, "bench", "proxy-load.ts")], { cwd: REPO, stdio: ["pipe", "pipe", "inherit"] });
+    const lines = createInterface({ input: child.stdout! });
+    const load = new NodeLoad(child, lines);
+    if ((await load.nextLine()) !== "ready") throw new Error("the load generator did not start");
+    return load;
+  }
+
+  private nextLine(): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const onExit = () => reject(new Error("the load generator exited"));
+      this.child.once("exit", onExit);
+      this.lines.once("line", (l) => {
+        this.child.off("exit", onExit);
+        resolve(l);
+      });
+    });
+  }
+
+  async run(cmd: LoadCommand): Promise<Measured> {
+    const answer = this.nextLine();
+    this.child.stdin!.write(`${JSON.stringify(cmd)}\n`);
+    const r = JSON.parse(await answer) as LoadResult & { failed?: string };
+    if (r.failed !== undefined) throw new Error(`load generator: ${r.failed}`);
+    return {
+      requests: r.requests,
+      problems: r.errors + r.unexpected,
+      firstProblem: r.firstProblem,
+      seconds: r.elapsedMs / 1000,
+      rps: r.requests / (r.elapsedMs / 1000),
+      p50: r.p50,
+      p99: r.p99,
+    };
+  }
+
+  close(): void {
+    this.child.stdin!.end();
+  }
 }
 
-function tally(s: Scenario, r: PhaseResult): void {
-  s.errors += r.errors;
-  s.unexpected += r.unexpected;
-  s.firstProblem ??= r.firstProblem;
+/** A wrk run, with a Lua `done` hook that prints its figures as JSON. */
+async function runWrk(url: string, headers: Readonly<Record<string, string>>, connections: number, seconds: number, script: string): Promise<Measured> {
+  const args = ["-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", script];
+  for (const [k, v] of Object.entries(headers)) args.push("-H", `${k}: ${v}`);
+  args.push(url);
+  const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (s: string) => (out += s));
+  child.stderr.setEncoding("utf8").on("data", (s: string) => (err += s));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const line = out.split("\n").find((l) => l.startsWith("BENCH "));
+  if (code !== 0 || line === undefined) throw new Error(`wrk failed (${code}): ${err || out}`);
+  const r = JSON.parse(line.slice(6)) as {
+    requests: number;
+    duration_us: number;
+    errors: { connect: number; read: number; write: number; status: number; timeout: number };
+    p50_us: number;
+    p99_us: number;
+  };
+  const problems = r.errors.connect + r.errors.read + r.errors.write + r.errors.status + r.errors.timeout;
+  return {
+    requests: r.requests,
+    problems,
+    firstProblem: problems > 0 ? `wrk errors: ${JSON.stringify(r.errors)}` : undefined,
+    seconds: r.duration_us / 1e6,
+    rps: r.requests / (r.duration_us / 1e6),
+    p50: r.p50_us / 1000,
+    p99: r.p99_us / 1000,
+  };
+}
+
+const WRK_SCRIPT = `
+done = function(summary, latency, requests)
+  io.write(string.format('BENCH {"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"p50_us":%d,"p99_us":%d}\\n',
+    summary.requests, summary.duration, summary.errors.connect, summary.errors.read, summary.errors.write, summary.errors.status, summary.errors.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+`;
+
+function hasWrk(): boolean {
+  return (process.env.PATH ?? "").split(":").some((d) => d !== "" && existsSync(join(d, "wrk")));
+}
+
+// ------------------------------------------------------------------ scenarios
+
+interface Scenario {
+  readonly name: string;
+  /** Short label for the ratio lines. */
+  readonly label: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  /** The processes whose CPU time counts as this scenario's server (the back end's is reported apart). */
+  readonly pids: readonly number[];
+  readonly erplink?: { readonly base: string; readonly key: string };
+  readonly rounds: (Measured & { readonly cpuUsPerRequest: number; readonly backendUsPerRequest: number })[];
+  warmup: number;
 }
 
 /** A JSON request to erplink's admin REST API with the master key; returns `data`. */
@@ -296,223 +373,260 @@ async function admin(base: string, path: string, body: unknown): Promise<Record<
   return (JSON.parse(text) as { data: Record<string, unknown> }).data;
 }
 
-async function main(started: number): Promise<boolean> {
+/** Creates the system, the instance on the back end and a data key; returns the key. */
+async function configureErplink(base: string, backendUrl: string): Promise<string> {
+  const system = await admin(base, "/admin/systems", { name: "bench" });
+  await admin(base, `/admin/systems/${String(system.id)}/instances`, {
+    name: INSTANCE,
+    environment: "benchmark",
+    base_url: `${backendUrl}/odata`,
+    auth: { type: "basic", username: BACKEND_USER, password: BACKEND_PASSWORD },
+  });
+  return String((await admin(base, "/admin/api-keys", { name: "bench", permissions: { [INSTANCE]: { [SERVICE]: { [ENTITY_SET]: ["list"] } } } })).key);
+}
+
+/** Waits until erplink has written its request-log queue (it writes in batches every second). */
+async function settle(base: string): Promise<{ queued: number; written: number; dropped: number } | undefined> {
+  let log: { queued: number; written: number; dropped: number } | undefined;
+  for (let i = 0; i < 50; i++) {
+    const health = (await (await fetch(`${base}/healthz`)).json()) as { data: { request_log?: { queued: number; written: number; dropped: number } } };
+    log = health.data.request_log;
+    if ((log?.queued ?? 0) === 0) return log;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return log;
+}
+
+async function probe(s: Scenario): Promise<void> {
+  const res = await fetch(s.url, { headers: s.headers });
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200 || !body.equals(PAYLOAD)) {
+    throw new Error(`${s.name}: GET answered ${res.status} with ${body.length} bytes: ${body.subarray(0, 300).toString("utf8")}`);
+  }
+}
+
+async function main(): Promise<boolean> {
   const { values } = parseArgs({
     options: {
-      count: { type: "string", default: "100000" },
-      warmup: { type: "string", default: "10000" },
-      concurrency: { type: "string", default: "16" },
       rounds: { type: "string", default: "5" },
-      client: { type: "string", default: "auto" },
+      duration: { type: "string", default: "3" },
+      warmup: { type: "string", default: "2" },
+      connections: { type: "string", default: "16" },
+      loader: { type: "string", default: "auto" },
+      "half-load-rounds": { type: "string", default: "3" },
+      stores: { type: "string", default: "embedded,mongodb" },
+      nginx: { type: "string", default: "auto" },
+      profile: { type: "string" },
     },
   });
-  const count = intOption("count", values.count!, 1_000_000);
-  const warmup = intOption("warmup", values.warmup!, 100_000);
-  const concurrency = intOption("concurrency", values.concurrency!, 512);
-  const rounds = intOption("rounds", values.rounds!, 100);
-  if (!["auto", "undici", "http"].includes(values.client!)) throw new Error("--client must be auto, undici or http");
-  const undici = await loadUndici();
-  if (values.client === "undici" && undici === undefined) throw new Error("--client undici: undici does not resolve from this repository");
-  const client: ClientKind = values.client === "http" || undici === undefined ? "http" : "undici";
-  const perRound = Math.ceil(count / rounds);
+  const rounds = intOption("rounds", values.rounds, 50);
+  const duration = intOption("duration", values.duration, 60);
+  const warmup = intOption("warmup", values.warmup, 60);
+  const connections = intOption("connections", values.connections, 512);
+  const halfRounds = values["half-load-rounds"] === "0" ? 0 : intOption("half-load-rounds", values["half-load-rounds"], 20);
+  if (!["auto", "wrk", "node"].includes(values.loader!)) throw new Error("--loader must be auto, wrk or node");
+  if (values.loader === "wrk" && !hasWrk()) throw new Error("--loader wrk: wrk is not installed (Debian: apt-get install wrk)");
+  const loader = values.loader === "node" || !hasWrk() ? "node" : "wrk";
+  const stores = new Set(values.stores!.split(",").filter((s) => s !== ""));
+  for (const s of stores) if (s !== "embedded" && s !== "mongodb") throw new Error("--stores is a list of embedded, mongodb");
+  if (!["auto", "off"].includes(values.nginx!)) throw new Error("--nginx must be auto or off");
+  const profileDir = values.profile;
 
-  const { w: backend, ready } = await BenchWorker.start<{ port: number }>({ role: "backend" });
-  const backendUrl = `http://127.0.0.1:${ready.port}`;
-  const erplink = await createErplink(
-    loadConfig({
-      HOST: "127.0.0.1",
-      PORT: "0",
-      ERPLINK_DATA_DIR: ":memory:",
-      ERPLINK_MASTER_KEY: MASTER_KEY,
-      LOG_LEVEL: "silent",
-      // Far above what the run sends: the limiter counts every request but never denies.
-      ERPLINK_DATA_RATE_PER_MINUTE: String(DATA_LIMIT),
-      ERPLINK_DATA_RATE_PER_DAY: String(DATA_LIMIT),
-    }),
-  ).catch(async (err: unknown) => {
-    await backend.close();
-    throw err;
-  });
-  const scenarios: Scenario[] = [];
+  const dir = mkdtempSync(join(os.tmpdir(), "erplink-bench-"));
+  const script = join(dir, "report.lua");
+  writeFileSync(script, WRK_SCRIPT);
+  const servers: Server[] = [];
+  let ferret: FerretDbProcess | undefined;
+  let load: NodeLoad | undefined;
   let failed = false;
   try {
-    await erplink.app.listen({ host: "127.0.0.1", port: 0 });
-    const erplinkUrl = `http://127.0.0.1:${(erplink.app.server.address() as AddressInfo).port}`;
+    const backend = await startNodeServer("back end", ["backend"]);
+    servers.push(backend);
+    const backendUrl = `http://127.0.0.1:${backend.port}`;
+    const bare = await startNodeServer("bare proxy", ["bare", String(backend.port)]);
+    servers.push(bare);
+    const nginx = values.nginx === "off" ? undefined : await startNginx(backend.port, dir);
+    if (nginx !== undefined) servers.push(nginx);
 
-    const system = await admin(erplinkUrl, "/admin/systems", { name: "bench" });
-    await admin(erplinkUrl, `/admin/systems/${String(system.id)}/instances`, {
-      name: INSTANCE,
-      environment: "benchmark",
-      base_url: `${backendUrl}/odata`,
-      auth: { type: "basic", username: BACKEND_USER, password: BACKEND_PASSWORD },
-    });
-    const key = String(
-      (await admin(erplinkUrl, "/admin/api-keys", { name: "bench", permissions: { [INSTANCE]: { [SERVICE]: { [ENTITY_SET]: ["list"] } } } })).key,
-    );
-
-    const viaErplink = `${erplinkUrl}/odata/${INSTANCE}/${SERVICE}/${ENTITY_SET}?${QUERY}`;
-    // One request before any load, so that a misconfiguration (or a data path answering
-    // something else) is reported plainly; it also makes erplink fetch and cache $metadata.
-    const probe = await fetch(viaErplink, { headers: { authorization: `Bearer ${key}` } });
-    const probeBody = Buffer.from(await probe.arrayBuffer());
-    if (probe.status !== 200 || !probeBody.equals(PAYLOAD)) {
-      throw new Error(`GET through erplink answered ${probe.status} with ${probeBody.length} bytes: ${probeBody.subarray(0, 300).toString("utf8")}`);
-    }
-
-    // erplink writes its request log in batches, every second: before a phase
-    // starts, let it finish writing the previous phase's last entries, so that
-    // they are not charged to the next phase (a phase pays for the batches
-    // written while it runs, which in steady state is all but the last second's).
-    const settle = async () => {
-      for (let i = 0; i < 30; i++) {
-        const health = (await (await fetch(`${erplinkUrl}/healthz`)).json()) as { data: { request_log?: { queued: number } } };
-        if ((health.data.request_log?.queued ?? 0) === 0) return;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    };
-
+    const proxiedPath = `${PROXIED_PREFIX}/${SERVICE}/${ENTITY_SET}?${QUERY}`;
     const accept = "application/json";
-    const scenario = (name: string, url: string, authorization: string): Scenario => ({
-      name,
-      setup: { role: "load", client, url, headers: { authorization, accept }, expected: PAYLOAD, concurrency },
-      rounds: [],
-      warmupDone: 0,
-      done: 0,
-      errors: 0,
-      unexpected: 0,
-      elapsedMs: 0,
-      erplinkActiveMs: 0,
-      backendActiveMs: 0,
-      clientActiveMs: 0,
-    });
-    const direct = scenario("direct: client -> back end", `${backendUrl}${ROOT}/${ENTITY_SET}?${QUERY}`, BACKEND_AUTHORIZATION);
-    const proxied = scenario("erplink: client -> erplink -> back end", viaErplink, `Bearer ${key}`);
-    scenarios.push(direct, proxied);
+    const scenarios: Scenario[] = [];
+    const scenario = (name: string, label: string, url: string, authorization: string, pids: number[], erplink?: Scenario["erplink"]) => {
+      const s: Scenario = { name, label, url, headers: { authorization, accept }, pids, erplink, rounds: [], warmup: 0 };
+      scenarios.push(s);
+      return s;
+    };
+    scenario("direct: client -> back end", "direct", `${backendUrl}${ROOT}/${ENTITY_SET}?${QUERY}`, BACKEND_AUTHORIZATION, [backend.pid]);
+    const bareScenario = scenario("bare proxy: Fastify + reply-from", "bare", `http://127.0.0.1:${bare.port}${proxiedPath}`, "Bearer none", [bare.pid]);
+    if (nginx !== undefined) scenario("nginx (1 worker)", "nginx", `http://127.0.0.1:${nginx.port}${proxiedPath}`, "Bearer none", [nginx.pid]);
+    else if (values.nginx !== "off") console.log("nginx: not installed (Debian: apt-get install nginx-light); left out");
+
+    const erplinks: Scenario[] = [];
+    if (stores.has("embedded")) {
+      const e = await startErplink("erplink-embedded", { ERPLINK_DATA_DIR: ":memory:" }, profileDir);
+      servers.push(e);
+      const base = `http://127.0.0.1:${e.port}`;
+      const key = await configureErplink(base, backendUrl);
+      erplinks.push(scenario("erplink, embedded store", "erplink", `${base}/odata/${INSTANCE}/${SERVICE}/${ENTITY_SET}?${QUERY}`, `Bearer ${key}`, [e.pid], { base, key }));
+    }
+    if (stores.has("mongodb")) {
+      const bin = ferretDbBinary();
+      if (!existsSync(bin)) {
+        console.log(`erplink on MongoDB: FerretDB is not built (${bin}; scripts/ferretdb.sh install); left out`);
+      } else {
+        ferret = await startFerretDb(bin, await freePort(), mkdtempSync(join(dir, "ferret-")));
+        const e = await startErplink("erplink-mongodb", { MONGODB_URL: `${ferret.url}erplink_bench` }, profileDir);
+        servers.push(e);
+        const base = `http://127.0.0.1:${e.port}`;
+        const key = await configureErplink(base, backendUrl);
+        erplinks.push(
+          scenario("erplink, MongoDB store (FerretDB)", "erplink-mongodb", `${base}/odata/${INSTANCE}/${SERVICE}/${ENTITY_SET}?${QUERY}`, `Bearer ${key}`, [e.pid, ferret.child.pid!], {
+            base,
+            key,
+          }),
+        );
+      }
+    }
+    for (const s of scenarios) await probe(s);
+    if (loader === "node" || halfRounds > 0) load = await NodeLoad.start();
+
+    const measure = async (s: Scenario, seconds: number): Promise<Measured> => {
+      if (loader === "wrk") return runWrk(s.url, s.headers, connections, seconds, script);
+      return load!.run({ mode: "closed", url: s.url, headers: s.headers, durationMs: seconds * 1000, connections });
+    };
+    const settleAll = async () => {
+      for (const e of erplinks) await settle(e.erplink!.base);
+    };
 
     const cpus = os.cpus();
     console.log(
-      `OData GET through erplink vs straight to the back end (HTTP/1.1 keep-alive, loopback): node ${process.version}, ${cpus.length} × ${cpus[0]?.model.trim() ?? "cpu"}\n` +
-        `client: ${client === "undici" ? `undici ${undici!.version} Pool` : "node:http keep-alive Agent"} in a worker thread per scenario, ${concurrency} requests in flight; ` +
-        `back end: node:http in its own worker thread, ${PAYLOAD.length}-byte JSON answer; erplink in the main thread\n` +
-        `${warmup} warm-up requests per scenario, then ${rounds} rounds of ${perRound} per scenario, alternating direct, erplink`,
+      `OData GET (${PAYLOAD.length}-byte JSON answer), HTTP/1.1 keep-alive on loopback: node ${process.version}, ${cpus.length} × ${cpus[0]?.model.trim() ?? "cpu"}, load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}\n` +
+        `load: ${loader === "wrk" ? "wrk, 1 thread" : "bench/proxy-load.ts (undici)"}, ${connections} connections, its own process; every server in its own process\n` +
+        `${warmup} s warm-up per scenario, then ${rounds} rounds of ${duration} s per scenario, alternating ${scenarios.map((s) => s.label).join(", ")}`,
     );
     for (const s of scenarios) {
-      const { w } = await BenchWorker.start<"ready">(s.setup);
-      s.worker = w;
-      await settle();
-      const r = await w.ask<PhaseResult>({ n: warmup, measure: false, deadline: Date.now() + 15_000 } satisfies PhaseRequest);
-      s.warmupDone = r.done;
-      tally(s, r);
+      await settleAll();
+      s.warmup += (await measure(s, warmup)).requests;
     }
 
-    let cutShort = false;
-    const pairs: { rps: number; p50: number; p99: number }[] = [];
     const f2 = (x: number) => x.toFixed(2);
     for (let round = 0; round < rounds; round++) {
+      const parts: string[] = [];
       for (const s of scenarios) {
-        // Whatever time is left is shared by the rounds still to run; one
-        // may take up to twice its share, so that noise rarely cuts it short.
-        await settle();
-        const left = Math.max(0, started + MEASURE_UNTIL_MS - Date.now());
-        const slots = (rounds - round) * scenarios.length - scenarios.indexOf(s);
-        const deadline = Date.now() + Math.min(left, (2 * left) / slots);
-        const mainElu0 = performance.eventLoopUtilization();
-        const backendElu0 = backend.elu();
-        const clientElu0 = s.worker!.elu();
-        const r = await s.worker!.ask<PhaseResult>({ n: perRound, measure: true, deadline } satisfies PhaseRequest);
-        s.erplinkActiveMs += performance.eventLoopUtilization(mainElu0).active;
-        s.backendActiveMs += backend.elu(backendElu0).active;
-        s.clientActiveMs += s.worker!.elu(clientElu0).active;
-        tally(s, r);
-        if (r.done < perRound) cutShort = true;
-        s.done += r.done;
-        s.elapsedMs += r.elapsedMs;
-        const sorted = new Float64Array(r.latencies).sort();
-        s.rounds.push({ done: r.done, rps: r.done > 0 ? r.done / (r.elapsedMs / 1000) : NaN, p50: percentile(sorted, 50), p99: percentile(sorted, 99) });
+        await settleAll();
+        const cpu0 = cpuTicks(s.pids);
+        const be0 = cpuTicks([backend.pid]);
+        const m = await measure(s, duration);
+        const cpuUs = ((cpuTicks(s.pids) - cpu0) * 1e6) / CLK_TCK / Math.max(1, m.requests);
+        const beUs = ((cpuTicks([backend.pid]) - be0) * 1e6) / CLK_TCK / Math.max(1, m.requests);
+        s.rounds.push({ ...m, cpuUsPerRequest: cpuUs, backendUsPerRequest: beUs });
+        parts.push(`${s.label} ${Math.round(m.rps)}/s p50 ${f2(m.p50)} p99 ${f2(m.p99)}`);
       }
-      const d = direct.rounds[round]!;
-      const e = proxied.rounds[round]!;
-      pairs.push({ rps: e.rps / d.rps, p50: e.p50 / d.p50, p99: e.p99 / d.p99 });
-      const p = pairs[round]!;
-      console.log(
-        `  round ${round + 1}/${rounds}: direct ${Math.round(d.rps)} req/s, p50 ${f2(d.p50)} ms, p99 ${f2(d.p99)} ms | ` +
-          `erplink ${Math.round(e.rps)} req/s, p50 ${f2(e.p50)} ms, p99 ${f2(e.p99)} ms | ratios ${f2(p.rps)} ${f2(p.p50)} ${f2(p.p99)}`,
-      );
+      console.log(`  round ${round + 1}/${rounds}: ${parts.join(" | ")}`);
     }
 
-    const header = ["scenario", "requests", "errors", "req/s", "p50 ms", "p99 ms", "erplink busy", "back end busy", "client busy"];
-    const pct = (active: number, s: Scenario) => `${Math.round((active / s.elapsedMs) * 100)}%`;
-    const table = scenarios.map((s) => [
-      s.name,
-      String(s.done),
-      String(s.errors + s.unexpected),
-      Math.round(median(s.rounds.map((r) => r.rps))).toString(),
-      f2(median(s.rounds.map((r) => r.p50))),
-      f2(median(s.rounds.map((r) => r.p99))),
-      pct(s.erplinkActiveMs, s),
-      pct(s.backendActiveMs, s),
-      pct(s.clientActiveMs, s),
-    ]);
+    const header = ["scenario", "requests", "problems", "req/s", "p50 ms", "p99 ms", "server CPU µs/req", "back end CPU µs/req", "req/s ÷ bare"];
+    const table = scenarios.map((s) => {
+      const ratio = median(s.rounds.map((r, i) => r.rps / bareScenario.rounds[i]!.rps));
+      return [
+        s.name,
+        String(s.rounds.reduce((n, r) => n + r.requests, 0)),
+        String(s.rounds.reduce((n, r) => n + r.problems, 0)),
+        String(Math.round(median(s.rounds.map((r) => r.rps)))),
+        f2(median(s.rounds.map((r) => r.p50))),
+        f2(median(s.rounds.map((r) => r.p99))),
+        String(Math.round(median(s.rounds.map((r) => r.cpuUsPerRequest)))),
+        String(Math.round(median(s.rounds.map((r) => r.backendUsPerRequest)))),
+        f2(ratio),
+      ];
+    });
     const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
     const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
     console.log();
     console.log(line(header));
     console.log(widths.map((w) => "-".repeat(w)).join("  "));
     for (const row of table) console.log(line(row));
-    console.log("(req/s, p50, p99: median of the rounds; busy: event-loop utilization over the measured rounds)");
-    const us = (activeMs: number, s: Scenario) => `${Math.round((activeMs * 1000) / s.done)} µs`;
-    console.log(
-      `event-loop time per request: erplink ${us(proxied.erplinkActiveMs, proxied)}; ` +
-        `back end ${us(direct.backendActiveMs, direct)} direct, ${us(proxied.backendActiveMs, proxied)} through erplink; ` +
-        `client ${us(direct.clientActiveMs, direct)} direct, ${us(proxied.clientActiveMs, proxied)} through erplink`,
-    );
-    if (cutShort) console.log(`some rounds were cut short to stay within ${MEASURE_UNTIL_MS / 1000} s: see the requests column`);
-    console.log();
+    console.log("(medians of the rounds; server CPU: user + system time of the server's processes (erplink on MongoDB: with FerretDB's) ÷ requests;");
+    console.log(" req/s ÷ bare: the median of each round's ratio to the bare proxy's round)");
 
-    // Checks that the run measured what it claims to.
     for (const s of scenarios) {
-      if (s.errors + s.unexpected > 0) {
+      const problems = s.rounds.reduce((n, r) => n + r.problems, 0);
+      const first = s.rounds.find((r) => r.firstProblem !== undefined)?.firstProblem;
+      if (problems > 0) {
         failed = true;
-        console.log(`FAILED ${s.name}: ${s.errors} failed requests, ${s.unexpected} unexpected responses; first: ${s.firstProblem}`);
+        console.log(`FAILED ${s.name}: ${problems} failed or unexpected answers; first: ${first}`);
       }
     }
-    const sent = (s: Scenario) => s.warmupDone + s.done;
-    // One more request through erplink: its X-RateLimit-Remaining tells how many the limiter counted today.
-    const last = await fetch(viaErplink, { headers: { authorization: `Bearer ${key}` } });
-    await last.arrayBuffer();
-    const counted = DATA_LIMIT - Number(last.headers.get("x-ratelimit-remaining"));
-    const counts = await backend.ask<BackendCounts>("counts");
-    const throughErplink = sent(proxied) + 2; // the probes before and after
-    console.log(
-      `back end answered ${counts.viaErplink} requests through erplink (sent ${throughErplink}), ${counts.direct} direct (sent ${sent(direct)}), ` +
-        `${counts.metadata} $metadata, ${counts.refused} refused`,
-    );
-    if (counts.viaErplink !== throughErplink || counts.direct !== sent(direct) || counts.refused !== 0) {
-      failed = true;
-      console.log("FAILED: the back end did not see exactly the requests that were answered");
+
+    // Phase 2: the latency erplink adds at half its own maximum load.
+    const halfLines: string[] = [];
+    if (halfRounds > 0 && load !== undefined) {
+      console.log();
+      for (const e of erplinks) {
+        const rate = Math.max(50, Math.round(median(e.rounds.map((r) => r.rps)) / 2));
+        const pair = [bareScenario, e];
+        const p50s = new Map<Scenario, number[]>(pair.map((s) => [s, []]));
+        const p99s = new Map<Scenario, number[]>(pair.map((s) => [s, []]));
+        for (let round = 0; round < halfRounds; round++) {
+          for (const s of pair) {
+            await settleAll();
+            const m = await load.run({ mode: "open", url: s.url, headers: s.headers, durationMs: duration * 1000, connections: 64, rate });
+            if (m.problems > 0) {
+              failed = true;
+              console.log(`FAILED ${s.name} at ${rate}/s: ${m.problems} failed or unexpected answers; first: ${m.firstProblem}`);
+            }
+            p50s.get(s)!.push(m.p50);
+            p99s.get(s)!.push(m.p99);
+          }
+        }
+        const added = median(p50s.get(e)!.map((p, i) => p - p50s.get(bareScenario)![i]!));
+        const text =
+          `at ${rate} req/s (half of ${e.label}'s): bare p50 ${f2(median(p50s.get(bareScenario)!))} ms p99 ${f2(median(p99s.get(bareScenario)!))} ms; ` +
+          `${e.label} p50 ${f2(median(p50s.get(e)!))} ms p99 ${f2(median(p99s.get(e)!))} ms; p50 added ${f2(added)} ms`;
+        console.log(text);
+        halfLines.push(`p50 added by ${e.label} over bare at half load = ${f2(added)} ms`);
+      }
     }
-    console.log(
-      `rate limiter counted ${counted} data requests${counted === throughErplink ? "" : ` (expected ${throughErplink}: did the run cross midnight UTC?)`}`,
-    );
-    // The request log is written in batches every second: wait for the queue to drain.
-    let log = { queued: -1, written: 0, dropped: 0 };
-    for (let i = 0; i < 50 && log.queued !== 0; i++) {
-      if (i > 0) await new Promise((r) => setTimeout(r, 100));
-      const health = (await (await fetch(`${erplinkUrl}/healthz`)).json()) as { data: { request_log?: typeof log } };
-      log = health.data.request_log ?? { queued: 0, written: NaN, dropped: NaN };
-    }
-    console.log(`request log: ${log.written} entries written (${throughErplink} data requests + admin calls), ${log.dropped} dropped, ${log.queued} still queued`);
-    console.log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    // Checks that the run measured what it claims to.
     console.log();
-    console.log(`ratio throughput erplink/direct = ${f2(median(pairs.map((p) => p.rps)))}`);
-    console.log(`ratio p50 erplink/direct = ${f2(median(pairs.map((p) => p.p50)))}`);
-    console.log(`ratio p99 erplink/direct = ${f2(median(pairs.map((p) => p.p99)))}`);
+    const counts = (await (await fetch(`${backendUrl}/__bench/counts`)).json()) as BackendCounts;
+    console.log(`back end: ${counts.proxied} requests through a proxy, ${counts.direct} direct, ${counts.metadata} $metadata, ${counts.refused} refused`);
+    if (counts.refused !== 0) {
+      failed = true;
+      console.log("FAILED: the back end refused requests");
+    }
+    for (const e of erplinks) {
+      const res = await fetch(e.url, { headers: e.headers });
+      await res.arrayBuffer();
+      const counted = DATA_LIMIT - Number(res.headers.get("x-ratelimit-remaining"));
+      const log = await settle(e.erplink!.base);
+      console.log(`${e.label}: rate limiter counted ${counted} data requests today; request log ${log?.written} written, ${log?.dropped} dropped, ${log?.queued} queued`);
+      if ((log?.dropped ?? 0) > 0) {
+        failed = true;
+        console.log(`FAILED ${e.label}: request-log entries dropped`);
+      }
+    }
+    console.log();
+    for (const e of erplinks) {
+      const ratios = (pick: (m: Measured) => number) => median(e.rounds.map((r, i) => pick(r) / pick(bareScenario.rounds[i]!)));
+      console.log(`ratio throughput ${e.label}/bare = ${f2(ratios((m) => m.rps))}`);
+      console.log(`ratio p50 ${e.label}/bare = ${f2(ratios((m) => m.p50))}`);
+      console.log(`${e.label} CPU per request = ${Math.round(median(e.rounds.map((r) => r.cpuUsPerRequest)))} µs (bare ${Math.round(median(bareScenario.rounds.map((r) => r.cpuUsPerRequest)))} µs)`);
+    }
+    for (const l of halfLines) console.log(l);
   } finally {
-    await Promise.all(scenarios.map((s) => s.worker?.close()));
-    await erplink.close();
-    await backend.close();
+    load?.close();
+    await Promise.all(servers.map((s) => s.stop()));
+    await ferret?.stop();
+    if (ferret !== undefined) rmSync(ferret.dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
+    if (profileDir !== undefined) console.log(`CPU profiles of the erplink processes: ${profileDir}`);
   }
   return !failed;
 }
 
-if (isMainThread) await runBench(TOTAL_BUDGET_MS, main);
+await runBench(15 * 60_000, main);
