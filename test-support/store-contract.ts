@@ -601,6 +601,46 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     assert.is(await coll.count({}), 1);
   });
 
+  // ---- rate windows ------------------------------------------------------------
+
+  test("rateWindows: leases grant what is asked while the window has it, then what is left, then nothing; used counts what is held", async (ctx) => {
+    const { rateWindows } = storeOf(ctx);
+    const exp = new Date("2026-03-04T12:02:00Z");
+    assert.equal(await rateWindows.lease("w1", 4, 10, exp), { granted: 4, issued: 4 });
+    assert.equal(await rateWindows.lease("w1", 5, 10, exp), { granted: 5, issued: 9 });
+    assert.equal(await rateWindows.lease("w1", 5, 10, exp), { granted: 1, issued: 10 });
+    assert.equal(await rateWindows.lease("w1", 1, 10, exp), { granted: 0, issued: 10 });
+    assert.is(await rateWindows.used("w1"), 10);
+    // Given back: held no more, and granted again.
+    await rateWindows.giveBack("w1", 3, exp);
+    assert.is(await rateWindows.used("w1"), 7);
+    assert.equal(await rateWindows.lease("w1", 5, 10, exp), { granted: 3, issued: 10 });
+    // A raised limit grants more; windows are separate.
+    assert.equal(await rateWindows.lease("w1", 2, 11, exp), { granted: 1, issued: 11 });
+    assert.equal(await rateWindows.lease("w2", 2, 10, exp), { granted: 2, issued: 2 });
+    assert.is(await rateWindows.used("w3"), 0);
+  });
+
+  test("rateWindows: 60 concurrent leases of 1 to 7 places on a window of 100 grant exactly 100 in all, none more than asked", async (ctx) => {
+    const { rateWindows } = storeOf(ctx);
+    const exp = new Date("2026-03-04T12:02:00Z");
+    const wants = Array.from({ length: 60 }, (_, i) => (i % 7) + 1);
+    const leases = await Promise.all(wants.map((want) => rateWindows.lease("w", want, 100, exp)));
+    leases.forEach((l, i) => assert.ok(l.granted >= 0 && l.granted <= wants[i]!, `lease ${i}: ${l.granted} of ${wants[i]}`));
+    assert.is(leases.reduce((n, l) => n + l.granted, 0), 100);
+    assert.is(await rateWindows.used("w"), 100);
+  });
+
+  test("rateWindows: purge removes the windows that expired, and only those", async (ctx) => {
+    const { rateWindows } = storeOf(ctx);
+    await rateWindows.lease("old", 3, 10, new Date("2026-03-04T12:01:00Z"));
+    await rateWindows.lease("old", 2, 10, new Date("2026-03-04T12:01:00Z"));
+    await rateWindows.lease("new", 1, 10, new Date("2026-03-04T12:03:00Z"));
+    assert.ok((await rateWindows.purge(new Date("2026-03-04T12:02:00Z"))) >= 1);
+    assert.is(await rateWindows.used("old"), 0);
+    assert.is(await rateWindows.used("new"), 1);
+  });
+
   // ---- injection -------------------------------------------------------------
 
   test("injection: operator-looking strings are plain values and match nothing", async (ctx) => {

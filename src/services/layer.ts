@@ -121,6 +121,8 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
       deps.sessions.start(intervals.usageFlushMs);
       deps.keys.start(intervals.keySyncMs, (err) => options.log.error({ err }, "API key sync failed"));
       logWriter.start(intervals.logFlushMs);
+      // Rate-limit places leased and left unspent go back to the shared windows.
+      deps.limiter.start(1000, (err) => options.log.error({ err }, "rate-limit give-back failed"));
       purge = setInterval(() => {
         const now = deps.clock();
         Promise.all([
@@ -142,7 +144,12 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     async stop() {
       clearInterval(purge);
       deps.keys.stop();
-      await Promise.all([deps.usage.stop(), deps.sessions.stop(), logWriter.stop()]);
+      await Promise.all([
+        deps.usage.stop(),
+        deps.sessions.stop(),
+        logWriter.stop(),
+        deps.limiter.stop().catch((err: unknown) => options.log.error({ err }, "rate-limit give-back failed")),
+      ]);
     },
     routes: createRoutes(deps),
     gate,

@@ -1,10 +1,29 @@
 /**
  * Fixed-window rate limiting, per UTC minute and per UTC day, counted in the
  * store so that every process on one database shares the windows. With a
- * limit of L, exactly L requests of a window pass, however many arrive at
- * once: each takes one of the window's L places or is refused (see
- * src/store/rate-windows.ts). A request refused by a later window gives back
- * the place it took in an earlier one.
+ * limit of L, at most L requests of a window pass, however many arrive at
+ * once and on however many processes: each spends a place that the store
+ * granted to this process (see src/store/rate-windows.ts), or is refused.
+ *
+ * Places come from the store in leases, so that a busy key costs one store
+ * operation per lease rather than one per request:
+ *
+ * - a window whose limit is below {@link LEASE_MIN_LIMIT} is counted request
+ *   by request (requests waiting at the same moment share one operation, and
+ *   each is granted exactly one place): the store holds the exact count at
+ *   every moment, on every process;
+ * - a larger one leases blocks sized to the key's recent rate (doubling
+ *   while a block lasts less than {@link LEASE_HORIZON_MS}, halving when it
+ *   lasts far longer), at most {@link MAX_LEASE} and at most an eighth of
+ *   what the window has left, so that near the end other processes still
+ *   find places. A process gives back the places it has not spent after
+ *   {@link IDLE_MS} without a request ({@link RateLimiter.sweep}) and when it
+ *   stops; the rest expire with the window. Never over-admits; at worst a
+ *   window under-admits by what other processes hold unspent.
+ *
+ * A request refused by a later window gives back the place it took in an
+ * earlier one. With one process, the `remaining` reported is exact; with
+ * several it counts the places others hold as used.
  */
 import type { RateWindowStore } from "../store/index.js";
 
@@ -33,6 +52,17 @@ export interface RateLimitResult {
   readonly retryAfterSeconds?: number;
 }
 
+/** Limits below this are counted in the store request by request (exact on every process at every moment). */
+export const LEASE_MIN_LIMIT = 1000;
+/** The largest lease. */
+export const MAX_LEASE = 4096;
+/** A lease should last about this long at the key's recent rate (ms). */
+export const LEASE_HORIZON_MS = 250;
+/** Unspent places are given back after this long without a request (ms). */
+export const IDLE_MS = 2000;
+/** After the store granted nothing, requests are refused without asking it again for this long (ms). */
+const RECHECK_MS = 1000;
+
 interface WindowDef {
   readonly name: "minute" | "day";
   readonly limit: number;
@@ -41,8 +71,32 @@ interface WindowDef {
   readonly end: Date;
 }
 
-/** Rate limiter over the store's counters. */
+/** What this process knows of one window of one subject. */
+interface Local {
+  readonly id: string;
+  readonly endMs: number;
+  /** Kept in the store a minute past the window's end, then purged. */
+  readonly expiresAt: Date;
+  /** Places granted to this process and not spent. */
+  spare: number;
+  /** Places of the window held by every process, as of this process's last store operation. */
+  issued: number;
+  /** Size of the next lease. */
+  size: number;
+  leasedAt: number;
+  touchedAt: number;
+  /** When the store last granted nothing (ms), if it did. */
+  exhaustedAt: number | undefined;
+  /** Requests waiting for places, in arrival order. */
+  readonly queue: { resolve(used: number): void; reject(err: unknown): void }[];
+  refilling: boolean;
+}
+
+/** Rate limiter over the store's windows. */
 export class RateLimiter {
+  private readonly locals = new Map<string, Local>();
+  private timer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly store: RateWindowStore,
     private readonly clock: () => Date,
@@ -66,11 +120,34 @@ export class RateLimiter {
     return defs;
   }
 
-  private state(def: WindowDef, count: number): WindowState {
+  private local(def: WindowDef, nowMs: number): Local {
+    let st = this.locals.get(def.id);
+    if (st === undefined) {
+      if (this.locals.size >= 100_000) this.forgetEnded(nowMs);
+      st = {
+        id: def.id,
+        endMs: def.end.getTime(),
+        expiresAt: new Date(def.end.getTime() + 60_000),
+        spare: 0,
+        issued: 0,
+        size: 1,
+        // The first lease is of one place: nothing is known of the rate yet.
+        leasedAt: Number.NEGATIVE_INFINITY,
+        touchedAt: nowMs,
+        exhaustedAt: undefined,
+        queue: [],
+        refilling: false,
+      };
+      this.locals.set(def.id, st);
+    }
+    return st;
+  }
+
+  private state(def: WindowDef, used: number): WindowState {
     return {
       name: def.name,
       limit: def.limit,
-      remaining: Math.max(0, def.limit - count),
+      remaining: Math.max(0, def.limit - used),
       resetAt: def.end,
       seconds: def.seconds,
     };
@@ -80,25 +157,104 @@ export class RateLimiter {
     return Math.max(1, Math.ceil((def.end.getTime() - now.getTime()) / 1000));
   }
 
+  /**
+   * Spends one place of the window: at once from the spare ones, else after
+   * a lease. Returns the places used after it (for `remaining`, taken at the
+   * moment it is spent), or -1 when refused.
+   */
+  private take(def: WindowDef, st: Local, nowMs: number): number | Promise<number> {
+    st.touchedAt = nowMs;
+    if (st.spare > 0 && st.queue.length === 0) {
+      st.spare--;
+      return this.used(st);
+    }
+    // Refused without a store operation while the store recently had nothing left (and the limit was not raised since).
+    if (st.exhaustedAt !== undefined && nowMs - st.exhaustedAt < RECHECK_MS && st.issued >= def.limit) return -1;
+    return new Promise<number>((resolve, reject) => {
+      st.queue.push({ resolve, reject });
+      this.refill(def, st);
+    });
+  }
+
+  /** Hands out spare places to the waiting requests, in order. */
+  private serve(st: Local): void {
+    while (st.queue.length > 0 && st.spare > 0) {
+      st.spare--;
+      st.queue.shift()!.resolve(this.used(st));
+    }
+  }
+
+  /** Leases places for the waiting requests (one lease at a time per window) and hands them out in order. */
+  private refill(def: WindowDef, st: Local): void {
+    if (st.refilling) return;
+    this.serve(st);
+    if (st.queue.length === 0) return;
+    st.refilling = true;
+    const nowMs = this.clock().getTime();
+    let want = st.queue.length;
+    if (def.limit >= LEASE_MIN_LIMIT) {
+      // Sized to the recent rate: a lease spent within the horizon doubles the next.
+      const lasted = nowMs - st.leasedAt;
+      if (lasted < LEASE_HORIZON_MS) st.size = Math.min(MAX_LEASE, st.size * 2);
+      else if (lasted > 4 * LEASE_HORIZON_MS) st.size = Math.max(1, Math.floor(st.size / 2));
+      const share = Math.max(1, Math.floor((def.limit - st.issued) / 8));
+      want = Math.max(want, Math.min(st.size, share));
+    }
+    st.leasedAt = nowMs;
+    this.store.lease(st.id, want, def.limit, st.expiresAt).then(
+      (lease) => {
+        st.refilling = false;
+        st.spare += lease.granted;
+        st.issued = lease.issued;
+        const short = lease.granted < want;
+        st.exhaustedAt = short ? this.clock().getTime() : undefined;
+        this.serve(st);
+        // The window had fewer places than asked for: the requests still waiting are refused.
+        if (short) for (const w of st.queue.splice(0)) w.resolve(-1);
+        else this.refill(def, st);
+      },
+      (err: unknown) => {
+        st.refilling = false;
+        for (const w of st.queue.splice(0)) w.reject(err);
+      },
+    );
+  }
+
+  /** Gives back a place a refused request took in an earlier window. */
+  private async giveBackOne(def: WindowDef, st: Local): Promise<void> {
+    if (def.limit >= LEASE_MIN_LIMIT) {
+      st.spare++;
+      return;
+    }
+    // Counted request by request: the store keeps the exact count.
+    st.issued = Math.max(0, st.issued - 1);
+    await this.store.giveBack(st.id, 1, st.expiresAt);
+  }
+
+  /** Places of the window this process counts as used (every process's holdings, less its own spare ones). */
+  private used(st: Local): number {
+    return Math.max(0, st.issued - st.spare);
+  }
+
   /** Counts one request against every window of `subject`. */
   async consume(subject: string, limits: Limits): Promise<RateLimitResult> {
     const now = this.clock();
+    const nowMs = now.getTime();
     const defs = this.windows(subject, limits, now);
+    const locals = defs.map((d) => this.local(d, nowMs));
     const used: number[] = [];
-    for (const [i, def] of defs.entries()) {
-      // Kept a minute past the window's end, then purged.
-      const take = await this.store.take(def.id, def.limit, new Date(def.end.getTime() + 60_000));
-      if (!take.taken) {
-        const windows: WindowState[] = [];
-        for (const [j, earlier] of defs.slice(0, i).entries()) {
-          await this.store.giveBack(earlier.id, used[j]!);
-          windows.push(this.state(earlier, used[j]! - 1));
-        }
-        windows.push(this.state(def, take.used));
-        for (const later of defs.slice(i + 1)) windows.push(this.state(later, await this.store.used(later.id)));
-        return { allowed: false, windows, retryAfterSeconds: this.retryAfter(def, now) };
+    for (let i = 0; i < defs.length; i++) {
+      const def = defs[i]!;
+      const taken = this.take(def, locals[i]!, nowMs);
+      const n = typeof taken === "number" ? taken : await taken;
+      if (n >= 0) {
+        used.push(n);
+        continue;
       }
-      used.push(take.used);
+      for (let j = 0; j < i; j++) await this.giveBackOne(defs[j]!, locals[j]!);
+      const windows: WindowState[] = [];
+      for (let j = 0; j < defs.length; j++) windows.push(this.state(defs[j]!, j === i ? defs[j]!.limit : this.used(locals[j]!)));
+      return { allowed: false, windows, retryAfterSeconds: this.retryAfter(def, now) };
     }
     return { allowed: true, windows: defs.map((d, i) => this.state(d, used[i]!)) };
   }
@@ -110,13 +266,60 @@ export class RateLimiter {
     const windows: WindowState[] = [];
     let exhausted: WindowDef | undefined;
     for (const def of defs) {
-      const count = await this.store.used(def.id);
+      // The store's count holds this process's spare places too.
+      const count = Math.max(0, (await this.store.used(def.id)) - (this.locals.get(def.id)?.spare ?? 0));
       if (count >= def.limit && exhausted === undefined) exhausted = def;
       windows.push(this.state(def, count));
     }
     return exhausted === undefined
       ? { allowed: true, windows }
       : { allowed: false, windows, retryAfterSeconds: this.retryAfter(exhausted, now) };
+  }
+
+  /**
+   * Gives back the spare places of windows without a request for
+   * {@link IDLE_MS} (all of them with `all`), and forgets windows that
+   * ended. Failures are reported by the promise; the places stay spare.
+   */
+  async sweep(all = false): Promise<void> {
+    const nowMs = this.clock().getTime();
+    this.forgetEnded(nowMs);
+    const returns: Promise<void>[] = [];
+    for (const st of this.locals.values()) {
+      if (st.spare === 0 || st.refilling || st.queue.length > 0) continue;
+      if (!all && nowMs - st.touchedAt < IDLE_MS) continue;
+      const count = st.spare;
+      st.spare = 0;
+      st.issued = Math.max(0, st.issued - count);
+      // Idle: the key's rate is unknown again.
+      st.size = 1;
+      returns.push(
+        this.store.giveBack(st.id, count, st.expiresAt).catch((err: unknown) => {
+          st.spare += count;
+          st.issued += count;
+          throw err;
+        }),
+      );
+    }
+    const results = await Promise.allSettled(returns);
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+  }
+
+  private forgetEnded(nowMs: number): void {
+    for (const [id, st] of this.locals) if (st.endMs <= nowMs && st.queue.length === 0 && !st.refilling) this.locals.delete(id);
+  }
+
+  /** Sweeps every `intervalMs` until {@link stop}; `onError` hears of failed give-backs. */
+  start(intervalMs: number, onError: (err: unknown) => void): void {
+    this.timer = setInterval(() => void this.sweep().catch(onError), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops sweeping and gives back every spare place. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.sweep(true);
   }
 }
 

@@ -20,7 +20,7 @@ export type { Page, PageRequest, Patch } from "./aggregate.js";
 export type { SystemRecord, SystemStore } from "./systems.js";
 export type { InstanceRecord, InstanceStore, StoredBackendAuth } from "./instances.js";
 export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
-export type { RateWindowStore, Take } from "./rate-windows.js";
+export type { Lease, RateWindowStore } from "./rate-windows.js";
 export type { LogQuery, RequestLogRecord, RequestLogStore } from "./request-logs.js";
 export type { AuditChangeRecord, AuditJson, AuditQuery, AuditRecord, AuditState, AuditStore } from "./audit-entries.js";
 export type { SessionRecord, SessionStore } from "./sessions.js";

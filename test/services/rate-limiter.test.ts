@@ -1,19 +1,23 @@
 /**
  * The rate limiter over a real store with an injected clock: exact limits
  * (sequential and concurrent), UTC minute/day windows, refunds, peek,
- * Retry-After, purge; and the rate-limit response headers.
+ * Retry-After, purge; leases (store operations per lease, not per request;
+ * small limits per request; give-backs; two limiters on one database never
+ * over-admit); and the rate-limit response headers.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
+  IDLE_MS,
+  LEASE_MIN_LIMIT,
   RateLimiter,
   rateLimitHeaders,
   tightestWindow,
   type RateLimitResult,
   type WindowState,
 } from "../../src/services/rate-limiter.js";
-import type { Store } from "../../src/store/index.js";
-import { openTestStore } from "../../test-support/world.js";
+import { createStore, type RateWindowStore, type Store } from "../../src/store/index.js";
+import { dropMongoDatabase, freshMongoUrl, openTestStore, testMongoUrl } from "../../test-support/world.js";
 
 interface Ctx {
   store: Store & { readonly dispose: () => Promise<void> };
@@ -233,6 +237,163 @@ Limiter("purge removes expired counters only", async (ctx) => {
 });
 
 Limiter.run();
+
+// ------------------------------------------------------------------ leases
+
+/** The store's rate windows, counting the leases asked for. */
+function counting(inner: RateWindowStore): RateWindowStore & { leases: number[] } {
+  const leases: number[] = [];
+  return {
+    leases,
+    lease: (id, want, limit, exp) => {
+      leases.push(want);
+      return inner.lease(id, want, limit, exp);
+    },
+    giveBack: (id, count, exp) => inner.giveBack(id, count, exp),
+    used: (id) => inner.used(id),
+    purge: (now) => inner.purge(now),
+  };
+}
+
+const Leases = suite<Ctx>("rate limiter leases");
+
+Leases.before.each(async (ctx) => {
+  ctx.store = await openTestStore();
+  ctx.now = at("2026-03-04T12:00:30.500Z");
+});
+Leases.after.each(async (ctx) => {
+  await ctx.store.dispose();
+});
+
+const MINUTE = `s|minute|${unix("2026-03-04T12:00:00Z")}|60`;
+
+Leases("a busy key with a large limit: 2000 requests take 11 leases (1, 2, 4 … 1024 places), remaining counts down exactly", async (ctx) => {
+  const windows = counting(ctx.store.rateWindows);
+  const limiter = new RateLimiter(windows, () => ctx.now);
+  const remaining: number[] = [];
+  for (let i = 0; i < 2000; i++) {
+    const r = await limiter.consume("s", { perMinute: 100_000 });
+    assert.ok(r.allowed);
+    remaining.push(r.windows[0]!.remaining);
+  }
+  assert.equal(remaining, Array.from({ length: 2000 }, (_, i) => 99_999 - i));
+  assert.equal(windows.leases, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]);
+  // The store holds the places leased (2047), the limiter reports the ones spent.
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 2047);
+  assert.equal((await limiter.peek("s", { perMinute: 100_000 })).windows[0]!.remaining, 98_000);
+});
+
+Leases(`limits below ${LEASE_MIN_LIMIT} are counted in the store request by request: the store's count is exact after each`, async (ctx) => {
+  const windows = counting(ctx.store.rateWindows);
+  const limiter = new RateLimiter(windows, () => ctx.now);
+  for (let i = 1; i <= 30; i++) {
+    assert.ok((await limiter.consume("s", { perMinute: LEASE_MIN_LIMIT - 1 })).allowed);
+    assert.is(await ctx.store.rateWindows.used(MINUTE), i);
+  }
+  assert.equal(windows.leases, Array(30).fill(1));
+  // Requests arriving together share one store operation, one place each.
+  const burst = await Promise.all(Array.from({ length: 20 }, () => limiter.consume("s", { perMinute: LEASE_MIN_LIMIT - 1 })));
+  assert.ok(burst.every((r) => r.allowed));
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 50);
+  assert.ok(windows.leases.length < 50, `${windows.leases.length} leases`);
+  assert.equal(burst.map((r) => r.windows[0]!.remaining).sort((a, b) => b - a), Array.from({ length: 20 }, (_, i) => LEASE_MIN_LIMIT - 1 - 30 - 1 - i));
+});
+
+Leases(`unspent places go back to the window after ${IDLE_MS} ms without a request (sweep), and all of them at stop`, async (ctx) => {
+  const limiter = new RateLimiter(ctx.store.rateWindows, () => ctx.now);
+  const limits = { perMinute: 100_000 };
+  for (let i = 0; i < 100; i++) await limiter.consume("s", limits);
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 127);
+  await limiter.sweep();
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 127, "not idle yet");
+  ctx.now = new Date(ctx.now.getTime() + IDLE_MS + 1);
+  await limiter.sweep();
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 100);
+  // After a pause the rate is unknown again: leases of 1, then 2 (doubled within the horizon).
+  for (let i = 0; i < 2; i++) await limiter.consume("s", limits);
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 103);
+  // One place spare, given back at stop.
+  await limiter.stop();
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 102);
+  await limiter.consume("s", limits);
+  await limiter.stop();
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 103);
+  assert.equal((await limiter.peek("s", limits)).windows[0]!.remaining, 100_000 - 103);
+});
+
+Leases("a request refused by the day window gives its minute place back to the lease, not to the store (large minute limit)", async (ctx) => {
+  const limiter = new RateLimiter(ctx.store.rateWindows, () => ctx.now);
+  const limits = { perMinute: 100_000, perDay: 2 };
+  assert.ok((await limiter.consume("s", limits)).allowed);
+  assert.ok((await limiter.consume("s", limits)).allowed);
+  const refused = await limiter.consume("s", limits);
+  assert.not.ok(refused.allowed);
+  assert.equal(refused.windows.map((w) => [w.name, w.remaining]), [["minute", 99_998], ["day", 0]]);
+  await limiter.stop();
+  assert.is(await ctx.store.rateWindows.used(MINUTE), 2);
+});
+
+Leases.run();
+
+// ------------------------------------------------------------------ two processes
+
+/**
+ * Two limiters on one database, as two processes have: on MongoDB two
+ * stores (each with its own view of the windows), embedded one store.
+ */
+async function twoProcesses(): Promise<{ a: RateWindowStore; b: RateWindowStore; dispose(): Promise<void> }> {
+  const base = testMongoUrl();
+  if (base === undefined) {
+    const store = await openTestStore();
+    return { a: store.rateWindows, b: store.rateWindows, dispose: () => store.dispose() };
+  }
+  const url = freshMongoUrl(base);
+  const one = await createStore({ kind: "mongodb", url, serverSelectionTimeoutMs: 5000 });
+  const two = await createStore({ kind: "mongodb", url, serverSelectionTimeoutMs: 5000 });
+  return {
+    a: one.rateWindows,
+    b: two.rateWindows,
+    dispose: async () => {
+      await one.close();
+      await two.close();
+      await dropMongoDatabase(url);
+    },
+  };
+}
+
+const Shared = suite("rate limiter: two processes on one database");
+
+for (const [limit, demand] of [
+  [50, 150],
+  [2000, 6000],
+] as const) {
+  Shared(`per_minute ${limit}, ${demand} requests at once split over both: never more than ${limit} pass${limit < LEASE_MIN_LIMIT ? " (exactly)" : ""}; after both stop, the window holds exactly what passed`, async () => {
+    const stores = await twoProcesses();
+    try {
+      const now = at("2026-03-04T12:00:30.500Z");
+      const a = new RateLimiter(stores.a, () => now);
+      const b = new RateLimiter(stores.b, () => now);
+      // In waves, so that leases grow and the two compete for the window's end.
+      let allowed = 0;
+      for (let wave = 0; wave < 10; wave++) {
+        const results = await Promise.all(
+          Array.from({ length: demand / 10 }, (_, i) => (i % 2 === 0 ? a : b).consume("k", { perMinute: limit })),
+        );
+        allowed += results.filter((r) => r.allowed).length;
+      }
+      assert.ok(allowed <= limit, `${allowed} passed`);
+      if (limit < LEASE_MIN_LIMIT) assert.is(allowed, limit);
+      else assert.ok(allowed >= limit - 2 * (limit / 8), `${allowed} passed: too few`);
+      await a.stop();
+      await b.stop();
+      assert.is(await stores.a.used(`k|minute|${unix("2026-03-04T12:00:00Z")}|60`), allowed);
+    } finally {
+      await stores.dispose();
+    }
+  });
+}
+
+Shared.run();
 
 // ------------------------------------------------------------------ headers
 
