@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_erplink_options_v1_field_rules } from "../../options/v1/field_rules_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/request_log.proto.
  */
 export const file_erplink_admin_v1_request_log: GenFile = /*@__PURE__*/
-  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL3JlcXVlc3RfbG9nLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxItEDCgpSZXF1ZXN0TG9nEgoKAmlkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphcGlfa2V5X2lkGAQgASgJEg4KBm1ldGhvZBgFIAEoCRIMCgRwYXRoGAYgASgJEg4KBnN0YXR1cxgHIAEoBRITCgtkdXJhdGlvbl9tcxgIIAEoARIQCghpbnN0YW5jZRgJIAEoCRIPCgdzZXJ2aWNlGAogASgJEjAKCGFjY2Vzc2VzGAsgAygLMh4uZXJwbGluay5hZG1pbi52MS5FbnRpdHlBY2Nlc3MSEwoLZGVuaWFsX3N0ZXAYDCABKAkSEgoKZXJyb3JfY29kZRgNIAEoCRIXCg91cHN0cmVhbV9zdGF0dXMYDiABKAUSHAoUdXBzdHJlYW1fZHVyYXRpb25fbXMYDyABKAESEQoJY2xpZW50X2lwGBAgASgJEhIKCnVzZXJfYWdlbnQYESABKAkSFwoPdXBzdHJlYW1fbWV0aG9kGBIgASgJEhQKDHVwc3RyZWFtX3VybBgTIAEoCRISCgpzZXNzaW9uX2lkGBQgASgJIjEKDEVudGl0eUFjY2VzcxIOCgZlbnRpdHkYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJIpkCChBRdWVyeUxvZ3NSZXF1ZXN0EigKBGZyb20YASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphcGlfa2V5X2lkGAMgASgJEhAKCGluc3RhbmNlGAQgASgJEg8KB3NlcnZpY2UYBSABKAkSDgoGZW50aXR5GAYgASgJEhEKCW9wZXJhdGlvbhgHIAEoCRIOCgZtZXRob2QYCCABKAkSDgoGc3RhdHVzGAkgASgJEhIKCnJlcXVlc3RfaWQYCiABKAkSEQoJcGFnZV9zaXplGAsgASgFEhIKCnBhZ2VfdG9rZW4YDCABKAkiWAoRUXVlcnlMb2dzUmVzcG9uc2USKgoEbG9ncxgBIAMoCzIcLmVycGxpbmsuYWRtaW4udjEuUmVxdWVzdExvZxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiGwoNR2V0TG9nUmVxdWVzdBIKCgJpZBgBIAEoCSI7Cg5HZXRMb2dSZXNwb25zZRIpCgNsb2cYASABKAsyHC5lcnBsaW5rLmFkbWluLnYxLlJlcXVlc3RMb2cyrwEKCkxvZ1NlcnZpY2USVAoJUXVlcnlMb2dzEiIuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXF1ZXN0GiMuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXNwb25zZRJLCgZHZXRMb2cSHy5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1JlcXVlc3QaIC5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL3JlcXVlc3RfbG9nLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxItEDCgpSZXF1ZXN0TG9nEgoKAmlkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphcGlfa2V5X2lkGAQgASgJEg4KBm1ldGhvZBgFIAEoCRIMCgRwYXRoGAYgASgJEg4KBnN0YXR1cxgHIAEoBRITCgtkdXJhdGlvbl9tcxgIIAEoARIQCghpbnN0YW5jZRgJIAEoCRIPCgdzZXJ2aWNlGAogASgJEjAKCGFjY2Vzc2VzGAsgAygLMh4uZXJwbGluay5hZG1pbi52MS5FbnRpdHlBY2Nlc3MSEwoLZGVuaWFsX3N0ZXAYDCABKAkSEgoKZXJyb3JfY29kZRgNIAEoCRIXCg91cHN0cmVhbV9zdGF0dXMYDiABKAUSHAoUdXBzdHJlYW1fZHVyYXRpb25fbXMYDyABKAESEQoJY2xpZW50X2lwGBAgASgJEhIKCnVzZXJfYWdlbnQYESABKAkSFwoPdXBzdHJlYW1fbWV0aG9kGBIgASgJEhQKDHVwc3RyZWFtX3VybBgTIAEoCRISCgpzZXNzaW9uX2lkGBQgASgJIjEKDEVudGl0eUFjY2VzcxIOCgZlbnRpdHkYASABKAkSEQoJb3BlcmF0aW9uGAIgASgJIuYGChBRdWVyeUxvZ3NSZXF1ZXN0EigKBGZyb20YASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiYKAnRvGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBJhCgphcGlfa2V5X2lkGAMgASgJQk3K8xhJKhteKG1hc3RlcnxrZXlfWzAtOUEtWl17MjZ9KSSSASltdXN0IGJlIGFuIEFQSSBrZXkgaWQgKGtleV/igKYpIG9yIG1hc3RlchJUCghpbnN0YW5jZRgEIAEoCUJCyvMYPiohXltBLVphLXowLTldW0EtWmEtejAtOV8uLV17MCw2M30kkgEYbXVzdCBiZSBhbiBpbnN0YW5jZSBuYW1lElUKB3NlcnZpY2UYBSABKAlCRMrzGEAqJV5bQS1aYS16MC05X11bQS1aYS16MC05Xy47PS1dezAsMTI3fSSSARZtdXN0IGJlIGEgc2VydmljZSBuYW1lElEKBmVudGl0eRgGIAEoCUJByvMYPSoeXltBLVphLXpfXVtBLVphLXowLTlfXXswLDEyN30kkgEabXVzdCBiZSBhbiBlbnRpdHkgc2V0IG5hbWUSbQoJb3BlcmF0aW9uGAcgASgJQlrK8xhWKiFeKGxpc3R8Z2V0fGNyZWF0ZXx1cGRhdGV8ZGVsZXRlKSSSATBtdXN0IGJlIG9uZSBvZiBsaXN0LCBnZXQsIGNyZWF0ZSwgdXBkYXRlLCBkZWxldGUSVQoGbWV0aG9kGAggASgJQkXK8xhBKg1eW0EtWl17MSwxNn0kkgEvbXVzdCBiZSBhbiBIVFRQIG1ldGhvZCBpbiBjYXBpdGFscywgc3VjaCBhcyBHRVQSZQoGc3RhdHVzGAkgASgJQlXK8xhRKhleWzEtNV0oWzAtOV17Mn18W3hYXXsyfSkkkgEzbXVzdCBiZSBhIHN0YXR1cyBzdWNoIGFzIDQwNCBvciBhIGNsYXNzIHN1Y2ggYXMgNHh4EkkKCnJlcXVlc3RfaWQYCiABKAlCNcrzGDEqGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JJIBFG11c3QgYmUgYSByZXF1ZXN0IGlkEhEKCXBhZ2Vfc2l6ZRgLIAEoBRISCgpwYWdlX3Rva2VuGAwgASgJIlgKEVF1ZXJ5TG9nc1Jlc3BvbnNlEioKBGxvZ3MYASADKAsyHC5lcnBsaW5rLmFkbWluLnYxLlJlcXVlc3RMb2cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIhsKDUdldExvZ1JlcXVlc3QSCgoCaWQYASABKAkiOwoOR2V0TG9nUmVzcG9uc2USKQoDbG9nGAEgASgLMhwuZXJwbGluay5hZG1pbi52MS5SZXF1ZXN0TG9nMq8BCgpMb2dTZXJ2aWNlElQKCVF1ZXJ5TG9ncxIiLmVycGxpbmsuYWRtaW4udjEuUXVlcnlMb2dzUmVxdWVzdBojLmVycGxpbmsuYWRtaW4udjEuUXVlcnlMb2dzUmVzcG9uc2USSwoGR2V0TG9nEh8uZXJwbGluay5hZG1pbi52MS5HZXRMb2dSZXF1ZXN0GiAuZXJwbGluay5hZG1pbi52MS5HZXRMb2dSZXNwb25zZWIGcHJvdG8z", [file_erplink_options_v1_field_rules, file_google_protobuf_timestamp]);
 
 /**
  * One request as erplink saw it.
@@ -217,7 +218,7 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   from?: Timestamp | undefined;
 
   /**
-   * Entries before this time.
+   * Entries before this time. A `to` not after `from` matches nothing.
    *
    * @generated from field: google.protobuf.Timestamp to = 2;
    */
@@ -231,21 +232,21 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   apiKeyId: string;
 
   /**
-   * Entries for this instance.
+   * Entries for this instance (an instance name).
    *
    * @generated from field: string instance = 4;
    */
   instance: string;
 
   /**
-   * Entries for this service.
+   * Entries for this service (a service name).
    *
    * @generated from field: string service = 5;
    */
   service: string;
 
   /**
-   * Entries that accessed this entity set.
+   * Entries that accessed this entity set (an entity set name).
    *
    * @generated from field: string entity = 6;
    */
@@ -260,7 +261,7 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   operation: string;
 
   /**
-   * Entries with this HTTP method.
+   * Entries with this HTTP method, in capitals (`GET`).
    *
    * @generated from field: string method = 8;
    */
@@ -274,7 +275,7 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   status: string;
 
   /**
-   * The entries of one request id.
+   * The entries of one request id (1 to 128 characters of `A-Za-z0-9._:-`).
    *
    * @generated from field: string request_id = 10;
    */
