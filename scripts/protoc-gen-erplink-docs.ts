@@ -41,6 +41,8 @@ const plugin = createEcmaScriptPlugin({
       for (const v of e.values) add(`${e.typeName}.${v.name}`, getComments(v).leading);
     };
     for (const file of schema.files) {
+      // Only our own API: vendored protos (third_party/proto) are generated beside it but documented upstream.
+      if (!file.proto.package.startsWith("erplink.")) continue;
       for (const m of file.messages) addMessage(m);
       for (const e of file.enums) addEnum(e);
       for (const s of file.services) {

@@ -12,6 +12,8 @@ import { pino, type Logger } from "pino";
 import { parseEncryptionKey, type Config } from "./config.js";
 import { createGateway } from "./gateway/app.js";
 import { createDualProtocolServer } from "./gateway/server.js";
+import { createPrometheusMetrics } from "./metrics/prometheus.js";
+import { outcomeOfDataDecision } from "./metrics/port.js";
 import { createServiceLayer } from "./services/layer.js";
 import { createStore, type Store } from "./store/index.js";
 
@@ -77,7 +79,9 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
   );
   const generatedMasterKey = config.masterKey === undefined;
   const masterKey = config.masterKey ?? `erpl_master_${randomBytes(32).toString("base64url")}`;
-  const store = await createStore(config.store);
+  // Metrics off: nothing is recorded (no-op port, store not instrumented) and /metrics is not served.
+  const metrics = config.metrics.mode === "off" ? undefined : createPrometheusMetrics();
+  const store = await createStore(config.store, metrics?.store);
   let encryptionKey: Buffer;
   try {
     encryptionKey = config.encryptionKey ?? (await localEncryptionKey(config, store, logger));
@@ -96,7 +100,9 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     sessionMaxMs: config.sessionMaxHours * 3_600_000,
     sessionRefreshMs: config.keySyncMs,
     log: logger,
+    metrics,
   });
+  metrics?.watch({ requestLog: () => layer.logWriter.stats(), apiKeys: () => layer.deps.keys.stats() });
   layer.start({ usageFlushMs: config.usageFlushMs, keySyncMs: config.keySyncMs, logFlushMs: 1_000, purgeMs: 5 * 60_000 });
 
   const app = await createGateway({
@@ -109,12 +115,23 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     health: () => ({ request_log: layer.logWriter.stats() }),
     data: layer.dataPlane,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    // Envoy's ext_authz Check; each decision counts as `api="ext_authz"`.
+    extAuthz: {
+      injectionToken: config.extAuthzToken,
+      onDecision: metrics && ((d) => metrics.authorization.decided("ext_authz", outcomeOfDataDecision(d.denialStep, d.status))),
+    },
     // Late-bound: the diagnostics run the gateway's data-path stages for the services' RPCs.
     bindDiagnostics: (port) => layer.bindDiagnostics(port),
     ready: () => store.ping(),
+    metrics,
+    metricsEndpoint: metrics && {
+      token: config.metrics.mode === "token" ? config.metrics.token : undefined,
+      scrape: () => metrics.scrape(),
+    },
     logger,
     bodyLimit: config.bodyLimitBytes,
     publicUrl: config.publicUrl,
+    corsOrigins: config.corsOrigins,
     serverFactory: (handler) =>
       createDualProtocolServer(handler, {
         firstByteTimeoutMs: 10_000,

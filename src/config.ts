@@ -17,6 +17,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly shutdownTimeoutMs: number;
   readonly publicUrl: string | undefined;
+  /** Origins whose browser pages may call the RPC endpoints (CORS; `ERPLINK_CORS_ORIGINS`); empty: none. */
+  readonly corsOrigins: readonly string[];
   /** Budget of each admin token (the master key and every admin key). */
   readonly adminLimits: { readonly perMinute: number; readonly perDay: number };
   /** Limits of data keys that set none of their own. */
@@ -37,6 +39,10 @@ export interface Config {
   readonly sessionMaxHours: number;
   /** How long the data path waits for a back end's answer (ms) before 504. */
   readonly upstreamTimeoutMs: number;
+  /** `ERPLINK_EXT_AUTHZ_TOKEN`: the bearer token Envoy sends to get back-end credentials from Check; unset: never. */
+  readonly extAuthzToken?: string | undefined;
+  /** `GET /metrics`: off (not served, nothing recorded), on (no credential), or token (a bearer token). */
+  readonly metrics: { readonly mode: "off" | "on" } | { readonly mode: "token"; readonly token: string };
 }
 
 /** Thrown when the environment is invalid; its message lists every problem. */
@@ -58,6 +64,32 @@ export function parseEncryptionKey(text: string): Buffer | undefined {
     return b.length === 32 ? b : undefined;
   }
   return undefined;
+}
+
+/**
+ * Reads `ERPLINK_CORS_ORIGINS`: comma-separated origins (`scheme://host[:port]`,
+ * http or https, nothing after the port; no wildcard). Returns them
+ * normalized as browsers send them (lower-case host, default port dropped),
+ * and reports each malformed one in `problems`.
+ */
+export function parseCorsOrigins(text: string | undefined, problems: string[]): readonly string[] {
+  const origins = new Set<string>();
+  for (const raw of (text ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")) {
+    let url: URL | undefined;
+    try {
+      url = new URL(raw);
+    } catch {
+      url = undefined;
+    }
+    // Nothing but scheme, host and port (a trailing "/" is tolerated): no path, query, fragment or user.
+    const bare = /^https?:\/\/[^/?#@\s]+\/?$/i.test(raw);
+    if (url === undefined || !bare || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      problems.push(`ERPLINK_CORS_ORIGINS: "${raw}" is not an origin such as https://app.example.com or http://localhost:5173`);
+      continue;
+    }
+    origins.add(url.origin);
+  }
+  return Object.freeze([...origins]);
 }
 
 /** Reads the configuration from an environment. */
@@ -90,6 +122,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   if (publicUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(publicUrl)) {
     problems.push("ERPLINK_PUBLIC_URL must be an http(s) URL");
   }
+  const corsOrigins = parseCorsOrigins(env.ERPLINK_CORS_ORIGINS, problems);
 
   const encryptionKeyText = env.ERPLINK_ENCRYPTION_KEY || undefined;
   const encryptionKey = encryptionKeyText === undefined ? undefined : parseEncryptionKey(encryptionKeyText);
@@ -98,6 +131,24 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   }
   if (mongoUrl !== undefined && encryptionKeyText === undefined) {
     problems.push("ERPLINK_ENCRYPTION_KEY is required with MONGODB_URL: every process must seal credentials with the same key");
+  }
+
+  const extAuthzToken = env.ERPLINK_EXT_AUTHZ_TOKEN || undefined;
+  if (extAuthzToken !== undefined && (extAuthzToken.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(extAuthzToken))) {
+    problems.push(`ERPLINK_EXT_AUTHZ_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
+  }
+  const metricsMode = env.ERPLINK_METRICS || "on";
+  const metricsToken = env.ERPLINK_METRICS_TOKEN || undefined;
+  if (metricsMode !== "off" && metricsMode !== "on" && metricsMode !== "token") {
+    problems.push(`ERPLINK_METRICS must be off, on or token (got "${metricsMode}")`);
+  } else if (metricsMode === "token" && metricsToken === undefined) {
+    problems.push("ERPLINK_METRICS=token needs ERPLINK_METRICS_TOKEN, the bearer token scrapers send");
+  } else if (metricsMode !== "token" && metricsToken !== undefined) {
+    // Someone who set a token believes /metrics is protected: say that it is not.
+    problems.push(`ERPLINK_METRICS_TOKEN is set but ERPLINK_METRICS is ${metricsMode}: set ERPLINK_METRICS=token to require it`);
+  }
+  if (metricsToken !== undefined && (metricsToken.length < MIN_MASTER_KEY_LENGTH || !/^[!-~]+$/.test(metricsToken))) {
+    problems.push(`ERPLINK_METRICS_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
   }
 
   const config: Config = {
@@ -115,6 +166,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     bodyLimitBytes: int("ERPLINK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     shutdownTimeoutMs: int("ERPLINK_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     publicUrl,
+    corsOrigins,
     adminLimits: {
       perMinute: int("ERPLINK_ADMIN_RATE_PER_MINUTE", 100, 1, 1_000_000_000),
       perDay: int("ERPLINK_ADMIN_RATE_PER_DAY", 10_000, 1, 1_000_000_000),
@@ -132,6 +184,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     sessionIdleMinutes: int("ERPLINK_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),
     sessionMaxHours: int("ERPLINK_SESSION_MAX_HOURS", 12, 1, 30 * 24),
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
+    extAuthzToken,
+    metrics: metricsMode === "token" ? { mode: "token", token: metricsToken ?? "" } : { mode: metricsMode === "off" ? "off" : "on" },
   };
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  - ${problems.join("\n  - ")}`);
   return Object.freeze(config);

@@ -10,6 +10,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { MongoClient } from "mongodb";
 import { createGateway } from "../src/gateway/app.js";
+import { createDualProtocolServer } from "../src/gateway/server.js";
 import { createServiceLayer, type ServiceLayer } from "../src/services/layer.js";
 import type { Limits } from "../src/services/rate-limiter.js";
 import { createStore, type Store } from "../src/store/index.js";
@@ -81,6 +82,16 @@ export interface WorldOptions {
   readonly upstreamTimeoutMs?: number;
   /** `ERPLINK_PUBLIC_URL`: the base URL clients use. */
   readonly publicUrl?: string;
+  /** `ERPLINK_CORS_ORIGINS`: origins allowed to call the RPC endpoints from browsers. */
+  readonly corsOrigins?: readonly string[];
+  /** Replaces the store check behind `/readyz` and gRPC health (to simulate an unreachable store). */
+  readonly ready?: () => Promise<void>;
+  /** How often gRPC health Watch streams re-check the store (ms). */
+  readonly healthWatchIntervalMs?: number;
+  /** `ERPLINK_EXT_AUTHZ_TOKEN`: lets Envoy's Check inject back-end credentials. */
+  readonly extAuthzToken?: string;
+  /** Listen (when the test calls `app.listen`) on the one-port server, so that gRPC clients (h2c) reach it too. */
+  readonly dualProtocol?: boolean;
 }
 
 /** Builds a world. Errors the services mask are collected in `errors`. */
@@ -114,6 +125,13 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     bodyLimit: 1024 * 1024,
     clock,
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+    ...(options.ready !== undefined ? { ready: options.ready } : {}),
+    corsOrigins: options.corsOrigins,
+    healthWatchIntervalMs: options.healthWatchIntervalMs,
+    ...(options.extAuthzToken !== undefined ? { extAuthz: { injectionToken: options.extAuthzToken } } : {}),
+    ...(options.dualProtocol === true
+      ? { serverFactory: (handler) => createDualProtocolServer(handler, { firstByteTimeoutMs: 5_000, keepAliveTimeoutMs: 5_000, http2SessionTimeoutMs: 5_000 }) }
+      : {}),
   });
   // Clients of the public router: authenticated with the master key and
   // counted, as a remote gRPC caller would be.

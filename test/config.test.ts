@@ -38,3 +38,26 @@ for (const bad of ["0", "36501", "-1", "1.5", "30d", "unlimited", " 30"]) {
 }
 
 Config.run();
+
+const ExtAuthzToken = suite("config: ERPLINK_EXT_AUTHZ_TOKEN");
+
+ExtAuthzToken("unset or empty: no token (Envoy's Check never injects credentials); else kept as given", () => {
+  assert.is(loadConfig({}).extAuthzToken, undefined);
+  assert.is(loadConfig({ ERPLINK_EXT_AUTHZ_TOKEN: "" }).extAuthzToken, undefined);
+  const token = "envoy-ext-authz-0123456789abcdefghijkl";
+  assert.is(loadConfig({ ERPLINK_EXT_AUTHZ_TOKEN: token }).extAuthzToken, token);
+});
+
+ExtAuthzToken("shorter than 32 printable characters, or with spaces, is refused, naming the variable", () => {
+  for (const bad of ["short", `${"x".repeat(31)}`, `${"x".repeat(20)} ${"y".repeat(20)}`]) {
+    try {
+      loadConfig({ ERPLINK_EXT_AUTHZ_TOKEN: bad });
+      assert.unreachable("accepted");
+    } catch (err) {
+      assert.instance(err, ConfigError);
+      assert.ok((err as Error).message.includes("ERPLINK_EXT_AUTHZ_TOKEN must be at least 32 printable characters without spaces"), (err as Error).message);
+    }
+  }
+});
+
+ExtAuthzToken.run();

@@ -105,6 +105,7 @@ async function all<T>(path: string): Promise<T[]> {
 
 export const keysApi = {
   list: () => all<ApiKey>("/admin/api-keys"),
+  get: (id: string) => call<ApiKey>("GET", `/admin/api-keys/${enc(id)}`),
   create: (input: ApiKeyInput) => call<CreatedApiKey>("POST", "/admin/api-keys", { body: input }),
   update: (id: string, input: ApiKeyInput) => call<ApiKey>("PATCH", `/admin/api-keys/${enc(id)}`, { body: input }),
   revoke: (id: string) => call<ApiKey>("DELETE", `/admin/api-keys/${enc(id)}`),

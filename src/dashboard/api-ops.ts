@@ -27,6 +27,7 @@ export interface RequestLog {
   readonly accesses?: readonly EntityAccess[];
   readonly denial_step?: string;
   readonly error_code?: string;
+  readonly error_message?: string;
   readonly upstream_status?: number;
   readonly upstream_duration_ms?: number;
   readonly upstream_method?: string;

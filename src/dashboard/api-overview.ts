@@ -64,6 +64,7 @@ export interface LogEntry {
   readonly accesses?: readonly { readonly entity?: string; readonly operation?: string }[];
   readonly denial_step?: string;
   readonly error_code?: string;
+  readonly error_message?: string;
 }
 
 /** The Overview's ranges: how far back, and the bucket of the series. */

@@ -62,7 +62,10 @@ export function csrfToken(): string {
   return "";
 }
 
-/** Called when the session is gone (a 401): the app returns to sign-in with this message. */
+/** The gateway's 403 messages for a missing or wrong `X-CSRF-Token` (src/gateway/session-cookies.ts). */
+const CSRF_REFUSAL = /^(missing X-CSRF-Token header|the X-CSRF-Token header does not match the session)/;
+
+/** Called when the session is gone (a 401, or a CSRF cookie that is not the session's): the app returns to sign-in with this message. */
 let onSignedOut: (message: string) => void = () => {};
 
 /** Sets what a 401 does (the app's sign-in state). */
@@ -114,6 +117,10 @@ export async function call<T>(method: string, path: string, options: RequestOpti
     const e = env.error ?? {};
     const err = new ApiError(res.status, e.code ?? "ERROR", e.message ?? `erplink answered ${res.status}`, e.requestId ?? "", e.details ?? []);
     if (res.status === 401 && options.signingIn !== true) onSignedOut(err.message);
+    // The CSRF cookie is not this session's (another page of this host, on
+    // any port, can overwrite it): no call, sign-out included, can succeed,
+    // so sign in again, which sets both cookies anew.
+    else if (res.status === 403 && options.bearer === undefined && CSRF_REFUSAL.test(err.message)) onSignedOut(`${err.message}: sign in again`);
     throw err;
   }
   return {

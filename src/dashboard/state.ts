@@ -26,6 +26,9 @@ addEventListener("popstate", () => {
 });
 
 whenSignedOut((message) => {
+  // A call answered after the user signed out (or after an earlier 401)
+  // must not replace the message already shown.
+  if (!signedIn.value) return;
   // The session is gone: drop its CSRF cookie too, so a reload opens sign-in directly.
   document.cookie = "__Host-erplink_csrf=; Max-Age=0; Path=/; Secure; SameSite=Strict";
   signedIn.value = false;

@@ -17,9 +17,6 @@ import {
 } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createContextValues, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
-import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
-import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -29,18 +26,24 @@ import Fastify, {
   type FastifyRequest,
   type FastifyServerFactory,
 } from "fastify";
+import type { Metrics } from "../metrics/port.js";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
+import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
+import { apiReferenceHeaders, registerApiReference } from "./api-reference.js";
 import { onClientError } from "./client-errors.js";
-import { registerDashboard } from "./dashboard.js";
+import { dashboardHeaders, registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
+import { createExtAuthzService, type ExtAuthzDecision } from "./ext-authz/service.js";
 import { messageSchema } from "./json-schema.js";
+import { createRequestRecorder, createRpcMetricsInterceptor, registerMetricsEndpoint, type MetricsEndpoint } from "./metrics.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
 import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
+import { registerRpc } from "./rpc/plugin.js";
 import { adminCredential, clearedSessionCookies, ownOriginOf, sessionCookies, type AdminCredential } from "./session-cookies.js";
 import type { RequestHandler } from "./server.js";
 
@@ -78,6 +81,16 @@ export interface GatewayOptions {
    * root to bind into the services; called once, when `data` is given.
    */
   readonly bindDiagnostics?: (port: DiagnosticsPort<DataKey>) => void;
+  /**
+   * Envoy external authorization (`envoy.service.auth.v3.Authorization`,
+   * served with `data`): `injectionToken` is `ERPLINK_EXT_AUTHZ_TOKEN`, the
+   * bearer token a check needs to get the back end's credentials (unset:
+   * never); `onDecision` is called once per decision (for metrics).
+   */
+  readonly extAuthz?: {
+    readonly injectionToken?: string | undefined;
+    readonly onDecision?: ((decision: ExtAuthzDecision) => void) | undefined;
+  };
   /** Extra facts `/healthz` reports (the request log's queue and drops). */
   readonly health?: () => Record<string, unknown>;
   /** The logger (a pino instance), or false for none. */
@@ -93,6 +106,14 @@ export interface GatewayOptions {
   readonly publicUrl?: string;
   /** The current time (for session cookie lifetimes); tests inject theirs. */
   readonly clock?: () => Date;
+  /** Where the gateway reports requests, RPC calls and the data path's events (default: nowhere). */
+  readonly metrics?: Metrics;
+  /** Serves `GET /metrics` when given (the exposition, and the token it needs, if any). */
+  readonly metricsEndpoint?: MetricsEndpoint;
+  /** Origins whose browser pages may call the RPC endpoints (CORS); none by default. */
+  readonly corsOrigins?: readonly string[];
+  /** How often the store is checked while gRPC health Watch streams are open (ms; default 2000). */
+  readonly healthWatchIntervalMs?: number;
 }
 
 /** What the gateway reports of each request for the request log. */
@@ -112,6 +133,8 @@ export interface AccessLogEntry {
   readonly accesses: readonly { readonly entity: string; readonly operation: string }[];
   readonly denialStep: string;
   readonly errorCode: string;
+  /** The envelope's `error.message` of a failed request ("" otherwise), at most 1024 characters. */
+  readonly errorMessage: string;
   readonly upstreamStatus: number;
   readonly upstreamDurationMs: number;
   readonly clientIp: string;
@@ -130,6 +153,8 @@ interface RequestFacts {
   readonly sessions: WeakMap<object, string>;
   /** The envelope code each failed request was answered with. */
   readonly errorCodes: WeakMap<object, string>;
+  /** The envelope message each failed request was answered with. */
+  readonly errorMessages: WeakMap<object, string>;
 }
 
 /** Path prefix of the admin services' RPCs (`/erplink.admin.v1.SystemService/…`). */
@@ -140,6 +165,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_PARAM_LENGTH = 256;
 /** Most field details one error lists (as the services do). */
 const MAX_DETAILS = 100;
+/** The longest error message kept in a request-log entry. */
+const MAX_LOGGED_MESSAGE = 1024;
 const JSON_MEDIA_TYPE = /^application\/json\s*(;|$)/i;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
@@ -160,7 +187,7 @@ function isLeap(year: number): boolean {
 
 /** Builds the gateway. Call `listen()` on the result to serve. */
 export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
-  const facts: RequestFacts = { principals: new WeakMap(), sessions: new WeakMap(), errorCodes: new WeakMap() };
+  const facts: RequestFacts = { principals: new WeakMap(), sessions: new WeakMap(), errorCodes: new WeakMap(), errorMessages: new WeakMap() };
   const sendError = (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => sendErrorOf(facts, reply, req, e);
 
   const app = Fastify({
@@ -183,8 +210,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     ...(options.serverFactory ? { serverFactory: options.serverFactory as unknown as FastifyServerFactory } : {}),
     // Errors before routing (a path that is not valid percent-encoding) are answered in the envelope too.
     frameworkErrors: (err, req, reply) => {
-      // No hook has run: the request id header (and, whatever the path, no-store) are set here.
+      // No hook has run (nor will onSend): the request id, no-store (whatever the path) and page headers are set here.
       reply.header("x-request-id", req.id).header("cache-control", "no-store");
+      reply.headers({ ...dashboardHeaders(req.url), ...apiReferenceHeaders(req.url) });
       sendError(
         reply,
         req,
@@ -223,10 +251,13 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   // Calls of the admin services over gRPC, gRPC-Web and Connect: the
   // services report caller and outcome into these (see src/schema/call-facts.ts).
   const callFacts = new WeakMap<object, CallFacts>();
+  const recordMetrics = options.metrics === undefined ? undefined : createRequestRecorder(options.metrics);
   app.addHook("onResponse", async (req, reply) => {
     const ms = reply.elapsedTime;
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
     const data = dataFacts.get(req);
+    // Metrics: every request by route class; a data request's record stage too.
+    recordMetrics?.(req, reply, data);
     const call = callFacts.get(req);
     if (call !== undefined) {
       const failed = call.code === undefined ? undefined : CODE_TABLE[call.code];
@@ -252,6 +283,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         accesses: data?.accesses ?? [],
         denialStep: data?.denialStep ?? "",
         errorCode: facts.errorCodes.get(req) ?? "",
+        errorMessage: (facts.errorMessages.get(req) ?? call?.message ?? "").slice(0, MAX_LOGGED_MESSAGE),
         upstreamStatus: data?.upstreamStatus ?? 0,
         upstreamDurationMs: data?.upstreamDurationMs ?? 0,
         clientIp: req.ip,
@@ -280,11 +312,18 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
 
   for (const route of ROUTES) registerRoute(app, route, options, facts);
   const dataFacts = new WeakMap<object, DataLogFacts>();
+  /** Connect services of the gateway's own (over the data path), served beside the services' routes. */
+  let gatewayRoutes: ((router: ConnectRouter) => void) | undefined;
   if (options.data !== undefined) {
     // OData V2 updates with MERGE.
     app.addHttpMethod("MERGE", { hasBody: true });
     // Created once, shared by the data routes and the diagnostics.
-    const resources = createDataResources({ upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000, metadataTtlMs: 5 * 60_000 });
+    const resources = createDataResources({
+      upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
+      metadataTtlMs: 5 * 60_000,
+      metrics: options.metrics?.data,
+    });
+    options.metrics?.watch({ metadataCache: () => resources.metadata.size });
     app.addHook("onClose", async () => resources.close());
     await registerDataRoutes(app, {
       port: options.data,
@@ -293,24 +332,25 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       publicUrl: options.publicUrl,
     });
     options.bindDiagnostics?.(createDiagnostics({ port: options.data, resources, publicUrl: options.publicUrl }));
+    // Envoy's ext_authz Check, decided by the data path's stages over the same resources.
+    const extAuthz = createExtAuthzService({
+      port: options.data,
+      resources,
+      record: options.record,
+      injectionToken: options.extAuthz?.injectionToken,
+      onDecision: options.extAuthz?.onDecision,
+    });
+    gatewayRoutes = (router) => router.service(EnvoyAuthorization, extAuthz);
   }
 
   const openapi = buildOpenApi(ROUTES, { serverUrl: options.publicUrl });
-  app.get("/api-reference/openapi.json", async () => openapi);
-  await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });
-  await app.register(fastifySwaggerUi, {
-    routePrefix: "/api-reference",
-    uiConfig: { url: "/api-reference/openapi.json", deepLinking: true },
-    // The reference page shares the dashboard's origin (and can read its CSRF
-    // cookie): its own scripts only (hashed inline ones included), never framed.
-    staticCSP: true,
-    transformStaticCSP: (header: string) =>
-      header.replace("upgrade-insecure-requests;", "").replace("frame-ancestors 'self'", "frame-ancestors 'none'").trim(),
-  });
+  // The reference page shares the dashboard's origin: strict headers on every answer (src/gateway/api-reference.ts).
+  await registerApiReference(app, openapi);
 
   // The dashboard (src/dashboard), a client of /admin like any other.
   await registerDashboard(app);
 
+  if (options.metricsEndpoint !== undefined) registerMetricsEndpoint(app, options.metricsEndpoint);
   app.get("/healthz", async (req) => ({ data: { status: "ok", ...options.health?.() }, meta: { requestId: req.id } }));
   app.get("/readyz", async (req, reply) => {
     try {
@@ -321,9 +361,21 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     }
   });
 
-  await app.register(fastifyConnectPlugin, {
-    routes: options.connect.routes,
+  // gRPC, gRPC-Web (binary and text) and Connect, with health, reflection,
+  // UNIMPLEMENTED for unknown methods and CORS for listed origins (src/gateway/rpc).
+  const connectRoutes = options.connect.routes;
+  await registerRpc(app, {
+    routes: (router) => {
+      connectRoutes(router);
+      gatewayRoutes?.(router);
+    },
+    // The metrics interceptor outermost: calls refused by the others count too (health and reflection calls as well).
+    observers: options.metrics ? [createRpcMetricsInterceptor(options.metrics.rpc)] : [],
     interceptors: [...options.connect.interceptors],
+    ready: options.ready,
+    corsOrigins: options.corsOrigins ?? [],
+    healthWatchIntervalMs: options.healthWatchIntervalMs,
+    sendError,
     // The same body limit as REST, for every protocol.
     readMaxBytes: options.bodyLimit,
     contextValues: (req) => {
@@ -359,6 +411,7 @@ function isAdminRequest(req: FastifyRequest): boolean {
 /** Sends an error in the envelope. */
 function sendErrorOf(facts: RequestFacts, reply: FastifyReply, req: FastifyRequest, e: GatewayError): FastifyReply {
   facts.errorCodes.set(req, e.code);
+  facts.errorMessages.set(req, e.message);
   if (e.headers) reply.headers(e.headers);
   const error: Record<string, unknown> = { code: e.code, message: e.message, requestId: req.id };
   if (e.details && e.details.length > 0) error.details = e.details;

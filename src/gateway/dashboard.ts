@@ -103,6 +103,30 @@ async function build(): Promise<Bundle> {
   return { assets, index };
 }
 
+/**
+ * Whether a request URL is `/dashboard` or below it, as the router reads
+ * paths (percent-decoded: `/%64ashboard/` is served the page too).
+ */
+function underDashboard(url: string): boolean {
+  const path = url.split("?")[0]!;
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // Not valid percent-encoding: the raw path is what is compared.
+  }
+  return /^\/dashboard(?:\/|$)/.test(decoded);
+}
+
+/**
+ * The security headers of an answer to `url`: the dashboard's for a URL
+ * under /dashboard, else none. Also for answers sent before routing (a path
+ * that is not valid percent-encoding), which skip the hooks.
+ */
+export function dashboardHeaders(url: string): Readonly<Record<string, string>> {
+  return underDashboard(url) ? SECURITY_HEADERS : {};
+}
+
 /** Registers `/dashboard`, `/dashboard/` and everything under it. */
 export async function registerDashboard(app: FastifyInstance): Promise<void> {
   let bundle: Promise<Bundle> | undefined;
@@ -123,10 +147,13 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       .send(index);
   };
 
+  // On every answer under /dashboard, its own routes' and the gateway's 404
+  // and 405 answers alike (a path under /dashboard that no route serves is
+  // answered by the root's not-found handler, outside the scope below).
+  app.addHook("onSend", async (req, reply) => {
+    reply.headers(dashboardHeaders(req.url));
+  });
   await app.register(async (scope) => {
-    scope.addHook("onSend", async (_req, reply) => {
-      reply.headers(SECURITY_HEADERS);
-    });
     scope.get("/dashboard", async (req, reply) => {
       const query = req.url.indexOf("?");
       return reply.redirect(query === -1 ? "/dashboard/" : `/dashboard/${req.url.slice(query)}`, 308);

@@ -27,6 +27,7 @@
  *   again ({@link UpstreamSessions.dropCsrf}).
  */
 import { createHash } from "node:crypto";
+import type { DataPathMetrics, FetchResult } from "../metrics/port.js";
 import { GatewayError } from "./errors.js";
 
 /** Back-end credentials with their secrets, as the instance holds them. */
@@ -69,6 +70,8 @@ export interface UpstreamSessionOptions {
   readonly timeoutMs: number;
   /** The clock (ms since the epoch); tests move it. */
   readonly now?: () => number;
+  /** Where token requests and CSRF fetches are counted (default: nowhere). */
+  readonly metrics?: Pick<DataPathMetrics, "tokenFetch">;
 }
 
 interface CachedToken {
@@ -159,6 +162,11 @@ export class UpstreamSessions {
     if (this.csrf.get(key) === session) this.csrf.delete(key);
   }
 
+  /** Counts a token request's or CSRF fetch's result. */
+  private counted(kind: "oauth" | "csrf", result: FetchResult): void {
+    this.options.metrics?.tokenFetch(kind, result);
+  }
+
   /** Instance id and a digest of the credentials (never the secrets themselves). */
   private keyOf(target: UpstreamTarget): string {
     let fp = this.fingerprints.get(target.credentials);
@@ -205,6 +213,7 @@ export class UpstreamSessions {
         signal: AbortSignal.timeout(this.options.timeoutMs),
       });
     } catch (err) {
+      this.counted("oauth", failure(err));
       throw unreachable(err, "the back end's token endpoint");
     }
     let body: unknown;
@@ -212,22 +221,31 @@ export class UpstreamSessions {
       const text = await readLimited(res, MAX_TOKEN_RESPONSE_BYTES);
       body = text === undefined ? undefined : JSON.parse(text);
     } catch (err) {
-      if (isTimeout(err)) throw unreachable(err, "the back end's token endpoint");
+      if (isTimeout(err)) {
+        this.counted("oauth", "timeout");
+        throw unreachable(err, "the back end's token endpoint");
+      }
       body = undefined;
     }
+    // Every answer below that is not a token is a refusal.
+    const refused = (message: string): GatewayError => {
+      this.counted("oauth", "refused");
+      return new GatewayError(502, message);
+    };
     if (!res.ok) {
       // The error code helps (`invalid_client`); anything else the endpoint says is not repeated,
       // and a code holding the client secret (an endpoint echoing it) is not either.
       const code = isRecord(body) && typeof body.error === "string" && isOAuthErrorCode(body.error, c) ? ` (${body.error})` : "";
-      throw new GatewayError(502, `the back end's token endpoint refused the client credentials: HTTP ${res.status}${code}`);
+      throw refused(`the back end's token endpoint refused the client credentials: HTTP ${res.status}${code}`);
     }
     if (!isRecord(body) || typeof body.access_token !== "string" || body.access_token === "" || /[\s\x00-\x1f\x7f]/.test(body.access_token)) {
-      throw new GatewayError(502, "the back end's token endpoint did not answer with an access token");
+      throw refused("the back end's token endpoint did not answer with an access token");
     }
     const type = body.token_type;
     if (type !== undefined && (typeof type !== "string" || type.toLowerCase() !== "bearer")) {
-      throw new GatewayError(502, "the back end's token endpoint answered with a token type other than Bearer");
+      throw refused("the back end's token endpoint answered with a token type other than Bearer");
     }
+    this.counted("oauth", "ok");
     const seconds = typeof body.expires_in === "string" ? Number(body.expires_in) : body.expires_in;
     const lifetime =
       typeof seconds === "number" && Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_TOKEN_LIFETIME_MS;
@@ -247,14 +265,20 @@ export class UpstreamSessions {
       });
       await res.body?.cancel();
     } catch (err) {
+      this.counted("csrf", failure(err));
       throw unreachable(err, "the back end");
     }
     // A refusal (say 401) is left to the request itself, which will meet it too.
-    if (!res.ok) return undefined;
+    if (!res.ok) {
+      this.counted("csrf", "refused");
+      return undefined;
+    }
     const token = res.headers.get("x-csrf-token") ?? undefined;
     if (token === undefined || token.toLowerCase() === "required" || /[\x00-\x1f\x7f]/.test(token)) {
+      this.counted("csrf", "none");
       return { token: undefined, cookie: "" };
     }
+    this.counted("csrf", "ok");
     const cookie = res.headers
       .getSetCookie()
       .map((c) => c.split(";")[0]!.trim())
@@ -262,6 +286,11 @@ export class UpstreamSessions {
       .join("; ");
     return { token, cookie };
   }
+}
+
+/** How a fetch that threw counts: timed out, or could not reach the back end. */
+function failure(err: unknown): FetchResult {
+  return isTimeout(err) ? "timeout" : "unreachable";
 }
 
 /** Whether an upstream answer asks for a (new) CSRF token. */

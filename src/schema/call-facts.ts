@@ -15,6 +15,8 @@ export interface CallFacts {
   sessionId?: string;
   /** The call's error code; undefined when it succeeded. */
   code: Code | undefined;
+  /** The call's error message (as answered); undefined when it succeeded. */
+  message?: string;
 }
 
 /** The context key under which the gateway passes a call's {@link CallFacts}. */

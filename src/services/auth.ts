@@ -241,6 +241,7 @@ export function createCallFactsInterceptor(): Interceptor {
     } catch (err) {
       const ce = ConnectError.from(err);
       facts.code = ce.code;
+      facts.message = ce.rawMessage;
       facts.principalId ||= ce.metadata.get(PRINCIPAL_HEADER) ?? "";
       throw ce;
     } finally {

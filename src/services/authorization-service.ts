@@ -6,7 +6,8 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { AuthorizationOutcome } from "../metrics/port.js";
 import {
   AuthorizeResponseSchema,
   DenialStep,
@@ -63,6 +64,18 @@ export function rateLimitStatus(result: RateLimitResult): RateLimitStatus | unde
   });
 }
 
+/** A denial step as the metrics name the outcome. */
+const OUTCOMES: Readonly<Record<DenialStep, AuthorizationOutcome>> = {
+  [DenialStep.UNSPECIFIED]: "error",
+  [DenialStep.KEY_INVALID]: "key_invalid",
+  [DenialStep.KEY_EXPIRED]: "key_expired",
+  [DenialStep.INSTANCE]: "instance",
+  [DenialStep.SERVICE]: "service",
+  [DenialStep.ENTITY]: "entity",
+  [DenialStep.OPERATION]: "operation",
+  [DenialStep.RATE_LIMITED]: "rate_limited",
+};
+
 function deny(step: DenialStep, code: string, message: string, keyId = "", rateLimit?: RateLimitStatus): AuthorizeResponse {
   return create(AuthorizeResponseSchema, { allowed: false, denialStep: step, code, message, keyId, rateLimit });
 }
@@ -77,7 +90,22 @@ function checkName(field: string, value: string, out: Violation[]): void {
 export class AuthorizationServiceImpl implements ServiceImpl<typeof AuthorizationService> {
   constructor(private readonly deps: ServiceDeps) {}
 
-  authorize(req: AuthorizeRequest) {
+  /** Decides, and counts the outcome: one call, one outcome. */
+  async authorize(req: AuthorizeRequest): Promise<AuthorizeResponse> {
+    let outcome: AuthorizationOutcome = "error";
+    try {
+      const res = await this.decide(req);
+      outcome = res.allowed ? "allowed" : OUTCOMES[res.denialStep];
+      return res;
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.InvalidArgument) outcome = "invalid_request";
+      throw err;
+    } finally {
+      this.deps.metrics.authorization.decided("authorize", outcome);
+    }
+  }
+
+  private decide(req: AuthorizeRequest) {
     return translate(names, async () => {
       const violations: Violation[] = [];
       if (req.apiKey === "") violations.push({ field: "api_key", description: "is required" });

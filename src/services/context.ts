@@ -1,6 +1,7 @@
 /**
  * What every service is built with: injected, never global.
  */
+import { NOOP_METRICS, type Metrics } from "../metrics/port.js";
 import type { DiagnosticsSlot } from "../schema/diagnostics.js";
 import type { ApiKeyRecord, Store } from "../store/index.js";
 import { AuditRecorder } from "./audit.js";
@@ -34,6 +35,8 @@ export interface ServiceDeps {
   readonly sessions: SessionRegistry;
   /** How sessions expire, and the master key's fingerprint that master sessions carry. */
   readonly sessionPolicy: SessionPolicy;
+  /** Where decisions are counted (`Authorize`'s outcomes); a no-op when metrics are off. */
+  readonly metrics: Metrics;
 }
 
 /** How sessions expire. */
@@ -64,6 +67,8 @@ export interface ServiceSettings {
   readonly sessionPolicy?: SessionPolicy;
   /** How long a cached session is trusted before it is re-read (ms; the key-sync interval). */
   readonly sessionRefreshMs?: number;
+  /** Where the services report (default: nowhere). */
+  readonly metrics?: Metrics;
 }
 
 /** Builds the services' dependencies over a store. */
@@ -101,5 +106,6 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
       onError: settings.onBackgroundError,
     }),
     sessionPolicy: settings.sessionPolicy ?? { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000, masterFingerprint: "" },
+    metrics: settings.metrics ?? NOOP_METRICS,
   };
 }

@@ -34,6 +34,7 @@ import { translate, validationError } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import type { SecretBox } from "./secret-box.js";
 import { notFound, requireId, requireResource, toPatch } from "./resource.js";
+import { DELETION_MARK_TTL_MS } from "./system-service.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
 const names = { singular: "instance" };
@@ -142,13 +143,20 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         actorOf(ctx),
         { action: "create", resourceType: "instance", resourceId: id, before: null, after: snapshot(record) },
         async () => {
-          const created = await this.deps.store.instances.create(record);
-          // The system may have been deleted since it was checked: see DeleteSystem.
-          if ((await this.deps.store.systems.get(req.systemId)) === undefined) {
-            await this.deps.store.instances.delete(created.id).catch((err: unknown) => {
+          const { systems, instances } = this.deps.store;
+          const created = await instances.create(record);
+          // The system may be being deleted, or deleted since it was checked
+          // (see DeleteSystem): its deletion's mark is looked for after the
+          // insert, and then the system itself, in this order (a deletion
+          // that ended between the two has deleted the system).
+          const since = new Date(this.deps.clock().getTime() - DELETION_MARK_TTL_MS);
+          const deleting = await systems.deletionInProgress(req.systemId, since);
+          if (deleting || (await systems.get(req.systemId)) === undefined) {
+            await instances.delete(created.id).catch((err: unknown) => {
               throw uncertain(err);
             });
-            throw new ConnectError("system not found", Code.NotFound);
+            if (deleting) throw new ConnectError("system is being deleted", Code.FailedPrecondition);
+            throw notFound("sys", req.systemId);
           }
           return created;
         },

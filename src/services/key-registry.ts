@@ -123,14 +123,29 @@ export class KeyRegistry {
   }
 
   private lastSync: number | undefined;
+  /** When a sync last succeeded (undefined: none yet), and how many failed. */
+  private lastSynced: Date | undefined;
+  private syncFailures = 0;
   private timer: NodeJS.Timeout | undefined;
+
+  /** The cache's size and the sync's state, read by the metrics at scrape time. */
+  stats(): { known: number; unknown: number; lastSyncAt: Date | undefined; syncFailures: number } {
+    return { known: this.known.size, unknown: this.unknown.size, lastSyncAt: this.lastSynced, syncFailures: this.syncFailures };
+  }
 
   /** Applies the keys changed in the store since the previous sync (by any process). */
   async sync(): Promise<void> {
     const now = this.options.clock().getTime();
     const from = new Date((this.lastSync ?? now) - SYNC_OVERLAP_MS);
-    const changed = await this.options.store.changedSince(from, SYNC_BATCH);
+    let changed;
+    try {
+      changed = await this.options.store.changedSince(from, SYNC_BATCH);
+    } catch (err) {
+      this.syncFailures++;
+      throw err;
+    }
     this.lastSync = now;
+    this.lastSynced = new Date(now);
     for (const record of changed) {
       if (record.revokedAt !== undefined) {
         this.forget(record.keyHash);

@@ -39,6 +39,7 @@ export function requestLogToMessage(r: RequestLogRecord): RequestLog {
     accesses: r.accesses.map((a) => ({ entity: a.entity, operation: a.operation })),
     denialStep: r.denialStep,
     errorCode: r.errorCode,
+    errorMessage: r.errorMessage,
     upstreamStatus: r.upstreamStatus,
     upstreamDurationMs: r.upstreamDurationMs,
     clientIp: r.clientIp,

@@ -125,6 +125,15 @@ const ENTITY_NAME = new RegExp(ENTITY_NAME_PATTERN);
 const ROOT = "permissions";
 
 /**
+ * A name no key may use although it matches the patterns: REST's JSON parser
+ * refuses any body holding a `__proto__` key (prototype poisoning), so a key
+ * holding it could be created over gRPC but never edited over REST or in the
+ * dashboard. No OData service names an entity set so.
+ */
+const RESERVED_NAME = "__proto__";
+const RESERVED = `'${RESERVED_NAME}' is reserved (JSON parsers refuse it as a key)`;
+
+/**
  * Only plain JSON objects: a decoded Struct never yields anything else, and
  * accepting class instances (Date, Map, …) would let their inherited shape
  * leak into the checks.
@@ -197,6 +206,10 @@ function parseEntities(path: string, value: unknown, out: Violation[]): Entities
       out.push({ field: entryPath, description: "must be an entity set name or '*'" });
       continue;
     }
+    if (key === RESERVED_NAME) {
+      out.push({ field: entryPath, description: RESERVED });
+      continue;
+    }
     const ops = parseOperations(entryPath, value[key], out);
     if (ops !== undefined) entities[key] = ops;
   }
@@ -213,6 +226,10 @@ function parseServices(path: string, value: unknown, out: Violation[]): Permissi
     const entryPath = `${path}.${key}`;
     if (key !== WILDCARD && !SERVICE_NAME.test(key)) {
       out.push({ field: entryPath, description: "must be a service name or '*'" });
+      continue;
+    }
+    if (key === RESERVED_NAME) {
+      out.push({ field: entryPath, description: RESERVED });
       continue;
     }
     const entities = parseEntities(entryPath, value[key], out);

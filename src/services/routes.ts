@@ -12,6 +12,7 @@ import { SessionService } from "../gen/erplink/admin/v1/session_pb.js";
 import { SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 import { UsageService } from "../gen/erplink/admin/v1/usage_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
+import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
 import { ApiKeyServiceImpl } from "./api-key-service.js";
 import { AuditServiceImpl } from "./audit-service.js";
 import { AuthorizationServiceImpl } from "./authorization-service.js";
@@ -24,9 +25,10 @@ import { UsageServiceImpl } from "./usage-service.js";
 
 /**
  * Services whose callers present no admin credential: Authorize carries the
- * API key it checks in its request.
+ * API key it checks in its request, and so does Envoy's ext_authz Check
+ * (served by the gateway over the data path).
  */
-export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([AuthorizationService.typeName]);
+export const PUBLIC_SERVICES: ReadonlySet<string> = new Set([AuthorizationService.typeName, EnvoyAuthorization.typeName]);
 
 /** Registers every service on a router. */
 export function createRoutes(deps: ServiceDeps): (router: ConnectRouter) => void {

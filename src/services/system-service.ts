@@ -20,7 +20,7 @@ import {
   type UpdateSystemRequest,
 } from "../gen/erplink/admin/v1/system_pb.js";
 import type { SystemRecord } from "../store/index.js";
-import { actorOf, snapshotOf, uncertain, type AuditSnapshot } from "./audit.js";
+import { actorOf, snapshotOf, type AuditSnapshot } from "./audit.js";
 import type { ServiceDeps } from "./context.js";
 import { translate } from "./errors.js";
 import { notFound, requireId, requireResource, toPatch } from "./resource.js";
@@ -28,6 +28,14 @@ import { nextPageToken, readPaging } from "./paging.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
 const names = { singular: "system" };
+
+/**
+ * How long a deletion's mark keeps instances out of its system. A mark older
+ * than this is of a call that died (a crash, a store that went away between
+ * its writes) and is ignored; a live call gives up before its mark is half
+ * this old, so processes' clocks may disagree by up to the other half.
+ */
+export const DELETION_MARK_TTL_MS = 5 * 60_000;
 
 /** The one mapping of a stored system to its message. */
 export function systemToMessage(rec: SystemRecord): System {
@@ -134,20 +142,33 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
         actorOf(ctx),
         { action: "delete", resourceType: "system", resourceId: req.id, before: systemSnapshot(current), after: null },
         async () => {
-          const deleted = await store.systems.delete(req.id);
-          // Without transactions, an instance may have been added between the
-          // count and the delete. CreateInstance re-checks its system after
-          // inserting; here we re-count after deleting and put the system back if
-          // one slipped in, so one of the two calls fails and no instance is
-          // left without its system.
-          const late = await store.instances.countBySystem(req.id);
-          if (late > 0) {
-            await store.systems.create(deleted).catch((err: unknown) => {
-              throw uncertain(err);
-            });
-            throw new ConnectError("system gained an instance while being deleted; delete it first", Code.FailedPrecondition);
+          // Without transactions, an instance may be created between the count
+          // above and the delete. So the deletion is marked first (a document of
+          // its own: single-document writes are all both stores make atomic),
+          // then the instances are counted again, and only then is the system
+          // deleted. CreateInstance inserts its instance first and then looks
+          // for a mark (and for the system): of two calls that each write and
+          // then read what the other wrote, one sees the other's write, so
+          // either this count sees the instance (and the delete is refused) or
+          // CreateInstance sees the mark or the missing system (and removes
+          // its instance). The system is never deleted and put back, so a
+          // system created meanwhile with the same name changes nothing.
+          const startedAt = this.deps.clock();
+          await store.systems.clearStaleDeletions(req.id, new Date(startedAt.getTime() - DELETION_MARK_TTL_MS));
+          const mark = await store.systems.beginDeletion(req.id, startedAt);
+          try {
+            const late = await store.instances.countBySystem(req.id);
+            if (late > 0) {
+              throw new ConnectError("system gained an instance while being deleted; delete it first", Code.FailedPrecondition);
+            }
+            if (this.deps.clock().getTime() - startedAt.getTime() > DELETION_MARK_TTL_MS / 2) {
+              throw new ConnectError("the store answered too slowly to delete the system safely; try again", Code.Unavailable);
+            }
+            return await store.systems.delete(req.id);
+          } finally {
+            // A mark that cannot be removed keeps instances out of the system until it expires.
+            await store.systems.endDeletion(mark).catch(() => undefined);
           }
-          return deleted;
         },
       );
       return create(DeleteSystemResponseSchema, { system: systemToMessage(rec) });

@@ -1,11 +1,13 @@
 /**
  * The store: every aggregate's port over one backend, chosen by configuration.
  */
+import type { StoreMetrics } from "../metrics/port.js";
 import { openApiKeyStore, type ApiKeyStore } from "./api-keys.js";
 import { openAuditStore, type AuditStore } from "./audit-entries.js";
 import type { StoreBackend } from "./collection.js";
 import { createEmbeddedBackend } from "./embedded.js";
 import { openInstanceStore, type InstanceStore } from "./instances.js";
+import { instrumentBackend } from "./instrumented.js";
 import { createMongoBackend } from "./mongodb.js";
 import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
 import { openRequestLogStore, type RequestLogStore } from "./request-logs.js";
@@ -82,14 +84,17 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
   };
 }
 
-/** Opens the configured backend and every aggregate on it. */
-export async function createStore(options: StoreOptions): Promise<Store> {
+/**
+ * Opens the configured backend and every aggregate on it; with `metrics`,
+ * every collection operation reports its time and failures there.
+ */
+export async function createStore(options: StoreOptions, metrics?: StoreMetrics): Promise<Store> {
   const backend =
     options.kind === "mongodb"
       ? await createMongoBackend(options)
       : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000 });
   try {
-    return await openStore(backend);
+    return await openStore(metrics === undefined ? backend : instrumentBackend(backend, metrics));
   } catch (err) {
     // Do not leave a connected client (and its timers) behind.
     await backend.close().catch(() => undefined);

@@ -24,6 +24,8 @@ export interface RequestLogRecord {
   readonly accesses: readonly { readonly entity: string; readonly operation: string }[];
   readonly denialStep: string;
   readonly errorCode: string;
+  /** The envelope's `error.message` of a failed request, or "". */
+  readonly errorMessage: string;
   readonly upstreamStatus: number;
   readonly upstreamDurationMs: number;
   readonly clientIp: string;
@@ -102,6 +104,7 @@ function fromDoc(d: Document): RequestLogRecord {
     upstreamMethod: (d.upstreamMethod as string | undefined) ?? "",
     upstreamUrl: (d.upstreamUrl as string | undefined) ?? "",
     sessionId: (d.sessionId as string | undefined) ?? "",
+    errorMessage: (d.errorMessage as string | undefined) ?? "",
     expiresAt: decodeDate(d.expiresAt),
   };
 }

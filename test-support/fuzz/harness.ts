@@ -285,6 +285,7 @@ export function reanalyze(universe: Universe, instance: string, service: string,
   switch (analysis.kind) {
     case "invalid":
     case "denied":
+    case "stopped":
       return { refused: `${analysis.kind}: ${analysis.message}` };
     case "metadata":
       return { accesses: [] };
@@ -303,6 +304,27 @@ export function reanalyze(universe: Universe, instance: string, service: string,
       return { accesses: batch.accesses.map((a) => `${a.operation} ${a.entitySet}`) };
     }
   }
+}
+
+/**
+ * The order of the entity step (issue #13), as the answer shows it: a 403
+ * at the entity step names a set the key may not touch (no grant names it),
+ * and a 404 for an entity set names one it may touch (the service lacks
+ * it): never a 404 for a set the key may not touch, which would tell it
+ * whether the set exists.
+ */
+function entityStepProblems(universe: Universe, service: string, status: number, message: string): Problem[] {
+  const grants = universe.grants[service] ?? {};
+  const mayTouch = (set: string) => Object.hasOwn(grants, set) || Object.hasOwn(grants, "*");
+  const denied = /^API key has no access to entity '([^']*)'(?: \(batch .*\))?$/.exec(message);
+  if (status === 403 && denied && mayTouch(denied[1]!)) {
+    return [{ kind: "entity-step-for-touchable", message: `403 at the entity step for '${denied[1]}', which the key may touch: ${message}` }];
+  }
+  const missing = /(?:^|: )entity set '([^']*)' not found(?: in '.*')?$/.exec(message);
+  if (status === 404 && missing && !mayTouch(missing[1]!)) {
+    return [{ kind: "not-found-for-untouchable", message: `404 for '${missing[1]}', which the key may not touch: ${message}` }];
+  }
+  return [];
 }
 
 /** Options of {@link checkExchange}. */
@@ -339,6 +361,7 @@ export function checkExchange(universe: Universe, ex: Exchange, options: CheckOp
       try {
         const body = JSON.parse(res.body.toString("utf8")) as { error?: { code?: unknown; message?: unknown } };
         ok ||= typeof body.error?.code === "string" && typeof body.error.message === "string";
+        if (typeof body.error?.message === "string") problems.push(...entityStepProblems(universe, ex.case.service, res.status, body.error.message));
       } catch {
         // not JSON
       }

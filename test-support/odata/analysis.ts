@@ -36,6 +36,20 @@ export function ok(method: string, ...accesses: Access[]): Expected {
 }
 
 /**
+ * An analysis stopped at an entity set named in the request: 403 (the key
+ * may not touch it; `message` is the entity step's) or 404 (the service
+ * lacks it), after `accesses`.
+ */
+export function stopped(status: 403 | 404, entitySet: string, reason: string, message: string, ...accesses: Access[]): Expected {
+  return { kind: "stopped", status, entitySet, reason, message, accesses };
+}
+
+/** The entity step's message for `entitySet` (src/services/permissions.ts). */
+export function noAccess(entitySet: string): string {
+  return `API key has no access to entity '${entitySet}'`;
+}
+
+/**
  * Time bound of the hostile-input tests: a guard against super-linear work,
  * not a speed test (that is bench/'s business). Their inputs take well under
  * 100 ms when the work is linear and seconds to minutes when it is not, so a

@@ -242,6 +242,32 @@ if (browserAvailable("dashboard API keys suite")) {
     await page.getByText(/^Allowed: forwarded to/).waitFor();
   });
 
+  test("the editor has its own address: a reload reopens it, Back closes it, Forward reopens it, an unknown id is explained", async () => {
+    const { page } = ctx;
+    assert.is(new URL(page.url()).pathname, `/dashboard/api-keys/${ctx.keyId}`);
+    await page.reload();
+    await page.getByRole("heading", { name: "Edit key invoice app v2" }).waitFor();
+    assert.is(await page.getByRole("form", { name: "Edit key invoice app v2" }).getByLabel("Requests per day").inputValue(), "5000");
+    await page.goBack();
+    await page.getByRole("heading", { name: "Edit key invoice app v2" }).waitFor({ state: "detached" });
+    assert.is(new URL(page.url()).pathname, "/dashboard/api-keys");
+    await page.goForward();
+    await page.getByRole("heading", { name: "Edit key invoice app v2" }).waitFor();
+    await page.getByRole("button", { name: "Close editor" }).click();
+    await page.waitForURL((u) => u.pathname === "/dashboard/api-keys");
+
+    const unknown = "key_00000000000000000000000000";
+    const expected = await admin("GET", `/admin/api-keys/${unknown}`);
+    assert.is(expected.status, 404);
+    await page.goto(`${ctx.erplink.baseUrl}/dashboard/api-keys/${unknown}`);
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    assert.ok((await alert.textContent())!.startsWith(`${expected.body.error.message} (request req_`), (await alert.textContent())!);
+    assert.is(await page.getByRole("heading", { name: /^Edit key/ }).count(), 0);
+    await page.goto(`${ctx.erplink.baseUrl}/dashboard/api-keys`);
+    await page.getByRole("row", { name: /invoice app v2/ }).waitFor();
+  });
+
   test("search filters the list; revoke asks first and the key stops working", async () => {
     const { page } = ctx;
     assert.is((await admin("POST", "/admin/api-keys", { name: "ops", type: "admin" })).status, 201);

@@ -49,7 +49,7 @@ async function closeAll(ctx: Partial<Ctx>): Promise<void> {
 // 1. An instance against SAP CAP, a key from its catalog.
 
 const cap = suite("dashboard flows: an instance against SAP CAP");
-const capCtx = {} as Ctx & { cap: CapBackend; secret: string };
+const capCtx = {} as Ctx & { cap: CapBackend; secret: string; refusedMessage: string };
 const BP_SERVICE = "API_BUSINESS_PARTNER";
 
 if (browserAvailable("dashboard flows suite (CAP)")) {
@@ -156,6 +156,7 @@ if (browserAvailable("dashboard flows suite (CAP)")) {
     await dialog.waitFor();
     const secret = await dialog.getByLabel("Secret").inputValue();
     assert.match(secret, /^erpl_[A-Za-z0-9]{49}$/);
+    capCtx.secret = secret;
     page.once("dialog", (d) => void d.accept());
     await dialog.getByRole("button", { name: "Close" }).click();
     await dialog.waitFor({ state: "hidden" });
@@ -181,6 +182,41 @@ if (browserAvailable("dashboard flows suite (CAP)")) {
       body: JSON.stringify({ FirstName: "Mallory" }),
     });
     assert.is(write.status, 403);
+    capCtx.refusedMessage = ((await write.json()) as any).error.message;
+  });
+
+  cap("Logs show the refused write with the message the client got; Audit shows the key's creation", async () => {
+    const { page } = capCtx;
+    await page.getByRole("link", { name: "Logs" }).click();
+    await page.getByRole("heading", { name: "Logs", level: 1 }).waitFor();
+    await page.getByLabel("Method", { exact: true }).selectOption("PATCH");
+    await page.getByLabel("Status", { exact: true }).fill("4xx");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.waitForURL(/status=4xx/);
+    // The request log is written in batches: reload until the entry is there.
+    const details = page.getByRole("button", { name: /^Details of PATCH \/odata\/cap-dev\/API_BUSINESS_PARTNER\/A_BusinessPartner\(/ });
+    for (let i = 0; i < 20 && (await details.count()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      await page.reload();
+      await page.getByRole("heading", { name: "Logs", level: 1 }).waitFor();
+      await page.waitForLoadState("networkidle");
+    }
+    await details.click();
+    const region = page.getByRole("region", { name: /^Entry log_/ });
+    await region.waitFor();
+    const text = (await region.textContent())!;
+    for (const part of ["403 FORBIDDEN", `Message${capCtx.refusedMessage}`, "Denial stepOPERATION", "A_BusinessPartner: update", "(nothing sent)"]) {
+      assert.ok(text.includes(part), `${part} in ${text}`);
+    }
+    assert.ok(!text.includes(capCtx.secret), "the key's secret is not in the entry");
+
+    await page.getByRole("link", { name: "Audit" }).click();
+    await page.getByRole("heading", { name: "Audit", level: 1 }).waitFor();
+    await page.getByRole("heading", { name: /^create API key key_/ }).waitFor();
+    const created = (await page.getByRole("list", { name: /^Changes of key_/ }).first().textContent())!;
+    assert.ok(created.includes("name: (none) → cap reader"), created);
+    assert.ok(created.includes("key: (none) → [redacted]"), created);
+    assert.ok(!(await page.content()).includes(capCtx.secret));
   });
 }
 

@@ -117,6 +117,46 @@ if (browserAvailable("dashboard instances suite")) {
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  test("edit the base URL, environment and service paths keeping the credentials; the server's field error is shown in words", async () => {
+    const { page } = ctx;
+    const sys = (await admin("GET", "/admin/systems")).body.data[0];
+    const before = (await admin("GET", `/admin/systems/${sys.id}/instances`)).body.data[0];
+    await page.getByRole("button", { name: "Edit instance stub-prod" }).click();
+    const form = page.getByRole("form", { name: "Edit instance stub-prod" });
+    // A base URL with credentials in it: the server refuses it, naming the field; nothing is saved.
+    const withCredentials = ctx.backend.baseUrl.replace("http://", "http://someone:secret-in-url@");
+    await form.getByLabel("Base URL").fill(`${withCredentials}/`);
+    await form.getByRole("button", { name: "Save instance" }).click();
+    const expected = await admin("PATCH", `/admin/instances/${before.id}`, { base_url: `${withCredentials}/` });
+    assert.is(expected.status, 400, JSON.stringify(expected.body));
+    const alert = form.getByRole("alert");
+    await alert.waitFor();
+    assert.ok((await alert.textContent())!.startsWith(expected.body.error.message), (await alert.textContent())!);
+    assert.not.ok((await admin("GET", `/admin/instances/${before.id}`)).body.data.base_url.includes("secret-in-url"));
+
+    await form.getByLabel("Base URL").fill(`${ctx.backend.baseUrl}/`);
+    await form.getByLabel("Environment").fill("staging");
+    await form.getByLabel("Service paths").fill("sales = sales\nBILLING = billing/v2");
+    assert.is(await form.getByLabel("Credentials", { exact: true }).inputValue(), "keep");
+    await form.getByRole("button", { name: "Save instance" }).click();
+    await page.getByRole("status").getByText("Instance stub-prod saved.").waitFor();
+    const after = (await admin("GET", `/admin/instances/${before.id}`)).body.data;
+    assert.is(after.environment, "staging");
+    assert.equal(after.services, { sales: { path: "sales" }, BILLING: { path: "billing/v2" } });
+    assert.equal(after.auth, before.auth, "the credentials were kept");
+    // Kept for real: the back end still gets them.
+    await page.getByRole("button", { name: "Test connection of stub-prod" }).click();
+    await page.getByRole("button", { name: "Run test" }).click();
+    await page.getByText(/^Connection OK in \d+ ms/).waitFor();
+    // Back to production for the tests that follow.
+    assert.is((await admin("PATCH", `/admin/instances/${before.id}`, { environment: "production" })).status, 200);
+    await page.reload();
+    await page.getByRole("button", { name: "Instances of s4-prod" }).click();
+    const row = page.getByRole("row", { name: /stub-prod/ });
+    await row.waitFor();
+    assert.match((await row.textContent()) ?? "", /^stub-prodproduction/);
+  });
+
   test("a wrong password makes the test fail at http in words; removing the credentials is saved", async () => {
     const { page } = ctx;
     await page.getByRole("button", { name: "Edit instance stub-prod" }).click();

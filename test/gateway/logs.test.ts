@@ -116,6 +116,7 @@ it("an admin GET produces exactly one entry, only after a flush, with every fiel
     durationMs: e.durationMs,
     ...ADMIN_DEFAULTS,
     errorCode: "",
+    errorMessage: "",
     clientIp: "203.0.113.7",
     userAgent: "erplink-test/1.0 (+https://example.com)",
     expiresAt: new Date(e.timestamp.getTime() + RETENTION_MS),
@@ -196,6 +197,7 @@ it("a data key refused on /admin (403) is logged with the data key's id: the cre
   assert.is(res.statusCode, 403, res.body);
   const entries = await flushed(w);
   assert.equal(core(entryOf(entries, res)), { apiKeyId: data.id, method: "GET", path: "/admin/systems", status: 403, errorCode: "FORBIDDEN" });
+  assert.is(entryOf(entries, res).errorMessage, JSON.parse(res.body).error.message);
 });
 
 it(
@@ -264,6 +266,7 @@ function rec(i: number, fields: Partial<RequestLogRecord> = {}): RequestLogRecor
     accesses: [],
     denialStep: "",
     errorCode: "",
+    errorMessage: "",
     upstreamStatus: 0,
     upstreamDurationMs: 0,
     clientIp: "10.1.2.3",
@@ -294,7 +297,7 @@ const SEED: RequestLogRecord[] = [
     upstreamUrl: UPSTREAM_URL,
   }),
   rec(2, { apiKeyId: KEY_A, method: "DELETE", status: 403, instance: "prod", service: "API_SO", accesses: [{ entity: "A_SalesOrder", operation: "delete" }], denialStep: "OPERATION", errorCode: "FORBIDDEN" }),
-  rec(3, { apiKeyId: "", status: 401, errorCode: "UNAUTHORIZED" }),
+  rec(3, { apiKeyId: "", status: 401, errorCode: "UNAUTHORIZED", errorMessage: "invalid API key" }),
   rec(4, { apiKeyId: KEY_A, method: "PATCH", status: 502, instance: "dev", service: "API_BP", accesses: [{ entity: "A_BusinessPartner", operation: "update" }], errorCode: "BAD_GATEWAY" }),
   rec(5, { requestId: "seed-1", status: 404, errorCode: "NOT_FOUND" }),
 ];
@@ -367,6 +370,7 @@ it("GET /admin/logs: the REST shape of an entry (snake_case, every field, RFC 33
         upstream_method: "GET",
         upstream_url: UPSTREAM_URL,
         session_id: "",
+        error_message: "",
       },
     ],
     meta: { requestId: res.headers["x-request-id"] },
@@ -509,6 +513,7 @@ it("GET /admin/logs/{id}: 200 with the entry; 404 NOT_FOUND naming the id for an
       upstream_method: "",
       upstream_url: "",
       session_id: "",
+      error_message: "invalid API key",
     },
     meta: { requestId: res.headers["x-request-id"] },
   });

@@ -213,10 +213,11 @@ OpenApi("serves a browsable reference page without a token", async ({ world }) =
   assert.is(page.statusCode, 200);
   assert.match(page.headers["content-type"] as string, /^text\/html/);
   assert.match(page.body, /swagger-ui/i);
-  // Same origin as the dashboard: its own scripts only, never framed, no inline script attributes.
+  // Same origin as the dashboard: its own files only (no inline script or style, nothing from elsewhere), never framed.
   assert.is(
     page.headers["content-security-policy"],
-    "default-src 'self'; base-uri 'self'; font-src 'self' https: data:; frame-ancestors 'none'; img-src 'self' data: validator.swagger.io; object-src 'none'; script-src 'self' ; script-src-attr 'none'; style-src 'self' https: ;",
+    "default-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self' 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='; img-src 'self' data:; font-src 'self' data:; " +
+      "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'",
   );
 });
 

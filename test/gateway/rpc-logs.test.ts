@@ -56,6 +56,15 @@ Rpc("Connect calls: success, unknown id, no credential and a data key each log o
   const dataKey = await connect(w, "ListSystems", {}, { authorization: `Bearer ${key.key}`, "x-request-id": "rid-data" });
   assert.is(dataKey.statusCode, 403, dataKey.body);
   assert.equal(await entryOf(w, "rid-data"), [key.id, "POST", "/erplink.admin.v1.SystemService/ListSystems", 403, "FORBIDDEN", "", 0, "", ""]);
+  // The message answered is kept (the envelope's words, not a driver's or a stack).
+  const messages = (await w.store.logs.query({ limit: 100 })).items.filter((e) => e.requestId.startsWith("rid-")).map((e): [string, string] => [e.requestId, e.errorMessage]);
+  assert.equal(new Map(messages), new Map([
+    ["rid-list", ""],
+    ["rid-missing", JSON.parse(missing.body).message],
+    ["rid-anon", JSON.parse(anonymous.body).message],
+    ["rid-data", JSON.parse(dataKey.body).message],
+  ]));
+  assert.ok(messages.every(([id, m]) => id === "rid-list" || m.length > 0));
 });
 
 Rpc("gRPC-Web answers 200 whatever the code; the entry records the code's status", async (ctx) => {

@@ -18,7 +18,8 @@ import { BackendAuthType, InstanceService } from "../../src/gen/erplink/admin/v1
 import { SessionService } from "../../src/gen/erplink/admin/v1/session_pb.js";
 import { SystemService } from "../../src/gen/erplink/admin/v1/system_pb.js";
 import { kPrincipal } from "../../src/services/auth.js";
-import { DuplicateKeyError, StoreUnavailableError } from "../../src/store/index.js";
+import { DELETION_MARK_TTL_MS } from "../../src/services/system-service.js";
+import { StoreUnavailableError } from "../../src/store/index.js";
 import { rejects, tick, violations, worldTests, type TestWorld } from "../../test-support/rpc.js";
 
 type World = TestWorld;
@@ -375,38 +376,42 @@ it("refused writes record nothing: a taken name, unknown ids, a system with inst
   assert.equal(await trail(w), before);
 });
 
-it("a system deleted while an instance slips in is put back, and its delete entry removed (the change was undone)", async (w) => {
+it("a system that gains an instance while being deleted is not deleted, and its delete entry is removed (the change was refused)", async (w) => {
   const sys = await createSystem(w);
   const count = w.store.instances.countBySystem.bind(w.store.instances);
   let calls = 0;
-  // The first count (the precondition) sees none, the re-count after the delete sees one.
+  // The first count (the precondition) sees none, the count under the deletion's mark sees one.
   w.store.instances.countBySystem = async (id) => (++calls === 1 ? 0 : 1 + (await count(id)));
   const before = await trail(w);
   await rejects(w.client(SystemService).deleteSystem({ id: sys.id }), Code.FailedPrecondition, "system gained an instance while being deleted; delete it first");
-  assert.ok(await w.store.systems.get(sys.id), "the system is back");
+  assert.ok(await w.store.systems.get(sys.id), "the system was never deleted");
+  assert.is(await w.store.systems.deletionInProgress(sys.id, new Date(0)), false, "the deletion's mark is removed");
   assert.equal(await trail(w), before);
 });
 
-it("a system deleted while an instance slips in, whose name is taken before it can be put back, keeps its delete entry, pending", async (w) => {
+it("a deletion whose mark cannot be removed still answers as it went; the mark only keeps instances out until it expires", async (w) => {
   const sys = await createSystem(w);
   const count = w.store.instances.countBySystem.bind(w.store.instances);
   let calls = 0;
   w.store.instances.countBySystem = async (id) => (++calls === 1 ? 0 : 1 + (await count(id)));
-  const taken = new DuplicateKeyError("systems", "name");
-  w.store.systems.create = async () => {
-    throw taken;
+  w.store.systems.endDeletion = async () => {
+    throw new StoreUnavailableError({ cause: new Error("ECONNREFUSED") });
   };
-  // The compensation failed: the system is gone, so the entry must stay.
-  await rejects(w.client(SystemService).deleteSystem({ id: sys.id }), Code.Internal, "internal error");
-  assert.is(await w.store.systems.get(sys.id), undefined);
-  const [entry] = await trail(w);
-  assert.equal(
-    { action: entry!.action, resource_id: entry!.resource_id, state: entry!.state, after: entry!.after },
-    { action: "delete", resource_id: sys.id, state: "pending", after: null },
+  const before = await trail(w);
+  await rejects(w.client(SystemService).deleteSystem({ id: sys.id }), Code.FailedPrecondition, "system gained an instance while being deleted; delete it first");
+  assert.equal(await trail(w), before);
+  assert.ok(await w.store.systems.get(sys.id));
+  // The mark left behind refuses new instances (and keeps none), then expires.
+  await rejects(
+    w.client(InstanceService).createInstance({ systemId: sys.id, instance: { name: "late", baseUrl: "https://late.example.com/" } }),
+    Code.FailedPrecondition,
+    "system is being deleted",
   );
-  assert.is(w.errors.length, 1);
-  assert.is((w.errors[0] as Error).cause ?? w.errors[0], taken);
-  w.errors.length = 0;
+  assert.is((await w.store.instances.list({ limit: 10, systemId: sys.id })).items.length, 0);
+  assert.equal(await trail(w), before);
+  w.now = new Date(w.now.getTime() + DELETION_MARK_TTL_MS + 1);
+  const late = await w.client(InstanceService).createInstance({ systemId: sys.id, instance: { name: "late", baseUrl: "https://late.example.com/" } });
+  assert.is(late.instance?.systemId, sys.id);
 });
 
 // --- the audit write fails: the change fails and nothing changes -----------------

@@ -107,4 +107,31 @@ Sync("forged well-formed tokens cost at most coldReadsPerSecond store reads", as
   }
 });
 
+Sync("stats for the metrics: cached keys, unknown hashes, the last successful sync and the failed ones", async () => {
+  const w = await createWorld();
+  try {
+    let failing = false;
+    const store = Object.create(w.store.apiKeys) as ApiKeyStore;
+    store.changedSince = (from, limit) => (failing ? Promise.reject(new Error("store down")) : w.store.apiKeys.changedSince(from, limit));
+    const registry = new KeyRegistry({ store, clock: () => w.now, negativeTtlMs: 30_000, maxEntries: 100 });
+    assert.equal(registry.stats(), { known: 0, unknown: 0, lastSyncAt: undefined, syncFailures: 0 });
+    const created = await w.client(ApiKeyService).createApiKey({ apiKey: { name: "a", permissions: { prod: { S: { E: ["list"] } } } } });
+    assert.is((await registry.lookup(created.key))?.id, created.apiKey!.id);
+    assert.is(await registry.lookup(generateApiKeySecret()), undefined);
+    const synced = new Date(w.now.getTime() + 1000);
+    w.now = synced;
+    await registry.sync();
+    assert.equal(registry.stats(), { known: 1, unknown: 1, lastSyncAt: synced, syncFailures: 0 });
+    failing = true;
+    w.now = new Date(w.now.getTime() + 1000);
+    await registry.sync().then(
+      () => assert.unreachable("a failed sync resolved"),
+      (err: unknown) => assert.is((err as Error).message, "store down"),
+    );
+    assert.equal(registry.stats(), { known: 1, unknown: 1, lastSyncAt: synced, syncFailures: 1 }, "the last success stays");
+  } finally {
+    await w.close();
+  }
+});
+
 Sync.run();

@@ -53,6 +53,7 @@ function record(id: string, i: number, fields: Partial<RequestLogRecord> = {}): 
     accesses: [],
     denialStep: "",
     errorCode: "",
+    errorMessage: "",
     upstreamStatus: 0,
     upstreamDurationMs: 0,
     clientIp: "10.0.0.1",
@@ -238,7 +239,7 @@ it("QueryLogs page_size: 0 means 100, 1000 is allowed, 1001 is InvalidArgument o
 
 it("QueryLogs page_token: garbage or a token of another resource is InvalidArgument on page_token", async (w) => {
   const client = w.client(LogService);
-  const otherKind = Buffer.from("v1:sys_01KA0000000000000000000000", "utf8").toString("base64url");
+  const otherKind = Buffer.from("v1:sys_01KA0000000000000000000000", "utf8").toString("hex");
   for (const pageToken of ["garbage", otherKind]) {
     const err = await rejects(client.queryLogs({ pageToken }), Code.InvalidArgument);
     assert.equal(violations(err), [{ field: "page_token", description: "is not a token this list returned" }], pageToken);

@@ -137,6 +137,7 @@ function entry(i: number): LogEntry {
     accesses: [],
     denialStep: "",
     errorCode: "",
+    errorMessage: "",
     upstreamStatus: 0,
     upstreamDurationMs: 0,
     clientIp: "127.0.0.1",

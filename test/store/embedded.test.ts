@@ -191,6 +191,7 @@ persistence("creates a missing data directory and keeps one file per collection"
     "rate_windows.db",
     "request_logs.db",
     "sessions.db",
+    "system_deletions.db",
     "systems.db",
     "usage_days.db",
     "usage_hour_groups.db",

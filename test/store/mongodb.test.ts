@@ -85,7 +85,7 @@ if (base !== undefined) {
     try {
       await client.connect();
       const out: Record<string, { name: string; key: unknown; unique: boolean }[]> = {};
-      for (const coll of ["systems", "instances"]) {
+      for (const coll of ["systems", "instances", "system_deletions"]) {
         const list = await client.db().collection(coll).listIndexes().toArray();
         out[coll] = list
           .filter((i) => i.name !== "_id_")
@@ -104,6 +104,7 @@ if (base !== undefined) {
       { name: "instances_name_unique", key: { name: 1 }, unique: true },
       { name: "instances_systemId", key: { systemId: 1 }, unique: false },
     ],
+    system_deletions: [{ name: "system_deletions_systemId", key: { systemId: 1 }, unique: false }],
   };
 
   server("opening creates the named indexes: systems_name_unique, instances_name_unique, instances_systemId", async (ctx) => {

@@ -3,13 +3,16 @@
  * expiring within 7 days highlighted), create (the secret shown once, with
  * copy, a ready curl line and a confirmation before closing), edit (name,
  * rate limits, expiry, permissions with the editor and the Explain panel),
- * revoke with confirmation.
+ * revoke with confirmation. The editor of one key is its own address,
+ * `/dashboard/api-keys/<id>` (bookmarkable; Back closes it).
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
 import { keysApi, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
+import { navigate, route } from "../state.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { PermissionEditor } from "./permission-editor.js";
+import { shellQuote } from "../shell-quote.js";
 import { withRequestId } from "./sign-in.js";
 import "./api-keys.css";
 
@@ -96,7 +99,7 @@ function curlLine(key: CreatedApiKey): string {
       }
     }
   }
-  return `curl -s -H 'Authorization: Bearer ${key.key}' '${location.origin}/odata/${path}?$top=5'`;
+  return `curl -s -H ${shellQuote(`Authorization: Bearer ${key.key}`)} ${shellQuote(`${location.origin}/odata/${path}?$top=5`)}`;
 }
 
 function KeyForm({ draft, setDraft, creating, idPrefix }: { draft: Draft; setDraft: (d: Draft) => void; creating: boolean; idPrefix: string }) {
@@ -155,7 +158,8 @@ function SecretDialog({ created, onClose }: { created: CreatedApiKey; onClose: (
       setCopied(`The browser refused the clipboard: select the ${what.toLowerCase()} and copy it yourself.`);
     }
   };
-  const curl = created.type === "data" ? curlLine(created) : `curl -s -H 'Authorization: Bearer ${created.key}' '${location.origin}/admin/systems'`;
+  const curl =
+    created.type === "data" ? curlLine(created) : `curl -s -H ${shellQuote(`Authorization: Bearer ${created.key}`)} ${shellQuote(`${location.origin}/admin/systems`)}`;
   return (
     <dialog
       ref={ref}
@@ -211,6 +215,32 @@ export function ApiKeys() {
     void load();
   }, []);
 
+  // The address names the key being edited: open it (a link, a reload, Forward) or close it (Back).
+  const routedId = /^api-keys\/([^/]+)$/.exec(route.value)?.[1] ?? "";
+  useEffect(() => {
+    if (routedId === "") {
+      setEditing(undefined);
+      return;
+    }
+    if (editing?.id === routedId) return;
+    let live = true;
+    keysApi.get(decodeURIComponent(routedId)).then(
+      ({ data }) => {
+        if (!live) return;
+        setEditing(data);
+        setEditDraft(draftOf(data));
+      },
+      (err: unknown) => {
+        if (!live) return;
+        setEditing(undefined);
+        fail(err);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [routedId]);
+
   const fail = (err: unknown) => setError(err instanceof ApiError ? withRequestId(err) : String(err));
 
   const create = async (event: Event) => {
@@ -239,6 +269,11 @@ export function ApiKeys() {
     setEditDraft(draftOf(key));
     setError("");
     setStatus("");
+    if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`);
+  };
+  const closeEditor = () => {
+    setEditing(undefined);
+    if (routedId !== "") navigate("api-keys");
   };
 
   const save = async (event: Event) => {
@@ -268,7 +303,7 @@ export function ApiKeys() {
     setStatus("");
     try {
       await keysApi.revoke(key.id);
-      if (editing?.id === key.id) setEditing(undefined);
+      if (editing?.id === key.id) closeEditor();
       setStatus(`Key ${key.name} revoked.`);
       await load();
     } catch (err) {
@@ -299,7 +334,7 @@ export function ApiKeys() {
           type="button"
           onClick={() => {
             setCreating(true);
-            setEditing(undefined);
+            closeEditor();
           }}
         >
           New API key
@@ -332,7 +367,7 @@ export function ApiKeys() {
               <button type="submit" disabled={busy}>
                 {busy ? "Saving…" : "Save changes"}
               </button>
-              <button type="button" class="secondary" onClick={() => setEditing(undefined)}>
+              <button type="button" class="secondary" onClick={closeEditor}>
                 Close editor
               </button>
             </div>

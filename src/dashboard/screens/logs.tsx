@@ -192,6 +192,7 @@ function LogDetail(props: { log: RequestLog; headingRef: { current: HTMLHeadingE
     ["Request id", l.request_id],
     ["Method and path", `${l.method} ${l.path}`],
     ["Status", `${l.status}${l.error_code ? ` ${l.error_code}` : ""}`],
+    ["Message", l.error_message ?? ""],
     ["Duration", l.duration_ms === undefined ? "" : `${l.duration_ms} ms`],
     ["API key", l.api_key_id || "(none recognised)"],
     ["Session", l.session_id || "(none)"],

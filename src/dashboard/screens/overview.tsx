@@ -228,10 +228,16 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
   );
 }
 
-/** A refused request's reason in words: the denial step explained, else the error code. */
+/**
+ * A refused request's reason in words: the step (or code) and the message
+ * the client was answered; for entries logged before messages were kept, the
+ * denial step explained, else the error code.
+ */
 export function denialMessage(entry: LogEntry): string {
   const step = entry.denial_step ?? "";
   const code = entry.error_code ?? "";
+  const message = entry.error_message ?? "";
+  if (message !== "") return `${step !== "" ? step : code !== "" ? code : "refused"}: ${message}`;
   const where = (entry.accesses ?? [])
     .map((a) => `${a.operation ?? ""} ${a.entity ?? ""}`.trim())
     .filter((a) => a !== "")

@@ -3,10 +3,17 @@
  * `$batch` counts once) and puts the rate-limit headers on the answer,
  * whatever it will be; over the limit it is 429 and nothing is forwarded.
  */
-import type { FastifyReply } from "fastify";
 import { GatewayError } from "../errors.js";
 import type { Admitted, Authorized } from "./exchange.js";
 import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
+
+/**
+ * Where the rate-limit headers go: the data path's Fastify reply, or the
+ * headers of an Envoy check's answer (`../ext-authz/`).
+ */
+export interface HeaderSink {
+  headers(values: Readonly<Record<string, string>>): unknown;
+}
 
 /** The refusal of a request over the key's rate limit (the denial step recorded). */
 export function overLimit(fact: DataLogFacts): GatewayError {
@@ -14,7 +21,7 @@ export function overLimit(fact: DataLogFacts): GatewayError {
   return new GatewayError(429, "rate limit exceeded for this API key", { code: "RATE_LIMITED" });
 }
 
-export async function admit<K extends DataKey>(a: Authorized<K>, port: DataPort<K>, reply: FastifyReply): Promise<Admitted<K>> {
+export async function admit<K extends DataKey>(a: Authorized<K>, port: DataPort<K>, reply: HeaderSink): Promise<Admitted<K>> {
   const admission = await port.admit(a.key);
   reply.headers(admission.headers);
   if (!admission.allowed) throw overLimit(a.fact);

@@ -9,6 +9,13 @@
  * the `$metadata` fetch's 502/504 (fail closed: without the model nothing
  * below the service root is authorized).
  *
+ * The key's entity step is asked for every name the request looks up among
+ * the service's entity sets (`../odata/request.ts`, `entityStep`), before
+ * the lookup: a name the key may not touch stops the analysis, whether or
+ * not the set exists, and so does one it may touch that the service lacks;
+ * the stop travels with the accesses read before it to `authorize`, which
+ * checks those first and then answers it (403 at the entity step, or 404).
+ *
  * Bodies: GET, HEAD and DELETE (tunnelled ones too) may not have one, since
  * erplink does not analyze it and forwards none (400). A `Content-Encoding`
  * other than `identity` is refused (415): the back end would decode another
@@ -27,10 +34,10 @@ import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBytes } from "../odata/m
 import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
 import { Refusal } from "../odata/syntax.js";
 import { decisionOf } from "./authorize.js";
-import { BODILESS, type Analyzed, type CanonicalRequest, type Incoming, type Resolved } from "./exchange.js";
+import { BODILESS, type AnalysisStop, type Analyzed, type CanonicalRequest, type Incoming, type Resolved } from "./exchange.js";
 import { forwardedRequestHeaders } from "./headers.js";
 import type { MetadataCache } from "./metadata-cache.js";
-import type { DataKey, DataPort } from "./ports.js";
+import type { DataKey, DataPort, Decision } from "./ports.js";
 
 export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<K>, metadata: MetadataCache): Promise<Analyzed<K>> {
   const { req } = r;
@@ -51,6 +58,7 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
   const resolveReference = (url: string) => relativeToRoot(url, r.client.path);
   const decide = decisionOf(r, port);
   const mayCreate = (entity: string) => decide(entity, "create").allowed;
+  const entityStep = entityStepOf(decide);
   const analysis: Analysis = analyzeRequest({
     method: req.method,
     path: r.rawPath,
@@ -61,9 +69,25 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
     body: analyzedBody,
     resolveReference,
     sapClient: r.instance.sapClient,
+    entityStep,
   });
   if (analysis.kind === "invalid" || analysis.kind === "denied") refuse(r, analysis);
   const method = analysis.kind === "access" ? analysis.effectiveMethod : req.method;
+  const common = {
+    method,
+    target: analysis.target,
+    forward: analysis.forward,
+    headers: forwardedRequestHeaders(req.headers),
+    model,
+    resolveReference,
+    upsertEntitySet: undefined,
+    partUrls: [],
+  };
+  if (analysis.kind === "stopped") {
+    // Nothing after the stop was read: what was read before it is authorized, then the stop answered; nothing is forwarded.
+    const request: CanonicalRequest = { ...common, kind: "access", accesses: analysis.accesses, body: undefined, analyzedBody: undefined };
+    return { ...r, request, stop: stopOf(analysis) };
+  }
   if (raw !== undefined && BODILESS.has(method)) throw new GatewayError(400, `a ${method} request cannot have a body`);
   const base = {
     kind: analysis.kind,
@@ -84,8 +108,13 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
       model,
       mayCreate,
       sapClient: r.instance.sapClient,
+      entityStep,
     });
     if (batch.kind === "invalid" || batch.kind === "denied") refuse(r, batch);
+    if (batch.kind === "stopped") {
+      const stopped: CanonicalRequest = { ...common, kind: "batch", accesses: batch.accesses, body: undefined, analyzedBody: undefined };
+      return { ...r, request: stopped, stop: stopOf(batch) };
+    }
     request = {
       ...base,
       accesses: batch.accesses,
@@ -103,6 +132,18 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
     };
   }
   return { ...r, request };
+}
+
+/** The key's entity step, from its decisions: the instance and service steps have passed, so only the entity step is operation-free. */
+function entityStepOf(decide: (entity: string, operation: "get") => Decision): (entity: string) => string | undefined {
+  return (entity) => {
+    const decision = decide(entity, "get");
+    return !decision.allowed && decision.step === "entity" ? decision.message : undefined;
+  };
+}
+
+function stopOf(s: { readonly status: 403 | 404; readonly entitySet: string; readonly reason: string; readonly message: string }): AnalysisStop {
+  return { status: s.status, entitySet: s.entitySet, reason: s.reason, message: s.message };
 }
 
 /** Answers a refused analysis: 400 for what is malformed, 403 (`NOT_ALLOWED`) for what the gateway never lets through. */

@@ -4,6 +4,12 @@
  * message (in a batch followed by the part, `… (batch part 2: resource
  * path)`). An update that may create the entity (upsert) gets `If-Match: *`
  * when the key may not `create` in its entity set.
+ *
+ * When the analysis stopped at an entity set the request names (see
+ * `./analyze.ts`), the accesses read before it are checked all the same, in
+ * order, and then the stop is the answer: 403 at the entity step (a name the
+ * key may not touch, whether or not the service has it) or 404 `NOT_FOUND`
+ * (one it may touch that the service lacks).
  */
 import { GatewayError } from "../errors.js";
 import type { Analyzed, Authenticated, Authorized } from "./exchange.js";
@@ -26,7 +32,16 @@ export function authorize<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>):
       throw new GatewayError(403, batched ? `${decision.message} (batch ${access.reason})` : decision.message);
     }
   }
+  if (a.stop !== undefined) throw stopRefusal(a, batched);
   return { ...a, ifMatchStar: needsIfMatchStar(a, port) };
+}
+
+/** The answer to an analysis that stopped at an entity set, once the accesses before it passed (the log's facts set). */
+function stopRefusal<K extends DataKey>(a: Analyzed<K>, batched: boolean): GatewayError {
+  const stop = a.stop!;
+  if (stop.status === 404) return new GatewayError(404, stop.message);
+  a.fact.denialStep = "ENTITY";
+  return new GatewayError(403, batched ? `${stop.message} (batch ${stop.reason})` : stop.message);
 }
 
 /** Whether an update that may create its entity (upsert) gets `If-Match: *`: the key may not `create` there. */

@@ -189,21 +189,27 @@ async function explain<K extends DataKey>(input: ExplainInput<K>, options: Diagn
   }
 }
 
-/** Fills in the canonical request and every access's decision. */
+/**
+ * Fills in the canonical request and every access's decision; when the
+ * analysis stopped at an entity set, only the accesses read before it (the
+ * request was not analyzed to the end, so there is no canonical request).
+ */
 function describe<K extends DataKey>(out: Explanation, a: Analyzed<K>, port: DataPort<K>): void {
   const { request, root } = a;
-  const ifMatchStar = needsIfMatchStar(a, port);
-  const headers: Record<string, string> = { ...request.headers };
-  if (ifMatchStar) headers["if-match"] = "*";
-  out.request = create(CanonicalRequestSchema, {
-    kind: request.kind,
-    method: request.method,
-    target: request.forward,
-    upstreamUrl: root.urlOf(request.forward),
-    headers,
-    ifMatchAdded: ifMatchStar,
-    batchPartUrls: [...request.partUrls],
-  });
+  if (a.stop === undefined) {
+    const ifMatchStar = needsIfMatchStar(a, port);
+    const headers: Record<string, string> = { ...request.headers };
+    if (ifMatchStar) headers["if-match"] = "*";
+    out.request = create(CanonicalRequestSchema, {
+      kind: request.kind,
+      method: request.method,
+      target: request.forward,
+      upstreamUrl: root.urlOf(request.forward),
+      headers,
+      ifMatchAdded: ifMatchStar,
+      batchPartUrls: [...request.partUrls],
+    });
+  }
   const decide = decisionOf(a, port);
   const batched = request.kind === "batch";
   out.accesses = request.accesses.map((access): AccessDecision => {

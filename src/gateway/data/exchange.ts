@@ -82,9 +82,26 @@ export interface CanonicalRequest {
   readonly model: ServiceModel | undefined;
 }
 
-/** After `analyze`: the canonical request. */
+/**
+ * Where the analysis stopped: at an entity set the request names (a first
+ * path segment, a batch part's, a URL in a body) that the key may not touch
+ * (403 at the entity step, whether or not it exists) or that the service
+ * lacks (404). `authorize` checks the accesses read before it first.
+ */
+export interface AnalysisStop {
+  readonly status: 403 | 404;
+  /** The name as the request wrote it. */
+  readonly entitySet: string;
+  /** Where it was named (`resource path`, `part 2: bind Customer`). */
+  readonly reason: string;
+  /** 403: the entity step's message; 404: the whole message. */
+  readonly message: string;
+}
+
+/** After `analyze`: the canonical request (with `stop`, only what was read before the stop, never forwarded). */
 export interface Analyzed<K extends DataKey> extends Resolved<K> {
   readonly request: CanonicalRequest;
+  readonly stop?: AnalysisStop;
 }
 
 /** After `authorize`: every access allowed. */

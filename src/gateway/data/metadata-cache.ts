@@ -10,6 +10,7 @@
  * what could not be done (`cannot authorize the request: …`, or what the
  * caller names: the service catalog shares the cache).
  */
+import type { DataPathMetrics, FetchResult } from "../../metrics/port.js";
 import { GatewayError } from "../errors.js";
 import { parseMetadata, type ServiceModel } from "../odata/metadata.js";
 import { isTimeout, type UpstreamSessions } from "../upstream-session.js";
@@ -72,12 +73,15 @@ export interface MetadataCacheOptions {
   readonly ttlMs: number;
   /** Timeout of one fetch (ms). */
   readonly timeoutMs: number;
+  /** Where lookups and fetches are counted (default: nowhere). */
+  readonly metrics?: Pick<DataPathMetrics, "metadataLookup" | "metadataFetch">;
 }
 
-/** A failed fetch: its status (502 or 504) and what went wrong. */
+/** A failed fetch: its status (502 or 504), what went wrong, and how it counts. */
 interface Failure {
   readonly status: 502 | 504;
   readonly cause: string;
+  readonly result: FetchResult;
 }
 
 type Entry = { readonly at: number; readonly model: ServiceModel } | { readonly at: number; readonly error: Failure };
@@ -92,6 +96,11 @@ export class MetadataCache {
 
   constructor(private readonly options: MetadataCacheOptions) {}
 
+  /** Cached models and remembered failures (for the metrics). */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /**
    * The service's model; throws the {@link GatewayError} of a failed fetch,
    * its message starting with `purpose` (what cannot be done without it).
@@ -101,13 +110,17 @@ export class MetadataCache {
     const key = `${instance.id}|${root.key}`;
     const hit = this.entries.get(key);
     if (hit !== undefined && Date.now() - hit.at < ("model" in hit ? this.options.ttlMs : FAILURE_TTL_MS)) {
+      this.options.metrics?.metadataLookup("model" in hit ? "hit" : "negative_hit");
       if ("model" in hit) return hit.model;
       throw refusal(hit.error, purpose);
     }
+    this.options.metrics?.metadataLookup("miss");
     let flight = this.flights.get(key);
     if (flight === undefined) {
+      const started = performance.now();
       flight = this.fetch(instance, root)
         .then((entry) => {
+          this.options.metrics?.metadataFetch("model" in entry ? "ok" : entry.error.result, (performance.now() - started) / 1000);
           if (this.entries.size >= MAX_MODELS && !this.entries.has(key)) this.entries.clear();
           this.entries.set(key, entry);
           return entry;
@@ -121,7 +134,10 @@ export class MetadataCache {
   }
 
   private async fetch(instance: DataInstance, root: ServiceRoot): Promise<Entry> {
-    const failed = (status: 502 | 504, cause: string): Entry => ({ at: Date.now(), error: { status, cause } });
+    const failed = (status: 502 | 504, cause: string, result: FetchResult = status === 504 ? "timeout" : "unreachable"): Entry => ({
+      at: Date.now(),
+      error: { status, cause, result },
+    });
     const headers: Record<string, string> = { accept: "application/xml" };
     const sessions = this.options.sessions;
     const auth = await sessions.authorization(instance);
@@ -137,13 +153,13 @@ export class MetadataCache {
     if (!res.ok) {
       await res.body?.cancel();
       if (res.status === 401) sessions.dropToken(instance, auth);
-      return failed(502, `the back end answered HTTP ${res.status} to $metadata`);
+      return failed(502, `the back end answered HTTP ${res.status} to $metadata`, "refused");
     }
     let text: string;
     try {
       text = await readMetadataText(res);
     } catch (err) {
-      if (err instanceof MetadataTooLarge) return failed(502, err.message);
+      if (err instanceof MetadataTooLarge) return failed(502, err.message, "refused");
       // A document that trickles is as late as one that never starts.
       return isTimeout(err)
         ? failed(504, "the back end did not send the service's $metadata in time")
@@ -152,7 +168,7 @@ export class MetadataCache {
     try {
       return { at: Date.now(), model: parseMetadata(text) };
     } catch {
-      return failed(502, "the service's $metadata could not be read");
+      return failed(502, "the service's $metadata could not be read", "refused");
     }
   }
 }

@@ -5,6 +5,7 @@
  * explanation or a catalog reads the very models the data path authorizes
  * with. Their bounds and TTLs are in their own modules.
  */
+import type { DataPathMetrics } from "../../metrics/port.js";
 import { UpstreamSessions } from "../upstream-session.js";
 import { Forwarder } from "./forwarder.js";
 import { MetadataCache } from "./metadata-cache.js";
@@ -15,6 +16,8 @@ export interface DataResourceOptions {
   readonly upstreamTimeoutMs: number;
   /** How long a service's `$metadata` is cached (ms). */
   readonly metadataTtlMs: number;
+  /** Where the caches count lookups and fetches (default: nowhere). */
+  readonly metrics?: DataPathMetrics;
 }
 
 /** The data path's shared resources. */
@@ -30,8 +33,9 @@ export interface DataResources {
 
 /** Creates the data path's shared resources. */
 export function createDataResources(options: DataResourceOptions): DataResources {
-  const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs });
-  const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs });
+  const { metrics } = options;
+  const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs, metrics });
+  const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs, metrics });
   const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
   return { sessions, metadata, forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
 }

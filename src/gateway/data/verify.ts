@@ -32,7 +32,7 @@ function sameAccesses(a: readonly Access[], b: readonly Access[]): boolean {
  * with it and the body as the analyzer saw it.
  */
 export function verifyForward<K extends DataKey>(a: Authorized<K>, path: string, headers: Readonly<Record<string, string>>): void {
-  const { root, request } = a;
+  const { root } = a;
   let url: URL;
   try {
     url = new URL(`${root.origin}${path}`);
@@ -42,6 +42,24 @@ export function verifyForward<K extends DataKey>(a: Authorized<K>, path: string,
   if (url.origin !== root.origin) refuse("the upstream URL names another origin");
   if (url.hash !== "" || url.username !== "" || url.password !== "") refuse("the upstream URL has a fragment or credentials");
   if (`${url.pathname}${url.search}` !== path) refuse("a URL parser would rewrite the upstream request target");
+  verifyReading(a, url, headers);
+}
+
+/**
+ * Checks that `url` (an upstream URL as a URL parser read it), with the
+ * `headers` that go with it and the body as the analyzer saw it, lies below
+ * the service root and is analyzed as exactly the authorized request. Part
+ * of {@link verifyForward}; Envoy's check (`../ext-authz/`) runs it on the
+ * client's own request target, which Envoy forwards instead of erplink's.
+ */
+export function verifyReading<K extends DataKey>(
+  a: Authorized<K>,
+  url: URL,
+  headers: Readonly<Record<string, string>>,
+  /** The instance's SAP client, when `url` is the client's and may name it (the analyzer then reads it as the instance's). */
+  sapClient?: string,
+): void {
+  const { root, request } = a;
   const prefix = `${root.path}/`;
   if (!url.pathname.startsWith(prefix)) refuse("the upstream URL leaves the service root");
   let query = url.search.startsWith("?") ? url.search.slice(1) : "";
@@ -57,8 +75,9 @@ export function verifyForward<K extends DataKey>(a: Authorized<K>, path: string,
     model: request.model,
     body: request.analyzedBody,
     resolveReference: request.resolveReference,
+    sapClient,
   });
-  if (again.kind === "denied" || again.kind === "invalid") refuse(`read again, it is refused: ${again.message}`);
+  if (again.kind === "denied" || again.kind === "invalid" || again.kind === "stopped") refuse(`read again, it is refused: ${again.message}`);
   if (again.kind !== request.kind) refuse("read again, it is another kind of request");
   if (!sameTarget(again.target, request.target) || again.forward !== request.forward) refuse("read again, it addresses another target");
   // A batch's accesses are its parts' (see verifyBatch).

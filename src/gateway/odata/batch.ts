@@ -106,7 +106,7 @@ import { AccessList, type Access } from "./query.js";
 import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
 import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, sniffBytes, type MediaType } from "./media-type.js";
-import { Refusal, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted } from "./syntax.js";
+import { Refusal, Stop, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted, type EntityStep } from "./syntax.js";
 import { serializeTarget } from "./target.js";
 
 export { MAX_JSON_DEPTH } from "./json.js";
@@ -138,6 +138,8 @@ export interface BatchInput {
   readonly mayCreate: (entitySet: string) => boolean;
   /** The instance's SAP client (see `sapClient` of the request analyzer). */
   readonly sapClient?: string | undefined;
+  /** The key's entity step (see `entityStep` of the request analyzer), for every part. */
+  readonly entityStep?: EntityStep | undefined;
 }
 
 /** The outcome of {@link analyzeBatch}. */
@@ -160,6 +162,22 @@ export type BatchAnalysis =
        */
       readonly contentType: string;
     }
+  /**
+   * A part stopped at an entity set the key may not touch (403) or the
+   * service lacks (404), see `stopped` of the request analyzer: `accesses`
+   * are every part's before it (and its own read before the stop, with the
+   * named set's when its path says which operation), to be authorized
+   * first; `reason` names the part (`part 2: resource path`); a 404's
+   * `message` names the part too.
+   */
+  | {
+      readonly kind: "stopped";
+      readonly status: 403 | 404;
+      readonly entitySet: string;
+      readonly reason: string;
+      readonly message: string;
+      readonly accesses: readonly Access[];
+    }
   /** A part is well-formed but not allowed through the gateway (403); the message names it. */
   | { readonly kind: "denied"; readonly message: string }
   /** The batch or a part is malformed (400); the message names the part where there is one. */
@@ -170,27 +188,33 @@ export type BatchAnalysis =
  * `invalid`, anything the gateway will not let through is `denied`.
  */
 export function analyzeBatch(input: BatchInput): BatchAnalysis {
+  // Every part's accesses, kept when a part stops the analysis.
+  const accesses = new AccessList();
   try {
-    return analyze(input);
+    return analyze(input, accesses);
   } catch (error) {
     if (error instanceof Refusal) return { kind: error.kind, message: error.message };
+    if (error instanceof Stop) {
+      const { status, entitySet, reason, message } = error;
+      return { kind: "stopped", status, entitySet, reason, message, accesses: accesses.items };
+    }
     // A bug here must not let the batch through.
     return { kind: "denied", message: "the batch could not be analyzed" };
   }
 }
 
-function analyze(input: BatchInput): BatchAnalysis {
+function analyze(input: BatchInput, accesses: AccessList): BatchAnalysis {
   const media = parseMediaType(input.contentType, "the batch Content-Type");
   if (media.type === "multipart/mixed") {
     const boundary = media.params.get("boundary");
     if (boundary === undefined) invalid("the batch Content-Type has no boundary parameter");
     checkBoundary(boundary, "the batch Content-Type");
     checkCharset(media, "the batch Content-Type");
-    return analyzeMultipart(input, boundary);
+    return analyzeMultipart(input, boundary, accesses);
   }
   if (media.type === "application/json") {
     checkCharset(media, "the batch Content-Type");
-    return analyzeJsonBatch(input);
+    return analyzeJsonBatch(input, accesses);
   }
   invalid(`unsupported batch Content-Type '${excerpt(input.contentType)}': expected multipart/mixed or application/json`);
 }
@@ -402,9 +426,16 @@ function analyzePart(
       ...(part.body ? { body: part.body } : {}),
       resolveReference: (url) => bodyReference(url, clientRoot, referentOf),
       sapClient: input.sapClient,
+      entityStep: input.entityStep,
     });
     if (analysis.kind === "batch") denied("a batch cannot contain another batch");
     if (analysis.kind === "denied" || analysis.kind === "invalid") throw new Refusal(analysis.kind, analysis.message);
+    if (analysis.kind === "stopped") {
+      // What the part read before it is authorized first, as the other parts' are.
+      for (const a of analysis.accesses) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
+      const message = analysis.status === 404 ? `${labelOf(part)}: ${analysis.message}` : analysis.message;
+      throw new Stop(analysis.status, analysis.entitySet, `part ${part.no}: ${analysis.reason}`, message);
+    }
     if (analysis.kind === "access") {
       for (const a of analysis.accesses) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
     }
@@ -851,7 +882,7 @@ function isJsonSpace(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
-function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
+function analyzeMultipart(input: BatchInput, boundary: string, accesses: AccessList): BatchAnalysis {
   const text = input.body.toString("latin1");
   const outer = splitMultipart(text, 0, text.length, boundary, "the batch body");
   if (outer.parts.length === 0) invalid("the batch body has no body parts");
@@ -909,7 +940,6 @@ function analyzeMultipart(input: BatchInput, boundary: string): BatchAnalysis {
   }
 
   // Then every part, in order.
-  const accesses = new AccessList();
   const results = new Map<HttpPart, PartResult>();
   for (const item of items) {
     const members = item.kind === "request" ? [item.part] : item.changeSet.parts;
@@ -1015,7 +1045,7 @@ interface JsonPart extends Part {
 
 const JSON_METHODS = new Set(["DELETE", "GET", "PATCH", "POST", "PUT"]);
 
-function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
+function analyzeJsonBatch(input: BatchInput, accesses: AccessList): BatchAnalysis {
   let text: string;
   try {
     text = UTF8.decode(input.body);
@@ -1057,7 +1087,6 @@ function analyzeJsonBatch(input: BatchInput): BatchAnalysis {
   }
 
   // Then every part, in order.
-  const accesses = new AccessList();
   const results: PartResult[] = [];
   for (const [index, part] of parts.entries()) {
     const referentOf = (id: string): Referent => {

@@ -87,11 +87,12 @@
  *   any bind annotation is denied; primitive values pass.
  * - Bodies nested deeper than {@link MAX_NESTING} levels, or costing more
  *   than {@link MAX_BODY_WORK} members, are refused (invalid), so hostile
- *   bodies answer quickly; only `Refusal` is ever thrown.
+ *   bodies answer quickly; only `Refusal` is ever thrown, and `Stop` for
+ *   a URL whose first segment the key may not touch or the service lacks.
  */
 import type { Position, ServiceModel, Step } from "./metadata.js";
 import type { AccessList } from "./query.js";
-import { MAX_NESTING, Refusal, denied, excerpt, invalid } from "./syntax.js";
+import { MAX_NESTING, Refusal, Stop, denied, excerpt, invalid } from "./syntax.js";
 
 /**
  * A request body as the gateway hands it over: parsed JSON (content types
@@ -128,9 +129,11 @@ export interface BodyContext {
   /**
    * Walks a resource path below the service root (raw, percent-encoded) that
    * must address one entity, and returns the entity sets it passes, the
-   * target last. Throws `Refusal`.
+   * target last. Throws `Refusal`, or `Stop` at a first segment the key
+   * may not touch (403) or the service lacks (404); `reason` is where the
+   * URL stands, for the stop.
    */
-  readonly walkReference: (path: string) => readonly string[];
+  readonly walkReference: (path: string, reason: string) => readonly string[];
 }
 
 /**
@@ -658,9 +661,14 @@ class Walker {
     if (path === "" || path.startsWith("$")) invalid(`'${quote(url)}' in '${quote(where)}' does not address one entity`);
     let hops: readonly string[];
     try {
-      hops = this.ctx.walkReference(path);
+      hops = this.ctx.walkReference(path, reason);
     } catch (error) {
       if (error instanceof Refusal) throw new Refusal(error.kind, `${error.message} in '${quote(where)}'`);
+      if (error instanceof Stop) {
+        if (error.status === 404) throw new Stop(404, error.entitySet, error.reason, `${error.message} in '${quote(where)}'`);
+        // A set the key may not touch, whether or not it exists: recorded as the URL names it.
+        this.ctx.accesses.add(error.entitySet, path.includes("/") ? "get" : last, reason);
+      }
       throw error;
     }
     hops.forEach((entitySet, i) => {

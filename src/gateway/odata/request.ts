@@ -45,11 +45,12 @@
  */
 import type { Operation } from "../data/ports.js";
 import { analyzeBody, isBindAnnotation, isObject, type BodyTarget, type RequestBody } from "./body.js";
-import type { Position, ServiceModel } from "./metadata.js";
+import type { Position, Root, ServiceModel } from "./metadata.js";
 import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type QueryContext, type Scope } from "./query.js";
 import { encodeSegment, serializePath, serializeTarget, type Target } from "./target.js";
 import {
   Refusal,
+  Stop,
   checkTypedLiteral,
   decodeOnce,
   denied,
@@ -62,10 +63,12 @@ import {
   splitCall,
   splitTopLevel,
   walkTopLevel,
+  type EntityStep,
 } from "./syntax.js";
 
 export type { Access } from "./query.js";
 export type { RequestBody } from "./body.js";
+export type { EntityStep } from "./syntax.js";
 export type { Target } from "./target.js";
 
 /**
@@ -113,6 +116,15 @@ export interface RequestInput {
    * out of the target (any other is denied).
    */
   readonly sapClient?: string | undefined;
+  /**
+   * The key's entity step (see {@link EntityStep}), asked for every name the
+   * request looks up among the service's entity sets, singletons and imports
+   * (the first segment of the resource path and of every URL in the body)
+   * before the lookup: a name the key may not touch stops the analysis
+   * (403) whether or not the service has it, and one it may touch that the
+   * service lacks stops it with 404. Absent: every name may be looked up.
+   */
+  readonly entityStep?: EntityStep | undefined;
 }
 
 /**
@@ -167,6 +179,21 @@ export type Analysis =
   | (Forwardable & { readonly kind: "metadata" })
   /** A `POST $batch`: each part must be analyzed by the batch module. */
   | (Forwardable & { readonly kind: "batch" })
+  /**
+   * Stopped at an entity set named in the request (see {@link Stop}):
+   * `accesses` are those read before it, and the named set's own when the
+   * path alone says which operation (`GET X`, `X(1)`, `POST X`, …). The
+   * gateway authorizes them in order, then answers `status` (403 at the
+   * entity step with `message`, or 404 `NOT_FOUND` with `message`).
+   */
+  | (Forwardable & {
+      readonly kind: "stopped";
+      readonly status: 403 | 404;
+      readonly entitySet: string;
+      readonly reason: string;
+      readonly message: string;
+      readonly accesses: readonly Access[];
+    })
   /** Well-formed but not allowed through the gateway (403). */
   | { readonly kind: "denied"; readonly message: string }
   /** Malformed path or query (400). */
@@ -186,13 +213,24 @@ export function needsIfMatchStar(analysis: Analysis, mayCreate: (entitySet: stri
  * the gateway will not let through is `denied`.
  */
 export function analyzeRequest(input: RequestInput): Analysis {
+  const progress: Progress = { accesses: new AccessList(), forwardable: undefined };
   try {
-    return analyze(input);
+    return analyze(input, progress);
   } catch (error) {
     if (error instanceof Refusal) return { kind: error.kind, message: error.message };
+    if (error instanceof Stop && progress.forwardable !== undefined) {
+      const { status, entitySet, reason, message } = error;
+      return { kind: "stopped", ...progress.forwardable, status, entitySet, reason, message, accesses: progress.accesses.items };
+    }
     // A bug here must not let the request through.
     return { kind: "denied", message: "the request could not be analyzed" };
   }
+}
+
+/** What an analysis has found so far: kept when it stops at an entity set. */
+interface Progress {
+  readonly accesses: AccessList;
+  forwardable: Forwardable | undefined;
 }
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "MERGE", "DELETE"]);
@@ -322,7 +360,7 @@ interface PathState {
   links: boolean;
 }
 
-function analyze(input: RequestInput): Analysis {
+function analyze(input: RequestInput, progress: Progress): Analysis {
   const headers = lowerCaseHeaders(input.headers);
   const method = effectiveMethodOf(input.method, headers);
   const segments = decodeSegments(input.path);
@@ -332,6 +370,7 @@ function analyze(input: RequestInput): Analysis {
   // for the back end is refused, whatever it would mean.
   const target: Target = { segments, query: query.entries };
   const forwardable: Forwardable = { target, forward: serializeTarget(target) };
+  progress.forwardable = forwardable;
 
   if (segments.length === 0) {
     if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on the service document`);
@@ -356,8 +395,16 @@ function analyze(input: RequestInput): Analysis {
     invalid(`unknown path segment '${excerpt(first)}'`);
   }
 
-  const state = walkPath(segments, model);
-  const accesses = new AccessList();
+  const { accesses } = progress;
+  const { entityStep } = input;
+  let state: PathState;
+  try {
+    state = walkPath(segments, model, entityStep, PATH_REASON);
+  } catch (error) {
+    // A set the key may not touch: the access the path alone asks for is recorded, whether or not the set exists.
+    if (error instanceof Stop && error.status === 403) recordWithoutModel(segments, method, headers, model?.root(error.entitySet)?.kind === "singleton", accesses);
+    throw error;
+  }
   const scope = finish(state, method, headers, model, accesses);
   const bodyTarget = bodyTargetOf(state, method);
   if (bodyTarget !== undefined) {
@@ -365,7 +412,7 @@ function analyze(input: RequestInput): Analysis {
       model,
       accesses,
       resolveReference: input.resolveReference,
-      walkReference: (path) => walkReference(path, model),
+      walkReference: (path, reason) => walkReference(path, model, entityStep, reason),
     });
   }
   const ctx: QueryContext = { model, aliases: query.aliases, accesses, work: 0, applied: new Set() };
@@ -525,7 +572,7 @@ function bodyTargetOf(state: PathState, method: string): BodyTarget | undefined 
  * `@odata.id`): it must address one entity. Returns the entity sets passed,
  * the target last.
  */
-function walkReference(path: string, model: ServiceModel | undefined): readonly string[] {
+function walkReference(path: string, model: ServiceModel | undefined, entityStep: EntityStep | undefined, reason: string): readonly string[] {
   const segments = decodeSegments(path);
   // The URL is forwarded as written: it must read the same to a back end
   // that decodes first and splits after, so no decoded segment may hold what
@@ -535,7 +582,7 @@ function walkReference(path: string, model: ServiceModel | undefined): readonly 
     encodeSegment(s);
   }
   if (segments.length === 0 || segments[0].startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);
-  const state = walkPath(segments, model);
+  const state = walkPath(segments, model, entityStep, reason);
   if (state.tail !== undefined || state.property || state.shape !== "entity") invalid(`'${excerpt(path)}' does not address one entity`);
   return state.hops;
 }
@@ -568,14 +615,56 @@ function aliasesIn(text: string): Set<string> {
   return new Set(unquoted.match(/@[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]*/gu) ?? []);
 }
 
+/** The reason of the accesses of the resource path, and of a stop at its first segment. */
+const PATH_REASON = "resource path";
+
+/**
+ * What the first segment of a path names, looked up only after the key's
+ * entity step (see {@link RequestInput.entityStep}): a name the key may not
+ * touch stops the analysis with 403 whether or not the service has it (so
+ * the answer never tells), and a name it may touch that the service lacks
+ * with 404. A case-insensitive match counts only when the key may touch the
+ * set it matches; otherwise the name is looked at as written. Undefined
+ * without a model (the name is taken for an entity set).
+ */
+function resolveRoot(name: string, model: ServiceModel | undefined, entityStep: EntityStep | undefined, reason: string): Root | undefined {
+  const step = entityStep ?? (() => undefined);
+  const root = model?.root(name);
+  if (root !== undefined && step(root.name) === undefined) return root;
+  const denial = step(name);
+  if (denial !== undefined) throw new Stop(403, name, reason, denial);
+  if (model) throw new Stop(404, name, reason, `entity set '${name}' not found`);
+  return undefined;
+}
+
+/**
+ * Records the accesses a path names when it stops at its first segment,
+ * as far as the path alone says (without the model): `GET X` is `list`
+ * (`get` for a singleton), `DELETE X(1)` `delete`, and so on; nothing when
+ * it goes on into properties or navigations, which only the model could
+ * tell. What is recorded decides nothing (the key may not touch the set
+ * at all); it tells the request log and explain what was asked.
+ */
+function recordWithoutModel(segments: readonly string[], method: string, headers: ReadonlyMap<string, string>, singleton: boolean, accesses: AccessList): void {
+  const found = new AccessList();
+  try {
+    const state = walkPath(segments, undefined, undefined, PATH_REASON);
+    if (singleton && segments.length === 1 && state.shape === "collection") state.shape = "entity";
+    finish(state, method, headers, undefined, found);
+  } catch (error) {
+    if (error instanceof Refusal) return;
+    throw error;
+  }
+  for (const a of found.items) accesses.add(a.entitySet, a.operation, a.reason);
+}
+
 /** Walks the resource path: entity sets crossed, and what the last segment addresses. */
-function walkPath(segments: readonly string[], model: ServiceModel | undefined): PathState {
+function walkPath(segments: readonly string[], model: ServiceModel | undefined, entityStep: EntityStep | undefined, reason: string): PathState {
   const { name, args } = splitCall(segments[0], "the first path segment");
   if (!isSimpleIdentifier(name)) invalid(`'${excerpt(name)}' is not an entity set name`);
   let state: PathState;
-  if (model) {
-    const root = model.root(name);
-    if (root === undefined) invalid(`'${excerpt(name)}' is not an entity set of this service`);
+  const root = resolveRoot(name, model, entityStep, reason);
+  if (model && root !== undefined) {
     if (root.kind === "functionImport" || root.kind === "actionImport") {
       denied(`unbound ${root.kind === "functionImport" ? "function" : "action"} import '${root.name}' is not allowed`);
     }

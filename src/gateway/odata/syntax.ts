@@ -21,6 +21,37 @@ export class Refusal extends Error {
   }
 }
 
+/**
+ * The analysis stops at an entity set named in the request (the first
+ * segment of a resource path, of a `$batch` part's, of a URL in a body):
+ * either the key may not touch it (`status` 403, the entity step of the
+ * permission model, whether or not the service has such a set) or the key
+ * may, and the service has none of that name (`status` 404). Unlike a
+ * {@link Refusal}, what was read before it is still authorized first, so the
+ * answer never depends on whether a set the key may not touch exists.
+ */
+export class Stop extends Error {
+  constructor(
+    readonly status: 403 | 404,
+    /** The name as the request wrote it. */
+    readonly entitySet: string,
+    /** Where it was named (`resource path`, `bind Customer`, `part 2: resource path`). */
+    readonly reason: string,
+    /** 403: the entity step's message (`API key has no access to entity 'X'`); 404: the whole message. */
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The key's entity step for an entity set (or singleton, or import) named by
+ * the request: undefined when some grant names it or `*`, else the denial's
+ * message. Absent: the analysis is not for a key, and every name may be
+ * looked up.
+ */
+export type EntityStep = (entitySet: string) => string | undefined;
+
 /** Stops the analysis: the request is malformed (400). */
 export function invalid(message: string): never {
   throw new Refusal("invalid", message);

@@ -58,6 +58,8 @@ const PATH_STRUCTURE = /[A-Za-z0-9\-._~(),=:@$+]/;
 const QUERY_VALUE_RAW = /[A-Za-z0-9\-._~$(),/:@*!]/;
 // Letters, marks and digits beyond ASCII: identifiers may hold them (encoded).
 const NON_ASCII_NAME = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]/u;
+/** A format character (Cf) first or last in a segment: invisible, and trimmed by some readers. */
+const EDGE_FORMAT = /^\p{Cf}|\p{Cf}$/u;
 
 /** A system option, alias or custom option name as it may be forwarded. */
 export const OPTION_NAME = /^(?:\$?[A-Za-z_][A-Za-z0-9_.-]{0,127}|@[A-Za-z_][A-Za-z0-9_]{0,127})$/;
@@ -92,6 +94,14 @@ function describe(ch: string): string {
 export function encodeSegment(segment: string): string {
   if (segment === "") invalid("empty path segment");
   if (segment === "." || segment === "..") invalid("dot segments are not allowed in the path");
+  // An invisible format character (a byte-order mark, a zero-width space) at
+  // either end of a segment: a back end that trims segments (JavaScript's
+  // trim() drops U+FEFF) would read another segment, e.g. a key-as-segment
+  // '\uFEFF$crossjoin' as `$crossjoin`.
+  const edge = EDGE_FORMAT.exec(segment);
+  if (edge !== null) {
+    invalid(`character ${describe(edge[0])} is not allowed at either end of path segment '${excerpt(segment)}'`);
+  }
   let out = "";
   for (let i = 0; i < segment.length; ) {
     const ch = String.fromCodePoint(segment.codePointAt(i)!);

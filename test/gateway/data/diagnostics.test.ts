@@ -3,7 +3,8 @@
  * upstream of our own:
  *
  * - explain is a differential of the data path: every case of the data
- *   path's own tables (data-path.test.ts, data/forward.test.ts) is sent to
+ *   path's own tables (test-support/data-cases.ts: data-path.test.ts,
+ *   data/forward.test.ts) is sent to
  *   the data path over a raw socket (request lines as written) and explained
  *   for the same key; the data path's answer (status, code, message, the
  *   request log's denial step, accesses, upstream URL) must be exactly what
@@ -16,286 +17,31 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
-import { rawHttp } from "../../../test-support/raw-http.js";
-import { AUTH, createWorld } from "../../../test-support/world.js";
+import {
+  BASIC,
+  DATA_CASES as CASES,
+  JSON_TYPE,
+  SALES,
+  UP,
+  instanceOf,
+  sendToDataPath as send,
+  startCaseWorld,
+  stopCaseWorld,
+  type CaseWorld as Ctx,
+  type DataCase as Case,
+} from "../../../test-support/data-cases.js";
+import { AUTH } from "../../../test-support/world.js";
 import { json, post } from "../../../test-support/http.js";
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: http.IncomingHttpHeaders;
-}
-
-interface Ctx {
-  world: Awaited<ReturnType<typeof createWorld>>;
-  upstream: http.Server;
-  /** Every request the upstream received, `$metadata` and CSRF fetches included. */
-  all: Seen[];
-  origin: string;
-  port: number;
-  instanceId: string;
-  /** Key name -> { id, secret }. */
-  keys: Record<string, { id: string; key: string }>;
-}
-
-const SALES = "/odata/prod/SALES";
-const UP = "/erp/sap/sales/0001";
-const BASIC = `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`;
 
 const Diag = suite<Ctx>("data path diagnostics");
 
 Diag.before.each(async (ctx) => {
-  ctx.all = [];
-  ctx.upstream = http.createServer(async (req, res) => {
-    ctx.all.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
-    for await (const _ of req);
-    if (req.headers.authorization !== BASIC) {
-      res.writeHead(401, { "www-authenticate": 'Basic realm="erp"' }).end("no credentials");
-      return;
-    }
-    const path = (req.url ?? "").split("?")[0]!;
-    if (path.endsWith("/$metadata")) {
-      res.writeHead(200, { "content-type": "application/xml", "odata-version": "4.0" }).end(path.includes("/v2/") ? V2_METADATA : V4_METADATA);
-      return;
-    }
-    if (req.headers["x-csrf-token"] === "Fetch") {
-      res.writeHead(200, { "x-csrf-token": "tok-secret-1", "set-cookie": "SAP_SESSIONID=cookie-secret; path=/" }).end("{}");
-      return;
-    }
-    res.writeHead(201, { "content-type": "application/json" }).end("{}");
-  });
-  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
-  ctx.origin = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}`;
-  ctx.world = await createWorld();
-  const app = ctx.world.app;
-  const sys = json(await post(app, "/admin/systems", { name: "S4" })).data.id;
-  const ins = await post(app, `/admin/systems/${sys}/instances`, {
-    name: "prod",
-    base_url: `${ctx.origin}/erp/`,
-    services: { SALES: { path: "sap/sales/0001" }, SALES2: { path: "v2/ZSALES_SRV" } },
-    sap_client: "100",
-    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
-  });
-  assert.is(ins.statusCode, 201, ins.body);
-  ctx.instanceId = json(ins).data.id;
-  ctx.keys = {};
-  const key = async (name: string, body: Record<string, unknown>) => {
-    const res = await post(app, "/admin/api-keys", { name, ...body });
-    assert.is(res.statusCode, 201, res.body);
-    ctx.keys[name] = { id: json(res).data.id, key: json(res).data.key };
-  };
-  // The keys of the data path's suites.
-  await key("app", {
-    permissions: {
-      prod: {
-        SALES: { SalesOrders: ["list", "get", "update", "delete"], Customers: ["get"] },
-        SALES2: { SalesOrderSet: ["list", "get", "update"] },
-      },
-    },
-  });
-  await key("reader", { permissions: { prod: { SALES: { SalesOrders: ["list", "get"], Customers: ["get"] } }, ghost: { "*": { "*": ["list"] } } } });
-  await key("writer", { permissions: { prod: { SALES: { SalesOrders: ["create"], Customers: ["get"] } } } });
-  await key("uploader", { permissions: { prod: { SALES: { Products: ["create"] } } } });
-  await key("w2", { permissions: { prod: { "*": { "*": ["list", "create"] } } } });
-  await key("admin", { type: "admin" });
-  await app.listen({ port: 0, host: "127.0.0.1" });
-  ctx.port = (app.server.address() as AddressInfo).port;
+  Object.assign(ctx, await startCaseWorld());
 });
 
 Diag.after.each(async (ctx) => {
-  assert.equal(ctx.world.errors, [], "no masked internal errors");
-  await ctx.world.close();
-  ctx.upstream.closeAllConnections();
-  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+  await stopCaseWorld(ctx);
 });
-
-/** One request of the data path's tables. */
-interface Case {
-  readonly key?: string;
-  readonly method: string;
-  /** The request target exactly as sent. */
-  readonly url: string;
-  readonly headers?: Record<string, string>;
-  readonly body?: string;
-}
-
-const part = (url: string) => ["--b", "Content-Type: application/http", "", `GET ${url} HTTP/1.1`, "", "", "--b--", ""].join("\r\n");
-
-const BATCH = [
-  "--batch_1",
-  "Content-Type: application/http",
-  "Content-Transfer-Encoding: binary",
-  "",
-  "GET SalesOrders?$top=1 HTTP/1.1",
-  "Accept: application/json",
-  "",
-  "",
-  "--batch_1",
-  "Content-Type: application/http",
-  "Content-Transfer-Encoding: binary",
-  "",
-  "GET /odata/prod/SALES/Customers('C1') HTTP/1.1",
-  "",
-  "",
-  "--batch_1--",
-  "",
-].join("\r\n");
-
-const JSON_TYPE = { "content-type": "application/json" };
-const MULTIPART = { "content-type": "multipart/mixed; boundary=batch_1" };
-
-/** The cases of test/gateway/data-path.test.ts and test/gateway/data/forward.test.ts, as requests. */
-const CASES: readonly Case[] = [
-  // data-path.test.ts
-  { key: "reader", method: "GET", url: `${SALES}/SalesOrders?$top=2&$select=ID` },
-  { key: "reader", method: "GET", url: "/odata/qa/SALES/SalesOrders" },
-  { key: "reader", method: "GET", url: "/odata/ghost/SALES/SalesOrders" },
-  { key: "reader", method: "GET", url: "/odata/prod/OTHER/SalesOrders" },
-  { key: "reader", method: "GET", url: `${SALES}/Products` },
-  { key: "reader", method: "DELETE", url: `${SALES}/SalesOrders(1)` },
-  { key: "reader", method: "GET", url: `${SALES}/SalesOrders(1)?$expand=Items($expand=Product)` },
-  { key: "reader", method: "GET", url: `${SALES}/SalesOrders(1)?$expand=Customer` },
-  { key: "reader", method: "GET", url: `${SALES}/$metadata` },
-  { key: "reader", method: "POST", url: `${SALES}/$batch`, headers: MULTIPART, body: BATCH },
-  { key: "reader", method: "POST", url: `${SALES}/$batch`, headers: MULTIPART, body: BATCH.replace("Customers('C1')", "Products('P1')") },
-  { key: "reader", method: "POST", url: `${SALES}/$batch`, headers: { "content-type": "multipart/mixed; boundary=b" }, body: "--b--" },
-  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1,"Customer":{"ID":"C9","Name":"New"}}' },
-  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1,"Note":"a","ID":2}' },
-  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1,' },
-  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/atom+xml" }, body: "<entry/>" },
-  { key: "writer", method: "POST", url: `${SALES}/SalesOrders`, headers: JSON_TYPE, body: '{"ID":1, "Customer@odata.bind":"Customers(\'C1\')"}' },
-  { key: "uploader", method: "POST", url: `${SALES}/Products`, headers: { "content-type": "text/plain", slug: "manual.txt" }, body: "%PDF-1.7 manual" },
-  { key: "uploader", method: "POST", url: `${SALES}/Products`, headers: { "content-type": "text/plain" }, body: '{"ID":"P9","Category":{"ID":9}}' },
-  { key: "uploader", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/pdf" }, body: "%PDF-1.7 manual" },
-  {
-    key: "w2",
-    method: "POST",
-    url: `${SALES}/SalesOrders`,
-    headers: { "content-type": "application/json; charset=utf-7" },
-    body: '{"Note":"a+ACI-,+ACI-Items+ACI-:[{+ACI-ItemNo+ACI-:1}],+ACI-x+ACI-:+ACI-y"}',
-  },
-  { key: "w2", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/json;charset=UTF-8;odata.metadata=minimal;charset=utf-7" }, body: '{"Note":"a"}' },
-  { key: "w2", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": 'application/json; x="; charset=utf-8"; charset=utf-7' }, body: '{"Note":"a"}' },
-  { key: "w2", method: "POST", url: "/odata/prod/x%3Fy=1/SalesOrders", headers: JSON_TYPE, body: "{}" },
-  { key: "w2", method: "GET", url: `${SALES}/SalesOrders?sap-client=200` },
-  { key: "w2", method: "POST", url: `${SALES}/SalesOrders`, headers: { "content-type": "application/json;charset=UTF-8", "sap-client": "200", "sap-contextid-accept": "header" }, body: '{"Note":"ü"}' },
-  { key: "admin", method: "GET", url: `${SALES}/SalesOrders` },
-  // data/forward.test.ts
-  { method: "GET", url: `${SALES}/SalesOrders('\\..\\..\\Customers%23')` },
-  { method: "GET", url: `${SALES}/SalesOrders('a%2F..%2F..%2FCustomers')` },
-  { method: "GET", url: `${SALES}/SalesOrders('x%23')` },
-  { method: "GET", url: `${SALES}/SalesOrders('x%3F$expand=Customer')` },
-  { method: "GET", url: `${SALES}/SalesOrders('%255C..%255CCustomers')` },
-  { method: "GET", url: `${SALES}/SalesOrders('a%20b;c&e+f..g')` },
-  { method: "GET", url: `${SALES}/SalesOrders('1')\\..\\Customers` },
-  { method: "GET", url: `${SALES}/SalesOrders%5C..%5CCustomers` },
-  { method: "GET", url: `${SALES}/SalesOrders('1')%23/Customer` },
-  { method: "GET", url: `${SALES}/SalesOrders/../Customers` },
-  { method: "GET", url: `${SALES}/SalesOrders/%2e%2E/Customers` },
-  { method: "GET", url: `${SALES}/SalesOrders/./Customers` },
-  { method: "GET", url: `${SALES}/Customers('1')/..` },
-  { method: "GET", url: `${SALES}/SalesOrders('1')%2F..%2F..%2FCustomers` },
-  { method: "GET", url: `${SALES}/Customers/%20$entity` },
-  { method: "GET", url: `${SALES}/SalesOrders?%20$expand=Customer` },
-  { method: "GET", url: `${SALES}/SalesOrders?+$expand=Customer` },
-  { method: "GET", url: `${SALES}/SalesOrders?$expand%00=Customer` },
-  { method: "GET", url: `${SALES}/SalesOrders?%E3%80%80$expand=Customer` },
-  { method: "GET", url: `${SALES}/SalesOrders?EXPAND=Items($expand=Product)` },
-  { method: "GET", url: `${SALES}/SalesOrders?$EXPAND=Customer&expand-me=1` },
-  { method: "GET", url: `${SALES}/SalesOrders?$expand=Customer&Expand=Items` },
-  { method: "POST", url: `${SALES}/$batch`, headers: { "content-type": "multipart/mixed; boundary=b" }, body: part("SalesOrders?%20$expand=Items($expand=Product)") },
-  { method: "POST", url: `${SALES}/$batch`, headers: JSON_TYPE, body: JSON.stringify({ requests: [{ id: "1", method: "GET", url: "SalesOrders?EXPAND=Items($expand=Product)" }] }) },
-  { method: "GET", url: `${SALES}/SalesOrders(1)?foo=x%26$expand%3DItems` },
-  { method: "GET", url: `${SALES}/SalesOrders?$filter=Note%20eq%20'a'%26$expand%3DItems` },
-  { method: "GET", url: `${SALES}/SalesOrders?$filter=Note%20eq%20'AT%26T'` },
-  { method: "GET", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"x"}' },
-  { method: "DELETE", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"x"}' },
-  { method: "HEAD", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"x"}' },
-  { method: "POST", url: `${SALES}/SalesOrders(1)`, headers: { ...JSON_TYPE, "x-http-method": "DELETE" }, body: '{"Note":"x"}' },
-  { method: "POST", url: `${SALES}/SalesOrders(1)`, headers: { "x-http-method": "DELETE" } },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { ...JSON_TYPE, "if-match": "*" }, body: '\ufeff{"Customer":{"ID":"C9"}}' },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: '\ufeff{"Customer":{"ID":"C9"}}' },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: '\u00a0{"Customer":{"ID":"C9"}}' },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: '\u3000{"Customer":{"ID":"C9"}}' },
-  {
-    method: "PATCH",
-    url: `${SALES}/SalesOrders(1)`,
-    headers: { "content-type": "text/plain", "if-match": "*" },
-    body: '<?xml version="1.0"?><entry xmlns="http://www.w3.org/2005/Atom"><content/></entry>',
-  },
-  { method: "POST", url: `${SALES}/$batch?$expand=Customer`, headers: JSON_TYPE, body: JSON.stringify({ requests: [{ id: "1", method: "GET", url: "SalesOrders(1)" }] }) },
-  { method: "GET", url: `${SALES}/$metadata?$filter=x` },
-  { method: "GET", url: `${SALES}/?$expand=Customer` },
-  { method: "GET", url: `${SALES}/?$format=json&sap-language=EN` },
-  {
-    method: "POST",
-    url: `${SALES}/SalesOrders(1)`,
-    headers: {
-      "x-http-method": "MERGE",
-      "x-http-method-override": "MERGE",
-      "x-original-url": "/erp/sap/other/Customers",
-      cookie: "SAP_SESSIONID=client",
-      "sap-client": "200",
-      accept: "application/json",
-      prefer: "return=minimal",
-      "odata-version": "4.0",
-      "if-match": 'W/"1"',
-      ...JSON_TYPE,
-    },
-    body: '{"Note":"m"}',
-  },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { ...JSON_TYPE, "content-encoding": "gzip" }, body: "{}" },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)?sap-client=100`, headers: { ...JSON_TYPE, "if-match": "*" }, body: "{}" },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: JSON_TYPE, body: '{"Note":"upsert"}' },
-  { method: "GET", url: `${SALES}/SalesOrders?sap-client=200` },
-  { method: "POST", url: `${SALES}/$batch`, headers: JSON_TYPE, body: JSON.stringify({ requests: [{ id: "1", method: "GET", url: "SalesOrders(1)?sap-client=100" }] }) },
-  { method: "GET", url: "/odata/prod/../$metadata" },
-  { method: "GET", url: "/odata/prod/%2e%2E/" },
-  { method: "GET", url: "/odata/prod/./$metadata" },
-  { method: "GET", url: `${SALES}/SalesOrders%ZZ` },
-  { method: "GET", url: "/odata/prod/API%ZZ/x" },
-  { method: "GET", url: `${SALES}/SalesOrders(%C0%AF)` },
-  { method: "GET", url: `${SALES}/SalesOrders?x=%ZZ` },
-  { method: "GET", url: `${SALES}/SalesOrders?sap-user=x` },
-  { method: "GET", url: `${SALES}/SalesOrders?saml2=x` },
-  { method: "GET", url: `${SALES}/SalesOrders?sap-language=DE&sap-statistics=true` },
-  { method: "PATCH", url: `${SALES}/SalesOrders(1)`, headers: { "content-type": "text/plain", "if-match": "*" }, body: `${" ".repeat(5000)}\n{"Customer":{"ID":"C9","Name":"new"}}` },
-  { method: "HEAD", url: `${SALES}/SalesOrders/`, headers: { "x-csrf-token": "fetch" } },
-  { method: "GET", url: `${SALES}/SalesOrders?$filter=Note+eq+'a;b%2Bc'&sap-language=EN&flag&$top=2` },
-  { method: "GET", url: "/odata/prod/SALES2" },
-  { method: "GET", url: "/odata/prod/SALES2/SalesOrderSet?search=abc&$inlinecount=allpages" },
-  { method: "MERGE", url: "/odata/prod/SALES2/SalesOrderSet('1')", headers: JSON_TYPE, body: '{"Note":"v2"}' },
-  { method: "DELETE", url: "/odata/prod/SALES2/SalesOrderSet('1')" },
-];
-
-/**
- * The data path's answer to a case, over a raw socket, with its request-log
- * entry (a path the router refuses, not valid percent-encoding, is answered
- * before the data path and logs nothing).
- */
-async function send(ctx: Ctx, c: Case, requestId: string) {
-  const body = c.body ?? "";
-  const head = [
-    `${c.method} ${c.url} HTTP/1.1`,
-    `Host: 127.0.0.1:${ctx.port}`,
-    `Authorization: Bearer ${ctx.keys[c.key ?? "app"]!.key}`,
-    `X-Request-Id: ${requestId}`,
-    ...Object.entries(c.headers ?? {}).map(([n, v]) => `${n}: ${v}`),
-    ...(body !== "" || c.method === "POST" ? [`Content-Length: ${Buffer.byteLength(body)}`] : []),
-  ];
-  const res = await rawHttp(ctx.port, head.join("\r\n"), body);
-  await ctx.world.layer.logWriter.flush();
-  const logged = (await ctx.world.store.logs.query({ limit: 1000 })).items.find((e) => e.requestId === requestId);
-  const entry = logged ?? { accesses: [], upstreamMethod: "", upstreamUrl: "", denialStep: "", errorCode: JSON.parse(res.body).error.code as string };
-  if (logged === undefined) assert.is(JSON.parse(res.body).error.message, "the request path is not valid percent-encoding", `only router refusals log nothing: ${c.url}`);
-  return { res, entry };
-}
-
-/** The instance a data path URL names, decoded. */
-function instanceOf(url: string): string {
-  return decodeURIComponent(url.split("/")[2]!);
-}
 
 /** Explains a case with its key through the REST facade. */
 async function explain(ctx: Ctx, c: Case) {

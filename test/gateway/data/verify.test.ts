@@ -22,7 +22,7 @@ const CLIENT = { origin: "http://gw.example", proto: "http", host: "gw.example",
 /** The authorized request for a GET of `path?query`, as the analyze and authorize stages would leave it. */
 function authorized(method: string, path: string, query = "", headers: Record<string, string> = {}): Authorized<{ id: string }> {
   const a = analyzeRequest({ method, path, query, headers, model });
-  if (a.kind === "denied" || a.kind === "invalid") throw new Error(a.message);
+  if (a.kind === "denied" || a.kind === "invalid" || a.kind === "stopped") throw new Error(a.message);
   const request: CanonicalRequest = {
     kind: a.kind,
     method: a.kind === "access" ? a.effectiveMethod : method,
@@ -79,7 +79,7 @@ V("a target that reads as another request is refused: another target, other acce
   assert.is(refusal(() => verifyForward(a, root.pathOf("Customers('1')"), {})), `${PREFIX}read again, it addresses another target`);
   assert.is(refusal(() => verifyForward(a, root.pathOf("SalesOrders(1)?$expand=Customer"), {})), `${PREFIX}read again, it addresses another target`);
   assert.is(refusal(() => verifyForward(a, root.pathOf("$metadata"), {})), `${PREFIX}read again, it is another kind of request`);
-  assert.is(refusal(() => verifyForward(a, root.pathOf("Nope"), {})), `${PREFIX}read again, it is refused: 'Nope' is not an entity set of this service`);
+  assert.is(refusal(() => verifyForward(a, root.pathOf("Nope"), {})), `${PREFIX}read again, it is refused: entity set 'Nope' not found`);
   const tampered = { ...a, request: { ...a.request, accesses: [] } } as typeof a;
   assert.is(refusal(() => verifyForward(tampered, root.pathOf(a.request.forward), {})), `${PREFIX}read again, it needs other accesses`);
   // A header the analyzer reads changes the reading: a tunnel sent beside the method.

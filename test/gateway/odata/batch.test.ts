@@ -23,7 +23,7 @@ import {
 } from "../../../src/gateway/odata/batch.js";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import type { Access } from "../../../src/gateway/odata/request.js";
-import { acc, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
+import { acc, LINEAR_BOUND_MS, noAccess } from "../../../test-support/odata/analysis.js";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const V4 = parseMetadata(V4_METADATA);
@@ -38,6 +38,7 @@ interface Options {
   readonly model?: ServiceModel | undefined;
   readonly mayCreate?: (entitySet: string) => boolean;
   readonly clientRoot?: string;
+  readonly entityStep?: (entitySet: string) => string | undefined;
 }
 
 function run(body: string | Buffer, o: Options = {}): BatchAnalysis {
@@ -47,6 +48,7 @@ function run(body: string | Buffer, o: Options = {}): BatchAnalysis {
     clientRoot: o.clientRoot ?? ROOT,
     model: "model" in o ? o.model : V4,
     mayCreate: o.mayCreate ?? (() => true),
+    ...(o.entityStep ? { entityStep: o.entityStep } : {}),
   };
   return analyzeBatch(input);
 }
@@ -1133,8 +1135,48 @@ deny("an unbound action import in part 3 names part 3; the first failing part wi
   );
   assert.equal(
     run(batch(http("GET Nowhere HTTP/1.1"), http("POST ResetAll HTTP/1.1"))),
-    invalid("batch part 1 (GET Nowhere): 'Nowhere' is not an entity set of this service"),
+    { kind: "stopped", status: 404, entitySet: "Nowhere", reason: "part 1: resource path", message: "batch part 1 (GET Nowhere): entity set 'Nowhere' not found", accesses: [] },
   );
+});
+
+deny("the entity step stops the batch at the first part naming a set the key may not touch, alike whether it exists; what came before is kept", () => {
+  // The key may touch SalesOrders, Customers and Nope (which the service lacks); not Products, nor Secrets (which it lacks).
+  const entityStep = (set: string) => (["SalesOrders", "Customers", "Nope"].includes(set) ? undefined : noAccess(set));
+  for (const set of ["Products", "Secrets"]) {
+    // A later part that is malformed, or names an unknown property, is never read.
+    const body = batch(http("DELETE SalesOrders(1) HTTP/1.1"), http(`GET ${set}('1')?$expand=Nope HTTP/1.1`), http("GET SalesOrders(1)/Nope HTTP/1.1"));
+    assert.equal(run(body, { entityStep }), {
+      kind: "stopped",
+      status: 403,
+      entitySet: set,
+      reason: "part 2: resource path",
+      message: noAccess(set),
+      accesses: [acc("SalesOrders", "delete", "part 1: resource path"), acc(set, "get", "part 2: resource path")],
+    });
+    const inJson = jsonRef({ id: "1", method: "get", url: "Customers" }, { id: "2", method: "post", url: "SalesOrders", body: { "Customer@odata.bind": `${set}('1')` } }, { id: "3", method: "get", url: "Nope(" });
+    assert.equal(run(inJson, { contentType: JSON_TYPE, entityStep }), {
+      kind: "stopped",
+      status: 403,
+      entitySet: set,
+      reason: "part 2: bind Customer",
+      message: noAccess(set),
+      accesses: [
+        acc("Customers", "list", "part 1: resource path"),
+        acc("SalesOrders", "create", "part 2: resource path"),
+        acc("Customers", "get", "part 2: bind Customer"),
+        acc(set, "get", "part 2: bind Customer"),
+      ],
+    });
+  }
+  // A set the key may touch that the service lacks: 404 naming the part.
+  assert.equal(run(batch(http("GET Customers HTTP/1.1"), http("GET Nope HTTP/1.1"), http("GET Products HTTP/1.1")), { entityStep }), {
+    kind: "stopped",
+    status: 404,
+    entitySet: "Nope",
+    reason: "part 2: resource path",
+    message: "batch part 2 (GET Nope): entity set 'Nope' not found",
+    accesses: [acc("Customers", "list", "part 1: resource path")],
+  });
 });
 
 deny("the analyzer's refusals come through with the part named (collection-wide DELETE, deep insert without metadata)", () => {
@@ -1509,7 +1551,7 @@ limits("truncated and mutated batches never throw nor reach the catch-all", () =
     }
     for (const v of variants) {
       const r = run(v, { contentType });
-      assert.ok(["access", "invalid", "denied"].includes(r.kind));
+      assert.ok(["access", "invalid", "denied", "stopped"].includes(r.kind));
       if (r.kind === "denied") assert.is.not(r.message, "the batch could not be analyzed", JSON.stringify(v));
     }
   }

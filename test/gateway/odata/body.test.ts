@@ -10,7 +10,7 @@ import * as assert from "uvu/assert";
 import { MAX_BODY_WORK } from "../../../src/gateway/odata/body.js";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import { analyzeRequest, type Access, type RequestBody, type RequestInput } from "../../../src/gateway/odata/request.js";
-import { acc, ok, PATH, SOURCE, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
+import { acc, ok, PATH, SOURCE, stopped, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
 import { V2_METADATA, V4_BODY_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const MODELS: Record<"v4" | "v2" | "none", ServiceModel | undefined> = {
@@ -343,7 +343,12 @@ table("body: entity references", [
     json: { Customer: { "@odata.id": "Customers('C1')", "@id": "Customers('C2')" } },
     expect: invalid("'Customer' names an entity twice ('@odata.id', '@id')"),
   },
-  { model: "v4", path: "/SalesOrders", json: { Customer: { "@odata.id": "Nope(1)" } }, expect: invalid("'Nope' is not an entity set of this service in 'Customer/@odata.id'") },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    json: { Customer: { "@odata.id": "Nope(1)" } },
+    expect: stopped(404, "Nope", "link Customer", "entity set 'Nope' not found in 'Customer/@odata.id'", acc("SalesOrders", "create", PATH), acc("Customers", "get", "link Customer")),
+  },
   // The request's own entity: services ignore its id.
   { model: "v4", method: "PATCH", path: "/SalesOrders(1)", json: { "@odata.id": "Customers('C1')", Note: "x" }, expect: patchOrder() },
 ]);
@@ -447,7 +452,12 @@ table("body: bind", [
     expect: denied("cannot authorize 'urn:x:Customers('C1')' in 'Customer@odata.bind': absolute URLs cannot be resolved here"),
   },
   // Malformed or unknown bind targets are invalid, unknown navigation targets denied.
-  { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Nope('C1')" }, expect: invalid("'Nope' is not an entity set of this service in 'Customer@odata.bind'") },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    json: { "Customer@odata.bind": "Nope('C1')" },
+    expect: stopped(404, "Nope", "bind Customer", "entity set 'Nope' not found in 'Customer@odata.bind'", acc("SalesOrders", "create", PATH), acc("Customers", "get", "bind Customer")),
+  },
   { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers" }, expect: invalid("'Customers' does not address one entity in 'Customer@odata.bind'") },
   {
     model: "v4",

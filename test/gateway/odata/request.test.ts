@@ -15,7 +15,7 @@ import {
   type RequestBody,
   type RequestInput,
 } from "../../../src/gateway/odata/request.js";
-import { acc, ok, PATH, SOURCE, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
+import { acc, noAccess, ok, PATH, SOURCE, stopped, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
 import { CASCADE_V2_METADATA, CASCADE_V4_METADATA, V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const MODELS: Record<"v4" | "v2" | "cascade4" | "cascade2" | "none", ServiceModel | undefined> = {
@@ -36,6 +36,8 @@ interface Case {
   readonly body?: RequestBody;
   /** The `entityPath` expected in an `access` analysis (see {@link Analysis}); absent when none is. */
   readonly entityPath?: string;
+  /** The entity sets (or `*`) a key's grants name, for the entity step; absent: no key (every name may be looked up). */
+  readonly grants?: readonly string[];
   readonly expect: Expected;
 }
 
@@ -57,13 +59,20 @@ function input(c: Case): RequestInput {
     headers: c.headers ?? {},
     ...(MODELS[c.model] ? { model: MODELS[c.model] } : {}),
     ...(c.body ? { body: c.body } : {}),
+    ...(c.grants ? { entityStep: entityStepOf(c.grants) } : {}),
   };
+}
+
+/** The entity step of a key whose grants under the service name these entity sets (or `*`). */
+function entityStepOf(grants: readonly string[]): (entitySet: string) => string | undefined {
+  return (entitySet) => (grants.includes(entitySet) || grants.includes("*") ? undefined : noAccess(entitySet));
 }
 
 function title(c: Case): string {
   const headers = c.headers ? ` ${JSON.stringify(c.headers)}` : "";
   const body = c.body === undefined ? "" : c.body.kind === "other" ? ` <${c.body.contentType}>` : ` ${JSON.stringify(c.body.value)}`;
-  return `${c.model} ${c.method ?? "GET"} ${c.path}${c.query ? `?${c.query}` : ""}${headers}${body}`.slice(0, 160);
+  const grants = c.grants ? ` [key: ${c.grants.join(", ")}]` : "";
+  return `${c.model} ${c.method ?? "GET"} ${c.path}${c.query ? `?${c.query}` : ""}${headers}${body}${grants}`.slice(0, 200);
 }
 
 function table(name: string, cases: readonly Case[]): void {
@@ -96,6 +105,11 @@ table("request: reads and keys", [
   { model: "v4", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
   // A space outside quotes would read differently to a back end that trims: quote such a key.
   { model: "v4", path: "/Customers/O%20Neil", expect: invalid("character U+0020 is not allowed in path segment 'O Neil' outside a quoted literal") },
+  // A byte-order mark or zero-width space at either end of a segment: a reader that trims would see `$crossjoin` or another name.
+  { model: "v4", path: "/Customers/%EF%BB%BF$crossjoin", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFF$crossjoin'") },
+  { model: "none", path: "/Customers/%EF%BB%BF$crossjoin", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFF$crossjoin'") },
+  { model: "v4", path: "/SalesOrders(1)/Customer%E2%80%8B", expect: invalid("character U+200B is not allowed at either end of path segment 'Customer\u200B'") },
+  { model: "v4", path: "/%EF%BB%BFCustomers", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFFCustomers'") },
   { model: "v4", path: "/Customers('O%20Neil')", entityPath: "Customers('O%20Neil')", expect: get(acc("Customers", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/Note", expect: get(acc("SalesOrders", "get", PATH)) },
   { model: "v4", path: "/SalesOrders(1)/Note/$value", expect: get(acc("SalesOrders", "get", PATH)) },
@@ -966,9 +980,81 @@ table("request: query options", [
   },
 ]);
 
+// The entity step comes before the lookup of a name the request gives (the
+// first path segment): a name the key may not touch stops the analysis with
+// 403, exactly alike whether or not the service has it (Products and
+// Categories exist, Secrets does not), before anything else about it is
+// read (its key, what follows); one it may touch that the service lacks
+// stops it with 404. The access the path alone names is recorded.
+const KEY = ["SalesOrders", "Customers", "Nope"];
+table("request: the entity step comes before the lookup of an entity set", [
+  { model: "v4", path: "/Products", grants: KEY, expect: stopped(403, "Products", PATH, noAccess("Products"), acc("Products", "list", PATH)) },
+  { model: "v4", path: "/Secrets", grants: KEY, expect: stopped(403, "Secrets", PATH, noAccess("Secrets"), acc("Secrets", "list", PATH)) },
+  { model: "v4", path: "/Products('1')", grants: KEY, expect: stopped(403, "Products", PATH, noAccess("Products"), acc("Products", "get", PATH)) },
+  { model: "v4", path: "/Secrets('1')", grants: KEY, expect: stopped(403, "Secrets", PATH, noAccess("Secrets"), acc("Secrets", "get", PATH)) },
+  { model: "v4", method: "DELETE", path: "/Categories(1)", grants: KEY, expect: stopped(403, "Categories", PATH, noAccess("Categories"), acc("Categories", "delete", PATH)) },
+  { model: "v4", method: "DELETE", path: "/Secrets(1)", grants: KEY, expect: stopped(403, "Secrets", PATH, noAccess("Secrets"), acc("Secrets", "delete", PATH)) },
+  { model: "v4", method: "POST", path: "/Products", grants: KEY, body: { kind: "json", value: { Category: { ID: 1 } } }, expect: stopped(403, "Products", PATH, noAccess("Products"), acc("Products", "create", PATH)) },
+  { model: "v4", method: "POST", path: "/Secrets", grants: KEY, body: { kind: "json", value: { Category: { ID: 1 } } }, expect: stopped(403, "Secrets", PATH, noAccess("Secrets"), acc("Secrets", "create", PATH)) },
+  { model: "v4", path: "/Products/$count", grants: KEY, expect: stopped(403, "Products", PATH, noAccess("Products"), acc("Products", "list", PATH)) },
+  // Before anything else about the entity: its key properties, an unknown property, an unknown navigation are not looked at
+  // (the request's syntax, which is about no entity set, comes first: see below).
+  { model: "v4", path: "/Products(Nope=1)", grants: KEY, expect: stopped(403, "Products", PATH, noAccess("Products"), acc("Products", "get", PATH)) },
+  { model: "v4", path: "/Secrets(Nope=1)", grants: KEY, expect: stopped(403, "Secrets", PATH, noAccess("Secrets"), acc("Secrets", "get", PATH)) },
+  { model: "v4", path: "/Products('1')/Nope", grants: KEY, expect: stopped(403, "Products", PATH, noAccess("Products")) },
+  { model: "v4", path: "/Secrets('1')/Nope", grants: KEY, expect: stopped(403, "Secrets", PATH, noAccess("Secrets")) },
+  { model: "v4", path: "/Products", query: "$expand=Nope", grants: KEY, expect: stopped(403, "Products", PATH, noAccess("Products"), acc("Products", "list", PATH)) },
+  { model: "v4", path: "/Secrets", query: "$expand=Nope", grants: KEY, expect: stopped(403, "Secrets", PATH, noAccess("Secrets"), acc("Secrets", "list", PATH)) },
+  // A name the key may touch that the service lacks: 404, whatever follows.
+  { model: "v4", path: "/Nope", grants: KEY, expect: stopped(404, "Nope", PATH, "entity set 'Nope' not found") },
+  { model: "v4", path: "/Nope(Nope=1)/x", grants: KEY, expect: stopped(404, "Nope", PATH, "entity set 'Nope' not found") },
+  { model: "v4", path: "/Secrets", grants: ["*"], expect: stopped(404, "Secrets", PATH, "entity set 'Secrets' not found") },
+  // Syntax comes first, being about no entity set: a name that cannot be one, or a literal that does not end, is malformed for every key.
+  { model: "v4", path: "/Sales.Container", grants: KEY, expect: invalid("'Sales.Container' is not an entity set name") },
+  { model: "v4", path: "/Secrets('a'b')", grants: KEY, expect: invalid("unterminated string literal in path segment 'Secrets('a'b')'") },
+  // Singletons and imports are names like entity sets.
+  { model: "v4", path: "/Me", grants: KEY, expect: stopped(403, "Me", PATH, noAccess("Me"), acc("Me", "get", PATH)) },
+  { model: "v4", path: "/Search()", grants: KEY, expect: stopped(403, "Search", PATH, noAccess("Search")) },
+  { model: "v4", method: "POST", path: "/ResetAll", grants: KEY, expect: stopped(403, "ResetAll", PATH, noAccess("ResetAll"), acc("ResetAll", "create", PATH)) },
+  { model: "v4", method: "POST", path: "/ResetAll", grants: [...KEY, "ResetAll"], expect: denied("unbound action import 'ResetAll' is not allowed") },
+  { model: "v4", path: "/Search()", grants: ["*"], expect: denied("unbound function import 'Search' is not allowed") },
+  // Case-insensitive matches count only when the key may touch the set matched; otherwise the name is taken as written.
+  { model: "v4", path: "/salesorders", grants: KEY, expect: get(acc("SalesOrders", "list", PATH)) },
+  { model: "v4", path: "/products", grants: KEY, expect: stopped(403, "products", PATH, noAccess("products"), acc("products", "list", PATH)) },
+  { model: "v4", path: "/products", grants: ["products"], expect: stopped(404, "products", PATH, "entity set 'products' not found") },
+  // URLs in bodies: a bind or an entity reference to a set the key may not touch stops at it, whether or not it exists.
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders",
+    grants: KEY,
+    body: { kind: "json", value: { "Customer@odata.bind": "Products('1')" } },
+    expect: stopped(403, "Products", "bind Customer", noAccess("Products"), acc("SalesOrders", "create", PATH), acc("Customers", "get", "bind Customer"), acc("Products", "get", "bind Customer")),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders",
+    grants: KEY,
+    body: { kind: "json", value: { "Customer@odata.bind": "Secrets('1')" } },
+    expect: stopped(403, "Secrets", "bind Customer", noAccess("Secrets"), acc("SalesOrders", "create", PATH), acc("Customers", "get", "bind Customer"), acc("Secrets", "get", "bind Customer")),
+  },
+  {
+    model: "v4",
+    method: "POST",
+    path: "/SalesOrders",
+    grants: KEY,
+    body: { kind: "json", value: { "Customer@odata.bind": "Nope('1')" } },
+    expect: stopped(404, "Nope", "bind Customer", "entity set 'Nope' not found in 'Customer@odata.bind'", acc("SalesOrders", "create", PATH), acc("Customers", "get", "bind Customer")),
+  },
+  // Without a key every name may be looked up, as before.
+  { model: "v4", path: "/Products", expect: get(acc("Products", "list", PATH)) },
+]);
+
 // Malformed requests: 400 with a message naming the problem.
 table("request: invalid requests", [
-  { model: "v4", path: "/Nope", expect: invalid("'Nope' is not an entity set of this service") },
+  // An unknown entity set is not malformed: the service has no such resource (404; see "the entity step" below).
+  { model: "v4", path: "/Nope", expect: stopped(404, "Nope", PATH, "entity set 'Nope' not found") },
   { model: "v4", path: "/SalesOrders(1)/Nope", expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrder'") },
   { model: "v4", path: "/SalesOrders", query: "$expand=Nope", expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrder' in $expand") },
   {

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/options/v1/field_rules.proto.
  */
 export const file_erplink_options_v1_field_rules: GenFile = /*@__PURE__*/
-  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSK8AwoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDRIRCglpbW11dGFibGUYCiABKAgSEAoIcG9zaXRpdmUYDCABKAgSDgoGc2VjcmV0GA0gASgIEhQKDHJlcXVpcmVkX2ZvchgOIAMoCRIUCgxvcHRpb25hbF9mb3IYDyADKAkSEQoJbWF4X3ZhbHVlGBAgASgNEhUKDXVuc2V0X3ZhcmlhbnQYESABKAkSFwoPcGF0dGVybl9tZXNzYWdlGBIgASgJEhsKE2tleV9wYXR0ZXJuX21lc3NhZ2UYEyABKAkSFQoNdmFsdWVfcGF0dGVybhgUIAEoCRIdChV2YWx1ZV9wYXR0ZXJuX21lc3NhZ2UYFSABKAlKBAgLEAxSBmZ1dHVyZTpVCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzIeLmVycGxpbmsub3B0aW9ucy52MS5GaWVsZFJ1bGVzUgVmaWVsZGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSLCAwoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDRIRCglpbW11dGFibGUYCiABKAgSEgoGZnV0dXJlGAsgASgIQgIYARIQCghwb3NpdGl2ZRgMIAEoCBIOCgZzZWNyZXQYDSABKAgSFAoMcmVxdWlyZWRfZm9yGA4gAygJEhQKDG9wdGlvbmFsX2ZvchgPIAMoCRIRCgltYXhfdmFsdWUYECABKA0SFQoNdW5zZXRfdmFyaWFudBgRIAEoCRIXCg9wYXR0ZXJuX21lc3NhZ2UYEiABKAkSGwoTa2V5X3BhdHRlcm5fbWVzc2FnZRgTIAEoCRIVCg12YWx1ZV9wYXR0ZXJuGBQgASgJEh0KFXZhbHVlX3BhdHRlcm5fbWVzc2FnZRgVIAEoCTpVCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzIeLmVycGxpbmsub3B0aW9ucy52MS5GaWVsZFJ1bGVzUgVmaWVsZEKjAQoWZGV2LmVycGxpbmsub3B0aW9ucy52MUIPRmllbGRSdWxlc1Byb3RvUAFaL2VycGxpbmsuZGV2L2dlbi9nby9lcnBsaW5rL29wdGlvbnMvdjE7b3B0aW9uc3YxogIDRU9YqgISRXJwbGluay5PcHRpb25zLlYxygISRXJwbGlua1xPcHRpb25zXFYx6gIURXJwbGluazo6T3B0aW9uczo6VjFiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Constraints that erplink enforces on a field of a resource.
@@ -100,6 +100,17 @@ export type FieldRules = Message<"erplink.options.v1.FieldRules"> & {
    * @generated from field: bool immutable = 10;
    */
   immutable: boolean;
+
+  /**
+   * Formerly: a timestamp that must lie in the future when it is written.
+   * No longer enforced, nor set on any field (an API key's `expires_at` may
+   * lie in the past: the key is then expired at once); kept for
+   * compatibility.
+   *
+   * @generated from field: bool future = 11 [deprecated = true];
+   * @deprecated
+   */
+  future: boolean;
 
   /**
    * An integer that, when set, must be greater than zero.
