@@ -65,7 +65,8 @@ async function seed(): Promise<void> {
   const ins = await admin("POST", `/admin/systems/${sys.body.data.id}/instances`, {
     name: "evil",
     environment: XSS,
-    base_url: `${ctx.backend.baseUrl}x"'><b/data-pwned>/`,
+    // Raw `"`, `<` and `>` are not URI characters (refused: 400); what a URL may carry is `'` and percent-encoded markup.
+    base_url: `${ctx.backend.baseUrl}x'%22%3E%3Cb%20data-pwned%3E/`,
     services: { SVC: { path: "svc" }, REDIR: { path: "redirect" }, BROKEN: { path: "broken" }, constructor: { path: "svc'$(x)" } },
     auth: { type: "basic", username: XSS, password: "pw" },
   });
