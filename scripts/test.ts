@@ -13,12 +13,16 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
+import { failingSuites } from "./uvu-output.js";
 
 interface RunResult {
   readonly passed: number;
   readonly failed: number;
   readonly skipped: number;
+  /** What failed, one line each, repeated just above the final line (CI keeps only the end of a long log). */
+  readonly failures?: readonly string[];
 }
+
 
 const argv = process.argv.slice(2);
 const [dir = "test", pattern] = argv;
@@ -44,7 +48,7 @@ function runUvu(label: string, env: NodeJS.ProcessEnv): Promise<RunResult> {
         return;
       }
       const failed = total - passed + (code !== 0 && total === passed ? 1 : 0);
-      resolve({ passed, failed, skipped });
+      resolve({ passed, failed, skipped, failures: failingSuites(out).map((f) => `${label}: ${f}`) });
     });
   });
 }
@@ -81,8 +85,10 @@ if (mongoUrl) {
   );
 }
 results.push(...(await runExternalSuites()));
-const sum = (k: keyof RunResult) => results.reduce((n, r) => n + r[k], 0);
+const sum = (k: "passed" | "failed" | "skipped") => results.reduce((n, r) => n + r[k], 0);
 const skipped = sum("skipped");
+const failures = results.flatMap((r) => r.failures ?? []);
+if (failures.length > 0) process.stdout.write(`\nFailing:\n${failures.map((f) => `  ${f}\n`).join("")}`);
 process.stdout.write(`\n${sum("passed")} passed, ${sum("failed")} failed${skipped > 0 ? `, ${skipped} skipped` : ""}\n`);
 process.exitCode = sum("failed") > 0 ? 1 : 0;
 
@@ -119,7 +125,8 @@ function runExternal(file: string): Promise<RunResult> {
       const counts = /^(\d+) passed, (\d+) failed$/.exec(last);
       if (counts !== null) {
         const failed = Number(counts[2]) + (code !== 0 && counts[2] === "0" ? 1 : 0);
-        resolve({ passed: Number(counts[1]), failed, skipped: 0 });
+        const notOk = out.split("\n").filter((l) => l.startsWith("not ok - ")).map((l) => `${file}: ${l}`);
+        resolve({ passed: Number(counts[1]), failed, skipped: 0, failures: notOk });
       } else if (last.startsWith("skipped: ") && code === 0) {
         resolve({ passed: 0, failed: 0, skipped: 1 });
       } else {

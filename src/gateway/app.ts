@@ -31,6 +31,7 @@ import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../s
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
 import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
 import { apiReferenceHeaders, registerApiReference } from "./api-reference.js";
+import { onClientError } from "./client-errors.js";
 import { dashboardHeaders, registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
 import { createDataResources } from "./data/resources.js";
@@ -160,6 +161,8 @@ interface RequestFacts {
 const ADMIN_RPC_PREFIX = "/erplink.admin.";
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Longest path parameter the router takes; longer ones are 414 `URI_TOO_LONG`. */
+const MAX_PARAM_LENGTH = 256;
 /** Most field details one error lists (as the services do). */
 const MAX_DETAILS = 100;
 /** The longest error message kept in a request-log entry. */
@@ -207,11 +210,24 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     ...(options.serverFactory ? { serverFactory: options.serverFactory as unknown as FastifyServerFactory } : {}),
     // Errors before routing (a path that is not valid percent-encoding) are answered in the envelope too.
     frameworkErrors: (err, req, reply) => {
-      // No hook has run (nor will onSend): the request id and page headers are set here.
-      reply.header("x-request-id", req.id);
+      // No hook has run (nor will onSend): the request id, no-store (whatever the path) and page headers are set here.
+      reply.header("x-request-id", req.id).header("cache-control", "no-store");
       reply.headers({ ...dashboardHeaders(req.url), ...apiReferenceHeaders(req.url) });
-      sendError(reply, req, err.code === "FST_ERR_BAD_URL" ? new GatewayError(400, "the request path is not valid percent-encoding") : toGatewayError(err));
+      sendError(
+        reply,
+        req,
+        err.code === "FST_ERR_BAD_URL"
+          ? new GatewayError(400, "the request path is not valid percent-encoding")
+          : err.code === "FST_ERR_MAX_PARAM_LENGTH"
+            ? new GatewayError(414, `a path segment is longer than ${MAX_PARAM_LENGTH} characters, more than any id or name`)
+            : toGatewayError(err),
+      );
     },
+    // Longer than any id (30 characters) or name (service names: 200) a path holds.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Requests Node's parser refuses, answered in the envelope too (the
+    // one-port server passes its HTTP/1.1 server's clientError events on).
+    clientErrorHandler: onClientError,
   });
 
   app.addHook("onRequest", async (req, reply) => {
@@ -280,23 +296,19 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
+    // A request no route matched can fail before the not-found handler (a
+    // QUERY request without a Content-Type, a body too large): it is
+    // answered as an unrouted request all the same, 405 or 404.
+    if (req.is404) return sendError(reply, req, unrouted(req));
     const e = toGatewayError(err);
     // A service's internal error was logged with its cause (and this request
     // id) by the services' error interceptor; log only the gateway's own.
     if (e.status === 500 && !(err instanceof ConnectError)) req.log.error({ err }, "request failed");
     return sendError(reply, req, e);
   });
-  app.setNotFoundHandler((req, reply) => {
-    const allowed = allowedMethods(req.url);
-    if (allowed.length > 0) {
-      return sendError(reply, req, new GatewayError(405, `method ${req.method} is not allowed on this path`, {
-        headers: { allow: allowed.join(", ") },
-      }));
-    }
-    const path = req.url.split("?")[0]!;
-    const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path;
-    return sendError(reply, req, new GatewayError(404, `no route for ${req.method} ${shown}`));
-  });
+  // Before authentication, as for paths that do not exist: which methods a
+  // path takes is no secret (the OpenAPI document lists them).
+  app.setNotFoundHandler((req, reply) => sendError(reply, req, unrouted(req)));
 
   for (const route of ROUTES) registerRoute(app, route, options, facts);
   const dataFacts = new WeakMap<object, DataLogFacts>();
@@ -472,6 +484,17 @@ const PATTERNS = ROUTES.map((r) => ({
   re: new RegExp(`^${r.path.replace(/\{[^}]+\}/g, "[^/]+")}$`),
 }));
 
+/** The answer to a request no route matched: 405 with `Allow` when the path takes other methods, else 404. */
+function unrouted(req: FastifyRequest): GatewayError {
+  const allowed = allowedMethods(req.url);
+  if (allowed.length > 0) {
+    return new GatewayError(405, `method ${req.method} is not allowed on this path`, { headers: { allow: allowed.join(", ") } });
+  }
+  const path = req.url.split("?")[0]!;
+  const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path;
+  return new GatewayError(404, `no route for ${req.method} ${shown}`);
+}
+
 function allowedMethods(url: string): string[] {
   const path = url.split("?")[0]!;
   const methods = new Set<string>(PATTERNS.filter((p) => p.re.test(path)).map((p) => p.method));
@@ -515,6 +538,8 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
   });
   const maskField = route.body?.patch ? method.input.fields.find((f) => f.name === route.body!.patch) : undefined;
   const publicOrigin = options.publicUrl === undefined ? undefined : new URL(options.publicUrl).origin;
+  // `Location` URLs: under the public base URL (its path prefix included) when configured.
+  const publicBase = options.publicUrl?.replace(/\/+$/, "");
   const clock = options.clock ?? (() => new Date());
   /** The credential each admitted request presented (its header, or its session cookie). */
   const credentials = new WeakMap<object, AdminCredential>();
@@ -625,6 +650,10 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         data.token = "";
       } else if (route.sessionCookies === "clear" && credential?.viaCookie === true && data.id === facts.sessions.get(req)) {
         reply.header("set-cookie", clearedSessionCookies());
+      }
+      if (route.location !== undefined) {
+        const path = route.location.replace("{id}", encodeURIComponent(String(data.id)));
+        reply.header("location", publicBase === undefined ? path : `${publicBase}${path}`);
       }
       return reply.code(route.status).send({ data, meta });
     },

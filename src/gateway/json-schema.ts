@@ -12,6 +12,8 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { docs } from "../gen/docs.js";
 import { rulesOf } from "../schema/field-rules.js";
+import { HTTP_URL_PATTERN } from "../schema/http-url.js";
+import { permissionsJsonSchema } from "../schema/permission-names.js";
 import { restEnumNames } from "./rest-json.js";
 
 /** A JSON Schema object. */
@@ -32,6 +34,14 @@ export interface SchemaOptions {
   /** Include every rule and description (OpenAPI), or types only (body check). */
   readonly constraints: boolean;
 }
+
+/**
+ * The shape of JSON fields (google.protobuf.Struct) whose contents the
+ * services check, by the field's full name (with `constraints` only).
+ */
+const JSON_SHAPES: Readonly<Record<string, () => JsonSchema>> = {
+  "erplink.admin.v1.ApiKey.permissions": permissionsJsonSchema,
+};
 
 const WELL_KNOWN: Readonly<Record<string, JsonSchema>> = {
   "google.protobuf.Timestamp": { type: "string", format: "date-time" },
@@ -66,6 +76,19 @@ function scalarSchema(type: ScalarType): JsonSchema {
   }
 }
 
+function isInteger(type: ScalarType): boolean {
+  return scalarSchema(type).type === "integer";
+}
+
+/**
+ * The options of a message nested in another: as the outer one in output,
+ * and in a request body as a create, since a nested message given in a
+ * patch replaces the whole value.
+ */
+function nested(options: SchemaOptions): SchemaOptions {
+  return { ...options, mode: options.mode === "output" ? "output" : "create" };
+}
+
 function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
   const rules = rulesOf(field);
   let schema: JsonSchema;
@@ -73,19 +96,27 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
     case "scalar":
       schema = scalarSchema(field.scalar);
       if (options.constraints && field.scalar === ScalarType.STRING) {
-        if (rules.minLen > 0) schema.minLength = rules.minLen;
+        // Required: set to a non-empty value.
+        if (rules.minLen > 0 || rules.required) schema.minLength = Math.max(1, rules.minLen);
         if (rules.maxLen > 0) schema.maxLength = rules.maxLen;
         // The services check a pattern on non-empty values only: "" (unset) must validate too.
-        if (rules.pattern !== "") schema.pattern = rules.minLen > 0 || rules.required ? rules.pattern : `^$|${rules.pattern}`;
+        const pattern = rules.httpUrl ? HTTP_URL_PATTERN : rules.pattern;
+        if (pattern !== "") schema.pattern = rules.minLen > 0 || rules.required ? pattern : `^$|${pattern}`;
         if (rules.httpUrl) schema.format = "uri";
+      }
+      if (options.constraints && isInteger(field.scalar)) {
+        if (rules.positive) schema.minimum = 1;
+        if (rules.maxValue > 0) schema.maximum = rules.maxValue;
       }
       break;
     case "enum":
       schema = { type: "string", enum: restEnumNames(field.enum) };
       break;
-    case "message":
-      schema = messageSchema(field.message, { ...options, mode: "output" });
+    case "message": {
+      const shape = options.constraints ? JSON_SHAPES[`${field.parent.typeName}.${field.name}`] : undefined;
+      schema = shape !== undefined ? shape() : messageSchema(field.message, nested(options));
       break;
+    }
     case "list":
       schema = {
         type: "array",
@@ -94,7 +125,7 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
             ? scalarSchema(field.scalar)
             : field.listKind === "enum"
               ? { type: "string", enum: restEnumNames(field.enum) }
-              : messageSchema(field.message, { ...options, mode: "output" }),
+              : messageSchema(field.message, nested(options)),
       };
       break;
     case "map": {
@@ -103,8 +134,9 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
           ? scalarSchema(field.scalar)
           : field.mapKind === "enum"
             ? { type: "string", enum: restEnumNames(field.enum) }
-            : messageSchema(field.message, { ...options, mode: "output" });
+            : messageSchema(field.message, nested(options));
       if (options.constraints && rules.valueMaxLen > 0) value.maxLength = rules.valueMaxLen;
+      if (options.constraints && rules.valuePattern !== "") value.pattern = rules.valuePattern;
       schema = { type: "object", additionalProperties: value };
       if (options.constraints) {
         if (rules.maxPairs > 0) schema.maxProperties = rules.maxPairs;
@@ -139,6 +171,9 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
     // In a patch, null clears an optional field (as proto JSON reads it).
     if (options.mode === "patch" && !rules.required && typeof schema.type === "string") {
       schema.type = [schema.type, "null"];
+    } else if (options.mode === "patch" && !rules.required && Array.isArray(schema.oneOf)) {
+      // A message of variants (BackendAuth): one more alternative.
+      schema.oneOf = [...(schema.oneOf as JsonSchema[]), { type: "null" }];
     }
     properties[field.name] = schema;
     if (options.constraints && rules.required && options.mode !== "patch") required.push(field.name);
@@ -150,5 +185,57 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
     const description = docs[desc.typeName];
     if (description) schema.description = description;
   }
+  if (options.constraints && options.mode !== "output") return withVariants(desc, schema);
   return schema;
+}
+
+/**
+ * A message whose `type` enum says which of its other fields apply (the
+ * `required_for` / `optional_for` rules), as it is written: one alternative
+ * per type, with that type's required fields required, the fields it does
+ * not use empty, and the others optional.
+ */
+function withVariants(desc: DescMessage, schema: JsonSchema): JsonSchema {
+  const typeField = desc.fields.find((f) => f.name === "type");
+  const governed = desc.fields.filter((f) => rulesOf(f).requiredFor.length > 0 || rulesOf(f).optionalFor.length > 0);
+  const properties = schema.properties as Record<string, JsonSchema>;
+  // A patch cannot change the type (immutable): nothing to tell apart.
+  if (typeField?.fieldKind !== "enum" || governed.length === 0 || properties.type === undefined) return schema;
+  const variant = (name: string, typeGiven: boolean): JsonSchema => {
+    const own: Record<string, JsonSchema> = { ...properties };
+    const required: string[] = [...((schema.required as string[] | undefined) ?? [])];
+    if (typeGiven) {
+      own.type = { ...properties.type, enum: [name] };
+      if (!required.includes("type")) required.push("type");
+    } else {
+      delete own.type;
+    }
+    for (const field of governed) {
+      const rules = rulesOf(field);
+      if (rules.requiredFor.includes(name)) {
+        required.push(field.name);
+        own[field.name] = { ...own[field.name], minLength: Math.max(1, rules.minLen) };
+        // Required: the pattern no longer needs to admit "".
+        if (rules.httpUrl) own[field.name]!.pattern = HTTP_URL_PATTERN;
+      } else if (!rules.optionalFor.includes(name)) {
+        own[field.name] =
+          field.fieldKind === "scalar"
+            ? { type: "string", maxLength: 0, description: `Not used with type \`${name}\`: empty or absent.` }
+            : { type: "object", maxProperties: 0, description: `Not used with type \`${name}\`: empty or absent.` };
+      }
+    }
+    return {
+      title: typeGiven ? name : `${name} (type left out)`,
+      type: "object",
+      properties: own,
+      ...(required.length > 0 ? { required } : {}),
+      additionalProperties: false,
+    };
+  };
+  const variants = restEnumNames(typeField.enum).map((name) => variant(name, true));
+  const unset = rulesOf(typeField).unsetVariant;
+  if (unset !== "") variants.push(variant(unset, false));
+  // Each alternative says it is an object: the outer schema only chooses.
+  const { type: _object, properties: _all, required: _required, additionalProperties: _closed, ...rest } = schema;
+  return { ...rest, oneOf: variants };
 }

@@ -4,6 +4,8 @@
  */
 import { ScalarType } from "@bufbuild/protobuf";
 import { docs } from "../gen/docs.js";
+import { rulesOf } from "../schema/field-rules.js";
+import { pageTokenPattern } from "../schema/resource-ids.js";
 import { messageSchema, type JsonSchema } from "./json-schema.js";
 import type { RestRoute } from "./route-table.js";
 
@@ -17,7 +19,7 @@ const ERROR_RESPONSES: Readonly<Record<string, string>> = {
   "400": "The request is invalid (`VALIDATION_ERROR`); `details` names each bad field.",
   "401": "Missing, invalid, revoked or expired bearer token (`UNAUTHORIZED`).",
   "403": "A data key, which cannot manage erplink, or a cookie session request without its CSRF token or from another origin (`FORBIDDEN`).",
-  "404": "No such resource or route (`NOT_FOUND`).",
+  "404": "No such resource (`NOT_FOUND`): an id in the path that names nothing, well-formed or not; or no such route.",
   "405": "The path exists but not with this method (`METHOD_NOT_ALLOWED`).",
   "409": "A unique field is taken, or the resource is still in use (`CONFLICT`).",
   "413": "The body is larger than 1 MiB (`PAYLOAD_TOO_LARGE`).",
@@ -25,6 +27,11 @@ const ERROR_RESPONSES: Readonly<Record<string, string>> = {
   "429": "The admin token's rate limit is spent (`RATE_LIMITED`); see `Retry-After`.",
   "500": "Unexpected error (`INTERNAL`); the message is masked.",
   "503": "The store is unavailable (`UNAVAILABLE`).",
+};
+
+/** Further errors of routes with path parameters. */
+const PATH_PARAM_RESPONSES: Readonly<Record<string, string>> = {
+  "414": "A path parameter is longer than 256 characters, more than any valid value (`URI_TOO_LONG`).",
 };
 
 /** Further errors of routes that reach a back end. */
@@ -43,6 +50,16 @@ const RESPONSE_HEADERS: Readonly<Record<string, unknown>> = {
   "X-RateLimit-Reset": header("Unix time, in seconds, at which that window ends.", "integer"),
   "RateLimit-Policy": header('Every window, as the IETF draft field: `"minute";q=100;w=60, "day";q=10000;w=86400`.'),
   RateLimit: header('Every window\'s state, as the IETF draft field: `"minute";r=99;t=23, "day";r=9999;t=56603`.'),
+};
+
+/** The header of a 201: where the new resource is. */
+const LOCATION_HEADER = {
+  Location: {
+    description:
+      "The path of the created resource (its `ERPLINK_PUBLIC_URL` form when configured, else path-absolute), such as `/admin/systems/sys_…`.",
+    required: true,
+    schema: { type: "string" },
+  },
 };
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -104,21 +121,26 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     const parameters: Record<string, unknown>[] = [];
     for (const [param, field] of Object.entries(route.params ?? {})) {
       const doc = docs[`${route.rpc.input.typeName}.${field.split(".").pop()}`];
-      parameters.push({ name: param, in: "path", required: true, schema: { type: "string" }, description: doc });
+      const schema = { type: "string", ...route.paramSchemas?.[param] };
+      parameters.push({ name: param, in: "path", required: true, schema, description: doc });
     }
     for (const q of route.query ?? []) {
       const doc = docs[`${route.rpc.input.typeName}.${q}`];
       const field = route.rpc.input.fields.find((f) => f.name === q);
+      const rules = field === undefined ? undefined : rulesOf(field);
+      // Empty values are as absent (proto3: unset), so patterns admit "".
       const schema =
         q === "page_size"
-          ? { type: "integer", minimum: 1, maximum: route.maxPageSize ?? 500, default: route.maxPageSize === 1000 ? 100 : 50 }
-          : field?.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp"
-            ? { type: "string", format: "date-time" }
-            : field?.fieldKind === "scalar" && field.scalar === ScalarType.BOOL
-              ? { type: "boolean" }
-              : field?.fieldKind === "scalar" && field.scalar === ScalarType.INT32
-                ? { type: "integer", minimum: 0 }
-                : { type: "string" };
+          ? { type: "integer", minimum: 0, maximum: route.maxPageSize ?? 500, default: route.maxPageSize === 1000 ? 100 : 50 }
+          : q === "page_token" && route.listOf !== undefined
+            ? { type: "string", pattern: `^$|${pageTokenPattern(route.listOf)}` }
+            : field?.fieldKind === "message" && field.message.typeName === "google.protobuf.Timestamp"
+              ? { type: "string", format: "date-time" }
+              : field?.fieldKind === "scalar" && field.scalar === ScalarType.BOOL
+                ? { type: "boolean" }
+                : field?.fieldKind === "scalar" && field.scalar === ScalarType.INT32
+                  ? { type: "integer", minimum: 0, ...(rules?.maxValue ? { maximum: rules.maxValue } : {}) }
+                  : { type: "string", ...(rules?.pattern ? { pattern: `^$|${rules.pattern}` } : {}) };
       parameters.push({ name: q, in: "query", required: false, schema, description: doc });
     }
     if (parameters.length > 0) operation.parameters = parameters;
@@ -137,7 +159,9 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
           : custom
             ? (docs[route.body.schema.typeName] ?? "The request.")
             : "The resource to create.",
-        content: { "application/json": { schema: ref(bodyName) } },
+        content: {
+          "application/json": { schema: ref(bodyName), ...(route.body.example === undefined ? {} : { example: route.body.example }) },
+        },
       };
     }
     let data: JsonSchema = route.list ? { type: "array", items: ref(name) } : ref(name);
@@ -155,11 +179,16 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     const responses: Record<string, unknown> = {
       [String(route.status)]: {
         description: route.status === 201 ? "Created." : "OK.",
-        headers: RESPONSE_HEADERS,
+        headers: route.location === undefined ? RESPONSE_HEADERS : { ...LOCATION_HEADER, ...RESPONSE_HEADERS },
         content: { "application/json": { schema: envelope(data, route.list === true) } },
       },
     };
-    for (const [status, text] of Object.entries({ ...ERROR_RESPONSES, ...(route.upstream ? UPSTREAM_RESPONSES : {}) })) {
+    const errors = {
+      ...ERROR_RESPONSES,
+      ...(route.params === undefined ? {} : PATH_PARAM_RESPONSES),
+      ...(route.upstream ? UPSTREAM_RESPONSES : {}),
+    };
+    for (const [status, text] of Object.entries(errors).sort(([a], [b]) => Number(a) - Number(b))) {
       if (!route.body && (status === "413" || status === "415")) continue;
       responses[status] = {
         description: text,

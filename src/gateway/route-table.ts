@@ -3,7 +3,7 @@
  * (grpc-gateway style). The gateway registers routes from this table and
  * the OpenAPI document is generated from it; nothing else defines a route.
  */
-import type { DescMessage, DescMethod } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, JsonValue } from "@bufbuild/protobuf";
 import { ApiKeySchema, ApiKeyService } from "../gen/erplink/admin/v1/api_key_pb.js";
 import { AuditEntrySchema, AuditService } from "../gen/erplink/admin/v1/audit_pb.js";
 import {
@@ -19,6 +19,8 @@ import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.j
 import { SessionSchema, SessionService } from "../gen/erplink/admin/v1/session_pb.js";
 import { SystemSchema, SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 import { UsageSchema, UsageService } from "../gen/erplink/admin/v1/usage_pb.js";
+import { rulesOf } from "../schema/field-rules.js";
+import { idPattern, type IdPrefix } from "../schema/resource-ids.js";
 
 /** HTTP methods the facade routes. */
 export type HttpMethod = "GET" | "POST" | "PATCH" | "DELETE";
@@ -35,6 +37,19 @@ export interface RestRoute {
   readonly tag: string;
   /** Path parameter -> dot path of the request field it fills. */
   readonly params?: Readonly<Record<string, string>>;
+  /**
+   * Path parameter -> the form of its valid values (an id of one type, a
+   * name), published in the OpenAPI document. An id that does not match
+   * names no resource: the services answer 404 `NOT_FOUND`.
+   */
+  readonly paramSchemas?: Readonly<Record<string, ParamSchema>>;
+  /** The id type of a list's items, for the pattern of its `page_token`. */
+  readonly listOf?: IdPrefix;
+  /**
+   * The path of the resource a 201 created, `{id}` standing for `data.id`:
+   * sent as its `Location`.
+   */
+  readonly location?: string;
   /** Query parameters -> request fields of the same name (integers, booleans, timestamps or strings). */
   readonly query?: readonly string[];
   /** Largest `page_size` of a list (default 500). */
@@ -44,7 +59,14 @@ export interface RestRoute {
    * body's top-level keys become the update mask named by `patch`. With
    * `optional`, a request with neither a body nor a `Content-Type` is as `{}`.
    */
-  readonly body?: { readonly field: string; readonly schema: DescMessage; readonly patch?: string; readonly optional?: boolean };
+  readonly body?: {
+    readonly field: string;
+    readonly schema: DescMessage;
+    readonly patch?: string;
+    readonly optional?: boolean;
+    /** An example body for the OpenAPI document (Schemathesis' examples phase sends it too). */
+    readonly example?: JsonValue;
+  };
   /** The response field that becomes the envelope's `data`. */
   readonly data: string;
   /** Further response fields added to `data` (the secret of a new API key). */
@@ -68,6 +90,12 @@ export interface RestRoute {
   readonly sessionCookies?: "set" | "clear";
 }
 
+/** The JSON Schema of a path parameter's string. */
+export interface ParamSchema {
+  readonly pattern: string;
+  readonly maxLength?: number;
+}
+
 const PAGING = ["page_size", "page_token"] as const;
 
 /** How one resource's five standard routes (AIP-style CRUD) are laid out. */
@@ -81,6 +109,10 @@ interface ResourceLayout {
   readonly collection: string;
   /** Path parameters of the collection path -> request fields (list and create). */
   readonly collectionParams?: Readonly<Record<string, string>>;
+  /** The id types of the collection path's parameters (the parent's). */
+  readonly collectionParamIds?: Readonly<Record<string, IdPrefix>>;
+  /** The id type of the resource: `sys`. */
+  readonly idPrefix: IdPrefix;
   /** Path of one item (get, update, delete); its `{id}` fills `id`. */
   readonly item: string;
   /** Request field the body fills and the response field of one resource: `system`. */
@@ -93,6 +125,8 @@ interface ResourceLayout {
   readonly summaries?: Partial<Record<"list" | "create" | "get" | "update" | "delete", string>>;
   /** Extra response fields of create merged into `data`. */
   readonly createMerge?: readonly string[];
+  /** Example bodies of create and update. */
+  readonly examples: { readonly create: JsonValue; readonly update: JsonValue };
 }
 
 /** The five routes of a resource. */
@@ -100,6 +134,8 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
   const [list, create, get, update, remove] = r.rpcs.map((name) => r.service.method[name]!);
   const a = /^[aeiou]/i.test(r.singular) ? "an" : "a";
   const common = { tag: r.tag, resource: r.resource, auth: "admin" as const };
+  const collectionPatterns = r.collectionParamIds ? idPatterns(r.collectionParamIds) : undefined;
+  const itemPatterns = idPatterns({ id: r.idPrefix });
   return [
     {
       ...common,
@@ -108,9 +144,11 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       rpc: list!,
       summary: r.summaries?.list ?? `List ${r.listField.replace(/_/g, " ")}`,
       params: r.collectionParams,
+      paramSchemas: collectionPatterns,
       query: PAGING,
       data: r.listField,
       list: true,
+      listOf: r.idPrefix,
       status: 200,
     },
     {
@@ -120,10 +158,12 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       rpc: create!,
       summary: r.summaries?.create ?? `Create ${a} ${r.singular}`,
       params: r.collectionParams,
-      body: { field: r.field, schema: r.resource },
+      paramSchemas: collectionPatterns,
+      body: { field: r.field, schema: r.resource, example: r.examples.create },
       data: r.field,
       merge: r.createMerge,
       status: 201,
+      location: r.item,
     },
     {
       ...common,
@@ -132,6 +172,7 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       rpc: get!,
       summary: r.summaries?.get ?? `Get ${a} ${r.singular}`,
       params: { id: "id" },
+      paramSchemas: itemPatterns,
       data: r.field,
       status: 200,
     },
@@ -142,7 +183,8 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       rpc: update!,
       summary: r.summaries?.update ?? `Update ${a} ${r.singular}`,
       params: { id: `${r.field}.id` },
-      body: { field: r.field, schema: r.resource, patch: "update_mask" },
+      paramSchemas: itemPatterns,
+      body: { field: r.field, schema: r.resource, patch: "update_mask", example: r.examples.update },
       data: r.field,
       status: 200,
     },
@@ -153,11 +195,22 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       rpc: remove!,
       summary: r.summaries?.delete ?? `Delete ${a} ${r.singular}`,
       params: { id: "id" },
+      paramSchemas: itemPatterns,
       data: r.field,
       status: 200,
     },
   ];
 }
+
+/**
+ * A service name as the data path accepts it (`checkServiceName`): 1 to 200
+ * characters a path segment may hold unencoded, but not `.` or `..`; the
+ * rule of the connection test's `service`.
+ */
+const SERVICE_NAME: ParamSchema = {
+  pattern: rulesOf(ConnectionTestOptionsSchema.field.service).pattern,
+  maxLength: rulesOf(ConnectionTestOptionsSchema.field.service).maxLen,
+};
 
 /** Every REST route. */
 export const ROUTES: readonly RestRoute[] = [
@@ -166,31 +219,49 @@ export const ROUTES: readonly RestRoute[] = [
     resource: SystemSchema,
     tag: "Systems",
     singular: "system",
+    idPrefix: "sys",
     collection: "/admin/systems",
     item: "/admin/systems/{id}",
     field: "system",
     listField: "systems",
     rpcs: ["listSystems", "createSystem", "getSystem", "updateSystem", "deleteSystem"],
     summaries: { delete: "Delete a system (it must have no instances)" },
+    examples: {
+      create: { name: "S/4HANA Finance", description: "Group finance", labels: { team: "fin" } },
+      update: { description: "Finance and controlling" },
+    },
   }),
   ...resourceRoutes({
     service: InstanceService,
     resource: InstanceSchema,
     tag: "Instances",
     singular: "instance",
+    idPrefix: "ins",
     collection: "/admin/systems/{id}/instances",
     collectionParams: { id: "system_id" },
+    collectionParamIds: { id: "sys" },
     item: "/admin/instances/{id}",
     field: "instance",
     listField: "instances",
     rpcs: ["listInstances", "createInstance", "getInstance", "updateInstance", "deleteInstance"],
     summaries: { list: "List the instances of a system", create: "Add an instance to a system" },
+    examples: {
+      create: {
+        name: "s4-prod",
+        environment: "production",
+        base_url: "https://s4.example.com/sap/opu/odata4/",
+        auth: { type: "basic", username: "ERPLINK", password: "…" },
+        sap_client: "100",
+      },
+      update: { base_url: "https://s4-new.example.com/sap/opu/odata4/" },
+    },
   }),
   ...resourceRoutes({
     service: ApiKeyService,
     resource: ApiKeySchema,
     tag: "API keys",
     singular: "API key",
+    idPrefix: "key",
     collection: "/admin/api-keys",
     item: "/admin/api-keys/{id}",
     field: "api_key",
@@ -204,6 +275,15 @@ export const ROUTES: readonly RestRoute[] = [
       delete: "Revoke an API key",
     },
     createMerge: ["key"],
+    examples: {
+      create: {
+        name: "invoice app",
+        permissions: { "s4-prod": { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"] }, "*": { A_Currency: ["list"] } } },
+        rate_limits: { per_minute: 120, per_day: 50000 },
+        expires_at: "2027-12-31T00:00:00Z",
+      },
+      update: { rate_limits: { per_minute: 60 } },
+    },
   }),
   {
     method: "POST",
@@ -212,11 +292,12 @@ export const ROUTES: readonly RestRoute[] = [
     summary: "Exchange the master key or an admin key for a session (its token is returned once, in data.token)",
     tag: "Sessions",
     query: ["cookie"],
-    body: { field: "session", schema: SessionSchema, optional: true },
+    body: { field: "session", schema: SessionSchema, optional: true, example: { label: "nightly export script" } },
     data: "session",
     merge: ["token", "csrf_token"],
     resource: SessionSchema,
     status: 201,
+    location: "/admin/sessions/{id}",
     auth: "admin",
     sessionCookies: "set",
   },
@@ -230,6 +311,7 @@ export const ROUTES: readonly RestRoute[] = [
     data: "sessions",
     resource: SessionSchema,
     list: true,
+    listOf: "ses",
     status: 200,
     auth: "admin",
   },
@@ -240,6 +322,7 @@ export const ROUTES: readonly RestRoute[] = [
     summary: "Revoke a session (`current`: the calling session, to log out)",
     tag: "Sessions",
     params: { id: "id" },
+    paramSchemas: { id: { pattern: `^current$|${idPattern("ses")}` } },
     data: "session",
     resource: SessionSchema,
     status: 200,
@@ -269,6 +352,7 @@ export const ROUTES: readonly RestRoute[] = [
     data: "logs",
     resource: RequestLogSchema,
     list: true,
+    listOf: "log",
     status: 200,
     auth: "admin",
   },
@@ -279,6 +363,7 @@ export const ROUTES: readonly RestRoute[] = [
     summary: "Get a request-log entry",
     tag: "Request logs",
     params: { id: "id" },
+    paramSchemas: idPatterns({ id: "log" }),
     data: "log",
     resource: RequestLogSchema,
     status: 200,
@@ -294,6 +379,7 @@ export const ROUTES: readonly RestRoute[] = [
     data: "audit_entries",
     resource: AuditEntrySchema,
     list: true,
+    listOf: "aud",
     status: 200,
     auth: "admin",
   },
@@ -304,6 +390,7 @@ export const ROUTES: readonly RestRoute[] = [
     summary: "Get an audit entry",
     tag: "Audit trail",
     params: { id: "id" },
+    paramSchemas: idPatterns({ id: "aud" }),
     data: "audit_entry",
     resource: AuditEntrySchema,
     status: 200,
@@ -317,7 +404,12 @@ export const ROUTES: readonly RestRoute[] = [
     summary: "Explain what the data path would decide for a request with this key (nothing is forwarded or counted)",
     tag: "API keys",
     params: { id: "id" },
-    body: { field: "data_request", schema: DataRequestSchema },
+    paramSchemas: idPatterns({ id: "key" }),
+    body: {
+      field: "data_request",
+      schema: DataRequestSchema,
+      example: { instance: "s4-prod", method: "GET", url: "/odata/s4-prod/API_BUSINESS_PARTNER/A_BusinessPartner?$top=10" },
+    },
     data: "explanation",
     resource: ExplanationSchema,
     status: 200,
@@ -330,6 +422,8 @@ export const ROUTES: readonly RestRoute[] = [
     summary: "List a service's entity sets, navigations and operations from its $metadata",
     tag: "Instances",
     params: { id: "id", service: "service" },
+    // A service name as the data path takes it (src/gateway/data/resolve-instance.ts).
+    paramSchemas: { ...idPatterns({ id: "ins" }), service: SERVICE_NAME },
     data: "catalog",
     resource: ServiceCatalogSchema,
     status: 200,
@@ -343,7 +437,8 @@ export const ROUTES: readonly RestRoute[] = [
     summary: "Test the connection to an instance's back end, step by step",
     tag: "Instances",
     params: { id: "id" },
-    body: { field: "options", schema: ConnectionTestOptionsSchema, optional: true },
+    paramSchemas: idPatterns({ id: "ins" }),
+    body: { field: "options", schema: ConnectionTestOptionsSchema, optional: true, example: { service: "API_BUSINESS_PARTNER" } },
     data: "connection_test",
     resource: ConnectionTestSchema,
     status: 200,
@@ -372,6 +467,11 @@ export const INTERNAL_ONLY_RPCS: ReadonlySet<string> = new Set<string>([
   // Called by internal services over gRPC; the OData gateway uses the same engine.
   `${AuthorizationService.typeName}.${AuthorizationService.method.authorize.name}`,
 ]);
+
+/** The schemas of path parameters that hold ids of the given types. */
+function idPatterns(ids: Readonly<Record<string, IdPrefix>>): Record<string, ParamSchema> {
+  return Object.fromEntries(Object.entries(ids).map(([param, prefix]) => [param, { pattern: idPattern(prefix) }]));
+}
 
 /** The Fastify form of an OpenAPI path: `{id}` -> `:id`. */
 export function fastifyPath(path: string): string {

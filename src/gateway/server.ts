@@ -78,6 +78,19 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
     socket.on("error", () => socket.destroy());
   }) as DualProtocolServer;
 
+  // Requests node:http's parser refuses: answered by the one-port server's
+  // own `clientError` listeners (Fastify's clientErrorHandler, which Fastify
+  // attaches to the server its serverFactory returns), else as Node would.
+  h1.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    if (outer.listenerCount("clientError") > 0) {
+      outer.emit("clientError", err, socket);
+    } else if (err.code !== "ECONNRESET" && socket.writable) {
+      socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n", () => socket.destroy());
+    } else {
+      socket.destroy();
+    }
+  });
+
   // node:http only tracks connections (for closeIdleConnections and its
   // timeouts) once it has seen `listening`.
   outer.on("listening", () => h1.emit("listening"));

@@ -35,7 +35,7 @@ import { dataKeyLimits } from "./key-registry.js";
 import { translate, validationError, type Violation } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import { parsePermissions } from "./permissions.js";
-import { requireId, requireResource } from "./resource.js";
+import { notFound, requireId, requireResource } from "./resource.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
 const names = { singular: "API key" };
@@ -72,11 +72,19 @@ export function apiKeySnapshot(rec: ApiKeyRecord): AuditSnapshot {
 }
 
 /** Validates the permissions of a key of `type`; returns them normalized. */
-function readPermissions(key: ApiKey, type: "data" | "admin"): StoredPermissions {
+/**
+ * The permissions of a key of the given type. Permissions for an admin key
+ * are `invalid_argument` in a create (the request contradicts itself) and
+ * `failed_precondition` in an update (the request is valid; the key's type,
+ * which the request cannot change, refuses it).
+ */
+function readPermissions(key: ApiKey, type: "data" | "admin", existing = false): StoredPermissions {
   const value = key.permissions ?? {};
   if (type === "admin") {
     if (Object.keys(value).length > 0) {
-      throw validationError([{ field: "permissions", description: "admin keys have no permissions: they manage erplink, not data" }]);
+      const description = "admin keys have no permissions: they manage erplink, not data";
+      if (existing) throw new ConnectError(`permissions: ${description}`, Code.FailedPrecondition);
+      throw validationError([{ field: "permissions", description }]);
     }
     return {};
   }
@@ -105,7 +113,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
     return translate(names, async () => {
       requireId("key", req.id);
       const rec = await this.deps.store.apiKeys.get(req.id);
-      if (rec === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      if (rec === undefined) throw notFound("key", req.id);
       return create(GetApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
     });
   }
@@ -159,7 +167,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       const now = this.deps.clock();
       const fields = assertValidForUpdate(ApiKeySchema, key, req.updateMask?.paths ?? [], now);
       const current = await this.deps.store.apiKeys.get(key.id);
-      if (current === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      if (current === undefined) throw notFound("key", key.id);
       const patch: Partial<ApiKeyRecord> = { updatedAt: now };
       const violations: Violation[] = [];
       for (const field of fields) {
@@ -168,7 +176,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
             Object.assign(patch, { name: key.name });
             break;
           case "permissions":
-            Object.assign(patch, { permissions: readPermissions(key, current.type) });
+            Object.assign(patch, { permissions: readPermissions(key, current.type, true) });
             break;
           case "rate_limits":
             Object.assign(patch, { rateLimits: readRateLimits(key) });
@@ -196,7 +204,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
             // Revoked between the read above and this write: it stays
             // revoked, and the update counts as refused (its entry goes).
             this.deps.keys.forget(updated.keyHash);
-            throw new ConnectError("API key not found", Code.NotFound);
+            throw notFound("key", key.id);
           }
           return updated;
         },
@@ -214,7 +222,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       assertValidForCreate(DataRequestSchema, data);
       const { method, headers } = readDataRequest(data);
       const key = await this.deps.store.apiKeys.get(req.id);
-      if (key === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      if (key === undefined) throw notFound("key", req.id);
       const diagnostics = requireDiagnostics(this.deps);
       // The data path's admit stage, looked at without counting (as Authorize's dry_run).
       const limits = key.type === "data" ? await this.deps.limiter.peek(`data:${key.id}`, dataKeyLimits(key, this.deps.dataLimits)) : undefined;
@@ -237,7 +245,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
     return translate(names, async () => {
       requireId("key", req.id);
       const current = await this.deps.store.apiKeys.get(req.id);
-      if (current === undefined) throw new ConnectError("API key not found", Code.NotFound);
+      if (current === undefined) throw notFound("key", req.id);
       const at = this.deps.clock();
       const revoked = (r: ApiKeyRecord) => apiKeySnapshot({ ...r, revokedAt: at, updatedAt: at });
       // Revoked, not removed: other processes learn of it by polling changes.

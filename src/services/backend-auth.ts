@@ -11,7 +11,7 @@ import {
 import type { StoredBackendAuth } from "../store/index.js";
 import { validationError, type Violation } from "./errors.js";
 import type { SecretBox } from "./secret-box.js";
-import { rulesOf } from "./validation.js";
+import { rulesOf, variantUse } from "./validation.js";
 
 type AuthType = StoredBackendAuth["type"];
 
@@ -22,19 +22,6 @@ const TYPES: Readonly<Partial<Record<BackendAuthType, AuthType>>> = {
   [BackendAuthType.OAUTH2_CLIENT_CREDENTIALS]: "oauth2_client_credentials",
 };
 
-/** The fields each type needs (every other field must be empty). */
-const REQUIRED: Readonly<Record<AuthType, readonly string[]>> = {
-  none: [],
-  basic: ["username", "password"],
-  bearer: ["token"],
-  oauth2_client_credentials: ["token_url", "client_id", "client_secret"],
-};
-const OPTIONAL: Readonly<Record<AuthType, readonly string[]>> = {
-  none: [],
-  basic: [],
-  bearer: [],
-  oauth2_client_credentials: ["scope"],
-};
 
 /** Proto names of the write-only fields, from the `secret` rule. */
 const SECRET_FIELDS = BackendAuthSchema.fields.filter((f) => rulesOf(f).secret);
@@ -52,8 +39,10 @@ export interface BackendCredentials {
 }
 
 /**
- * Checks `auth` (already checked against its field rules) for its type and
- * seals its secrets for the instance `owner`. Throws `invalid_argument`.
+ * Checks `auth` for its type (the fields each type needs and allows are
+ * the `required_for` / `optional_for` rules of BackendAuth, which the
+ * resource's validation has normally checked already) and seals its
+ * secrets for the instance `owner`. Throws `invalid_argument`.
  */
 export function sealBackendAuth(auth: BackendAuth, owner: string, box: SecretBox): StoredBackendAuth {
   const values = auth as unknown as Record<string, unknown>;
@@ -67,9 +56,10 @@ export function sealBackendAuth(auth: BackendAuth, owner: string, box: SecretBox
   for (const field of BackendAuthSchema.fields) {
     if (field.name === "type") continue;
     const set = values[field.localName] !== "";
-    if (REQUIRED[type].includes(field.name) && !set) {
+    const use = variantUse(field, type);
+    if (use === "required" && !set) {
       violations.push({ field: `auth.${field.name}`, description: `is required with type '${type}'` });
-    } else if (set && !REQUIRED[type].includes(field.name) && !OPTIONAL[type].includes(field.name)) {
+    } else if (set && use === "unused") {
       violations.push({ field: `auth.${field.name}`, description: `is not used with type '${type}'` });
     }
   }

@@ -5,12 +5,11 @@
  * generator increments the random part, so its ids stay in creation order.
  */
 import { randomBytes } from "node:crypto";
+import { ID_ALPHABET as ALPHABET, idPattern, type IdPrefix } from "../schema/resource-ids.js";
 
-const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+export type { IdPrefix };
+
 const RANDOM_BITS = 80n;
-
-/** The prefixes of erplink's resource ids. */
-export type IdPrefix = "sys" | "ins" | "key" | "log" | "ses" | "aud";
 
 /** Creates ids of a given type. */
 export type IdGenerator = (prefix: IdPrefix) => string;
@@ -43,10 +42,11 @@ export function createIdGenerator(clock: () => Date = () => new Date()): IdGener
   };
 }
 
-const ID_PATTERN = /^(sys|ins|key|log|ses|aud)_[0-9A-HJKMNP-TV-Z]{26}$/;
+const PATTERNS = new Map<IdPrefix, RegExp>();
 
 /** Whether `id` is well-formed for the given type. */
 export function isId(prefix: IdPrefix, id: string): boolean {
-  const m = ID_PATTERN.exec(id);
-  return m !== null && m[1] === prefix;
+  let re = PATTERNS.get(prefix);
+  if (re === undefined) PATTERNS.set(prefix, (re = new RegExp(idPattern(prefix))));
+  return re.test(id);
 }

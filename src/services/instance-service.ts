@@ -33,7 +33,7 @@ import { requireDiagnostics } from "./diagnostics.js";
 import { translate, validationError } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import type { SecretBox } from "./secret-box.js";
-import { requireId, requireResource, toPatch } from "./resource.js";
+import { notFound, requireId, requireResource, toPatch } from "./resource.js";
 import { DELETION_MARK_TTL_MS } from "./system-service.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
@@ -92,16 +92,14 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
   /** Throws `not_found` unless the system exists. */
   private async requireSystem(systemId: string): Promise<void> {
     requireId("sys", systemId, "system_id");
-    if ((await this.deps.store.systems.get(systemId)) === undefined) {
-      throw new ConnectError("system not found", Code.NotFound);
-    }
+    if ((await this.deps.store.systems.get(systemId)) === undefined) throw notFound("sys", systemId);
   }
 
   getInstance(req: GetInstanceRequest) {
     return translate(names, async () => {
       requireId("ins", req.id);
       const rec = await this.deps.store.instances.get(req.id);
-      if (rec === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      if (rec === undefined) throw notFound("ins", req.id);
       return create(GetInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }
@@ -158,7 +156,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
               throw uncertain(err);
             });
             if (deleting) throw new ConnectError("system is being deleted", Code.FailedPrecondition);
-            throw new ConnectError("system not found", Code.NotFound);
+            throw notFound("sys", req.systemId);
           }
           return created;
         },
@@ -186,7 +184,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         } else Object.assign(patch, toPatch<InstanceRecord>(instance, [field]));
       }
       const current = await this.deps.store.instances.get(instance.id);
-      if (current === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      if (current === undefined) throw notFound("ins", instance.id);
       const snapshot = (r: InstanceRecord) => instanceSnapshot(r, this.deps.secrets);
       const rec = await this.deps.audit.record(
         actorOf(ctx),
@@ -209,7 +207,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       requireId("ins", req.id);
       if (req.service === "") throw validationError([{ field: "service", description: "is required" }]);
       const rec = await this.deps.store.instances.get(req.id);
-      if (rec === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      if (rec === undefined) throw notFound("ins", req.id);
       const catalog = await requireDiagnostics(this.deps).catalog(upstreamInstance(rec, this.deps.secrets), req.service);
       return create(GetServiceCatalogResponseSchema, { catalog });
     });
@@ -221,7 +219,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       if (req.options !== undefined) assertValidForCreate(ConnectionTestOptionsSchema, req.options);
       const service = req.options?.service ?? "";
       const rec = await this.deps.store.instances.get(req.id);
-      if (rec === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      if (rec === undefined) throw notFound("ins", req.id);
       const connectionTest = await requireDiagnostics(this.deps).testConnection(upstreamInstance(rec, this.deps.secrets), service);
       return create(TestInstanceConnectionResponseSchema, { connectionTest });
     });
@@ -231,7 +229,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
     return translate(names, async () => {
       requireId("ins", req.id);
       const current = await this.deps.store.instances.get(req.id);
-      if (current === undefined) throw new ConnectError("instance not found", Code.NotFound);
+      if (current === undefined) throw notFound("ins", req.id);
       const rec = await this.deps.audit.record(
         actorOf(ctx),
         {

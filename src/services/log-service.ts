@@ -3,9 +3,10 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { type ServiceImpl } from "@connectrpc/connect";
 import {
   GetLogResponseSchema,
+  QueryLogsRequestSchema,
   QueryLogsResponseSchema,
   RequestLogSchema,
   type GetLogRequest,
@@ -17,9 +18,8 @@ import type { LogQuery, RequestLogRecord } from "../store/index.js";
 import type { ServiceDeps } from "./context.js";
 import { translate, validationError, type Violation } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
-import { isOperation } from "./permissions.js";
-import { requireId } from "./resource.js";
-import { timestampProblem } from "./validation.js";
+import { notFound, requireId } from "./resource.js";
+import { filterValue, timestampProblem } from "./validation.js";
 
 const names = { singular: "log entry" };
 
@@ -50,11 +50,10 @@ export function requestLogToMessage(r: RequestLogRecord): RequestLog {
   });
 }
 
-/** A status filter: `404` or a class such as `4xx`. */
-function statusRange(value: string): { gte: number; lt: number } | undefined {
-  if (/^[1-5][0-9]{2}$/.test(value)) return { gte: Number(value), lt: Number(value) + 1 };
-  const m = /^([1-5])xx$/i.exec(value);
-  return m ? { gte: Number(m[1]) * 100, lt: Number(m[1]) * 100 + 100 } : undefined;
+/** A status filter (already checked against its pattern): `404` or a class such as `4xx`. */
+function statusRange(value: string): { gte: number; lt: number } {
+  const digit = Number(value[0]);
+  return /^[0-9]{3}$/.test(value) ? { gte: Number(value), lt: Number(value) + 1 } : { gte: digit * 100, lt: digit * 100 + 100 };
 }
 
 /** Implements LogService. */
@@ -64,41 +63,34 @@ export class LogServiceImpl implements ServiceImpl<typeof LogService> {
   queryLogs(req: QueryLogsRequest) {
     return translate(names, async () => {
       const violations: Violation[] = [];
-      const text = (field: string, value: string, pattern: RegExp, description: string) => {
-        if (value === "") return undefined;
-        if (!pattern.test(value)) violations.push({ field, description });
-        return value;
-      };
-      const status = req.status === "" ? undefined : statusRange(req.status);
-      if (req.status !== "" && status === undefined) {
-        violations.push({ field: "status", description: "must be a status such as 404 or a class such as 4xx" });
-      }
-      if (req.operation !== "" && !isOperation(req.operation)) {
-        violations.push({ field: "operation", description: "must be one of list, get, create, update, delete" });
-      }
+      // Each filter's pattern is its rule in the proto (published in the OpenAPI document).
+      const text = (field: string) => filterValue(QueryLogsRequestSchema, req, field, violations);
+      const status = text("status");
+      const operation = text("operation");
       for (const [field, ts] of [["from", req.from], ["to", req.to]] as const) {
         const problem = ts === undefined ? undefined : timestampProblem(ts);
         if (problem !== undefined) violations.push({ field, description: problem });
       }
       const from = req.from ? timestampDate(req.from) : undefined;
       const to = req.to ? timestampDate(req.to) : undefined;
-      if (from !== undefined && to !== undefined && from.getTime() >= to.getTime()) {
-        violations.push({ field: "to", description: "must be after from" });
-      }
       const query: Omit<LogQuery, "limit" | "beforeId"> = {
         from,
         to,
-        apiKeyId: text("api_key_id", req.apiKeyId, /^(master|key_[0-9A-Z]{26})$/, "must be an API key id (key_…) or master"),
-        instance: text("instance", req.instance, /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "must be an instance name"),
-        service: text("service", req.service, /^[A-Za-z0-9_][A-Za-z0-9_.;=-]{0,127}$/, "must be a service name"),
-        entity: text("entity", req.entity, /^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be an entity set name"),
-        operation: req.operation === "" ? undefined : req.operation,
-        method: text("method", req.method, /^[A-Z]{1,16}$/, "must be an HTTP method in capitals, such as GET"),
-        status,
-        requestId: text("request_id", req.requestId, /^[A-Za-z0-9._:-]{1,128}$/, "must be a request id"),
+        apiKeyId: text("api_key_id"),
+        instance: text("instance"),
+        service: text("service"),
+        entity: text("entity"),
+        operation,
+        method: text("method"),
+        status: status === undefined ? undefined : statusRange(status),
+        requestId: text("request_id"),
       };
       if (violations.length > 0) throw validationError(violations);
       const paging = readPaging(req.pageSize, req.pageToken, "log", { default: 100, max: 1000 });
+      // An empty range (`to` not after `from`) matches nothing.
+      if (from !== undefined && to !== undefined && from.getTime() >= to.getTime()) {
+        return create(QueryLogsResponseSchema, { logs: [], nextPageToken: "" });
+      }
       const page = await this.deps.store.logs.query({ ...query, beforeId: paging.afterId, limit: paging.limit });
       return create(QueryLogsResponseSchema, {
         logs: page.items.map(requestLogToMessage),
@@ -111,7 +103,7 @@ export class LogServiceImpl implements ServiceImpl<typeof LogService> {
     return translate(names, async () => {
       requireId("log", req.id);
       const rec = await this.deps.store.logs.get(req.id);
-      if (rec === undefined) throw new ConnectError("log entry not found", Code.NotFound);
+      if (rec === undefined) throw notFound("log", req.id);
       return create(GetLogResponseSchema, { log: requestLogToMessage(rec) });
     });
   }

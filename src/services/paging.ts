@@ -1,6 +1,7 @@
 /**
  * Cursor pagination (AIP-158): page sizes and opaque page tokens.
  */
+import { idOfPageToken, pageTokenOf } from "../schema/resource-ids.js";
 import type { Page } from "../store/index.js";
 import { validationError } from "./errors.js";
 import { isId, type IdPrefix } from "./ids.js";
@@ -9,8 +10,6 @@ import { isId, type IdPrefix } from "./ids.js";
 export const DEFAULT_PAGE_SIZE = 50;
 /** Largest page size a request may ask for. */
 export const MAX_PAGE_SIZE = 500;
-
-const TOKEN_PREFIX = "v1:";
 
 /** Validates page_size and page_token; returns the store's paging arguments. */
 export function readPaging(
@@ -25,8 +24,9 @@ export function readPaging(
   }
   let afterId: string | undefined;
   if (pageToken !== "") {
-    const decoded = Buffer.from(pageToken, "base64url").toString("utf8");
-    const id = decoded.startsWith(TOKEN_PREFIX) ? decoded.slice(TOKEN_PREFIX.length) : "";
+    // Any well-formed token continues after the id it names, whether or not
+    // that item still exists (ids sort by creation time).
+    const id = idOfPageToken(pageToken) ?? "";
     if (!isId(prefix, id)) {
       violations.push({ field: "page_token", description: "is not a token this list returned" });
     } else {
@@ -40,5 +40,5 @@ export function readPaging(
 /** The token of the page after `page`, or "" when it is the last. */
 export function nextPageToken(page: Page<{ id: string }>): string {
   const last = page.items[page.items.length - 1];
-  return page.more && last ? Buffer.from(TOKEN_PREFIX + last.id, "utf8").toString("base64url") : "";
+  return page.more && last ? pageTokenOf(last.id) : "";
 }

@@ -7,10 +7,17 @@
  * operations. Services and entities may be `*` (every one); instances must be
  * named, so that creating an instance later never widens an existing key.
  */
+import {
+  ENTITY_NAME_PATTERN,
+  INSTANCE_NAME_PATTERN,
+  MAX_PERMISSION_ENTRIES,
+  OPERATIONS,
+  SERVICE_NAME_PATTERN,
+  WILDCARD,
+} from "../schema/permission-names.js";
 import type { Violation } from "./errors.js";
 
-/** Every operation a permission can grant, in the order normalized lists use. */
-export const OPERATIONS = ["list", "get", "create", "update", "delete"] as const;
+export { OPERATIONS };
 
 /** One operation on an entity set. No operation implies another. */
 export type Operation = (typeof OPERATIONS)[number];
@@ -35,8 +42,6 @@ export interface AccessRequest {
   readonly entity: string;
   readonly operation: Operation;
 }
-
-const WILDCARD = "*";
 
 // Shared because every allowed request returns it: the hot path allocates
 // nothing when access is granted.
@@ -109,12 +114,13 @@ export function isOperation(s: string): s is Operation {
 }
 
 /** Most (instance, service, entity) entries one key may hold; bounds the work of every check. */
-const MAX_ENTRIES = 10_000;
+const MAX_ENTRIES = MAX_PERMISSION_ENTRIES;
 
-const INSTANCE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const SERVICE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.;=-]{0,127}$/;
+// The names' patterns are shared with the OpenAPI document (src/schema/permission-names.ts).
+const INSTANCE_NAME = new RegExp(INSTANCE_NAME_PATTERN);
+const SERVICE_NAME = new RegExp(SERVICE_NAME_PATTERN);
 // An OData identifier, as entity set names are.
-const ENTITY_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const ENTITY_NAME = new RegExp(ENTITY_NAME_PATTERN);
 
 const ROOT = "permissions";
 

@@ -2,18 +2,35 @@
  * Checks and conversions every resource service shares.
  */
 import type { DescField, Message } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { validationError } from "./errors.js";
 import { isId, type IdPrefix } from "./ids.js";
 
-const KIND: Record<IdPrefix, string> = { sys: "system", ins: "instance", key: "API key", log: "log", ses: "session", aud: "audit entry" };
+const KIND: Record<IdPrefix, string> = { sys: "system", ins: "instance", key: "API key", log: "log entry", ses: "session", aud: "audit entry" };
 
-/** Throws `invalid_argument` unless `id` is a well-formed id of the given type. */
+/** Longest part of an id a not-found message repeats. */
+const SHOWN_ID_LENGTH = 100;
+
+/**
+ * The `not_found` error of a resource addressed by `id`, naming the id (as
+ * a JSON string, so that any character of a malformed one reads plainly).
+ */
+export function notFound(prefix: IdPrefix, id: string): ConnectError {
+  const shown = id.length > SHOWN_ID_LENGTH ? `${id.slice(0, SHOWN_ID_LENGTH)}…` : id;
+  return new ConnectError(`${KIND[prefix]} ${JSON.stringify(shown)} not found`, Code.NotFound);
+}
+
+/**
+ * Checks the id that addresses a resource (a Get, Update or Delete, or the
+ * parent of a List or Create): `invalid_argument` when it is missing, and
+ * `not_found` when it is not a well-formed id of the given type, since no
+ * such resource can exist (REST: a malformed path id is a 404, like any
+ * other id that names nothing). Ids inside resources and filters are checked
+ * where they are read, and a malformed one there stays `invalid_argument`.
+ */
 export function requireId(prefix: IdPrefix, id: string, field = "id"): void {
-  if (!isId(prefix, id)) {
-    throw validationError([
-      { field, description: id === "" ? "is required" : `is not a valid ${KIND[prefix]} id (${prefix}_…)` },
-    ]);
-  }
+  if (id === "") throw validationError([{ field, description: "is required" }]);
+  if (!isId(prefix, id)) throw notFound(prefix, id);
 }
 
 /** Throws `invalid_argument` when a request lacks its resource message. */

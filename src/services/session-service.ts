@@ -24,7 +24,7 @@ import type { ServiceDeps } from "./context.js";
 import { translate } from "./errors.js";
 import { isExpired } from "./key-registry.js";
 import { nextPageToken, readPaging } from "./paging.js";
-import { requireId } from "./resource.js";
+import { notFound, requireId } from "./resource.js";
 import { csrfTokenOf, generateSessionToken, hashSessionToken } from "../schema/session-token.js";
 import { assertValidForCreate } from "./validation.js";
 
@@ -146,8 +146,9 @@ export class SessionServiceImpl implements ServiceImpl<typeof SessionService> {
       const principal = principalOf(ctx);
       let id = req.id;
       if (id === "current") {
+        // No calling session: `current` names nothing (404, as any session id that names nothing).
         if (principal.sessionId === undefined) {
-          throw new ConnectError("'current' names the calling session, and this call was not made with a session token", Code.InvalidArgument);
+          throw new ConnectError("no current session: 'current' names the calling session, and this call was not made with a session token", Code.NotFound);
         }
         id = principal.sessionId;
       } else {
@@ -156,7 +157,7 @@ export class SessionServiceImpl implements ServiceImpl<typeof SessionService> {
       const rec = await this.deps.store.sessions.get(id);
       // Another key's session is as good as absent to an admin key.
       if (rec === undefined || (principal.kind === "admin_key" && rec.actsFor !== principal.keyId)) {
-        throw new ConnectError("session not found", Code.NotFound);
+        throw notFound("ses", id);
       }
       const at = this.deps.clock();
       const deleted = await this.deps.audit.record(

@@ -23,7 +23,7 @@ import type { SystemRecord } from "../store/index.js";
 import { actorOf, snapshotOf, type AuditSnapshot } from "./audit.js";
 import type { ServiceDeps } from "./context.js";
 import { translate } from "./errors.js";
-import { requireId, requireResource, toPatch } from "./resource.js";
+import { notFound, requireId, requireResource, toPatch } from "./resource.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
@@ -62,7 +62,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
     return translate(names, async () => {
       requireId("sys", req.id);
       const rec = await this.deps.store.systems.get(req.id);
-      if (rec === undefined) throw new ConnectError("system not found", Code.NotFound);
+      if (rec === undefined) throw notFound("sys", req.id);
       return create(GetSystemResponseSchema, { system: systemToMessage(rec) });
     });
   }
@@ -107,7 +107,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
       requireId("sys", system.id);
       const fields = assertValidForUpdate(SystemSchema, system, req.updateMask?.paths ?? []);
       const current = await this.deps.store.systems.get(system.id);
-      if (current === undefined) throw new ConnectError("system not found", Code.NotFound);
+      if (current === undefined) throw notFound("sys", system.id);
       const patch = { ...toPatch<SystemRecord>(system, fields), updatedAt: this.deps.clock() };
       const rec = await this.deps.audit.record(
         actorOf(ctx),
@@ -130,9 +130,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
       requireId("sys", req.id);
       const { store } = this.deps;
       const current = await store.systems.get(req.id);
-      if (current === undefined) {
-        throw new ConnectError("system not found", Code.NotFound);
-      }
+      if (current === undefined) throw notFound("sys", req.id);
       const instances = await store.instances.countBySystem(req.id);
       if (instances > 0) {
         throw new ConnectError(

@@ -13,6 +13,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
+  GetUsageRequestSchema,
   GetUsageResponseSchema,
   UpstreamLatencySchema,
   UsageCountsSchema,
@@ -30,14 +31,13 @@ import { translate, validationError, type Violation } from "./errors.js";
 import {
   COUNTERS,
   DENIED_STEP_PREFIX,
-  GROUP_KINDS,
   LATENCY_BOUNDS_MS,
   OUTCOME_COUNTERS,
   addCounters,
   latencyCounter,
   type GroupKind,
 } from "./rollups.js";
-import { timestampProblem } from "./validation.js";
+import { MAX_TIME, MIN_TIME, filterValue, rulesOf, timestampProblem } from "./validation.js";
 
 const names = { singular: "usage" };
 
@@ -50,7 +50,8 @@ type Bucket = keyof typeof BUCKETS;
 const MAX_RANGE_DAYS = 400;
 const MAX_BUCKETS = 1000;
 const DEFAULT_GROUP_LIMIT = 10;
-const MAX_GROUP_LIMIT = 100;
+/** From the field's rule, as the OpenAPI document publishes it. */
+const MAX_GROUP_LIMIT = rulesOf(GetUsageRequestSchema.field.groupLimit).maxValue;
 
 /** A checked request: the range rounded to whole buckets. */
 interface UsageQuery {
@@ -70,12 +71,9 @@ const ceilTo = (ms: number, unit: number) => Math.ceil(ms / unit) * unit;
 /** Checks a request (every violation at once) and applies the defaults and the rounding. */
 export function readUsageQuery(req: GetUsageRequest, now: Date): UsageQuery {
   const violations: Violation[] = [];
-  const bucket = req.bucket === "" ? "hour" : req.bucket;
-  if (bucket !== "hour" && bucket !== "day") violations.push({ field: "bucket", description: "must be hour or day" });
-  const groupBy = req.groupBy;
-  if (groupBy !== "" && !(GROUP_KINDS as readonly string[]).includes(groupBy)) {
-    violations.push({ field: "group_by", description: `must be one of ${GROUP_KINDS.join(", ")}` });
-  }
+  // The patterns are the fields' rules in the proto (published in the OpenAPI document).
+  const bucket = filterValue(GetUsageRequestSchema, req, "bucket", violations) ?? "hour";
+  const groupBy = filterValue(GetUsageRequestSchema, req, "group_by", violations) ?? "";
   if (req.groupLimit < 0 || req.groupLimit > MAX_GROUP_LIMIT) {
     violations.push({ field: "group_limit", description: `must be between 1 and ${MAX_GROUP_LIMIT} (0 means ${DEFAULT_GROUP_LIMIT})` });
   }
@@ -87,19 +85,15 @@ export function readUsageQuery(req: GetUsageRequest, now: Date): UsageQuery {
 
   const unit = BUCKETS[bucket as Bucket];
   const rawTo = req.to ? timestampDate(req.to).getTime() : now.getTime();
-  const rawFrom = req.from ? timestampDate(req.from).getTime() : rawTo - DAY_MS;
-  if (rawFrom >= rawTo) throw validationError([{ field: "to", description: "must be after from" }]);
-  const from = floorTo(rawFrom, unit);
-  const to = ceilTo(rawTo, unit);
-  if (to - from > MAX_RANGE_DAYS * DAY_MS) {
-    throw validationError([{ field: "to", description: `the range may span at most ${MAX_RANGE_DAYS} days` }]);
-  }
-  // Only reachable with hours: 1000 days is more than the longest range.
-  if ((to - from) / unit > MAX_BUCKETS) {
-    throw validationError([
-      { field: "to", description: `with bucket=hour the range may span at most ${MAX_BUCKETS} hours (about 41 days): use bucket=day` },
-    ]);
-  }
+  const rawFrom = req.from ? timestampDate(req.from).getTime() : Math.max(rawTo - DAY_MS, MIN_TIME);
+  // `to` not after `from`: an empty range, at the start of `from`'s bucket.
+  // Rounded up, `to` stays within what a timestamp can be written as (the
+  // last bucket of the year 9999 is left out).
+  const to = Math.min(rawFrom >= rawTo ? floorTo(rawFrom, unit) : ceilTo(rawTo, unit), floorTo(MAX_TIME, unit));
+  // Of a longer range, its most recent part: at most 400 days and 1000
+  // buckets (only reachable with hours: 1000 days is more than 400). `to`
+  // is at a bucket start, and both spans are whole buckets, so `from` is too.
+  const from = Math.max(Math.min(floorTo(rawFrom, unit), to), to - MAX_RANGE_DAYS * DAY_MS, to - MAX_BUCKETS * unit);
   return {
     from,
     to,

@@ -65,7 +65,8 @@ async function seed(): Promise<void> {
   const ins = await admin("POST", `/admin/systems/${sys.body.data.id}/instances`, {
     name: "evil",
     environment: XSS,
-    base_url: `${ctx.backend.baseUrl}x"'><b/data-pwned>/`,
+    // Raw `"`, `<` and `>` are not URI characters (refused: 400); what a URL may carry is `'` and percent-encoded markup.
+    base_url: `${ctx.backend.baseUrl}x'%22%3E%3Cb%20data-pwned%3E/`,
     services: { SVC: { path: "svc" }, REDIR: { path: "redirect" }, BROKEN: { path: "broken" }, constructor: { path: "svc'$(x)" } },
     auth: { type: "basic", username: XSS, password: "pw" },
   });
@@ -244,8 +245,10 @@ async function sweep(page: Page, dialogs: Seen, mode: string): Promise<void> {
   await page.getByLabel("API key id").fill(ctx.keyId);
   await page.getByRole("button", { name: "Apply filters" }).click();
   await page.waitForURL(/api_key_id=/);
+  // The filtered page's call must be answered: the unfiltered list may still
+  // show a data request, and a count taken while the list reloads is 0.
+  await page.waitForLoadState("networkidle");
   const details = page.getByRole("button", { name: /^Details of GET \/odata\// });
-  // The unfiltered list (admin calls only, by now) has none: wait for the filtered one.
   await details.first().waitFor();
   const n = await details.count();
   assert.ok(n >= 5, `${mode}: ${n} data requests listed`);

@@ -17,7 +17,7 @@ Systems.after.each(async (ctx) => {
   await ctx.world.close();
 });
 
-Systems("POST /admin/systems creates and returns 201 with the envelope", async ({ world }) => {
+Systems("POST /admin/systems creates and returns 201 with the envelope and the new system's Location", async ({ world }) => {
   const res = await post(world.app, "/admin/systems", {
     name: "S/4HANA Finance",
     description: "Group finance",
@@ -28,6 +28,10 @@ Systems("POST /admin/systems creates and returns 201 with the envelope", async (
   const body = json(res);
   assert.match(body.data.id, SYS_ID);
   assert.match(res.headers["x-request-id"] as string, REQ_ID);
+  assert.is(res.headers.location, `/admin/systems/${body.data.id}`);
+  // The Location names the system created.
+  const there = await world.app.inject({ method: "GET", url: res.headers.location as string, headers: AUTH });
+  assert.equal([there.statusCode, json(there).data.id], [200, body.data.id]);
   assert.equal(body, {
     data: {
       id: body.data.id,
@@ -54,7 +58,7 @@ Systems("GET /admin/systems/:id returns the system; unknown ids are 404", async 
   });
   assert.is(missing.statusCode, 404);
   assert.equal(json(missing), {
-    error: { code: "NOT_FOUND", message: "system not found", requestId: missing.headers["x-request-id"] },
+    error: { code: "NOT_FOUND", message: 'system "sys_00000000000000000000000000" not found', requestId: missing.headers["x-request-id"] },
   });
 });
 
@@ -151,6 +155,8 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
   assert.is(res.statusCode, 201);
   const created = json(res).data;
   assert.match(created.id, INS_ID);
+  // An instance's own path is under /admin/instances, not under its system.
+  assert.is(res.headers.location, `/admin/instances/${created.id}`);
   assert.equal(created, {
     id: created.id,
     system_id: systemId,
@@ -188,17 +194,18 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
   assert.equal(json(deleted).data, json(changed).data);
   const after = await world.app.inject({ method: "GET", url: `/admin/instances/${created.id}`, headers: AUTH });
   assert.is(after.statusCode, 404);
-  assert.equal(json(after).error, { code: "NOT_FOUND", message: "instance not found", requestId: after.headers["x-request-id"] });
+  assert.equal(json(after).error, { code: "NOT_FOUND", message: `instance "${created.id}" not found`, requestId: after.headers["x-request-id"] });
 });
 
 Instances("instances of an unknown system: 404 NOT_FOUND on list and create", async ({ world }) => {
   const unknown = "sys_00000000000000000000000000";
   const list = await world.app.inject({ method: "GET", url: `/admin/systems/${unknown}/instances`, headers: AUTH });
   assert.is(list.statusCode, 404);
-  assert.equal(json(list).error, { code: "NOT_FOUND", message: "system not found", requestId: list.headers["x-request-id"] });
+  assert.equal(json(list).error, { code: "NOT_FOUND", message: `system "${unknown}" not found`, requestId: list.headers["x-request-id"] });
   const created = await post(world.app, `/admin/systems/${unknown}/instances`, PROD);
   assert.is(created.statusCode, 404);
-  assert.is(json(created).error.message, "system not found");
+  assert.is(json(created).error.message, `system "${unknown}" not found`);
+  assert.is(created.headers.location, undefined);
   assert.is((await world.store.instances.getByName("s4-prod")), undefined);
 });
 

@@ -155,24 +155,53 @@ Bad("an empty PATCH body is 400", async (ctx) => {
   await assertNothingWritten(ctx);
 });
 
-Bad("invalid ids in the path are 400 naming the id", async (ctx) => {
+Bad("malformed ids in the path, or ids of another type, are 404 NOT_FOUND naming the id (no such resource can exist)", async (ctx) => {
   const cases: [string, string][] = [
-    ["/admin/systems/nope", "is not a valid system id (sys_…)"],
-    ["/admin/systems/%24ne", "is not a valid system id (sys_…)"],
-    ["/admin/systems/%7B%22%24ne%22%3A1%7D", "is not a valid system id (sys_…)"],
-    ["/admin/systems/ins_00000000000000000000000000", "is not a valid system id (sys_…)"],
-    ["/admin/instances/sys_00000000000000000000000000", "is not a valid instance id (ins_…)"],
-    ["/admin/instances/ins_0000000000000000000000000I", "is not a valid instance id (ins_…)"],
+    ["/admin/systems/nope", 'system "nope" not found'],
+    ["/admin/systems/sys_doesnotexist", 'system "sys_doesnotexist" not found'],
+    ["/admin/systems/%24ne", 'system "$ne" not found'],
+    ["/admin/systems/%7B%22%24ne%22%3A1%7D", 'system "{\\"$ne\\":1}" not found'],
+    ["/admin/systems/ins_00000000000000000000000000", 'system "ins_00000000000000000000000000" not found'],
+    ["/admin/instances/sys_00000000000000000000000000", 'instance "sys_00000000000000000000000000" not found'],
+    ["/admin/instances/ins_0000000000000000000000000I", 'instance "ins_0000000000000000000000000I" not found'],
+    ["/admin/systems/foo/instances", 'system "foo" not found'],
+    ["/admin/logs/log_x", 'log entry "log_x" not found'],
+    ["/admin/audit/aud_x", 'audit entry "aud_x" not found'],
+    ["/admin/api-keys/sys_00000000000000000000000000", 'API key "sys_00000000000000000000000000" not found'],
+    ["/admin/instances/x/services/SALES/catalog", 'instance "x" not found'],
   ];
   for (const [url, message] of cases) {
     const res = await ctx.world.app.inject({ method: "GET", url, headers: AUTH });
-    assertError(res, 400, "VALIDATION_ERROR", `id: ${message}`, [{ field: "id", message }]);
+    assertError(res, 404, "NOT_FOUND", message);
   }
   const del = await ctx.world.app.inject({ method: "DELETE", url: "/admin/systems/..%2F..%2Fetc", headers: AUTH });
-  assert.is(del.statusCode, 400);
+  assertError(del, 404, "NOT_FOUND", 'system "../../etc" not found');
+  const session = await ctx.world.app.inject({ method: "DELETE", url: "/admin/sessions/ses_x", headers: AUTH });
+  assertError(session, 404, "NOT_FOUND", 'session "ses_x" not found');
   const underBad = await post(ctx.world.app, "/admin/systems/nope/instances", { name: "i", base_url: "https://e.example/" });
-  assertError(underBad, 400, "VALIDATION_ERROR", "system_id: is not a valid system id (sys_…)", [
-    { field: "system_id", message: "is not a valid system id (sys_…)" },
+  assertError(underBad, 404, "NOT_FOUND", 'system "nope" not found');
+  const renamed = await patch(ctx.world.app, "/admin/systems/nope", { name: "n" });
+  assertError(renamed, 404, "NOT_FOUND", 'system "nope" not found');
+  const explained = await post(ctx.world.app, "/admin/api-keys/nope/explain", { instance: "i", method: "GET", url: "S/E" });
+  assertError(explained, 404, "NOT_FOUND", 'API key "nope" not found');
+  const tested = await post(ctx.world.app, "/admin/instances/nope/test", {});
+  assertError(tested, 404, "NOT_FOUND", 'instance "nope" not found');
+  await assertNothingWritten(ctx);
+});
+
+Bad("ids in bodies and filters keep their 400 VALIDATION_ERROR", async (ctx) => {
+  const logs = await ctx.world.app.inject({ method: "GET", url: "/admin/logs?api_key_id=nope", headers: AUTH });
+  assertError(logs, 400, "VALIDATION_ERROR", "api_key_id: must be an API key id (key_…) or master", [
+    { field: "api_key_id", message: "must be an API key id (key_…) or master" },
+  ]);
+  const audit = await ctx.world.app.inject({ method: "GET", url: "/admin/audit?resource_id=nope", headers: AUTH });
+  assertError(audit, 400, "VALIDATION_ERROR", "resource_id: must be a resource id such as sys_…, ins_…, key_… or ses_…", [
+    { field: "resource_id", message: "must be a resource id such as sys_…, ins_…, key_… or ses_…" },
+  ]);
+  // An id in a body is a field like any other (here: one the server sets).
+  const created = await post(ctx.world.app, "/admin/systems", { name: "n", id: "nope" });
+  assertError(created, 400, "VALIDATION_ERROR", "id: is set by the server and cannot be written", [
+    { field: "id", message: "is set by the server and cannot be written" },
   ]);
   await assertNothingWritten(ctx);
 });

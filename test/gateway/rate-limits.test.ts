@@ -112,7 +112,8 @@ Limits("errors after admission (404, 400, 409, 415) carry the headers and count"
 
   const cases: [string, () => Promise<LightMyRequestResponse>, number, string][] = [
     ["missing system", () => get(world.app, "/admin/systems/sys_00000000000000000000000000"), 404, "NOT_FOUND"],
-    ["malformed id", () => get(world.app, "/admin/systems/nope"), 400, "VALIDATION_ERROR"],
+    ["malformed id", () => get(world.app, "/admin/systems/nope"), 404, "NOT_FOUND"],
+    ["bad filter", () => get(world.app, "/admin/logs?status=abc"), 400, "VALIDATION_ERROR"],
     ["bad JSON body", () => world.app.inject({
       method: "POST",
       url: "/admin/systems",

@@ -5,6 +5,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createConnectRouter } from "@connectrpc/connect";
+import fc from "fast-check";
+import { checkServiceName } from "../../src/gateway/data/resolve-instance.js";
 import { INTERNAL_ONLY_RPCS, ROUTES, fastifyPath } from "../../src/gateway/route-table.js";
 import { createRoutes } from "../../src/services/routes.js";
 import { openTestStore } from "../../test-support/world.js";
@@ -45,6 +47,42 @@ Table("routes are unique and their params exist in the request message", () => {
     assert.ok(route.rpc.output.fields.some((f) => f.name === route.data), `${route.rpc.name} has ${route.data}`);
     assert.is(fastifyPath(route.path).includes("{"), false);
   }
+});
+
+Table("every path parameter has the form of its values; every 201 route names the created resource's path; every list names its items' id type", () => {
+  for (const route of ROUTES) {
+    for (const param of Object.keys(route.params ?? {})) {
+      assert.type(route.paramSchemas?.[param]?.pattern, "string", `${route.method} ${route.path} {${param}}`);
+    }
+    assert.is(route.location !== undefined, route.status === 201, `${route.method} ${route.path}: Location iff 201`);
+    if (route.location !== undefined) {
+      // The created resource's own path is a route of the table (one that reads or deletes it).
+      assert.ok(ROUTES.some((r) => r.path === route.location && (r.method === "GET" || r.method === "DELETE")), route.location);
+    }
+    assert.is(route.listOf !== undefined, route.list === true && route.query?.includes("page_token") === true, `${route.path}: listOf`);
+  }
+});
+
+Table("the catalog's {service} pattern accepts exactly the service names the data path takes (property)", () => {
+  const route = ROUTES.find((r) => r.path === "/admin/instances/{id}/services/{service}/catalog")!;
+  const schema = route.paramSchemas!.service!;
+  const re = new RegExp(schema.pattern, "u");
+  const takes = (name: string) => {
+    try {
+      checkServiceName(name);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const published = (name: string) => re.test(name) && [...name].length <= schema.maxLength!;
+  const chars = fc.constantFrom(..."abAZ09_.~!$&'()*+,;=:@-/%? \u00e9#".split(""));
+  fc.assert(
+    fc.property(fc.oneof(fc.string({ unit: chars, maxLength: 8 }), fc.string({ maxLength: 8 }), fc.constantFrom(".", "..", "...", "a".repeat(200), "a".repeat(201))), (name) =>
+      published(name) === takes(name),
+    ),
+    { numRuns: 3000, seed: 13 },
+  );
 });
 
 Table.run();

@@ -267,13 +267,13 @@ it("DELETE /admin/sessions/{id} and /current: the token stops at once; an admin 
   const s = await createSession(w);
   const key = await createAdminKey(w);
   const notFound = await del(w, `/admin/sessions/${s.id}`, bearer(key.key));
-  expectError(notFound, 404, "NOT_FOUND", "session not found");
+  expectError(notFound, 404, "NOT_FOUND", `session "${s.id}" not found`);
   const gone = await del(w, `/admin/sessions/${s.id}`);
   assert.is(gone.statusCode, 200, gone.body);
   assert.is(json(gone).data.id, s.id);
   assert.not.ok(gone.body.includes(s.token));
   expectError(await get(w, "/admin/systems", bearer(s.token)), 401, "UNAUTHORIZED", "invalid session token: it was revoked, has expired or never existed");
-  expectError(await del(w, `/admin/sessions/${s.id}`), 404, "NOT_FOUND", "session not found");
+  expectError(await del(w, `/admin/sessions/${s.id}`), 404, "NOT_FOUND", `session "${s.id}" not found`);
   // Logging out with the session itself.
   const t = await createSession(w, bearer(key.key));
   const out = await del(w, "/admin/sessions/current", bearer(t.token));
@@ -281,11 +281,12 @@ it("DELETE /admin/sessions/{id} and /current: the token stops at once; an admin 
   assert.is(json(out).data.id, t.id);
   assert.is(out.headers["set-cookie"], undefined, "a bearer session has no cookies to clear");
   expectError(await get(w, "/admin/systems", bearer(t.token)), 401, "UNAUTHORIZED", "invalid session token: it was revoked, has expired or never existed");
+  // Without a session there is no current one: nothing to revoke (404, as any session that does not exist).
   expectError(
     await del(w, "/admin/sessions/current"),
-    400,
-    "VALIDATION_ERROR",
-    "'current' names the calling session, and this call was not made with a session token",
+    404,
+    "NOT_FOUND",
+    "no current session: 'current' names the calling session, and this call was not made with a session token",
   );
 });
 

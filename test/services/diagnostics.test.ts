@@ -72,33 +72,39 @@ Diag("ExplainApiKey over Connect answers what the REST facade answers", async (c
   assert.is(explanation.rateLimit?.remaining, 100_000n);
 });
 
-Diag("ExplainApiKey: every missing field is listed, a bad method or header is invalid_argument, an unknown key not_found", async (ctx) => {
+Diag("ExplainApiKey: every missing field is listed, a bad method or header is invalid_argument, a repeated header is joined, an unknown key not_found", async (ctx) => {
   const keys = ctx.world.client(ApiKeyService);
   const missing = await rejects(keys.explainApiKey({ id: ctx.keyId }), Code.InvalidArgument, "data_request: is required");
   assert.equal(violations(missing), [{ field: "data_request", description: "is required" }]);
   const empty = await rejects(keys.explainApiKey({ id: ctx.keyId, dataRequest: {} }), Code.InvalidArgument, "3 fields are invalid");
   assert.equal(violations(empty).map((v) => v.field), ["instance", "method", "url"]);
   const bad = await rejects(
-    keys.explainApiKey({ id: ctx.keyId, dataRequest: { instance: "prod", method: "TRACE", url: "SALES/X", headers: { "x-a": "1\n2", "X-A": "1" } } }),
+    keys.explainApiKey({ id: ctx.keyId, dataRequest: { instance: "prod", method: "TRACE", url: "SALES/X", headers: { "x-a": "1\n2", "X-A": "1", "bad name": "x" } } }),
     Code.InvalidArgument,
   );
+  // The field rules of DataRequest (published in the OpenAPI document), with their messages.
   assert.equal(violations(bad), [
     { field: "method", description: "must be GET, HEAD, POST, PUT, PATCH, DELETE or MERGE" },
     { field: "headers.x-a", description: "must not contain control characters" },
+    { field: "headers.bad name", description: "is not a valid header name" },
   ]);
-  const twice = await rejects(
-    keys.explainApiKey({ id: ctx.keyId, dataRequest: { instance: "prod", method: "GET", url: "SALES/X", headers: { "x-a": "1", "X-A": "2" } } }),
-    Code.InvalidArgument,
-  );
-  assert.equal(violations(twice), [{ field: "headers.X-A", description: "is given twice (header names are case-insensitive)" }]);
+  // Any case of a method is one.
+  const lower = await keys.explainApiKey({ id: ctx.keyId, dataRequest: { instance: "prod", method: "gEt", url: "SALES/SalesOrders" } });
+  assert.is(lower.explanation?.request?.method, "GET");
+  // A header given twice (in different cases) is one header, its values joined as HTTP joins repeated fields.
+  const twice = await keys.explainApiKey({
+    id: ctx.keyId,
+    dataRequest: { instance: "prod", method: "GET", url: "SALES/SalesOrders", headers: { accept: "application/json", Accept: "text/plain" } },
+  });
+  assert.equal(twice.explanation?.request?.headers.accept, "application/json, text/plain");
   await rejects(
     keys.explainApiKey({ id: "key_00000000000000000000000000", dataRequest: { instance: "prod", method: "GET", url: "SALES/X" } }),
     Code.NotFound,
-    "API key not found",
+    'API key "key_00000000000000000000000000" not found',
   );
   // A revoked key is gone.
   await keys.deleteApiKey({ id: ctx.keyId });
-  await rejects(keys.explainApiKey({ id: ctx.keyId, dataRequest: { instance: "prod", method: "GET", url: "SALES/X" } }), Code.NotFound, "API key not found");
+  await rejects(keys.explainApiKey({ id: ctx.keyId, dataRequest: { instance: "prod", method: "GET", url: "SALES/X" } }), Code.NotFound, `API key "${ctx.keyId}" not found`);
 });
 
 Diag("GetServiceCatalog over Connect; a failing back end is unavailable marked as a bad gateway (502 on REST); a dot service name is invalid", async (ctx) => {
@@ -119,7 +125,7 @@ Diag("GetServiceCatalog over Connect; a failing back end is unavailable marked a
     assert.equal(violations(dots), [{ field: "service", description: "the service name may not be '.' or '..'" }]);
   }
   await rejects(instances.getServiceCatalog({ id: ctx.instanceId, service: "" }), Code.InvalidArgument, "service: is required");
-  await rejects(instances.getServiceCatalog({ id: "ins_00000000000000000000000000", service: "SALES" }), Code.NotFound, "instance not found");
+  await rejects(instances.getServiceCatalog({ id: "ins_00000000000000000000000000", service: "SALES" }), Code.NotFound, 'instance "ins_00000000000000000000000000" not found');
 });
 
 Diag("TestInstanceConnection over Connect; options are optional and checked", async (ctx) => {
@@ -128,8 +134,13 @@ Diag("TestInstanceConnection over Connect; options are optional and checked", as
   assert.equal([connectionTest?.ok, connectionTest?.steps.map((s) => s.name)], [true, ["dns", "tcp", "http", "odata_version", "csrf"]]);
   const bare = await instances.testInstanceConnection({ id: ctx.instanceId });
   assert.equal(bare.connectionTest?.steps.map((s) => s.name), ["dns", "tcp", "http", "odata_version"]);
-  await rejects(instances.testInstanceConnection({ id: ctx.instanceId, options: { service: "x".repeat(257) } }), Code.InvalidArgument, "service: must be at most 256 characters (got 257)");
-  await rejects(instances.testInstanceConnection({ id: "ins_00000000000000000000000000" }), Code.NotFound, "instance not found");
+  await rejects(instances.testInstanceConnection({ id: ctx.instanceId, options: { service: "x".repeat(201) } }), Code.InvalidArgument, "service: must be at most 200 characters (got 201)");
+  // The service names the data path takes (the rule's pattern, as the OpenAPI document publishes it).
+  const SERVICE_CHARS = "service: the service name may only contain letters, digits and the characters _ . ~ ! $ & ' ( ) * + , ; = : @ -, and may not be '.' or '..'";
+  for (const name of [".", "..", "a/b", "a b", "ä", "%41"]) {
+    await rejects(instances.testInstanceConnection({ id: ctx.instanceId, options: { service: name } }), Code.InvalidArgument, SERVICE_CHARS);
+  }
+  await rejects(instances.testInstanceConnection({ id: "ins_00000000000000000000000000" }), Code.NotFound, 'instance "ins_00000000000000000000000000" not found');
 });
 
 Diag("services built without a gateway answer unavailable for every diagnostic, clearly", async (ctx) => {

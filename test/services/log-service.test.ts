@@ -239,7 +239,7 @@ it("QueryLogs page_size: 0 means 100, 1000 is allowed, 1001 is InvalidArgument o
 
 it("QueryLogs page_token: garbage or a token of another resource is InvalidArgument on page_token", async (w) => {
   const client = w.client(LogService);
-  const otherKind = Buffer.from("v1:sys_01KA0000000000000000000000", "utf8").toString("base64url");
+  const otherKind = Buffer.from("v1:sys_01KA0000000000000000000000", "utf8").toString("hex");
   for (const pageToken of ["garbage", otherKind]) {
     const err = await rejects(client.queryLogs({ pageToken }), Code.InvalidArgument);
     assert.equal(violations(err), [{ field: "page_token", description: "is not a token this list returned" }], pageToken);
@@ -267,8 +267,6 @@ it("QueryLogs: each bad filter value is InvalidArgument naming the parameter", a
     ["service with a space", { service: "API BP" }, "service"],
     ["entity with a dot", { entity: "A.B" }, "entity"],
     ["request_id with a space", { requestId: "a b" }, "request_id"],
-    ["from after to", { from: at(5), to: at(2) }, "to"],
-    ["from equal to to", { from: at(2), to: at(2) }, "to"],
     ["from beyond 9999", { from: beyond9999 }, "from"],
     ["to beyond 9999", { to: beyond9999 }, "to"],
     ["from before year 1", { from: { seconds: -62_135_596_801n, nanos: 0 } }, "from"],
@@ -289,6 +287,16 @@ it("QueryLogs: each bad filter value is InvalidArgument naming the parameter", a
   assert.equal(actual, cases.map(([name, , field]) => [name, [field]]));
 });
 
+it("QueryLogs: a range whose `to` is not after its `from` is empty, not an error", async (w) => {
+  await seed(w);
+  const client = w.client(LogService);
+  for (const [from, to] of [[5, 2], [2, 2]] as const) {
+    const res = await client.queryLogs({ from: at(from), to: at(to) });
+    assert.equal([res.logs.length, res.nextPageToken], [0, ""], `${from}..${to}`);
+  }
+  assert.ok((await client.queryLogs({ from: at(2), to: at(3) })).logs.length > 0, "entries lie in that part of the log");
+});
+
 it("QueryLogs: violation messages say what is expected; several bad filters are all listed", async (w) => {
   const client = w.client(LogService);
   const status = await rejects(client.queryLogs({ status: "4x" }), Code.InvalidArgument, "status: must be a status such as 404 or a class such as 4xx");
@@ -296,7 +304,6 @@ it("QueryLogs: violation messages say what is expected; several bad filters are 
   await rejects(client.queryLogs({ operation: "read" }), Code.InvalidArgument, "operation: must be one of list, get, create, update, delete");
   await rejects(client.queryLogs({ method: "get" }), Code.InvalidArgument, "method: must be an HTTP method in capitals, such as GET");
   await rejects(client.queryLogs({ apiKeyId: "nope" }), Code.InvalidArgument, "api_key_id: must be an API key id (key_…) or master");
-  await rejects(client.queryLogs({ from: at(3), to: at(1) }), Code.InvalidArgument, "to: must be after from");
   await rejects(
     client.queryLogs({ from: timestampFromMs(253_402_300_800_000) }),
     Code.InvalidArgument,
@@ -306,7 +313,7 @@ it("QueryLogs: violation messages say what is expected; several bad filters are 
   assert.equal(violations(many).map((v) => v.field).sort(), ["api_key_id", "method", "operation", "status"]);
 });
 
-it("GetLog: found (every field, the upstream method and URL as sent included), NotFound for an unknown id, InvalidArgument for a malformed one", async (w) => {
+it("GetLog: found (every field, the upstream method and URL as sent included), NotFound for an unknown or malformed id, InvalidArgument for none", async (w) => {
   await seed(w);
   const client = w.client(LogService);
   const res = await client.getLog({ id: IDS[1]! });
@@ -332,11 +339,12 @@ it("GetLog: found (every field, the upstream method and URL as sent included), N
     upstreamUrl: UPSTREAM_URL,
   });
   const unknown = logIds(9)[8]!;
-  await rejects(client.getLog({ id: unknown }), Code.NotFound, "log entry not found");
-  for (const id of ["nope", "sys_01KA0000000000000000000000", "log_short", ""]) {
-    const err = await rejects(client.getLog({ id }), Code.InvalidArgument);
-    assert.equal(violations(err).map((v) => v.field), ["id"], id);
+  await rejects(client.getLog({ id: unknown }), Code.NotFound, `log entry "${unknown}" not found`);
+  for (const id of ["nope", "sys_01KA0000000000000000000000", "log_short"]) {
+    await rejects(client.getLog({ id }), Code.NotFound, `log entry "${id}" not found`);
   }
+  const err = await rejects(client.getLog({ id: "" }), Code.InvalidArgument, "id: is required");
+  assert.equal(violations(err).map((v) => v.field), ["id"]);
 });
 
 it("LogService needs an administrator: no token is Unauthenticated", async (w) => {

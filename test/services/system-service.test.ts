@@ -72,26 +72,21 @@ it("GetSystem returns the system as created", async (w) => {
   assert.equal(json(got.system), json(sys));
 });
 
-it("GetSystem of an unknown id -> NotFound", async (w) => {
+it("GetSystem of an unknown id -> NotFound naming it", async (w) => {
   await rejects(
     w.client(SystemService).getSystem({ id: "sys_01J00000000000000000000000" }),
     Code.NotFound,
-    "system not found",
+    'system "sys_01J00000000000000000000000" not found',
   );
 });
 
-it("GetSystem with a malformed, empty or instance id -> InvalidArgument field id", async (w) => {
+it("GetSystem with a malformed or instance id -> NotFound naming it (no such system can exist); empty -> InvalidArgument field id", async (w) => {
   const c = w.client(SystemService);
-  const cases: [string, string][] = [
-    ["nope", "is not a valid system id (sys_…)"],
-    ["ins_01J00000000000000000000000", "is not a valid system id (sys_…)"],
-    ["sys_01j00000000000000000000000", "is not a valid system id (sys_…)"],
-    ["", "is required"],
-  ];
-  for (const [id, description] of cases) {
-    const err = await rejects(c.getSystem({ id }), Code.InvalidArgument, `id: ${description}`);
-    assert.equal(violations(err), [{ field: "id", description }], id);
+  for (const id of ["nope", "ins_01J00000000000000000000000", "sys_01j00000000000000000000000", "sys_doesnotexist"]) {
+    await rejects(c.getSystem({ id }), Code.NotFound, `system "${id}" not found`);
   }
+  const err = await rejects(c.getSystem({ id: "" }), Code.InvalidArgument, "id: is required");
+  assert.equal(violations(err), [{ field: "id", description: "is required" }]);
 });
 
 // --- list -----------------------------------------------------------------
@@ -321,19 +316,14 @@ it("UpdateSystem clearing description works", async (w) => {
   assert.is(got.system?.description, "");
 });
 
-it("UpdateSystem of an unknown id -> NotFound; of a malformed id -> InvalidArgument field id", async (w) => {
+it("UpdateSystem of an unknown or malformed id -> NotFound naming it", async (w) => {
   const c = w.client(SystemService);
   await rejects(
     c.updateSystem({ system: { id: "sys_01J00000000000000000000000", name: "x" }, updateMask: { paths: ["name"] } }),
     Code.NotFound,
-    "system not found",
+    'system "sys_01J00000000000000000000000" not found',
   );
-  const err = await rejects(
-    c.updateSystem({ system: { id: "bad", name: "x" }, updateMask: { paths: ["name"] } }),
-    Code.InvalidArgument,
-    "id: is not a valid system id (sys_…)",
-  );
-  assert.equal(violations(err), [{ field: "id", description: "is not a valid system id (sys_…)" }]);
+  await rejects(c.updateSystem({ system: { id: "bad", name: "x" }, updateMask: { paths: ["name"] } }), Code.NotFound, 'system "bad" not found');
   await rejects(c.updateSystem({ updateMask: { paths: ["name"] } }), Code.InvalidArgument, "system: is required");
 });
 
@@ -348,12 +338,13 @@ it("DeleteSystem returns the system as it was; afterwards NotFound", async (w) =
   tick(w);
   const res = await c.deleteSystem({ id: sys.id });
   assert.equal(json(res.system), json(before.system));
-  await rejects(c.getSystem({ id: sys.id }), Code.NotFound, "system not found");
-  await rejects(c.deleteSystem({ id: sys.id }), Code.NotFound, "system not found");
+  await rejects(c.getSystem({ id: sys.id }), Code.NotFound, `system "${sys.id}" not found`);
+  await rejects(c.deleteSystem({ id: sys.id }), Code.NotFound, `system "${sys.id}" not found`);
   assert.equal((await c.listSystems({})).systems, []);
 });
 
-it("DeleteSystem with a malformed id -> InvalidArgument field id", async (w) => {
+it("DeleteSystem with a malformed id -> NotFound naming it; without one -> InvalidArgument field id", async (w) => {
+  await rejects(w.client(SystemService).deleteSystem({ id: "sys_x" }), Code.NotFound, 'system "sys_x" not found');
   const err = await rejects(
     w.client(SystemService).deleteSystem({ id: "" }),
     Code.InvalidArgument,

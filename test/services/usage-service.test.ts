@@ -146,20 +146,32 @@ it("validation: bucket, group_by, group_limit and timestamps, every violation at
   ]);
   await rejects(usage(w, { groupLimit: -1 }), Code.InvalidArgument, "group_limit: must be between 1 and 100 (0 means 10)");
   await rejects(usage(w, { bucket: "Hour" }), Code.InvalidArgument, "bucket: must be hour or day");
-  await rejects(usage(w, { from: ts(D0), to: ts(D0) }), Code.InvalidArgument, "to: must be after from");
-  await rejects(usage(w, { from: ts(D0 + 1), to: ts(D0) }), Code.InvalidArgument, "to: must be after from");
-  // Only `from`, in the future: `to` defaults to now.
-  await rejects(usage(w, { from: ts(w.now.getTime() + HOUR) }), Code.InvalidArgument, "to: must be after from");
-  await rejects(usage(w, { from: ts(D0), to: ts(D0 + 401 * DAY), bucket: "day" }), Code.InvalidArgument, "to: the range may span at most 400 days");
-  // 400 days exactly is fine by day; rounding counts (400 days and a minute is 401 days).
-  await usage(w, { from: ts(D0), to: ts(D0 + 400 * DAY), bucket: "day" });
-  await rejects(usage(w, { from: ts(D0), to: ts(D0 + 400 * DAY + 60_000), bucket: "day" }), Code.InvalidArgument, "to: the range may span at most 400 days");
-  await usage(w, { from: ts(D0), to: ts(D0 + 1000 * HOUR) });
-  await rejects(
-    usage(w, { from: ts(D0), to: ts(D0 + 1000 * HOUR + 1) }),
-    Code.InvalidArgument,
-    "to: with bucket=hour the range may span at most 1000 hours (about 41 days): use bucket=day",
-  );
+});
+
+it("ranges: one whose `to` is not after its `from` is empty; a longer one is cut to its most recent 400 days and 1000 buckets; the answer says which", async (w) => {
+  const range = async (req: Parameters<typeof usage>[1]) => {
+    const res = (await usage(w, req)).usage!;
+    return [new Date(Number(res.from!.seconds) * 1000).toISOString(), new Date(Number(res.to!.seconds) * 1000).toISOString(), res.series.length, res.total!.requests];
+  };
+  const iso = (t: number) => new Date(t).toISOString();
+  // Empty: at the start of `from`'s bucket, nothing counted.
+  assert.equal(await range({ from: ts(D0), to: ts(D0) }), [iso(D0), iso(D0), 0, 0n]);
+  assert.equal(await range({ from: ts(D0 + 90 * 60_000), to: ts(D0) }), [iso(D0 + HOUR), iso(D0 + HOUR), 0, 0n]);
+  // Only `from`, in the future: `to` defaults to now, so the range is empty too.
+  const future = await range({ from: ts(w.now.getTime() + HOUR) });
+  assert.equal([future[0] === future[1], future[2]], [true, 0]);
+  // 400 days exactly is kept by day; rounding counts (400 days and a minute is 401 days, cut to 400).
+  assert.equal(await range({ from: ts(D0), to: ts(D0 + 400 * DAY), bucket: "day" }), [iso(D0), iso(D0 + 400 * DAY), 400, 0n]);
+  assert.equal(await range({ from: ts(D0), to: ts(D0 + 400 * DAY + 60_000), bucket: "day" }), [iso(D0 + DAY), iso(D0 + 401 * DAY), 400, 0n]);
+  assert.equal(await range({ from: ts(D0 - 3650 * DAY), to: ts(D0), bucket: "day" }), [iso(D0 - 400 * DAY), iso(D0), 400, 0n]);
+  // By hour: at most 1000 buckets, the most recent.
+  assert.equal(await range({ from: ts(D0), to: ts(D0 + 1000 * HOUR) }), [iso(D0), iso(D0 + 1000 * HOUR), 1000, 0n]);
+  assert.equal(await range({ from: ts(D0), to: ts(D0 + 1000 * HOUR + 1) }), [iso(D0 + HOUR), iso(D0 + 1001 * HOUR), 1000, 0n]);
+  // At the ends of what a timestamp can be: the default `from` stays in year 1, `to` in year 9999 (its last bucket left out).
+  const first = -62_135_596_800_000;
+  assert.equal(await range({ to: ts(first) }), [iso(first), iso(first), 0, 0n]);
+  const last = 253_402_300_799_000;
+  assert.equal(await range({ to: ts(last - 30 * 60_000) }), [iso(last + 1000 - 25 * HOUR), iso(last + 1000 - HOUR), 24, 0n]);
 });
 
 test("latency quantiles: linear inside the bucket they fall in, from 0 in the first, the last bound above it, 0 without answers", () => {

@@ -10,7 +10,15 @@ import * as assert from "uvu/assert";
 import { InstanceSchema, type Instance } from "../../src/gen/erplink/admin/v1/instance_pb.js";
 import { SystemSchema, type System } from "../../src/gen/erplink/admin/v1/system_pb.js";
 import { BadRequestSchema } from "../../src/gen/erplink/errors/v1/bad_request_pb.js";
-import { assertValidForCreate, assertValidForUpdate, httpUrlProblem } from "../../src/services/validation.js";
+import fc from "fast-check";
+import { ListAuditEntriesRequestSchema } from "../../src/gen/erplink/admin/v1/audit_pb.js";
+import { QueryLogsRequestSchema } from "../../src/gen/erplink/admin/v1/request_log_pb.js";
+import { GetUsageRequestSchema } from "../../src/gen/erplink/admin/v1/usage_pb.js";
+import { HTTP_URL_PATTERN } from "../../src/schema/http-url.js";
+import { INTERNAL_ACTOR } from "../../src/services/audit.js";
+import { OPERATIONS } from "../../src/services/permissions.js";
+import { GROUP_KINDS } from "../../src/services/rollups.js";
+import { assertValidForCreate, assertValidForUpdate, httpUrlProblem, rulesOf } from "../../src/services/validation.js";
 
 const test = suite("validation");
 
@@ -286,6 +294,61 @@ test("httpUrlProblem rejects strings the URL parser has to repair (whitespace, t
     [],
     "accepted although not an absolute URL as written",
   );
+});
+
+// --- the published forms agree with the checks -----------------------------------
+
+test("a back-end URL is accepted exactly when it matches the published pattern (property), and every match parses as written", () => {
+  const re = new RegExp(HTTP_URL_PATTERN, "u");
+  fc.assert(
+    fc.property(fc.stringMatching(re), (url) => httpUrlProblem(url) === undefined && new URL(url).protocol.startsWith("http")),
+    { numRuns: 3000, seed: 13 },
+  );
+  const near = fc.oneof(
+    fc.string({ maxLength: 40 }).map((s) => `http://${s}`),
+    fc.string({ maxLength: 40 }).map((s) => `https://erp.example.com/${s}`),
+    fc.string({ maxLength: 20 }).map((s) => `http://h${s}.example.com:8080/`),
+  );
+  fc.assert(fc.property(near, (url) => (httpUrlProblem(url) === undefined) === re.test(url)), { numRuns: 3000, seed: 13 });
+  // Hosts and paths the WHATWG parser would refuse or rewrite are refused, with a reason.
+  for (const url of ["http://xn--zz/", "http://a.123/", "http://h:70000/", "http://ü.example/", "http://h/%zz", "http://h/a|b", "http://@h/"]) {
+    assert.type(httpUrlProblem(url), "string", url);
+  }
+  assert.is(httpUrlProblem("http://@h/"), "must not contain credentials; configure back-end credentials separately");
+});
+
+test("the list filters' patterns (published in the OpenAPI document) admit exactly the values the services know", () => {
+  const pattern = (desc: typeof QueryLogsRequestSchema | typeof ListAuditEntriesRequestSchema | typeof GetUsageRequestSchema, name: string) => {
+    const field = desc.fields.find((f) => f.name === name)!;
+    assert.type(rulesOf(field).patternMessage, "string");
+    return new RegExp(rulesOf(field).pattern, "u");
+  };
+  const exactly = (re: RegExp, values: readonly string[], others: readonly string[]) => {
+    assert.equal(values.filter((v) => !re.test(v)), [], `${re} admits every value`);
+    assert.equal(others.filter((v) => re.test(v)), [], `${re} admits nothing else`);
+  };
+  exactly(pattern(QueryLogsRequestSchema, "operation"), OPERATIONS, ["LIST", "read", "", "list "]);
+  exactly(pattern(GetUsageRequestSchema, "group_by"), GROUP_KINDS, ["key", "Instance", ""]);
+  exactly(pattern(GetUsageRequestSchema, "bucket"), ["hour", "day"], ["week", "Hour", ""]);
+  exactly(pattern(ListAuditEntriesRequestSchema, "action"), ["create", "update", "delete", "revoke"], ["drop", ""]);
+  exactly(pattern(ListAuditEntriesRequestSchema, "resource_type"), ["system", "instance", "api_key", "session"], ["systems", ""]);
+  exactly(pattern(ListAuditEntriesRequestSchema, "actor"), ["master", INTERNAL_ACTOR, `key_${"0".repeat(26)}`, "ses_abc"], ["root", "ses_", "key_short"]);
+  exactly(pattern(QueryLogsRequestSchema, "status"), ["404", "4xx", "5XX", "100"], ["600", "40", "4x", "abc"]);
+});
+
+test("a message whose type says which fields apply (BackendAuth): each type's required fields, the others empty", () => {
+  const auth = (init: Record<string, unknown>) => violationsOf(() => assertValidForCreate(InstanceSchema, create(InstanceSchema, { name: "i", baseUrl: "https://e.example/", auth: init })));
+  assert.equal(auth({}), [{ field: "auth.type", description: "is required: none, basic, bearer or oauth2_client_credentials" }]);
+  assert.equal(auth({ type: 2 }), [
+    { field: "auth.username", description: "is required with type 'basic'" },
+    { field: "auth.password", description: "is required with type 'basic'" },
+  ]);
+  assert.equal(auth({ type: 1, token: "t", scope: "s" }), [
+    { field: "auth.token", description: "is not used with type 'none'" },
+    { field: "auth.scope", description: "is not used with type 'none'" },
+  ]);
+  assert.equal(auth({ type: 4, tokenUrl: "https://idp.example/token", clientId: "c", clientSecret: "s", scope: "x" }), []);
+  assert.equal(auth({ type: 4, tokenUrl: "", clientId: "c", clientSecret: "s" }), [{ field: "auth.token_url", description: "is required with type 'oauth2_client_credentials'" }]);
 });
 
 test.run();

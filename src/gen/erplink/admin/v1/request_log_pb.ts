@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_erplink_options_v1_field_rules } from "../../options/v1/field_rules_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/request_log.proto.
  */
 export const file_erplink_admin_v1_request_log: GenFile = /*@__PURE__*/
-  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL3JlcXVlc3RfbG9nLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIugDCgpSZXF1ZXN0TG9nEgoKAmlkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphcGlfa2V5X2lkGAQgASgJEg4KBm1ldGhvZBgFIAEoCRIMCgRwYXRoGAYgASgJEg4KBnN0YXR1cxgHIAEoBRITCgtkdXJhdGlvbl9tcxgIIAEoARIQCghpbnN0YW5jZRgJIAEoCRIPCgdzZXJ2aWNlGAogASgJEjAKCGFjY2Vzc2VzGAsgAygLMh4uZXJwbGluay5hZG1pbi52MS5FbnRpdHlBY2Nlc3MSEwoLZGVuaWFsX3N0ZXAYDCABKAkSEgoKZXJyb3JfY29kZRgNIAEoCRIXCg91cHN0cmVhbV9zdGF0dXMYDiABKAUSHAoUdXBzdHJlYW1fZHVyYXRpb25fbXMYDyABKAESEQoJY2xpZW50X2lwGBAgASgJEhIKCnVzZXJfYWdlbnQYESABKAkSFwoPdXBzdHJlYW1fbWV0aG9kGBIgASgJEhQKDHVwc3RyZWFtX3VybBgTIAEoCRISCgpzZXNzaW9uX2lkGBQgASgJEhUKDWVycm9yX21lc3NhZ2UYFSABKAkiMQoMRW50aXR5QWNjZXNzEg4KBmVudGl0eRgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkimQIKEFF1ZXJ5TG9nc1JlcXVlc3QSKAoEZnJvbRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFwaV9rZXlfaWQYAyABKAkSEAoIaW5zdGFuY2UYBCABKAkSDwoHc2VydmljZRgFIAEoCRIOCgZlbnRpdHkYBiABKAkSEQoJb3BlcmF0aW9uGAcgASgJEg4KBm1ldGhvZBgIIAEoCRIOCgZzdGF0dXMYCSABKAkSEgoKcmVxdWVzdF9pZBgKIAEoCRIRCglwYWdlX3NpemUYCyABKAUSEgoKcGFnZV90b2tlbhgMIAEoCSJYChFRdWVyeUxvZ3NSZXNwb25zZRIqCgRsb2dzGAEgAygLMhwuZXJwbGluay5hZG1pbi52MS5SZXF1ZXN0TG9nEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIbCg1HZXRMb2dSZXF1ZXN0EgoKAmlkGAEgASgJIjsKDkdldExvZ1Jlc3BvbnNlEikKA2xvZxgBIAEoCzIcLmVycGxpbmsuYWRtaW4udjEuUmVxdWVzdExvZzKvAQoKTG9nU2VydmljZRJUCglRdWVyeUxvZ3MSIi5lcnBsaW5rLmFkbWluLnYxLlF1ZXJ5TG9nc1JlcXVlc3QaIy5lcnBsaW5rLmFkbWluLnYxLlF1ZXJ5TG9nc1Jlc3BvbnNlEksKBkdldExvZxIfLmVycGxpbmsuYWRtaW4udjEuR2V0TG9nUmVxdWVzdBogLmVycGxpbmsuYWRtaW4udjEuR2V0TG9nUmVzcG9uc2VClwEKFGRldi5lcnBsaW5rLmFkbWluLnYxQg9SZXF1ZXN0TG9nUHJvdG9QAVorZXJwbGluay5kZXYvZ2VuL2dvL2VycGxpbmsvYWRtaW4vdjE7YWRtaW52MaICA0VBWKoCEEVycGxpbmsuQWRtaW4uVjHKAhBFcnBsaW5rXEFkbWluXFYx6gISRXJwbGluazo6QWRtaW46OlYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL3JlcXVlc3RfbG9nLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIugDCgpSZXF1ZXN0TG9nEgoKAmlkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphcGlfa2V5X2lkGAQgASgJEg4KBm1ldGhvZBgFIAEoCRIMCgRwYXRoGAYgASgJEg4KBnN0YXR1cxgHIAEoBRITCgtkdXJhdGlvbl9tcxgIIAEoARIQCghpbnN0YW5jZRgJIAEoCRIPCgdzZXJ2aWNlGAogASgJEjAKCGFjY2Vzc2VzGAsgAygLMh4uZXJwbGluay5hZG1pbi52MS5FbnRpdHlBY2Nlc3MSEwoLZGVuaWFsX3N0ZXAYDCABKAkSEgoKZXJyb3JfY29kZRgNIAEoCRIXCg91cHN0cmVhbV9zdGF0dXMYDiABKAUSHAoUdXBzdHJlYW1fZHVyYXRpb25fbXMYDyABKAESEQoJY2xpZW50X2lwGBAgASgJEhIKCnVzZXJfYWdlbnQYESABKAkSFwoPdXBzdHJlYW1fbWV0aG9kGBIgASgJEhQKDHVwc3RyZWFtX3VybBgTIAEoCRISCgpzZXNzaW9uX2lkGBQgASgJEhUKDWVycm9yX21lc3NhZ2UYFSABKAkiMQoMRW50aXR5QWNjZXNzEg4KBmVudGl0eRgBIAEoCRIRCglvcGVyYXRpb24YAiABKAki5gYKEFF1ZXJ5TG9nc1JlcXVlc3QSKAoEZnJvbRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEmEKCmFwaV9rZXlfaWQYAyABKAlCTcrzGEkqG14obWFzdGVyfGtleV9bMC05QS1aXXsyNn0pJJIBKW11c3QgYmUgYW4gQVBJIGtleSBpZCAoa2V5X+KApikgb3IgbWFzdGVyElQKCGluc3RhbmNlGAQgASgJQkLK8xg+KiFeW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYzfSSSARhtdXN0IGJlIGFuIGluc3RhbmNlIG5hbWUSVQoHc2VydmljZRgFIAEoCUJEyvMYQColXltBLVphLXowLTlfXVtBLVphLXowLTlfLjs9LV17MCwxMjd9JJIBFm11c3QgYmUgYSBzZXJ2aWNlIG5hbWUSUQoGZW50aXR5GAYgASgJQkHK8xg9Kh5eW0EtWmEtel9dW0EtWmEtejAtOV9dezAsMTI3fSSSARptdXN0IGJlIGFuIGVudGl0eSBzZXQgbmFtZRJtCglvcGVyYXRpb24YByABKAlCWsrzGFYqIV4obGlzdHxnZXR8Y3JlYXRlfHVwZGF0ZXxkZWxldGUpJJIBMG11c3QgYmUgb25lIG9mIGxpc3QsIGdldCwgY3JlYXRlLCB1cGRhdGUsIGRlbGV0ZRJVCgZtZXRob2QYCCABKAlCRcrzGEEqDV5bQS1aXXsxLDE2fSSSAS9tdXN0IGJlIGFuIEhUVFAgbWV0aG9kIGluIGNhcGl0YWxzLCBzdWNoIGFzIEdFVBJlCgZzdGF0dXMYCSABKAlCVcrzGFEqGV5bMS01XShbMC05XXsyfXxbeFhdezJ9KSSSATNtdXN0IGJlIGEgc3RhdHVzIHN1Y2ggYXMgNDA0IG9yIGEgY2xhc3Mgc3VjaCBhcyA0eHgSSQoKcmVxdWVzdF9pZBgKIAEoCUI1yvMYMSoYXltBLVphLXowLTkuXzotXXsxLDEyOH0kkgEUbXVzdCBiZSBhIHJlcXVlc3QgaWQSEQoJcGFnZV9zaXplGAsgASgFEhIKCnBhZ2VfdG9rZW4YDCABKAkiWAoRUXVlcnlMb2dzUmVzcG9uc2USKgoEbG9ncxgBIAMoCzIcLmVycGxpbmsuYWRtaW4udjEuUmVxdWVzdExvZxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiGwoNR2V0TG9nUmVxdWVzdBIKCgJpZBgBIAEoCSI7Cg5HZXRMb2dSZXNwb25zZRIpCgNsb2cYASABKAsyHC5lcnBsaW5rLmFkbWluLnYxLlJlcXVlc3RMb2cyrwEKCkxvZ1NlcnZpY2USVAoJUXVlcnlMb2dzEiIuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXF1ZXN0GiMuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXNwb25zZRJLCgZHZXRMb2cSHy5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1JlcXVlc3QaIC5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1Jlc3BvbnNlQpcBChRkZXYuZXJwbGluay5hZG1pbi52MUIPUmVxdWVzdExvZ1Byb3RvUAFaK2VycGxpbmsuZGV2L2dlbi9nby9lcnBsaW5rL2FkbWluL3YxO2FkbWludjGiAgNFQViqAhBFcnBsaW5rLkFkbWluLlYxygIQRXJwbGlua1xBZG1pblxWMeoCEkVycGxpbms6OkFkbWluOjpWMWIGcHJvdG8z", [file_erplink_options_v1_field_rules, file_google_protobuf_timestamp]);
 
 /**
  * One request as erplink saw it.
@@ -227,7 +228,7 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   from?: Timestamp | undefined;
 
   /**
-   * Entries before this time.
+   * Entries before this time. A `to` not after `from` matches nothing.
    *
    * @generated from field: google.protobuf.Timestamp to = 2;
    */
@@ -241,21 +242,21 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   apiKeyId: string;
 
   /**
-   * Entries for this instance.
+   * Entries for this instance (an instance name).
    *
    * @generated from field: string instance = 4;
    */
   instance: string;
 
   /**
-   * Entries for this service.
+   * Entries for this service (a service name).
    *
    * @generated from field: string service = 5;
    */
   service: string;
 
   /**
-   * Entries that accessed this entity set.
+   * Entries that accessed this entity set (an entity set name).
    *
    * @generated from field: string entity = 6;
    */
@@ -270,7 +271,7 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   operation: string;
 
   /**
-   * Entries with this HTTP method.
+   * Entries with this HTTP method, in capitals (`GET`).
    *
    * @generated from field: string method = 8;
    */
@@ -284,7 +285,7 @@ export type QueryLogsRequest = Message<"erplink.admin.v1.QueryLogsRequest"> & {
   status: string;
 
   /**
-   * The entries of one request id.
+   * The entries of one request id (1 to 128 characters of `A-Za-z0-9._:-`).
    *
    * @generated from field: string request_id = 10;
    */

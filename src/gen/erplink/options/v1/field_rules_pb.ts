@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/options/v1/field_rules.proto.
  */
 export const file_erplink_options_v1_field_rules: GenFile = /*@__PURE__*/
-  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSL8AQoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDRIRCglpbW11dGFibGUYCiABKAgSDgoGZnV0dXJlGAsgASgIEhAKCHBvc2l0aXZlGAwgASgIEg4KBnNlY3JldBgNIAEoCDpVCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzIeLmVycGxpbmsub3B0aW9ucy52MS5GaWVsZFJ1bGVzUgVmaWVsZEKjAQoWZGV2LmVycGxpbmsub3B0aW9ucy52MUIPRmllbGRSdWxlc1Byb3RvUAFaL2VycGxpbmsuZGV2L2dlbi9nby9lcnBsaW5rL29wdGlvbnMvdjE7b3B0aW9uc3YxogIDRU9YqgISRXJwbGluay5PcHRpb25zLlYxygISRXJwbGlua1xPcHRpb25zXFYx6gIURXJwbGluazo6T3B0aW9uczo6VjFiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("CiRlcnBsaW5rL29wdGlvbnMvdjEvZmllbGRfcnVsZXMucHJvdG8SEmVycGxpbmsub3B0aW9ucy52MSLCAwoKRmllbGRSdWxlcxIQCghyZXF1aXJlZBgBIAEoCBITCgtvdXRwdXRfb25seRgCIAEoCBIPCgdtaW5fbGVuGAMgASgNEg8KB21heF9sZW4YBCABKA0SDwoHcGF0dGVybhgFIAEoCRIQCghodHRwX3VybBgGIAEoCBIRCgltYXhfcGFpcnMYByABKA0SEwoLa2V5X3BhdHRlcm4YCCABKAkSFQoNdmFsdWVfbWF4X2xlbhgJIAEoDRIRCglpbW11dGFibGUYCiABKAgSEgoGZnV0dXJlGAsgASgIQgIYARIQCghwb3NpdGl2ZRgMIAEoCBIOCgZzZWNyZXQYDSABKAgSFAoMcmVxdWlyZWRfZm9yGA4gAygJEhQKDG9wdGlvbmFsX2ZvchgPIAMoCRIRCgltYXhfdmFsdWUYECABKA0SFQoNdW5zZXRfdmFyaWFudBgRIAEoCRIXCg9wYXR0ZXJuX21lc3NhZ2UYEiABKAkSGwoTa2V5X3BhdHRlcm5fbWVzc2FnZRgTIAEoCRIVCg12YWx1ZV9wYXR0ZXJuGBQgASgJEh0KFXZhbHVlX3BhdHRlcm5fbWVzc2FnZRgVIAEoCTpVCgVmaWVsZBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuY4DIAEoCzIeLmVycGxpbmsub3B0aW9ucy52MS5GaWVsZFJ1bGVzUgVmaWVsZEKjAQoWZGV2LmVycGxpbmsub3B0aW9ucy52MUIPRmllbGRSdWxlc1Byb3RvUAFaL2VycGxpbmsuZGV2L2dlbi9nby9lcnBsaW5rL29wdGlvbnMvdjE7b3B0aW9uc3YxogIDRU9YqgISRXJwbGluay5PcHRpb25zLlYxygISRXJwbGlua1xPcHRpb25zXFYx6gIURXJwbGluazo6T3B0aW9uczo6VjFiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Constraints that erplink enforces on a field of a resource.
@@ -26,8 +26,8 @@ export const file_erplink_options_v1_field_rules: GenFile = /*@__PURE__*/
  */
 export type FieldRules = Message<"erplink.options.v1.FieldRules"> & {
   /**
-   * The field must be set to a non-empty value on create, and may not be
-   * cleared on update.
+   * The field must be set to a non-empty value (an enum: to a value other
+   * than its unspecified zero) on create, and may not be cleared on update.
    *
    * @generated from field: bool required = 1;
    */
@@ -102,9 +102,13 @@ export type FieldRules = Message<"erplink.options.v1.FieldRules"> & {
   immutable: boolean;
 
   /**
-   * A timestamp that must lie in the future when it is written.
+   * Formerly: a timestamp that must lie in the future when it is written.
+   * No longer enforced, nor set on any field (an API key's `expires_at` may
+   * lie in the past: the key is then expired at once); kept for
+   * compatibility.
    *
-   * @generated from field: bool future = 11;
+   * @generated from field: bool future = 11 [deprecated = true];
+   * @deprecated
    */
   future: boolean;
 
@@ -121,6 +125,72 @@ export type FieldRules = Message<"erplink.options.v1.FieldRules"> & {
    * @generated from field: bool secret = 13;
    */
   secret: boolean;
+
+  /**
+   * In a message whose `type` enum field says which of its other fields
+   * apply: the `type` values (in their REST form, such as `basic`) with which
+   * this field must be set. With any value not listed here or in
+   * `optional_for`, the field must be left empty (a string empty, a map or
+   * a Struct without entries).
+   *
+   * @generated from field: repeated string required_for = 14;
+   */
+  requiredFor: string[];
+
+  /**
+   * Likewise, the `type` values with which this field may be set or left
+   * empty.
+   *
+   * @generated from field: repeated string optional_for = 15;
+   */
+  optionalFor: string[];
+
+  /**
+   * Largest value of an integer field.
+   *
+   * @generated from field: uint32 max_value = 16;
+   */
+  maxValue: number;
+
+  /**
+   * On a `type` enum field that may be left unset: the type (REST name) a
+   * message without one has, for the `required_for` / `optional_for` rules
+   * of its other fields.
+   *
+   * @generated from field: string unset_variant = 17;
+   */
+  unsetVariant: string;
+
+  /**
+   * What a value that does not match `pattern` is told, in words (instead of
+   * "must match <pattern>").
+   *
+   * @generated from field: string pattern_message = 18;
+   */
+  patternMessage: string;
+
+  /**
+   * What a key of a map field that does not match `key_pattern` is told, in
+   * words.
+   *
+   * @generated from field: string key_pattern_message = 19;
+   */
+  keyPatternMessage: string;
+
+  /**
+   * An ECMAScript regular expression that every value of a
+   * `map<string, string>` field must match in full.
+   *
+   * @generated from field: string value_pattern = 20;
+   */
+  valuePattern: string;
+
+  /**
+   * What a value that does not match `value_pattern` is told, in words.
+   *
+   * @generated from field: string value_pattern_message = 21;
+   */
+  valuePatternMessage: string;
 };
 
 /**
