@@ -85,7 +85,7 @@ if (values.callers !== undefined) {
     if (byId.get(id)!.callFrame.functionName !== values.callers) continue;
     sum += us;
     const frames: string[] = [];
-    for (let p = parentOf.get(id); p !== undefined && frames.length < 3; p = parentOf.get(p)) {
+    for (let p = parentOf.get(id); p !== undefined && frames.length < Number(process.env.DEPTH ?? 3); p = parentOf.get(p)) {
       const f = byId.get(p)!.callFrame;
       frames.push(`${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(node_modules|src)\//, "$1/")}`);
     }

@@ -129,6 +129,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
       scrape: () => metrics.scrape(),
     },
     logger,
+    accessLog: config.accessLog,
     bodyLimit: config.bodyLimitBytes,
     publicUrl: config.publicUrl,
     corsOrigins: config.corsOrigins,

@@ -14,6 +14,8 @@ export interface Config {
     | { readonly kind: "embedded"; readonly dataDir: string }
     | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
   readonly logLevel: string;
+  /** One `request` line per request at `info` (ERPLINK_ACCESS_LOG=on); off by default, when the line is written at `debug`. */
+  readonly accessLog: boolean;
   readonly bodyLimitBytes: number;
   readonly shutdownTimeoutMs: number;
   readonly publicUrl: string | undefined;
@@ -118,6 +120,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   }
   const logLevel = env.LOG_LEVEL || "info";
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
+  const accessLog = env.ERPLINK_ACCESS_LOG || "off";
+  if (accessLog !== "on" && accessLog !== "off") problems.push(`ERPLINK_ACCESS_LOG must be on or off (got "${accessLog}")`);
   const publicUrl = env.ERPLINK_PUBLIC_URL || undefined;
   if (publicUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(publicUrl)) {
     problems.push("ERPLINK_PUBLIC_URL must be an http(s) URL");
@@ -163,6 +167,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
         }
       : { kind: "embedded", dataDir: env.ERPLINK_DATA_DIR || "./data" },
     logLevel,
+    accessLog: accessLog === "on",
     bodyLimitBytes: int("ERPLINK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     shutdownTimeoutMs: int("ERPLINK_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     publicUrl,

@@ -95,6 +95,12 @@ export interface GatewayOptions {
   readonly health?: () => Record<string, unknown>;
   /** The logger (a pino instance), or false for none. */
   readonly logger: FastifyBaseLogger | false;
+  /**
+   * Whether each request's `request` line (method, URL, status, duration) is
+   * written at `info`; otherwise it is written at `debug` (and costs nothing
+   * at `info`). The request log in the store records every request either way.
+   */
+  readonly accessLog?: boolean;
   /** Largest request body, in bytes. */
   readonly bodyLimit: number;
   /**
@@ -185,6 +191,12 @@ function isLeap(year: number): boolean {
   return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 }
 
+/** Whether a (pino) logger writes `debug` lines. */
+function debugEnabled(log: FastifyBaseLogger): boolean {
+  const pinoLog = log as FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean };
+  return pinoLog.isLevelEnabled?.("debug") ?? false;
+}
+
 /** Builds the gateway. Call `listen()` on the result to serve. */
 export async function createGateway(options: GatewayOptions): Promise<FastifyInstance> {
   const facts: RequestFacts = { principals: new WeakMap(), sessions: new WeakMap(), errorCodes: new WeakMap(), errorMessages: new WeakMap() };
@@ -198,7 +210,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       const incoming = req.headers["x-request-id"];
       return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID()}`;
     },
-    // One access-log line per request, written by the onResponse hook below.
+    // At most one access-log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: options.serverFactory ? "idle" : undefined,
     // While draining, requests on open connections are still served (with
@@ -245,16 +257,18 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     // Admin answers hold configuration, secrets shown once and session tokens: never cached.
     if (isAdminRequest(req)) reply.header("cache-control", "no-store");
   });
-  // One access-log line per request, and one request-log entry per /admin
+  // At most one access-log line per request, and one request-log entry per /admin
   // request, both after the response.
   const record = options.record;
   // Calls of the admin services over gRPC, gRPC-Web and Connect: the
   // services report caller and outcome into these (see src/schema/call-facts.ts).
   const callFacts = new WeakMap<object, CallFacts>();
   const recordMetrics = options.metrics === undefined ? undefined : createRequestRecorder(options.metrics);
+  const accessLog = options.accessLog === true;
   app.addHook("onResponse", async (req, reply) => {
     const ms = reply.elapsedTime;
-    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
+    if (accessLog) req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
+    else if (debugEnabled(req.log)) req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
     const data = dataFacts.get(req);
     // Metrics: every request by route class; a data request's record stage too.
     recordMetrics?.(req, reply, data);

@@ -36,10 +36,20 @@ import { Refusal } from "../odata/syntax.js";
 import { decisionOf } from "./authorize.js";
 import { BODILESS, type AnalysisStop, type Analyzed, type CanonicalRequest, type Incoming, type Resolved } from "./exchange.js";
 import { forwardedRequestHeaders } from "./headers.js";
+import type { AnalysisCache } from "./analysis-cache.js";
 import type { MetadataCache } from "./metadata-cache.js";
 import type { DataKey, DataPort, Decision } from "./ports.js";
 
-export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<K>, metadata: MetadataCache): Promise<Analyzed<K>> {
+/**
+ * Analyzes a resolved request. With `analyses`, a bodiless GET or HEAD is
+ * looked up there first and remembered after (`./analysis-cache.ts`).
+ */
+export async function analyze<K extends DataKey>(
+  r: Resolved<K>,
+  port: DataPort<K>,
+  metadata: MetadataCache,
+  analyses?: AnalysisCache,
+): Promise<Analyzed<K>> {
   const { req } = r;
   const raw = Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : undefined;
   const contentType = req.headers["content-type"];
@@ -59,18 +69,32 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
   const decide = decisionOf(r, port);
   const mayCreate = (entity: string) => decide(entity, "create").allowed;
   const entityStep = entityStepOf(decide);
-  const analysis: Analysis = analyzeRequest({
-    method: req.method,
-    path: r.rawPath,
-    query: r.rawQuery,
-    headers: req.headers as Record<string, string | undefined>,
-    model,
-    // A $batch body is the batch module's to read (once).
-    body: analyzedBody,
-    resolveReference,
-    sapClient: r.instance.sapClient,
-    entityStep,
-  });
+  const cacheKey =
+    analyses === undefined || model === undefined || declared || isBatch
+      ? undefined
+      : analyses.keyOf(req.method, r.rawPath, r.rawQuery, r.instance.sapClient, req.headers);
+  let cached = cacheKey === undefined ? undefined : analyses!.get(model!, cacheKey);
+  // Another key's analysis holds for this one only if its entity step allows every set that one asked about.
+  if (cached !== undefined && cached.asked.some((name) => entityStep(name) !== undefined)) cached = undefined;
+  let analysis: Analysis;
+  if (cached !== undefined) {
+    analysis = cached.analysis;
+  } else {
+    const asked: string[] = [];
+    analysis = analyzeRequest({
+      method: req.method,
+      path: r.rawPath,
+      query: r.rawQuery,
+      headers: req.headers as Record<string, string | undefined>,
+      model,
+      // A $batch body is the batch module's to read (once).
+      body: analyzedBody,
+      resolveReference,
+      sapClient: r.instance.sapClient,
+      entityStep: cacheKey === undefined ? entityStep : (name) => (asked.push(name), entityStep(name)),
+    });
+    if (cacheKey !== undefined && analysis.kind === "access") cached = analyses!.set(model!, cacheKey, analysis, asked);
+  }
   if (analysis.kind === "invalid" || analysis.kind === "denied") refuse(r, analysis);
   const method = analysis.kind === "access" ? analysis.effectiveMethod : req.method;
   const common = {
@@ -94,10 +118,11 @@ export async function analyze<K extends DataKey>(r: Resolved<K>, port: DataPort<
     method,
     target: analysis.target,
     forward: analysis.forward,
-    headers: forwardedRequestHeaders(req.headers),
+    headers: common.headers,
     model,
     analyzedBody,
     resolveReference,
+    cached,
   };
   let request: CanonicalRequest;
   if (analysis.kind === "batch") {

@@ -10,6 +10,7 @@ import type { Access } from "../odata/query.js";
 import type { ServiceModel } from "../odata/metadata.js";
 import type { RequestBody } from "../odata/request.js";
 import type { Target } from "../odata/target.js";
+import type { CachedAnalysis } from "./analysis-cache.js";
 import type { ClientRoot } from "./headers.js";
 import type { DataAdmission, DataInstance, DataKey, DataLogFacts } from "./ports.js";
 import type { ServiceRoot } from "./service-root.js";
@@ -80,6 +81,12 @@ export interface CanonicalRequest {
   readonly partUrls: readonly string[];
   /** The model the request was analyzed with (undefined for `$metadata` and the service document). */
   readonly model: ServiceModel | undefined;
+  /**
+   * The remembered analysis this request uses or made (a bodiless GET or
+   * HEAD on the data path, `./analysis-cache.ts`): where its upstream target
+   * was already verified.
+   */
+  readonly cached?: CachedAnalysis | undefined;
 }
 
 /**

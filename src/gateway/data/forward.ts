@@ -18,6 +18,7 @@
  */
 import type { FastifyReply } from "fastify";
 import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
+import { analysisNeutral, markVerified } from "./analysis-cache.js";
 import { decisionOf } from "./authorize.js";
 import { BODILESS, type Admitted, type Authorized } from "./exchange.js";
 import type { Forwarder, UpstreamResponse } from "./forwarder.js";
@@ -46,7 +47,12 @@ export function upstreamTarget<K extends DataKey>(a: Authorized<K>, port: DataPo
   const path = root.pathOf(request.forward);
   const headers: Record<string, string> = { ...request.headers };
   if (a.ifMatchStar) headers["if-match"] = "*";
-  verifyForward(a, path, headers);
+  // A remembered analysis whose target passed the check for this root passes it again: nothing else it depends on differs.
+  const cached = request.cached !== undefined && analysisNeutral(headers) ? request.cached : undefined;
+  if (cached === undefined || !cached.verified.has(root.key)) {
+    verifyForward(a, path, headers);
+    if (cached !== undefined) markVerified(cached, root.key);
+  }
   if (request.kind === "batch") {
     const decide = decisionOf(a, port);
     verifyBatch(a, (entity) => decide(entity, "create").allowed);

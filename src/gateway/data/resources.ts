@@ -7,6 +7,7 @@
  */
 import type { DataPathMetrics } from "../../metrics/port.js";
 import { UpstreamSessions } from "../upstream-session.js";
+import { AnalysisCache } from "./analysis-cache.js";
 import { Forwarder } from "./forwarder.js";
 import { MetadataCache } from "./metadata-cache.js";
 
@@ -24,6 +25,8 @@ export interface DataResourceOptions {
 export interface DataResources {
   readonly sessions: UpstreamSessions;
   readonly metadata: MetadataCache;
+  /** Analyses of bodiless reads, by model (the data path's; bounded per model). */
+  readonly analyses: AnalysisCache;
   readonly forwarder: Forwarder;
   /** The upstream timeout they were built with (ms). */
   readonly upstreamTimeoutMs: number;
@@ -37,5 +40,5 @@ export function createDataResources(options: DataResourceOptions): DataResources
   const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs, metrics });
   const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs, metrics });
   const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
-  return { sessions, metadata, forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
+  return { sessions, metadata, analyses: new AnalysisCache(), forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
 }

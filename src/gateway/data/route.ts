@@ -42,7 +42,7 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "MERGE"];
 /** Registers the data routes in their own scope (bodies buffered for analysis, answers streamed). */
 export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance, options: DataRouteOptions<K>): Promise<void> {
   const { port } = options;
-  const { sessions, metadata, forwarder } = options.resources;
+  const { sessions, metadata, analyses, forwarder } = options.resources;
   const publicUrl = options.publicUrl === undefined ? undefined : new URL(options.publicUrl);
 
   await app.register(async (scope) => {
@@ -56,7 +56,7 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
       const incoming = receive(req, options.facts, publicUrl);
       const authenticated = await authenticate(incoming, port);
       const resolved = await resolveInstance(authenticated, port);
-      const analyzed = await analyze(resolved, port, metadata);
+      const analyzed = await analyze(resolved, port, metadata, analyses);
       const authorized = authorize(analyzed, port);
       const admitted = await admit(authorized, port, reply);
       await forward(admitted, { port, forwarder, sessions }, reply);
