@@ -27,7 +27,11 @@
  * load.
  *
  * Usage: npm run bench:proxy [-- --rounds 5 --duration 3 --warmup 2 --connections 16 --loader auto
- *        --half-load-rounds 3 --stores embedded,mongodb --nginx auto --profile <dir>]
+ *        --half-load-rounds 3 --stores embedded,mongodb --nginx auto --profile <dir> --compare <dir>]
+ * `--compare <dir>` adds erplink from another source tree (e.g. a git worktree
+ * of an earlier commit) on the embedded store to the same rounds: a before /
+ * after comparison that a noisy machine cannot skew. `--profile <dir>`
+ * writes CPU profiles of the erplink processes and of the bare proxy.
  * See bench/README.md for how to read the output.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -94,8 +98,9 @@ function track(name: string, child: ChildProcess, port: number): Server {
 }
 
 /** Runs `bench/proxy-servers.ts <args>` and waits for its `listening <port>` line. */
-async function startNodeServer(name: string, args: string[]): Promise<Server> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(REPO, "bench", "proxy-servers.ts"), ...args], {
+async function startNodeServer(name: string, args: string[], profileDir?: string): Promise<Server> {
+  const nodeArgs = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, name.replace(/\W+/g, "-"))}`];
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", join(REPO, "bench", "proxy-servers.ts"), ...args], {
     cwd: REPO,
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -112,12 +117,12 @@ async function startNodeServer(name: string, args: string[]): Promise<Server> {
 }
 
 /** Starts erplink (`src/main.ts`) with `env` on a free port and waits for /healthz. */
-async function startErplink(name: string, env: Record<string, string>, profileDir: string | undefined): Promise<Server> {
+async function startErplink(name: string, env: Record<string, string>, profileDir: string | undefined, cwd = REPO): Promise<Server> {
   const port = await freePort();
   // One folder per process: tsx's loader thread writes a profile of its own beside the main thread's.
   const nodeArgs = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, name)}`];
   const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/main.ts"], {
-    cwd: REPO,
+    cwd,
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
@@ -417,6 +422,7 @@ async function main(): Promise<boolean> {
       stores: { type: "string", default: "embedded,mongodb" },
       nginx: { type: "string", default: "auto" },
       profile: { type: "string" },
+      compare: { type: "string" },
     },
   });
   const rounds = intOption("rounds", values.rounds, 50);
@@ -443,7 +449,7 @@ async function main(): Promise<boolean> {
     const backend = await startNodeServer("back end", ["backend"]);
     servers.push(backend);
     const backendUrl = `http://127.0.0.1:${backend.port}`;
-    const bare = await startNodeServer("bare proxy", ["bare", String(backend.port)]);
+    const bare = await startNodeServer("bare proxy", ["bare", String(backend.port)], profileDir);
     servers.push(bare);
     const nginx = values.nginx === "off" ? undefined : await startNginx(backend.port, dir);
     if (nginx !== undefined) servers.push(nginx);
@@ -468,6 +474,16 @@ async function main(): Promise<boolean> {
       const base = `http://127.0.0.1:${e.port}`;
       const key = await configureErplink(base, backendUrl);
       erplinks.push(scenario("erplink, embedded store", "erplink", `${base}/odata/${INSTANCE}/${SERVICE}/${ENTITY_SET}?${QUERY}`, `Bearer ${key}`, [e.pid], { base, key }));
+    }
+    if (values.compare !== undefined) {
+      // Another source tree (a git worktree of an earlier commit, with node_modules), embedded store, in the same rounds.
+      const other = values.compare;
+      if (!existsSync(join(other, "src", "main.ts"))) throw new Error(`--compare ${other}: no src/main.ts there`);
+      const e = await startErplink("erplink-compare", { ERPLINK_DATA_DIR: ":memory:" }, profileDir, other);
+      servers.push(e);
+      const base = `http://127.0.0.1:${e.port}`;
+      const key = await configureErplink(base, backendUrl);
+      erplinks.push(scenario(`erplink from ${other}, embedded`, "compare", `${base}/odata/${INSTANCE}/${SERVICE}/${ENTITY_SET}?${QUERY}`, `Bearer ${key}`, [e.pid], { base, key }));
     }
     if (stores.has("mongodb")) {
       const bin = ferretDbBinary();

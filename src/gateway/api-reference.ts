@@ -34,6 +34,8 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 /** Whether a request URL is `/api-reference` or below it, as the router reads paths (percent-decoded). */
 function underApiReference(url: string): boolean {
+  // Most requests: neither the prefix nor any percent-encoding that could decode to it.
+  if (!url.startsWith("/api-reference") && !url.includes("%")) return false;
   const path = url.split("?")[0]!;
   let decoded = path;
   try {
@@ -57,8 +59,9 @@ export function apiReferenceHeaders(url: string): Readonly<Record<string, string
 export async function registerApiReference(app: FastifyInstance, openapi: object): Promise<void> {
   // At the root, before the plugins: Swagger UI's routes inherit it, and the
   // gateway's 404 and 405 answers for paths below /api-reference get it too.
-  app.addHook("onSend", async (req, reply) => {
-    reply.headers(apiReferenceHeaders(req.url));
+  app.addHook("onSend", (req, reply, _payload, done) => {
+    if (underApiReference(req.url)) reply.headers(SECURITY_HEADERS);
+    done();
   });
   app.get("/api-reference/openapi.json", async () => openapi);
   await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });

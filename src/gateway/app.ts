@@ -242,8 +242,11 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     clientErrorHandler: onClientError,
   });
 
-  app.addHook("onRequest", async (req, reply) => {
+  // The root hooks take callbacks rather than promises: they run on every
+  // request, and a promise per hook is measurable there (issue #14).
+  app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
+    done();
   });
   // While draining, finish in-flight HTTP/1.1 requests with `Connection:
   // close`, so their connections end after the response and close() need not
@@ -252,10 +255,11 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   app.addHook("preClose", async () => {
     draining = true;
   });
-  app.addHook("onSend", async (req, reply) => {
+  app.addHook("onSend", (req, reply, _payload, done) => {
     if (draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
     // Admin answers hold configuration, secrets shown once and session tokens: never cached.
     if (isAdminRequest(req)) reply.header("cache-control", "no-store");
+    done();
   });
   // At most one access-log line per request, and one request-log entry per /admin
   // request, both after the response.
@@ -265,7 +269,14 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   const callFacts = new WeakMap<object, CallFacts>();
   const recordMetrics = options.metrics === undefined ? undefined : createRequestRecorder(options.metrics);
   const accessLog = options.accessLog === true;
-  app.addHook("onResponse", async (req, reply) => {
+  app.addHook("onResponse", (req, reply, done) => {
+    try {
+      afterResponse(req, reply);
+    } finally {
+      done();
+    }
+  });
+  function afterResponse(req: FastifyRequest, reply: FastifyReply): void {
     const ms = reply.elapsedTime;
     if (accessLog) req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
     else if (debugEnabled(req.log)) req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
@@ -307,7 +318,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         upstreamUrl: data?.upstreamUrl ?? "",
       });
     }
-  });
+  }
 
   app.setErrorHandler((err: unknown, req, reply) => {
     // A request no route matched can fail before the not-found handler (a

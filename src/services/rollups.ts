@@ -232,8 +232,9 @@ export class RollupBuffer {
       for (const [buckets, start, grain] of [[this.hours, hour, "h"], [this.days, day, "d"]] as const) {
         const b = bucketOf(buckets, start);
         addCounters(b.totals, counters);
+        const doc = this.kindsOf(`${grain}${start}`);
         for (const kind of GROUP_KINDS) {
-          for (const value of groups[kind]) addGroup(b, kind, this.capped(`${grain}${start}`, kind, value), groupCounters);
+          for (const value of groups[kind]) addGroup(b, kind, this.capped(doc, kind, value), groupCounters);
         }
       }
       this.latest = Math.max(this.latest, t);
@@ -268,15 +269,20 @@ export class RollupBuffer {
   }
 
   /** The value to count under: itself, or {@link OTHER} once its document holds `maxValues` others. */
-  private capped(doc: string, kind: string, value: string): string {
-    let kinds = this.seen.get(doc);
-    if (kinds === undefined) this.seen.set(doc, (kinds = new Map()));
+  private capped(kinds: Map<string, Set<string>>, kind: string, value: string): string {
     let values = kinds.get(kind);
     if (values === undefined) kinds.set(kind, (values = new Set()));
     if (values.has(value)) return value;
     if (values.size >= this.maxValues) return OTHER;
     values.add(value);
     return value;
+  }
+
+  /** The values seen per group kind in one hour or day document (`h<start>`, `d<start>`). */
+  private kindsOf(doc: string): Map<string, Set<string>> {
+    let kinds = this.seen.get(doc);
+    if (kinds === undefined) this.seen.set(doc, (kinds = new Map()));
+    return kinds;
   }
 
   /** Forgets the values of documents more than two days older than the newest entry (entries arrive in about time order). */

@@ -7,7 +7,7 @@
  */
 import { GatewayError } from "../errors.js";
 import type { Authenticated, Resolved } from "./exchange.js";
-import type { DataKey, DataPort } from "./ports.js";
+import type { DataInstance, DataKey, DataPort } from "./ports.js";
 import { STEP_NAMES } from "./record.js";
 import { ServiceRoot } from "./service-root.js";
 
@@ -39,7 +39,30 @@ export async function resolveInstance<K extends DataKey>(a: Authenticated<K>, po
     a.fact.denialStep = STEP_NAMES[seen.step] ?? "";
     throw new GatewayError(403, seen.message);
   }
-  const root = new ServiceRoot(instance, a.serviceName);
+  const root = serviceRootOf(instance, a.serviceName);
   if (!root.withinBase) throw new GatewayError(400, "the service's path leaves the instance's base URL");
   return { ...a, instance, root };
+}
+
+/** Most service roots kept per instance object. */
+const MAX_ROOTS_PER_INSTANCE = 256;
+/**
+ * Service roots by instance object and service name: a root is a function of
+ * the instance's base URL, service paths and SAP client, which an instance
+ * object never changes (an edited instance is a new object), so it is built
+ * (and its URLs parsed) once rather than per request. Bounded per instance;
+ * dropped with the instance object.
+ */
+const roots = new WeakMap<object, Map<string, ServiceRoot>>();
+
+function serviceRootOf(instance: Pick<DataInstance, "baseUrl" | "servicePath" | "sapClient">, service: string): ServiceRoot {
+  let byService = roots.get(instance);
+  if (byService === undefined) roots.set(instance, (byService = new Map()));
+  let root = byService.get(service);
+  if (root === undefined) {
+    if (byService.size >= MAX_ROOTS_PER_INSTANCE) byService.clear();
+    root = new ServiceRoot(instance, service);
+    byService.set(service, root);
+  }
+  return root;
 }
