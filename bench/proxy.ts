@@ -391,6 +391,21 @@ async function configureErplink(base: string, backendUrl: string): Promise<strin
 }
 
 /** Waits until erplink has written its request-log queue (it writes in batches every second). */
+/** erplink's store operations (its /metrics) by collection and operation, per `requests`, the most frequent first. */
+async function storeOperations(base: string, requests: number): Promise<string> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const ops: [string, number][] = [];
+  for (const m of text.matchAll(/^erplink_store_operation_duration_seconds_count\{collection="([^"]+)",operation="([^"]+)"\} (\d+)/gm)) {
+    ops.push([`${m[1]}.${m[2]}`, Number(m[3])]);
+  }
+  if (ops.length === 0) return "(no store metrics)";
+  return ops
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([name, n]) => `${name} ${(n / Math.max(1, requests)).toFixed(4)}`)
+    .join(", ");
+}
+
 async function settle(base: string): Promise<{ queued: number; written: number; dropped: number } | undefined> {
   let log: { queued: number; written: number; dropped: number } | undefined;
   for (let i = 0; i < 50; i++) {
@@ -621,6 +636,7 @@ async function main(): Promise<boolean> {
       const counted = DATA_LIMIT - Number(res.headers.get("x-ratelimit-remaining"));
       const log = await settle(e.erplink!.base);
       console.log(`${e.label}: rate limiter counted ${counted} data requests today; request log ${log?.written} written, ${log?.dropped} dropped, ${log?.queued} queued`);
+      console.log(`${e.label}: store operations per data request: ${await storeOperations(e.erplink!.base, counted)}`);
       if ((log?.dropped ?? 0) > 0) {
         failed = true;
         console.log(`FAILED ${e.label}: request-log entries dropped`);
