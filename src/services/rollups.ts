@@ -125,9 +125,12 @@ export function countersOf(e: RollupEntry): Record<string, number> {
  */
 export function groupCountersOf(e: RollupEntry): Record<string, number> {
   const c = countersOf(e);
-  for (const name of Object.keys(c)) if (/^l[0-9]+$/.test(name)) delete c[name];
+  for (const name of Object.keys(c)) if (LATENCY_COUNTER.test(name)) delete c[name];
   return c;
 }
+
+/** The latency bucket counters (`l0` … `l12`), which groups do not keep. */
+const LATENCY_COUNTER = /^l[0-9]+$/;
 
 /** Names as the request log's filters accept them; anything else counts as {@link OTHER}. */
 const WELL_FORMED: Readonly<Record<Exclude<GroupKind, "outcome">, RegExp>> = {
@@ -219,25 +222,39 @@ export class RollupBuffer {
     return this.hours.size > 0 || this.days.size > 0;
   }
 
-  /** Adds the data requests among `entries`. */
+  /**
+   * Adds the data requests among `entries`. Entries of one hour that belong
+   * to the same groups add the same group counters: they are summed first
+   * and added to the groups once per batch (in the order the groups first
+   * appear, so that the values kept under {@link MAX_VALUES} are the same).
+   */
   fold(entries: readonly RollupEntry[]): void {
+    const same = new Map<string, { hour: number; day: number; groups: Record<GroupKind, string[]>; counters: Map<string, number> }>();
     for (const e of entries) {
       if (!isDataRequest(e)) continue;
       const t = e.timestamp.getTime();
       const hour = Math.floor(t / HOUR_MS) * HOUR_MS;
       const day = Math.floor(t / DAY_MS) * DAY_MS;
       const counters = countersOf(e);
-      const groupCounters = groupCountersOf(e);
+      addCounters(bucketOf(this.hours, hour).totals, counters);
+      addCounters(bucketOf(this.days, day).totals, counters);
       const groups = groupsOf(e);
+      // Group values are well-formed names, "" or OTHER: none holds a line break.
+      let key = String(hour);
+      for (const kind of GROUP_KINDS) key += `\n${groups[kind].join("\t")}`;
+      let group = same.get(key);
+      if (group === undefined) same.set(key, (group = { hour, day, groups, counters: new Map() }));
+      for (const name in counters) if (!LATENCY_COUNTER.test(name)) group.counters.set(name, (group.counters.get(name) ?? 0) + counters[name]!);
+      this.latest = Math.max(this.latest, t);
+    }
+    for (const { hour, day, groups, counters } of same.values()) {
       for (const [buckets, start, grain] of [[this.hours, hour, "h"], [this.days, day, "d"]] as const) {
         const b = bucketOf(buckets, start);
-        addCounters(b.totals, counters);
         const doc = this.kindsOf(`${grain}${start}`);
         for (const kind of GROUP_KINDS) {
-          for (const value of groups[kind]) addGroup(b, kind, this.capped(doc, kind, value), groupCounters);
+          for (const value of groups[kind]) addGroup(b, kind, this.capped(doc, kind, value), counters);
         }
       }
-      this.latest = Math.max(this.latest, t);
     }
     this.forgetOld();
   }
