@@ -549,6 +549,26 @@ const FINDINGS: readonly Finding[] = [
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders?$filter=Status+eq+'open'"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Orders\?\$filter=Status%20eq%20%27open%27$/ },
   },
+  {
+    name: "finding 1: ... but on a read a '/' after the resource path is allowed (the SAP Cloud SDK's CSRF fetch is a HEAD on '<entity set>/')",
+    trial: (key) => ({ wire: onWire(key, "HEAD", "/odata/prod/SALES/Orders/", [["X-CSRF-Token", "Fetch"]]), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
+    expect: { allowed: true },
+  },
+  {
+    name: "guard (no finding): a raw ';' in a path segment (SAP Gateway's matrix parameters: ';o=<system alias>' selects another back-end system) is refused by the analyzer",
+    trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders;o=OTHER"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
+    expect: { allowed: false, status: 400, message: /^character ';' is not allowed in path segment 'Orders;o=OTHER' outside a quoted literal$/ },
+  },
+  {
+    name: "finding 1: ... and inside a quoted key, which the analyzer reads as data and a matrix-parameter parser as ';o=OTHER', it is refused unless encoded",
+    trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Customers('a;o=OTHER')"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
+    expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Customers\('a%3Bo%3DOTHER'\)$/ },
+  },
+  {
+    name: "finding 1: an option name percent-encoded ('%24top', which a back end that does not decode names reads as no option) is refused",
+    trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders?%24top=1"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
+    expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Orders\?\$top=1$/ },
+  },
   // 2. Envoy writes '!' for each byte of the target that is not UTF-8 (sanitizeUtf8String) and forwards the bytes.
   {
     name: "finding 2: a target with bytes that are not UTF-8 (an overlong '/', 0xC0 0xAF, seen as '!!') is refused",
