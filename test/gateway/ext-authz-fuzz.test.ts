@@ -569,6 +569,23 @@ const FINDINGS: readonly Finding[] = [
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders?%24top=1"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Orders\?\$top=1$/ },
   },
+  // Guards for what the README says of normalize_path and merge_slashes off: the analyzer refuses what Envoy would forward unnormalized.
+  ...(
+    [
+      ["a '..' segment", "/svc/v4/sales/Customers/../Orders"],
+      ["an encoded '..' segment", "/svc/v4/sales/Customers/%2E%2E/Orders"],
+      ["a '.' segment", "/svc/v4/sales/./Orders"],
+      ["an empty segment ('//', merge_slashes off)", "/svc/v4/sales//Orders"],
+      ["an encoded '/' ('%2F', path_with_escaped_slashes_action KEEP_UNCHANGED)", "/svc/v4/sales/Customers%2F..%2FOrders"],
+      ["a backslash", "/svc/v4/sales/Customers\\..\\Orders"],
+    ] as const
+  ).map(
+    ([what, target]): Finding => ({
+      name: `guard (no finding): ${what} in a back-end path is refused`,
+      trial: (key) => ({ wire: onWire(key, "GET", target), setup: BACKEND, instance: "prod", service: "SALES", inject: "no" }),
+      expect: { allowed: false, status: 400, message: /./ },
+    }),
+  ),
   // 2. Envoy writes '!' for each byte of the target that is not UTF-8 (sanitizeUtf8String) and forwards the bytes.
   {
     name: "finding 2: a target with bytes that are not UTF-8 (an overlong '/', 0xC0 0xAF, seen as '!!') is refused",
