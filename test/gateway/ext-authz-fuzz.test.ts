@@ -586,6 +586,33 @@ const FINDINGS: readonly Finding[] = [
       expect: { allowed: false, status: 400, message: /./ },
     }),
   ),
+  ...["SAP-Client=200", "sap-CLIENT=200", "%73ap-client=200", "sap-client=200", "sap-client=100&sap-client=200", "sap%2Dclient=200"].map(
+    (option): Finding => ({
+      name: `guard (no finding): another SAP client in the query ('${option}') is refused`,
+      trial: (key) => ({ wire: onWire(key, "GET", `/odata/prod/SALES/Orders?$top=1&${option}`), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
+      expect: { allowed: false, status: 403, message: /^query option 'sap-client' is not allowed: the instance decides it$/ },
+    }),
+  ),
+  ...(
+    [
+      ["utf-7", 415, /^JSON request bodies must be UTF-8, not 'utf-7'$/],
+      ["UTF-16LE", 415, /^JSON request bodies must be UTF-8, not 'UTF-16LE'$/],
+      ["iso-8859-1", 415, /^JSON request bodies must be UTF-8, not 'iso-8859-1'$/],
+      ["utf-8, utf-7", 400, /^the request's Content-Type 'application\/json;charset=utf-8, utf-7' is malformed$/],
+    ] as const
+  ).map(
+    ([charset, status, message]): Finding => ({
+      name: `guard (no finding): a JSON body declared in charset ${charset} (UTF-7: '+ACI-' is a quote for a back end that decodes it) is refused`,
+      trial: (key) => ({
+        wire: onWire(key, "POST", "/odata/prod/SALES/Products", [["Content-Type", `application/json;charset=${charset}`]], '{"ID":"P1+ACIALAAi-Supplier+ACI-:+AHsAIg-ID+ACI-:+ACI-S1+ACIAfQ-"}'),
+        setup: SETUP,
+        instance: "prod",
+        service: "SALES",
+        inject: "no",
+      }),
+      expect: { allowed: false, status, message },
+    }),
+  ),
   // 2. Envoy writes '!' for each byte of the target that is not UTF-8 (sanitizeUtf8String) and forwards the bytes.
   {
     name: "finding 2: a target with bytes that are not UTF-8 (an overlong '/', 0xC0 0xAF, seen as '!!') is refused",
