@@ -661,6 +661,20 @@ const FINDINGS: readonly Finding[] = [
     }),
     expect: { allowed: false, status: 413, message: /max_request_bytes/ },
   },
+  {
+    name: "finding 4: a body cut at max_request_bytes without any marker (an Envoy that writes none): fewer bytes than Content-Length are partial (413)",
+    trial: (key) => ({
+      wire: onWire(key, "POST", "/svc/v4/sales/Products", JSON_HEADERS, `{"ID":"P1"}                    ${DEEP_INSERT.slice(1)}`),
+      setup: { ...BACKEND, body: "partial", maxRequestBytes: 12 },
+      instance: "prod",
+      service: "SALES",
+      inject: "no",
+      tweak: (req) => {
+        delete req.attributes!.request!.http!.headers["x-envoy-auth-partial-body"];
+      },
+    }),
+    expect: { allowed: false, status: 413, message: /max_request_bytes/ },
+  },
   // 5. The instance and service of an /odata path as the route matches them: raw.
   {
     name: "finding 5: an /odata path naming its service percent-encoded ('SAL%45S', which a prefix route for /odata/prod/SALES/ does not match) is refused",

@@ -218,7 +218,8 @@ export function placeOf(c: CheckedRequest, address: Addressed, rootPath: string)
  * The body's exact bytes, or undefined when the request has none. Refused:
  * a partial body (413): Envoy's marker beside body bytes says anything but
  * `false` (a marker repeated in a raw header map is joined, and counts as
- * partial); a `body` string holding a `!`, which Envoy also
+ * partial), or the bytes are not as many as `Content-Length` says (an Envoy
+ * that writes no marker); a `body` string holding a `!`, which Envoy also
  * writes for each byte that is not UTF-8, so the bytes forwarded could be
  * others than the ones analyzed (400); a body Envoy did not send: nothing
  * buffered, on a method that may carry one, without `Content-Length: 0`
@@ -229,7 +230,10 @@ export function placeOf(c: CheckedRequest, address: Addressed, rootPath: string)
 export function bodyOf(http: AttributeContext_HttpRequest, c: CheckedRequest): Buffer | undefined {
   const buffered = http.rawBody.length > 0 || http.body !== "";
   const marker = c.partialBody?.trim().toLowerCase();
-  if (buffered && marker !== undefined && marker !== "false") {
+  // Whatever the marker says, fewer bytes than the request declares are part of the body.
+  const declared = c.headers["content-length"]?.trim();
+  const cut = buffered && declared !== undefined && declared !== String(http.rawBody.length > 0 ? http.rawBody.length : Buffer.byteLength(http.body, "utf8"));
+  if ((buffered && marker !== undefined && marker !== "false") || cut) {
     throw new GatewayError(
       413,
       "the request body is larger than the ext_authz filter's with_request_body.max_request_bytes: Envoy sent only part of it, and erplink authorizes only what it can read",
