@@ -19,11 +19,10 @@ import {
   DATA_CASES as CASES,
   JSON_TYPE,
   SALES,
-  instanceOf,
+  explainRequestOf,
   startCaseWorld,
   stopCaseWorld,
   type CaseWorld as Ctx,
-  type DataCase as Case,
 } from "../../../test-support/data-cases.js";
 import { AUTH } from "../../../test-support/world.js";
 import { json, patch, post } from "../../../test-support/http.js";
@@ -39,14 +38,6 @@ Draft.after.each(async (ctx) => {
 });
 
 const explainPath = (ctx: Ctx, key: string) => `/admin/api-keys/${ctx.keys[key]!.id}/explain`;
-
-/** The request body of a case, as diagnostics.test.ts explains it. */
-function requestOf(c: Case): Record<string, unknown> {
-  const body = c.body ?? "";
-  const headers: Record<string, string> = { ...c.headers };
-  if (body !== "" || c.method === "POST") headers["content-length"] = String(Buffer.byteLength(body));
-  return { instance: instanceOf(c.url), method: c.method, url: c.url, headers, ...(body !== "" ? { body } : {}) };
-}
 
 /** Explains `request` for `key` (with a draft when given); the envelope's `data`, after a 200. */
 async function explain(ctx: Ctx, key: string, request: Record<string, unknown>, draft?: unknown) {
@@ -198,7 +189,7 @@ Draft("differential: explaining key A with key B's permissions as the draft give
     if (b === "admin") continue;
     const a = b === "w2" ? "reader" : "w2";
     const label = `case ${i + 1}: ${c.method} ${c.url} (${b}'s permissions on ${a})`;
-    const request = requestOf(c);
+    const request = explainRequestOf(c);
     const asB = await explain(ctx, b, request);
     const asA = await explain(ctx, a, request);
     const drafted = await explain(ctx, a, request, permissions[b]);
