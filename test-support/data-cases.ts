@@ -336,3 +336,11 @@ export async function sendToDataPath(ctx: CaseWorld, c: DataCase, requestId: str
 export function instanceOf(url: string): string {
   return decodeURIComponent(url.split("/")[2]!);
 }
+
+/** The body of `POST /admin/api-keys/{id}/explain` for a case: the request as the client sends it (a body's length declared). */
+export function explainRequestOf(c: DataCase): Record<string, unknown> {
+  const body = c.body ?? "";
+  const headers: Record<string, string> = { ...c.headers };
+  if (body !== "" || c.method === "POST") headers["content-length"] = String(Buffer.byteLength(body));
+  return { instance: instanceOf(c.url), method: c.method, url: c.url, headers, ...(body !== "" ? { body } : {}) };
+}

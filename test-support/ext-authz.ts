@@ -119,3 +119,15 @@ export function decision(res: CheckResponse): Decision {
   }
   throw new Error(`unexpected CheckResponse: ${r.case ?? "no http_response"}`);
 }
+
+/**
+ * The data-case table's requests (test-support/data-cases.ts) the data path
+ * forwards respelt and Envoy would forward as the client wrote them, so Check
+ * refuses them (src/gateway/ext-authz/spelling.ts): a raw ';', '&' or '+' in
+ * a key or a value, an option name in upper case.
+ */
+export const RESPELT_CASES: ReadonlySet<string> = new Set([
+  "/odata/prod/SALES/SalesOrders('a%20b;c&e+f..g')",
+  "/odata/prod/SALES/SalesOrders?$EXPAND=Customer&expand-me=1",
+  "/odata/prod/SALES/SalesOrders?$filter=Note+eq+'a;b%2Bc'&sap-language=EN&flag&$top=2",
+]);

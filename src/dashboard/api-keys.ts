@@ -109,7 +109,8 @@ export const keysApi = {
   create: (input: ApiKeyInput) => call<CreatedApiKey>("POST", "/admin/api-keys", { body: input }),
   update: (id: string, input: ApiKeyInput) => call<ApiKey>("PATCH", `/admin/api-keys/${enc(id)}`, { body: input }),
   revoke: (id: string) => call<ApiKey>("DELETE", `/admin/api-keys/${enc(id)}`),
-  explain: (id: string, request: { instance: string; method: string; url: string }) =>
+  /** With `permissions`, explains that draft instead of the key's saved permissions (nothing is stored). */
+  explain: (id: string, request: { instance: string; method: string; url: string; permissions?: Permissions }) =>
     call<Explanation>("POST", `/admin/api-keys/${enc(id)}/explain`, { body: request }),
   /** Every instance of every system. */
   instances: async (): Promise<Instance[]> => {

@@ -38,7 +38,7 @@ import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
 import { createExtAuthzService, type ExtAuthzDecision } from "./ext-authz/service.js";
-import { messageSchema } from "./json-schema.js";
+import { bodySchema as restBodySchema } from "./json-schema.js";
 import { createRequestRecorder, createRpcMetricsInterceptor, registerMetricsEndpoint, type MetricsEndpoint } from "./metrics.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
@@ -545,9 +545,9 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
 
 function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayOptions, facts: RequestFacts): void {
   const method = route.rpc as DescMethodUnary;
-  const bodySchema = route.body
-    ? messageSchema(route.body.schema, { mode: route.body.patch ? "patch" : "create", constraints: false })
-    : undefined;
+  const bodySchema = route.body ? restBodySchema(method.input, route.body, false) : undefined;
+  /** Fields of the request message read from the body beside `route.body.field`'s. */
+  const bodyExtras = new Set(route.body?.extras ?? []);
   // Worked out once per route, not per request.
   const queryParams = (route.query ?? []).map((name) => {
     const field = method.input.fields.find((f) => f.name === name);
@@ -617,7 +617,16 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
     handler: async (req, reply) => {
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];
-      if (route.body) json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
+      if (route.body && bodyExtras.size === 0) {
+        json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
+      } else if (route.body) {
+        // One JSON object, two destinations: the extras are the request's own fields.
+        const entries = Object.entries(req.body as JsonObject);
+        const own = Object.fromEntries(entries.filter(([name]) => !bodyExtras.has(name))) as JsonObject;
+        json[route.body.field] = fromRestJson(route.body.schema, own);
+        const extras = Object.fromEntries(entries.filter(([name]) => bodyExtras.has(name))) as JsonObject;
+        Object.assign(json, fromRestJson(method.input, extras));
+      }
       for (const { name, kind } of queryParams) {
         const value = (req.query as Record<string, unknown>)[name];
         if (value === undefined) continue;
@@ -654,7 +663,7 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       }
       if (maskField !== undefined) {
         (input as unknown as Record<string, unknown>)[maskField.localName] = create(FieldMaskSchema, {
-          paths: Object.keys(req.body as object),
+          paths: Object.keys(req.body as object).filter((name) => !bodyExtras.has(name)),
         });
       }
       const headers = new Headers({ "x-request-id": req.id });

@@ -41,6 +41,7 @@ export interface SchemaOptions {
  */
 const JSON_SHAPES: Readonly<Record<string, () => JsonSchema>> = {
   "erplink.admin.v1.ApiKey.permissions": permissionsJsonSchema,
+  "erplink.admin.v1.ExplainApiKeyRequest.permissions": permissionsJsonSchema,
 };
 
 const WELL_KNOWN: Readonly<Record<string, JsonSchema>> = {
@@ -187,6 +188,36 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
   }
   if (options.constraints && options.mode !== "output") return withVariants(desc, schema);
   return schema;
+}
+
+/** How a REST route's JSON body maps to its RPC's request (the route table's `body`). */
+export interface BodyMapping {
+  readonly schema: DescMessage;
+  readonly patch?: string | undefined;
+  readonly extras?: readonly string[] | undefined;
+}
+
+/**
+ * The JSON Schema of a REST request body: the message `body.schema` (a
+ * create, or a patch with `body.patch`), and beside its fields the
+ * `body.extras`, fields of the RPC's request message `input` read from the
+ * same object (each schema'd as a field of `input`, its rules and
+ * description included with `constraints`).
+ */
+export function bodySchema(input: DescMessage, body: BodyMapping, constraints: boolean): JsonSchema {
+  const schema = messageSchema(body.schema, { mode: body.patch ? "patch" : "create", constraints });
+  const extras = body.extras ?? [];
+  if (extras.length === 0) return schema;
+  const properties: Record<string, JsonSchema> = {};
+  for (const name of extras) {
+    const field = input.fields.find((f) => f.name === name);
+    if (field === undefined) throw new Error(`${input.typeName} has no field ${name}`);
+    if (body.schema.fields.some((f) => f.name === name)) throw new Error(`body extra ${name} is already a field of the body message ${body.schema.typeName}`);
+    properties[name] = fieldSchema(field, { mode: "create", constraints });
+  }
+  const widen = (s: JsonSchema): JsonSchema => ({ ...s, properties: { ...(s.properties as Record<string, JsonSchema>), ...properties } });
+  // A message of variants: every alternative takes the extras.
+  return Array.isArray(schema.oneOf) ? { ...schema, oneOf: (schema.oneOf as JsonSchema[]).map(widen) } : widen(schema);
 }
 
 /**

@@ -6,7 +6,7 @@ import { ScalarType } from "@bufbuild/protobuf";
 import { docs } from "../gen/docs.js";
 import { rulesOf } from "../schema/field-rules.js";
 import { pageTokenPattern } from "../schema/resource-ids.js";
-import { messageSchema, type JsonSchema } from "./json-schema.js";
+import { bodySchema, messageSchema, type JsonSchema } from "./json-schema.js";
 import type { RestRoute } from "./route-table.js";
 
 /** Options of {@link buildOpenApi}. */
@@ -147,18 +147,23 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     if (route.body) {
       // A custom method's body is a message of its own, named as in the protos.
       const custom = route.body.schema !== route.resource;
-      const bodyName = custom ? route.body.schema.name : `${name}${route.body.patch ? "Update" : "Create"}`;
-      schemas[bodyName] ??= messageSchema(route.body.schema, {
-        mode: route.body.patch ? "patch" : "create",
-        constraints: true,
-      });
+      const extras = route.body.extras ?? [];
+      // With fields of the request beside the message's, the body is neither: named after the RPC.
+      const bodyName =
+        extras.length > 0
+          ? `${route.rpc.input.name.replace(/Request$/, "")}Body`
+          : custom
+            ? route.body.schema.name
+            : `${name}${route.body.patch ? "Update" : "Create"}`;
+      schemas[bodyName] ??= bodySchema(route.rpc.input, route.body, true);
+      const beside = extras.length > 0 ? ` Beside its fields, in the same object: ${extras.map((e) => `\`${e}\``).join(", ")}.` : "";
       operation.requestBody = {
         required: route.body.optional !== true,
         description: route.body.patch
-          ? "The fields to change; every field present is changed (the update mask)."
+          ? `The fields to change; every field present is changed (the update mask).${beside}`
           : custom
-            ? (docs[route.body.schema.typeName] ?? "The request.")
-            : "The resource to create.",
+            ? `${docs[route.body.schema.typeName] ?? "The request."}${beside}`
+            : `The resource to create.${beside}`,
         content: {
           "application/json": { schema: ref(bodyName), ...(route.body.example === undefined ? {} : { example: route.body.example }) },
         },

@@ -64,6 +64,14 @@ export interface RestRoute {
     readonly schema: DescMessage;
     readonly patch?: string;
     readonly optional?: boolean;
+    /**
+     * Further fields of the RPC's request message, siblings of `field`, read
+     * from the same JSON object: the body holds `schema`'s fields and these
+     * side by side (explain's draft `permissions` beside the request it
+     * explains). None may share a name with a field of `schema`; with
+     * `patch`, they are not part of the update mask.
+     */
+    readonly extras?: readonly string[];
     /** An example body for the OpenAPI document (Schemathesis' examples phase sends it too). */
     readonly example?: JsonValue;
   };
@@ -408,7 +416,14 @@ export const ROUTES: readonly RestRoute[] = [
     body: {
       field: "data_request",
       schema: DataRequestSchema,
-      example: { instance: "s4-prod", method: "GET", url: "/odata/s4-prod/API_BUSINESS_PARTNER/A_BusinessPartner?$top=10" },
+      // The draft permissions to explain, beside the request's fields.
+      extras: ["permissions"],
+      example: {
+        instance: "s4-prod",
+        method: "GET",
+        url: "/odata/s4-prod/API_BUSINESS_PARTNER/A_BusinessPartner?$top=10",
+        permissions: { "s4-prod": { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"] } } },
+      },
     },
     data: "explanation",
     resource: ExplanationSchema,

@@ -38,7 +38,10 @@ export interface DiagnosedInstance {
 
 /** A request to explain, as ApiKeyService.ExplainApiKey received it (validated for presence). */
 export interface ExplainInput<K> {
-  /** The key, as the services hold it (the data port's key type). */
+  /**
+   * The key, as the services hold it (the data port's key type); when a
+   * draft of its permissions is explained, the same key holding the draft.
+   */
   readonly key: K;
   readonly instance: string;
   /** "" when `url` names the service. */

@@ -71,15 +71,15 @@ export function apiKeySnapshot(rec: ApiKeyRecord): AuditSnapshot {
   return { ...snapshot, revoked_at: toJson(TimestampSchema, timestampFromDate(rec.revokedAt)) as string };
 }
 
-/** Validates the permissions of a key of `type`; returns them normalized. */
 /**
- * The permissions of a key of the given type. Permissions for an admin key
- * are `invalid_argument` in a create (the request contradicts itself) and
- * `failed_precondition` in an update (the request is valid; the key's type,
- * which the request cannot change, refuses it).
+ * Validates the permissions of a key of `type` (a Struct's JSON, `{}` when
+ * unset) and returns them normalized. Permissions for an admin key are
+ * `invalid_argument` in a create (the request contradicts itself) and
+ * `failed_precondition` for an existing key (an update or an explained
+ * draft: the request is valid; the key's type, which it cannot change,
+ * refuses it).
  */
-function readPermissions(key: ApiKey, type: "data" | "admin", existing = false): StoredPermissions {
-  const value = key.permissions ?? {};
+function readPermissions(value: JsonObject, type: "data" | "admin", existing = false): StoredPermissions {
   if (type === "admin") {
     if (Object.keys(value).length > 0) {
       const description = "admin keys have no permissions: they manage erplink, not data";
@@ -135,7 +135,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       const now = this.deps.clock();
       assertValidForCreate(ApiKeySchema, key, now);
       const type = key.type === ApiKeyType.ADMIN ? "admin" : "data";
-      const permissions = readPermissions(key, type);
+      const permissions = readPermissions(key.permissions ?? {}, type);
       const secret = generateApiKeySecret();
       const record: ApiKeyRecord = {
         id: this.deps.newId("key"),
@@ -176,7 +176,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
             Object.assign(patch, { name: key.name });
             break;
           case "permissions":
-            Object.assign(patch, { permissions: readPermissions(key, current.type, true) });
+            Object.assign(patch, { permissions: readPermissions(key.permissions ?? {}, current.type, true) });
             break;
           case "rate_limits":
             Object.assign(patch, { rateLimits: readRateLimits(key) });
@@ -221,8 +221,12 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       const data = requireResource(req.dataRequest, "data_request");
       assertValidForCreate(DataRequestSchema, data);
       const { method, headers } = readDataRequest(data);
-      const key = await this.deps.store.apiKeys.get(req.id);
-      if (key === undefined) throw notFound("key", req.id);
+      const saved = await this.deps.store.apiKeys.get(req.id);
+      if (saved === undefined) throw notFound("key", req.id);
+      // A draft is checked as an update would check it, and explained as
+      // the same key holding it: type, expiry and limits stay the saved
+      // key's. Nothing is written (an explanation is a read).
+      const key = req.permissions === undefined ? saved : { ...saved, permissions: readPermissions(req.permissions, saved.type, true) };
       const diagnostics = requireDiagnostics(this.deps);
       // The data path's admit stage, looked at without counting (as Authorize's dry_run).
       const limits = key.type === "data" ? await this.deps.limiter.peek(`data:${key.id}`, dataKeyLimits(key, this.deps.dataLimits)) : undefined;

@@ -72,7 +72,7 @@ export interface LoggedAccesses {
  * the suite runs on it), with the request log's entries also kept here, and
  * listens on 127.0.0.1.
  */
-export async function startFuzzGateway(options: { upstreamTimeoutMs?: number } = {}): Promise<FuzzGateway> {
+export async function startFuzzGateway(options: { upstreamTimeoutMs?: number; extAuthzToken?: string } = {}): Promise<FuzzGateway> {
   const store = await openTestStore();
   const entries = new Map<string, LoggedAccesses>();
   const waiters = new Map<string, () => void>();
@@ -99,6 +99,7 @@ export async function startFuzzGateway(options: { upstreamTimeoutMs?: number } =
     ready: () => store.ping(),
     logger: false,
     bodyLimit: 1024 * 1024,
+    ...(options.extAuthzToken !== undefined ? { extAuthz: { injectionToken: options.extAuthzToken } } : {}),
     serverFactory: (handler) => createDualProtocolServer(handler, { firstByteTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, http2SessionTimeoutMs: 72_000 }),
   });
   await app.listen({ port: 0, host: "127.0.0.1" });

@@ -2,7 +2,8 @@
  * The dashboard's API keys screen in a real browser: create a data key with
  * permissions picked from the catalog of a loopback OData back end (its
  * `$metadata`), the secret shown once and never again, the key working on
- * the data path, Explain giving the data path's own 403 message, edit and
+ * the data path, Explain giving the data path's own 403 message (for the
+ * saved permissions and for an unsaved draft), edit and
  * revoke with confirmation; axe-core and a screenshot at two widths.
  * Skipped with one line when no Chromium is installed (fails under CI).
  */
@@ -202,6 +203,9 @@ if (browserAvailable("dashboard API keys suite")) {
     const decision = page.getByText(/^Denied with 403 FORBIDDEN/);
     await decision.waitFor();
     assert.is(await decision.textContent(), `Denied with 403 FORBIDDEN: ${realBody.error.message} (step: OPERATION)`);
+    // Nothing edited: the saved permissions are explained, and the panel says so.
+    await page.getByText("With the saved permissions:", { exact: true }).waitFor();
+    await page.getByText(/now \(nothing is forwarded or counted\), with the saved permissions\.$/).waitFor();
     const access = page.getByRole("row", { name: /Customers get/ });
     assert.ok((await access.textContent())!.includes(`denied: ${realBody.error.message}`));
     // Allowed: the list, live as the URL changes.
@@ -224,10 +228,12 @@ if (browserAvailable("dashboard API keys suite")) {
     const soon = new Date(Date.now() + 3 * 24 * 3600 * 1000).toISOString().slice(0, 16);
     await form.getByLabel("Expires at (UTC)").fill(soon);
     await form.getByRole("group", { name: "Entity set Customers in SALES of s4-prod" }).getByLabel("get").check();
-    // Explain uses the saved permissions until the change is saved.
+    // Explain explains the unsaved permissions: the get they add is allowed before the save.
     await page.getByLabel("OData URL").fill("/odata/s4-prod/SALES/Customers('C1')");
-    await page.getByText(/^Denied with 403 FORBIDDEN/).waitFor();
-    await page.getByText("It uses the saved permissions: save to explain your changes.", { exact: false }).waitFor();
+    await page.getByText("With your unsaved changes:", { exact: true }).waitFor();
+    await page.getByText(/^Allowed: forwarded to/).waitFor();
+    await page.getByText(/with your unsaved changes to its permissions \(nothing is saved\)\.$/).waitFor();
+    assert.equal((await admin("GET", `/admin/api-keys/${ctx.keyId}`)).body.data.permissions, { "s4-prod": { SALES: { Customers: ["list"] } } }, "nothing saved yet");
     await form.getByRole("button", { name: "Save changes" }).click();
     await page.getByRole("status").getByText("Key invoice app v2 saved.").waitFor();
     const key = (await admin("GET", `/admin/api-keys/${ctx.keyId}`)).body.data;
@@ -239,7 +245,60 @@ if (browserAvailable("dashboard API keys suite")) {
     assert.is(await row.getAttribute("class"), "expiring");
     assert.ok((await row.textContent())!.includes("(expires in 3 days)"));
     // The saved permissions now allow the get: Explain follows by itself.
+    await page.getByText("With the saved permissions:", { exact: true }).waitFor();
     await page.getByText(/^Allowed: forwarded to/).waitFor();
+  });
+
+  test("Explain explains the unsaved draft: an operation toggled off is denied before the save and after it; an invalid JSON draft is said so and not sent", async () => {
+    const { page } = ctx;
+    const form = page.getByRole("form", { name: "Edit key invoice app v2" });
+    const explains: string[] = [];
+    const onRequest = (req: { url(): string; postData(): string | null }) => {
+      if (req.url().endsWith("/explain")) explains.push(req.postData() ?? "");
+    };
+    page.on("request", onRequest);
+    try {
+      const explained = page.waitForResponse((r) => r.url().endsWith("/explain"));
+      await page.getByLabel("OData URL").fill("/odata/s4-prod/SALES/Customers?$top=5");
+      await explained;
+      await page.getByText("With the saved permissions:", { exact: true }).waitFor();
+      await page.getByText(/^Allowed: forwarded to http:\/\/127\.0\.0\.1:\d+\/sales\/Customers\?\$top=5/).waitFor();
+      assert.ok(explains.length > 0 && explains.every((b) => JSON.parse(b).permissions === undefined), "no draft is sent while nothing is edited");
+      // Toggle list off without saving: the draft is explained (400 ms after the change), and denied.
+      await form.getByRole("group", { name: "Entity set Customers in SALES of s4-prod" }).getByLabel("list").uncheck();
+      const message = "API key lacks permission 'list' for entity 'Customers'";
+      await page.getByText("With your unsaved changes:", { exact: true }).waitFor();
+      const decision = page.getByText(/^Denied with 403 FORBIDDEN/);
+      await decision.waitFor();
+      assert.is(await decision.textContent(), `Denied with 403 FORBIDDEN: ${message} (step: OPERATION)`);
+      assert.ok((await page.getByRole("row", { name: /Customers list/ }).textContent())!.includes(`denied: ${message}`));
+      assert.equal(JSON.parse(explains.at(-1)!).permissions, { "s4-prod": { SALES: { Customers: ["get"] } } }, "the draft was sent");
+      // The data path itself still lists with the saved key.
+      assert.is((await fetch(`${ctx.erplink.baseUrl}/odata/s4-prod/SALES/Customers?$top=5`, { headers: { authorization: `Bearer ${ctx.secret}` } })).status, 200);
+
+      // An invalid JSON draft: the panel says so and calls nothing.
+      const json = form.getByLabel("Permissions as JSON");
+      await json.fill('{ "s4-prod": ');
+      await page.getByText(/^Your unsaved permissions are invalid, so they cannot be explained: Not valid JSON/).waitFor();
+      const sent = explains.length;
+      await page.waitForTimeout(900);
+      assert.is(explains.length, sent, "no call with an invalid draft");
+      assert.is(await page.getByText(/^Denied with|^Allowed/).count(), 0, "no stale decision is shown");
+      await json.fill(JSON.stringify({ "s4-prod": { SALES: { Customers: ["get"] } } }));
+      await decision.waitFor();
+
+      // Saved: the same denial, now for the saved key.
+      await form.getByRole("button", { name: "Save changes" }).click();
+      await page.getByRole("status").getByText("Key invoice app v2 saved.").waitFor();
+      await page.getByText("With the saved permissions:", { exact: true }).waitFor();
+      assert.is(await decision.textContent(), `Denied with 403 FORBIDDEN: ${message} (step: OPERATION)`);
+      assert.equal(JSON.parse(explains.at(-1)!).permissions, undefined, "the saved permissions are explained");
+      assert.equal((await admin("GET", `/admin/api-keys/${ctx.keyId}`)).body.data.permissions, { "s4-prod": { SALES: { Customers: ["get"] } } });
+      const real = await fetch(`${ctx.erplink.baseUrl}/odata/s4-prod/SALES/Customers?$top=5`, { headers: { authorization: `Bearer ${ctx.secret}` } });
+      assert.equal([real.status, ((await real.json()) as any).error.message], [403, message]);
+    } finally {
+      page.off("request", onRequest);
+    }
   });
 
   test("the editor has its own address: a reload reopens it, Back closes it, Forward reopens it, an unknown id is explained", async () => {

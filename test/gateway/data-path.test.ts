@@ -28,6 +28,8 @@ interface Ctx {
   keyId: string;
   /** Milliseconds the upstream waits before answering. */
   delay: number;
+  /** When set, the back end answers entity requests with this HTML page and its own CSP. */
+  html?: string;
 }
 
 const Data = suite<Ctx>("OData data path");
@@ -35,6 +37,7 @@ const Data = suite<Ctx>("OData data path");
 Data.before.each(async (ctx) => {
   ctx.seen = [];
   ctx.delay = 0;
+  ctx.html = undefined;
   ctx.upstream = http.createServer(async (req, res) => {
     const rec = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: "" };
     if (!req.url?.endsWith("/$metadata")) ctx.seen.push(rec);
@@ -46,6 +49,10 @@ Data.before.each(async (ctx) => {
       }
       if (req.url?.endsWith("/$metadata")) {
         res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
+        return;
+      }
+      if (ctx.html !== undefined) {
+        res.writeHead(500, { "content-type": "text/html", "content-security-policy": "img-src *" }).end(ctx.html);
         return;
       }
       res.writeHead(200, {
@@ -87,6 +94,17 @@ Data.after.each(async (ctx) => {
 const get = (ctx: Ctx, url: string, headers: Record<string, string> = {}) =>
   ctx.world.app.inject({ method: "GET", url, headers: { authorization: `Bearer ${ctx.key}`, ...headers } });
 
+Data("a back end's HTML page is passed sandboxed: it cannot run as a page of erplink's origin (the dashboard's CSRF cookie lives there)", async (ctx) => {
+  ctx.html = "<script>fetch('/admin/api-keys', {method: 'POST'})</script>";
+  const res = await get(ctx, "/odata/prod/SALES/SalesOrders");
+  assert.is(res.statusCode, 500);
+  assert.is(res.body, ctx.html);
+  assert.is(res.headers["content-type"], "text/html");
+  // The back end's policy stays, beside erplink's: a browser enforces both.
+  assert.equal(res.headers["content-security-policy"], ["img-src *", "sandbox; default-src 'none'; frame-ancestors 'none'"]);
+  assert.is(res.headers["x-content-type-options"], "nosniff");
+});
+
 function assertEnvelope(res: { statusCode: number; body: string; headers: Record<string, unknown> }, status: number, code: string, message: string) {
   assert.is(res.statusCode, status, res.body);
   assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
@@ -104,6 +122,8 @@ Data("an allowed GET reaches the mapped service path with the back-end credentia
   assert.is(res.headers["x-upstream"], "yes");
   assert.is(res.headers["odata-version"], "4.0");
   assert.is(res.headers["set-cookie"], undefined, "the back end's session cookie stays with erplink");
+  assert.is(res.headers["content-security-policy"], "sandbox; default-src 'none'; frame-ancestors 'none'");
+  assert.is(res.headers["x-content-type-options"], "nosniff");
   assert.is(res.headers["x-request-id"], "rid-42");
   assert.is(res.headers["x-ratelimit-limit"], "3");
   assert.is(res.headers["x-ratelimit-remaining"], "2");
@@ -391,6 +411,7 @@ Data("an unreachable back end is 502 and a slow one 504, in the envelope", async
   ctx.delay = 1000;
   assertEnvelope(await get(ctx, "/odata/prod/SALES/SalesOrders"), 504, "GATEWAY_TIMEOUT", "the back end did not answer in time");
   ctx.delay = 0;
+  ctx.html = undefined;
   await new Promise<void>((r) => ctx.upstream.close(() => r()));
   ctx.upstream.closeAllConnections();
   ctx.upstream = http.createServer();
@@ -406,6 +427,7 @@ Data("without the service's $metadata nothing below the root is authorized: 502/
     "cannot authorize the request: the back end did not send the service's $metadata in time",
   );
   ctx.delay = 0;
+  ctx.html = undefined;
   // The failure is remembered for a few seconds: the back end is not asked again at once.
   assertEnvelope(
     await get(ctx, "/odata/prod/SALES/SalesOrders"),

@@ -5,6 +5,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { docs } from "../../src/gen/docs.js";
 import { ROUTES } from "../../src/gateway/route-table.js";
 import { HTTP_URL_PATTERN } from "../../src/schema/http-url.js";
 import { idPattern, pageTokenPattern } from "../../src/schema/resource-ids.js";
@@ -160,7 +161,8 @@ OpenApi("bodies: rules JSON Schema can write are written (positive integers, req
   assert.equal([limits.per_minute.minimum, limits.per_day.minimum], [1, 1]);
   // An expiry in the past is accepted (the key is expired at once): nothing more than a date-time.
   assert.equal(Object.keys(schemas.ApiKeyUpdate.properties.expires_at).sort(), ["description", "format", "type"]);
-  assert.equal([schemas.DataRequest.properties.url.minLength, schemas.DataRequest.properties.instance.minLength], [1, 1]);
+  const explain = schemas.ExplainApiKeyBody;
+  assert.equal([explain.properties.url.minLength, explain.properties.instance.minLength], [1, 1]);
   assert.equal(schemas.InstanceCreate.properties.base_url.pattern, HTTP_URL_PATTERN);
   // The credentials: the fields each type needs, the others empty.
   const auth = schemas.InstanceCreate.properties.auth;
@@ -180,8 +182,20 @@ OpenApi("bodies: rules JSON Schema can write are written (positive integers, req
   const ops = perms.additionalProperties.additionalProperties.additionalProperties;
   assert.equal(ops, { type: "array", minItems: 1, items: { type: "string", enum: ["list", "get", "create", "update", "delete"] } });
   // Header names and values of an explained request.
-  const headers = schemas.DataRequest.properties.headers;
+  const headers = explain.properties.headers;
   assert.equal([headers.propertyNames.pattern, headers.additionalProperties.pattern], ["^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$"]);
+  // Beside the explained request's fields (and no other field), the draft permissions of ExplainApiKeyRequest, with their rules.
+  assert.equal(Object.keys(explain.properties), ["instance", "service", "method", "url", "headers", "body", "permissions"]);
+  assert.equal([explain.required, explain.additionalProperties], [["instance", "method", "url"], false]);
+  const draft = explain.properties.permissions;
+  const { description: draftDoc, ...draftShape } = draft;
+  const { description: _savedDoc, ...savedShape } = schemas.ApiKeyCreate.oneOf[0].properties.permissions;
+  assert.equal(draftShape, savedShape, "the rules of ApiKey.permissions");
+  assert.is(draftDoc, docs["erplink.admin.v1.ExplainApiKeyRequest.permissions"]);
+  assert.match(draftDoc, /instead of the key's saved ones/);
+  const body = doc.paths["/admin/api-keys/{id}/explain"].post.requestBody;
+  assert.equal(body.content["application/json"].schema, { $ref: "#/components/schemas/ExplainApiKeyBody" });
+  assert.match(body.description, /Beside its fields, in the same object: `permissions`\.$/);
 });
 
 OpenApi("every 201 declares the Location header; every body example is accepted by its route", async ({ doc, world }) => {

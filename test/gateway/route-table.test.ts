@@ -7,7 +7,10 @@ import * as assert from "uvu/assert";
 import { createConnectRouter } from "@connectrpc/connect";
 import fc from "fast-check";
 import { checkServiceName } from "../../src/gateway/data/resolve-instance.js";
+import { bodySchema } from "../../src/gateway/json-schema.js";
 import { INTERNAL_ONLY_RPCS, ROUTES, fastifyPath } from "../../src/gateway/route-table.js";
+import { ApiKeySchema, UpdateApiKeyRequestSchema } from "../../src/gen/erplink/admin/v1/api_key_pb.js";
+import { docs } from "../../src/gen/docs.js";
 import { createRoutes } from "../../src/services/routes.js";
 import { openTestStore } from "../../test-support/world.js";
 import { createServiceDeps } from "../../src/services/context.js";
@@ -47,6 +50,29 @@ Table("routes are unique and their params exist in the request message", () => {
     assert.ok(route.rpc.output.fields.some((f) => f.name === route.data), `${route.rpc.name} has ${route.data}`);
     assert.is(fastifyPath(route.path).includes("{"), false);
   }
+});
+
+Table("body extras are fields of the request message beside the body's own, none sharing a name with the body message's fields", () => {
+  const withExtras = ROUTES.filter((r) => (r.body?.extras ?? []).length > 0);
+  assert.equal(withExtras.map((r) => `${r.method} ${r.path} ${r.body!.extras!.join(",")}`), ["POST /admin/api-keys/{id}/explain permissions"]);
+  for (const route of withExtras) {
+    for (const name of route.body!.extras!) {
+      assert.ok(route.rpc.input.fields.some((f) => f.name === name), `${route.rpc.name} has ${name}`);
+      assert.is(route.body!.schema.fields.some((f) => f.name === name), false, `${name} is not a field of ${route.body!.schema.name}`);
+      assert.is(name === route.body!.field || Object.values(route.params ?? {}).some((p) => p.split(".")[0] === name), false, name);
+    }
+  }
+});
+
+Table("bodySchema: the extras join every alternative of a message of variants; an unknown or clashing extra is a startup error", () => {
+  const input = UpdateApiKeyRequestSchema;
+  const schema = bodySchema(input, { schema: ApiKeySchema, extras: ["update_mask"] }, false);
+  assert.equal(schema.properties && Object.keys(schema.properties as object).at(-1), "update_mask");
+  const variants = bodySchema(input, { schema: ApiKeySchema, extras: ["update_mask"] }, true).oneOf as { properties: Record<string, unknown>; additionalProperties: boolean }[];
+  assert.is(variants.length, 3);
+  for (const v of variants) assert.equal([v.properties.update_mask, v.additionalProperties], [{ type: "string", description: docs["erplink.admin.v1.UpdateApiKeyRequest.update_mask"] }, false]);
+  assert.throws(() => bodySchema(input, { schema: ApiKeySchema, extras: ["nope"] }, false), /erplink.admin.v1.UpdateApiKeyRequest has no field nope/);
+  assert.throws(() => bodySchema(input, { schema: input, extras: ["api_key"] }, false), /body extra api_key is already a field of the body message erplink.admin.v1.UpdateApiKeyRequest/);
 });
 
 Table("every path parameter has the form of its values; every 201 route names the created resource's path; every list names its items' id type", () => {

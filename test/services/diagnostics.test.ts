@@ -107,6 +107,43 @@ Diag("ExplainApiKey: every missing field is listed, a bad method or header is in
   await rejects(keys.explainApiKey({ id: ctx.keyId, dataRequest: { instance: "prod", method: "GET", url: "SALES/X" } }), Code.NotFound, `API key "${ctx.keyId}" not found`);
 });
 
+Diag("ExplainApiKey with draft permissions: the draft decides; a bad draft is invalid_argument with its fields ('__proto__' included), an admin key's failed_precondition as in UpdateApiKey; nothing is stored or audited", async (ctx) => {
+  const keys = ctx.world.client(ApiKeyService);
+  const dataRequest = { instance: "prod", method: "GET", url: "/odata/prod/SALES/SalesOrders(1)?$expand=Customer" };
+  const drafted = await keys.explainApiKey({ id: ctx.keyId, dataRequest, permissions: { prod: { SALES: { SalesOrders: ["get"], Customers: ["get"] } } } });
+  assert.equal([drafted.explanation?.keyId, drafted.explanation?.allowed, drafted.explanation?.denialStep], [ctx.keyId, true, ""]);
+  assert.equal(drafted.explanation?.accesses.map((a) => [a.entitySet, a.operation, a.allowed]), [
+    ["SalesOrders", "get", true],
+    ["Customers", "get", true],
+  ]);
+  const denied = await keys.explainApiKey({ id: ctx.keyId, dataRequest: { ...dataRequest, url: "SALES/SalesOrders" }, permissions: { prod: { SALES: { SalesOrders: ["get"] } } } });
+  assert.equal(
+    [denied.explanation?.allowed, denied.explanation?.status, denied.explanation?.message, denied.explanation?.denialStep],
+    [false, 403, "API key lacks permission 'list' for entity 'SalesOrders'", "OPERATION"],
+  );
+  // Over gRPC a Struct may hold '__proto__' (REST's JSON parser refuses it first): reserved, as in UpdateApiKey.
+  const poisoned = JSON.parse('{"prod": {"SALES": {"__proto__": ["get"]}, "__proto__": {"X": ["get"]}}, "qa": {"S": {"E": ["read"]}}}');
+  const reserved = "'__proto__' is reserved (JSON parsers refuse it as a key)";
+  const expected = [
+    { field: "permissions.prod.SALES.__proto__", description: reserved },
+    { field: "permissions.prod.__proto__", description: reserved },
+    { field: "permissions.qa.S.E[0]", description: "must be one of list, get, create, update, delete" },
+  ];
+  const bad = await rejects(keys.explainApiKey({ id: ctx.keyId, dataRequest, permissions: poisoned }), Code.InvalidArgument, "3 fields are invalid");
+  assert.equal(violations(bad), expected);
+  const update = await rejects(keys.updateApiKey({ apiKey: { id: ctx.keyId, permissions: poisoned }, updateMask: { paths: ["permissions"] } }), Code.InvalidArgument, "3 fields are invalid");
+  assert.equal(violations(update), expected, "the same violations as an update");
+  const admin = (await keys.createApiKey({ apiKey: { name: "ops", type: 2 } })).apiKey!;
+  const message = "permissions: admin keys have no permissions: they manage erplink, not data";
+  await rejects(keys.explainApiKey({ id: admin.id, dataRequest, permissions: { prod: {} } }), Code.FailedPrecondition, message);
+  await rejects(keys.updateApiKey({ apiKey: { id: admin.id, permissions: { prod: {} } }, updateMask: { paths: ["permissions"] } }), Code.FailedPrecondition, message);
+  const key = (await keys.getApiKey({ id: ctx.keyId })).apiKey!;
+  assert.equal(key.permissions, { prod: { SALES: { SalesOrders: ["list", "get"] } } });
+  assert.is(key.updatedAt?.seconds, key.createdAt?.seconds);
+  const trail = await ctx.world.store.audit.query({ resourceId: ctx.keyId, limit: 10 });
+  assert.equal(trail.items.map((e) => e.action), ["create"]);
+});
+
 Diag("GetServiceCatalog over Connect; a failing back end is unavailable marked as a bad gateway (502 on REST); a dot service name is invalid", async (ctx) => {
   const instances = ctx.world.client(InstanceService);
   const { catalog } = await instances.getServiceCatalog({ id: ctx.instanceId, service: "SALES" });

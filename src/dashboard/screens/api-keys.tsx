@@ -203,6 +203,8 @@ export function ApiKeys() {
   const [created, setCreated] = useState<CreatedApiKey | undefined>(undefined);
   const [editing, setEditing] = useState<ApiKey | undefined>(undefined);
   const [editDraft, setEditDraft] = useState<Draft>(EMPTY);
+  /** Why the edited permissions' JSON view cannot be applied, or "". */
+  const [editJsonError, setEditJsonError] = useState("");
 
   const load = async () => {
     try {
@@ -314,7 +316,8 @@ export function ApiKeys() {
   const now = Date.now();
   const q = search.trim().toLowerCase();
   const shown = (keys ?? []).filter((k) => q === "" || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) || k.id.toLowerCase().includes(q) || k.type.includes(q));
-  const dirty = editing !== undefined && JSON.stringify(editDraft) !== JSON.stringify(draftOf(editing));
+  // The permissions being edited, when they differ from the saved ones: what Explain explains.
+  const permissionsDraft = editing !== undefined && JSON.stringify(editDraft.permissions) !== JSON.stringify(draftOf(editing).permissions) ? editDraft.permissions : undefined;
 
   return (
     <section aria-labelledby="keys-title" class="api-keys">
@@ -362,7 +365,9 @@ export function ApiKeys() {
               {editing.type} key {editing.prefix}… ({editing.id})
             </p>
             <KeyForm draft={editDraft} setDraft={setEditDraft} creating={false} idPrefix="edit-key" />
-            {editing.type === "data" && <PermissionEditor value={editDraft.permissions} onChange={(p) => setEditDraft({ ...editDraft, permissions: p })} idPrefix="edit-perm" />}
+            {editing.type === "data" && (
+              <PermissionEditor value={editDraft.permissions} onChange={(p) => setEditDraft({ ...editDraft, permissions: p })} idPrefix="edit-perm" onJsonError={setEditJsonError} />
+            )}
             <div class="actions">
               <button type="submit" disabled={busy}>
                 {busy ? "Saving…" : "Save changes"}
@@ -372,7 +377,9 @@ export function ApiKeys() {
               </button>
             </div>
           </form>
-          {editing.type === "data" && <ExplainPanel keyId={editing.id} keyName={editing.name} dirty={dirty} version={editing.updated_at ?? ""} />}
+          {editing.type === "data" && (
+            <ExplainPanel keyId={editing.id} keyName={editing.name} draft={permissionsDraft} draftError={editJsonError} version={editing.updated_at ?? ""} />
+          )}
         </div>
       )}
       <div class="key-search">

@@ -1,11 +1,14 @@
 /**
  * The Explain panel: an OData URL and a method, and what the data path would
  * decide for the key being edited (`POST /admin/api-keys/{id}/explain`), with
- * every access and its own decision. Explains as you type (debounced).
+ * every access and its own decision. While its permissions are edited, the
+ * unsaved draft is explained (sent as `permissions`; nothing is stored);
+ * otherwise the saved permissions. Explains as you type (debounced), and
+ * after every change of the draft.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
-import { keysApi, type Explanation } from "../api-keys.js";
+import { keysApi, type Explanation, type Permissions } from "../api-keys.js";
 import { withRequestId } from "./sign-in.js";
 
 const METHODS = ["GET", "POST", "PATCH", "PUT", "MERGE", "DELETE"];
@@ -22,10 +25,24 @@ function instanceOf(url: string): string {
   }
 }
 
-export function ExplainPanel({ keyId, keyName, dirty, version }: { readonly keyId: string; readonly keyName: string; readonly dirty: boolean; readonly version: string }) {
+/** What the panel explains: the saved permissions, or the draft being edited. */
+type Explained = { readonly explanation: Explanation; readonly ofDraft: boolean };
+
+interface ExplainPanelProps {
+  readonly keyId: string;
+  readonly keyName: string;
+  /** The permissions being edited when they differ from the saved ones; undefined explains the saved ones. */
+  readonly draft: Permissions | undefined;
+  /** Why the draft cannot be read (its JSON view is invalid), or "": then nothing is explained. */
+  readonly draftError: string;
+  /** The saved key's version (`updated_at`): a save explains again. */
+  readonly version: string;
+}
+
+export function ExplainPanel({ keyId, keyName, draft, draftError, version }: ExplainPanelProps) {
   const [method, setMethod] = useState("GET");
   const [url, setUrl] = useState("");
-  const [result, setResult] = useState<Explanation | undefined>(undefined);
+  const [result, setResult] = useState<Explained | undefined>(undefined);
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
   const seq = useRef(0);
@@ -43,33 +60,44 @@ export function ExplainPanel({ keyId, keyName, dirty, version }: { readonly keyI
       return;
     }
     const mine = ++seq.current;
+    if (draftError !== "") {
+      // The editor keeps the last valid permissions, but they are not what is being written: explain nothing.
+      setResult(undefined);
+      setError(`Your unsaved permissions are invalid, so they cannot be explained: ${draftError}`);
+      setBusy(false);
+      return;
+    }
+    const ofDraft = draft !== undefined;
     setBusy(true);
     try {
-      const { data } = await keysApi.explain(keyId, { instance, method, url: url.trim() });
+      const { data } = await keysApi.explain(keyId, { instance, method, url: url.trim(), ...(ofDraft ? { permissions: draft } : {}) });
       if (mine !== seq.current) return;
-      setResult(data);
+      setResult({ explanation: data, ofDraft });
       setError("");
     } catch (err) {
       if (mine !== seq.current) return;
       setResult(undefined);
-      setError(err instanceof ApiError ? withRequestId(err) : "Explain failed.");
+      const draftRefused = ofDraft && err instanceof ApiError && err.details.some((d) => d.field === "permissions" || d.field.startsWith("permissions."));
+      const message = err instanceof ApiError ? withRequestId(err) : "Explain failed.";
+      setError(draftRefused ? `Your unsaved permissions are invalid, so they cannot be explained: ${message}` : message);
     } finally {
       if (mine === seq.current) setBusy(false);
     }
   };
 
-  // Live: explain 400 ms after the last change, and again when the key is saved (version).
+  // Live: explain 400 ms after the last change (of the request or of the draft), and again when the key is saved (version).
+  const draftKey = draft === undefined ? "" : JSON.stringify(draft);
   useEffect(() => {
     const timer = setTimeout(() => void explain(), 400);
     return () => clearTimeout(timer);
-  }, [method, url, keyId, version]);
+  }, [method, url, keyId, version, draftKey, draftError]);
 
   return (
     <section class="explain" aria-labelledby="explain-title">
       <h3 id="explain-title">Explain</h3>
       <p class="hint">
-        What the data path would decide for a request with {keyName}, now (nothing is forwarded or counted).
-        {dirty ? " It uses the saved permissions: save to explain your changes." : ""}
+        What the data path would decide for a request with {keyName}, now (nothing is forwarded or counted), with{" "}
+        {draft !== undefined || draftError !== "" ? "your unsaved changes to its permissions (nothing is saved)" : "the saved permissions"}.
       </p>
       <form
         class="explain-form"
@@ -100,17 +128,18 @@ export function ExplainPanel({ keyId, keyName, dirty, version }: { readonly keyI
         {error !== "" && <p class="error">{error}</p>}
         {result !== undefined && (
           <div class="explain-result">
-            {result.allowed ? (
+            <p class="explained-what">{result.ofDraft ? "With your unsaved changes:" : "With the saved permissions:"}</p>
+            {result.explanation.allowed ? (
               <p class="decision allowed">
-                Allowed{result.request?.upstream_url !== undefined && result.request.upstream_url !== "" ? `: forwarded to ${result.request.upstream_url}` : ""}
+                Allowed{result.explanation.request?.upstream_url !== undefined && result.explanation.request.upstream_url !== "" ? `: forwarded to ${result.explanation.request.upstream_url}` : ""}
               </p>
             ) : (
               <p class="decision denied">
-                Denied with {result.status} {result.code}: {result.message}
-                {result.denial_step !== undefined && result.denial_step !== "" ? ` (step: ${result.denial_step})` : ""}
+                Denied with {result.explanation.status} {result.explanation.code}: {result.explanation.message}
+                {result.explanation.denial_step !== undefined && result.explanation.denial_step !== "" ? ` (step: ${result.explanation.denial_step})` : ""}
               </p>
             )}
-            {(result.accesses ?? []).length > 0 && (
+            {(result.explanation.accesses ?? []).length > 0 && (
               <table>
                 <caption>Accesses of this request</caption>
                 <thead>
@@ -122,7 +151,7 @@ export function ExplainPanel({ keyId, keyName, dirty, version }: { readonly keyI
                   </tr>
                 </thead>
                 <tbody>
-                  {result.accesses!.map((a, i) => (
+                  {result.explanation.accesses!.map((a, i) => (
                     <tr key={i}>
                       <td>{a.entity_set}</td>
                       <td>{a.operation}</td>

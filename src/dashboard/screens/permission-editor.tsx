@@ -19,6 +19,8 @@ interface Props {
   readonly onChange: (next: Permissions) => void;
   /** An id prefix, unique on the page. */
   readonly idPrefix: string;
+  /** Told why the JSON view cannot be applied ("" once it can), so that the page knows the draft is invalid. */
+  readonly onJsonError?: (reason: string) => void;
 }
 
 function clone(p: Permissions): Permissions {
@@ -50,7 +52,7 @@ export function parsePermissions(text: string): Permissions | string {
   return value as Permissions;
 }
 
-export function PermissionEditor({ value, onChange, idPrefix }: Props) {
+export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Props) {
   const [instances, setInstances] = useState<readonly Instance[] | undefined>(undefined);
   const [instancesError, setInstancesError] = useState("");
   const [catalogs, setCatalogs] = useState<Record<string, CatalogState>>({});
@@ -74,6 +76,8 @@ export function PermissionEditor({ value, onChange, idPrefix }: Props) {
       setJsonError("");
     }
   }, [JSON.stringify(value)]);
+
+  useEffect(() => onJsonError?.(jsonError), [jsonError]);
 
   const instanceByName = (name: string) => instances?.find((i) => i.name === name);
 

@@ -17,7 +17,10 @@
  * Answers: the back end's headers pass but for hop-by-hop ones, its session
  * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`) and challenges for
  * erplink's credentials (`WWW-Authenticate`); URLs under the back end's
- * service root name erplink's instead.
+ * service root name erplink's instead. Every answer is also marked
+ * {@link DATA_ANSWER_HEADERS}: a back end's page (an HTML error, a media
+ * `$value`) is served on erplink's origin, where the dashboard's readable
+ * CSRF cookie lives, so a browser must never run it as a page of that origin.
  */
 import type { ServiceRoot } from "./service-root.js";
 
@@ -70,6 +73,17 @@ const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   "www-authenticate",
 ]);
 
+/**
+ * Added to every back-end answer passed to a client: a sandboxed document
+ * that loads nothing (a page opened from it runs in a unique origin, without
+ * erplink's cookies), and no content sniffing. A back end's own
+ * `Content-Security-Policy` stays beside it (a browser enforces both).
+ */
+export const DATA_ANSWER_HEADERS = {
+  "content-security-policy": "sandbox; default-src 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+} as const;
+
 /** Response headers holding URLs of the back end (`Location` of a created entity, its OData id). */
 const URL_HEADERS = ["location", "content-location", "odata-entityid", "entityid"];
 
@@ -118,6 +132,10 @@ export function clientResponseHeaders(
     const value = out[name];
     if (typeof value === "string") out[name] = clientUrl(value, root, client);
   }
+  const csp = out["content-security-policy"];
+  const ours = DATA_ANSWER_HEADERS["content-security-policy"];
+  out["content-security-policy"] = csp === undefined ? ours : [...(Array.isArray(csp) ? csp : [csp]), ours];
+  out["x-content-type-options"] = DATA_ANSWER_HEADERS["x-content-type-options"];
   return out;
 }
 

@@ -160,6 +160,10 @@ export function addressOf(c: CheckedRequest): Addressed {
   if (!c.target.startsWith("/") || !/^[!-~]+$/.test(c.target)) {
     throw new GatewayError(400, "the request target must be a path of printable ASCII characters");
   }
+  // Envoy reports each byte that is not UTF-8 as '!' and forwards the byte: what is read here would not be what is sent.
+  if (c.target.includes("!")) {
+    throw new GatewayError(400, "the request target holds '!', which Envoy also writes for bytes that are not UTF-8: percent-encode it (%21)");
+  }
   const q = c.target.indexOf("?");
   const path = q < 0 ? c.target : c.target.slice(0, q);
   if (decodeSegment(path) === undefined) throw new GatewayError(400, "the request path is not valid percent-encoding");
@@ -187,13 +191,21 @@ export function addressOf(c: CheckedRequest): Addressed {
 
 /**
  * Where below the service root the request goes: an `/odata/…` target is
- * split as the data path splits it; a back-end target must lie below the
+ * split as the data path splits it (its instance and service written as
+ * they are, not percent-encoded, else 400); a back-end target must lie below the
  * service's root path on the back end (`rootPath`, the data path's
  * `ServiceRoot.path`), else it is refused (400): Envoy would forward it
  * to something else than the service the route names.
  */
 export function placeOf(c: CheckedRequest, address: Addressed, rootPath: string): Placed {
-  if (address.form === "odata") return splitTarget(c.target);
+  if (address.form === "odata") {
+    const place = splitTarget(c.target);
+    // As Envoy's routes match them (raw): names read here after decoding could be routed as others.
+    if (place.clientPath.includes("%")) {
+      throw new GatewayError(400, "the instance and service of an /odata path may not be percent-encoded: Envoy's routes match them as written");
+    }
+    return place;
+  }
   const q = c.target.indexOf("?");
   const path = q < 0 ? c.target : c.target.slice(0, q);
   if (path !== rootPath && !path.startsWith(`${rootPath}/`)) {
@@ -204,14 +216,24 @@ export function placeOf(c: CheckedRequest, address: Addressed, rootPath: string)
 
 /**
  * The body's exact bytes, or undefined when the request has none. Refused:
- * a partial body (413); a `body` string holding a `!`, which Envoy also
+ * a partial body (413): Envoy's marker beside body bytes says anything but
+ * `false` (a marker repeated in a raw header map is joined, and counts as
+ * partial), or the bytes are not as many as `Content-Length` says (an Envoy
+ * that writes no marker); a `body` string holding a `!`, which Envoy also
  * writes for each byte that is not UTF-8, so the bytes forwarded could be
  * others than the ones analyzed (400); a body Envoy did not send: nothing
  * buffered, on a method that may carry one, without `Content-Length: 0`
- * (400). (A declared body on GET, HEAD or DELETE is the analyzer's to refuse.)
+ * (400), whatever marker the request carries (Envoy writes one only beside
+ * body bytes, so one without them is not Envoy's). (A declared body on GET,
+ * HEAD or DELETE is the analyzer's to refuse.)
  */
 export function bodyOf(http: AttributeContext_HttpRequest, c: CheckedRequest): Buffer | undefined {
-  if (c.partialBody?.trim().toLowerCase() === "true") {
+  const buffered = http.rawBody.length > 0 || http.body !== "";
+  const marker = c.partialBody?.trim().toLowerCase();
+  // Whatever the marker says, fewer bytes than the request declares are part of the body.
+  const declared = c.headers["content-length"]?.trim();
+  const cut = buffered && declared !== undefined && declared !== String(http.rawBody.length > 0 ? http.rawBody.length : Buffer.byteLength(http.body, "utf8"));
+  if ((buffered && marker !== undefined && marker !== "false") || cut) {
     throw new GatewayError(
       413,
       "the request body is larger than the ext_authz filter's with_request_body.max_request_bytes: Envoy sent only part of it, and erplink authorizes only what it can read",
@@ -227,7 +249,7 @@ export function bodyOf(http: AttributeContext_HttpRequest, c: CheckedRequest): B
     }
     return Buffer.from(http.body, "utf8");
   }
-  if (c.partialBody === undefined && !BODILESS.has(c.method)) {
+  if (!BODILESS.has(c.method)) {
     const length = c.headers["content-length"];
     if (length === undefined || length.trim() !== "0" || c.headers["transfer-encoding"] !== undefined) {
       throw new GatewayError(

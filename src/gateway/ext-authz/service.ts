@@ -13,12 +13,15 @@
  * What differs is who forwards: Envoy sends the client's own request on,
  * not erplink's canonical one. So at the forward stage's place the check
  * also requires that the client's request be one erplink could have sent:
- * its request target, read again as a URL parser reads it, must be analyzed
- * as exactly what was authorized (`verifyReading`); no method tunnel
+ * its request target must be spelt as erplink's encoder writes it, up to
+ * what no reader tells apart (`./spelling.ts`), and, read again as a URL
+ * parser reads it, be analyzed as exactly what was authorized
+ * (`verifyReading`); no method tunnel
  * (Envoy would forward the outer `POST`); a `$batch` only when its bytes
  * are the very batch erplink would write. Every client header the data
  * path would not forward is removed (`headers_to_remove`, `Authorization`
- * among them), `If-Match: *` is set where the data path sets it, and the
+ * among them, and Envoy's `x-envoy-auth-partial-body`, which Envoy hides
+ * from the check when a client sends one), `If-Match: *` is set where the data path sets it, and the
  * instance's SAP client is selected with the `sap-client` header.
  *
  * Allowed: status OK, an `ok_response` with those header changes, the
@@ -65,7 +68,8 @@ import type { DataResources } from "../data/resources.js";
 import { ServiceRoot } from "../data/service-root.js";
 import { verifyReading } from "../data/verify.js";
 import { GatewayError, fromConnectError } from "../errors.js";
-import { addressOf, bodyOf, placeOf, readCheck, type CheckedRequest } from "./attributes.js";
+import { PARTIAL_BODY_HEADER, addressOf, bodyOf, placeOf, readCheck, type CheckedRequest } from "./attributes.js";
+import { spelledOtherwise } from "./spelling.js";
 
 /** One decision, as the metrics hook receives it. */
 export interface ExtAuthzDecision {
@@ -257,7 +261,8 @@ async function decide<K extends DataKey>(
   if (admitted.instance.sapClient !== undefined && admitted.instance.sapClient !== "") set["sap-client"] = admitted.instance.sapClient;
   if (checked.injectCredentials) Object.assign(set, await credentials(admitted, resources));
   // Every header the data path would not forward goes, the key first; a header set here replaces the client's.
-  const remove = new Set<string>(set.authorization === undefined ? ["authorization"] : []);
+  // Envoy's partial-body marker too: Envoy hides a client's own from the check, so it is never seen to be removed.
+  const remove = new Set<string>(set.authorization === undefined ? ["authorization", PARTIAL_BODY_HEADER] : [PARTIAL_BODY_HEADER]);
   for (const name of Object.keys(checked.headers)) {
     if (!FORWARDED_REQUEST_HEADERS.has(name) && !KEPT_HEADERS.has(name) && set[name] === undefined) remove.add(name);
   }
@@ -277,12 +282,13 @@ async function decide<K extends DataKey>(
 
 /**
  * What Envoy will forward must be what was authorized: the client's method
- * (no tunnel), its request target (read again by the WHATWG URL parser and
- * analyzed, it is the authorized request), and for a `$batch` its exact
+ * (no tunnel), its request target (spelt as erplink writes it, and read
+ * again by the WHATWG URL parser and analyzed, it is the authorized
+ * request), and for a `$batch` its exact
  * bytes (erplink forwards batches it writes itself; Envoy forwards the
  * client's). Refusals are 400, as the data path's self-check.
  */
-function forwardable<K extends DataKey>(a: Admitted<K>, checked: CheckedRequest, place: { rawPath: string; rawQuery: string }): void {
+function forwardable<K extends DataKey>(a: Admitted<K>, checked: CheckedRequest, place: { rawPath: string; rawQuery: string; clientPath: string }): void {
   const { request } = a;
   const cannot = (why: string) => new GatewayError(400, `erplink cannot authorize this request for Envoy: ${why}`);
   if (request.method !== checked.method) {
@@ -292,6 +298,13 @@ function forwardable<K extends DataKey>(a: Admitted<K>, checked: CheckedRequest,
     const sent = a.req.body;
     const same = Buffer.isBuffer(sent) && request.body !== undefined && sent.equals(request.body.bytes) && checked.headers["content-type"] === request.body.contentType;
     if (!same) throw cannot("a $batch reaches the back end as erplink writes it, and Envoy forwards the client's: send $batch requests to erplink's /odata path");
+  }
+  // The client's spelling reaches the back end: it must be erplink's (./spelling.ts), which no back end reads otherwise.
+  if (spelledOtherwise(request.method, place.rawPath, place.rawQuery, request.forward, a.instance.sapClient)) {
+    throw cannot(
+      "its request target is not written as erplink writes it (a ';' or '+' in the query, an option name, or a character that " +
+        `some back end reads as structure, spelt otherwise): send ${place.clientPath}/${request.forward}`,
+    );
   }
   // The back end's URL as Envoy sends it (an /odata target once the route has rewritten its prefix to the
   // service root), without the instance's query options: the SAP client goes in a header instead.

@@ -288,9 +288,13 @@ class Walker {
     let names = this.#navigationNames.get(position.type);
     if (names === undefined) {
       names = new Set(
-        this.#model!.navigationPaths(position)
-          .filter((path) => path.length === 1)
-          .map((path) => path[0].toLowerCase()),
+        [
+          ...this.#model!.navigationPaths(position)
+            .filter((path) => path.length === 1)
+            .map((path) => path[0].toLowerCase()),
+          // A derived type's navigation, which a lenient back end may set without the cast (refused in #member).
+          ...this.#model!.derivedNavigations(position).keys(),
+        ],
       );
       this.#navigationNames.set(position.type, names);
     }
@@ -528,6 +532,10 @@ class Walker {
     // Unknown, dynamic (open type), or the name of a cast or operation.
     if (structured) {
       denied(`cannot authorize property '${quote(join(label, key))}' of '${position.type}': only declared properties may hold objects or arrays`);
+    }
+    if (step.kind === "unknown" && step.derivedNavigation !== undefined) {
+      // `{"Courier": null}` could unlink (or delete) the related entity on a back end that finds the derived type's navigation.
+      invalid(`'${quote(join(label, key))}' is a navigation property of a type derived from '${position.type}' ('${quote(step.derivedNavigation)}'): give the entity's type with '@odata.type'`);
     }
   }
 

@@ -93,8 +93,14 @@ export type Step =
   | { readonly kind: "cast"; readonly name: string; readonly position: Position }
   /** A bound function or action applicable here, by its qualified name. */
   | { readonly kind: "function" | "action"; readonly name: string }
-  /** Nothing of that name exists here. */
-  | { readonly kind: "unknown" };
+  /**
+   * Nothing of that name exists here. `derivedNavigation` is set when the
+   * name is a navigation property of a type derived from the one here
+   * (`Fz.RushOrder/Courier` for `Courier` on `Fz.Order`): OData needs the
+   * cast first, but a lenient back end may follow it without one, so no
+   * caller may pass such a name as harmless.
+   */
+  | { readonly kind: "unknown"; readonly derivedNavigation?: string };
 
 /** What the first segment of a resource path names, as answered by {@link ServiceModel.root}. */
 export type Root =
@@ -138,6 +144,12 @@ export interface ServiceModel {
    * complex properties (nested up to four levels). Each as a path of names.
    */
   navigationPaths(position: Position): readonly (readonly string[])[];
+  /**
+   * The navigation properties declared on types derived from the type at
+   * `position` (not on it or its base types), as `<derived type>/<name>`,
+   * by lower-case name.
+   */
+  derivedNavigations(position: Position): ReadonlyMap<string, string>;
   /** Key property names of the type at `position` (empty for complex types). */
   keyOf(position: Position): readonly string[];
   /**
@@ -549,10 +561,32 @@ class Model implements ServiceModel {
       const op = this.#unqualifiedOperation(name);
       if (op !== undefined && this.#applies(op, position)) return { kind: op.kind, name: op.name };
     }
+    const derived = this.derivedNavigations(position).get(name.toLowerCase());
+    if (derived !== undefined) return { kind: "unknown", derivedNavigation: derived };
     if (this.#chain(position.type).some((t) => t.open)) {
       return { kind: "property", name, collection: false, dynamic: true };
     }
     return { kind: "unknown" };
+  }
+
+  readonly #derivedNavigations = new Map<string, ReadonlyMap<string, string>>();
+
+  derivedNavigations(position: Position): ReadonlyMap<string, string> {
+    let found = this.#derivedNavigations.get(position.type);
+    if (found === undefined) {
+      const own = new Set(this.#chain(position.type).flatMap((t) => [...t.navigations.keys()].map((n) => n.toLowerCase())));
+      const map = new Map<string, string>();
+      for (const t of this.#types.values()) {
+        if (t.name === position.type || !this.#derivesFrom(t.name, position.type)) continue;
+        for (const nav of t.navigations.keys()) {
+          const lower = nav.toLowerCase();
+          if (!own.has(lower) && !map.has(lower)) map.set(lower, `${t.name}/${nav}`);
+        }
+      }
+      found = map;
+      this.#derivedNavigations.set(position.type, found);
+    }
+    return found;
   }
 
   #memberStep(position: Position, name: string, loose: boolean): Step | undefined {

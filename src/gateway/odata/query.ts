@@ -371,6 +371,9 @@ function walk(
         if (k !== segs.length - 1) denied(`cannot authorize the path after bound operation '${step.name}' in ${what}`);
         return { scope: { position: undefined, missing: "function", label }, crossed };
       case "unknown":
+        if (step.derivedNavigation !== undefined) {
+          invalid(`'${excerpt(name)}' is a navigation property of a type derived from '${position.type}': cast to it first ('${excerpt(step.derivedNavigation)}') in ${what}`);
+        }
         if (lenient && segs.length === 1) return { scope, crossed };
         invalid(`'${excerpt(name)}' is not a property or navigation of '${position.type}' in ${what}`);
     }

@@ -23,7 +23,7 @@ import {
   JSON_TYPE,
   SALES,
   UP,
-  instanceOf,
+  explainRequestOf,
   sendToDataPath as send,
   startCaseWorld,
   stopCaseWorld,
@@ -45,16 +45,7 @@ Diag.after.each(async (ctx) => {
 
 /** Explains a case with its key through the REST facade. */
 async function explain(ctx: Ctx, c: Case) {
-  const body = c.body ?? "";
-  const headers: Record<string, string> = { ...c.headers };
-  if (body !== "" || c.method === "POST") headers["content-length"] = String(Buffer.byteLength(body));
-  const res = await post(ctx.world.app, `/admin/api-keys/${ctx.keys[c.key ?? "app"]!.id}/explain`, {
-    instance: instanceOf(c.url),
-    method: c.method,
-    url: c.url,
-    headers,
-    ...(body !== "" ? { body } : {}),
-  });
+  const res = await post(ctx.world.app, `/admin/api-keys/${ctx.keys[c.key ?? "app"]!.id}/explain`, explainRequestOf(c));
   assert.is(res.statusCode, 200, res.body);
   return json(res).data;
 }

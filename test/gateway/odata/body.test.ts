@@ -175,6 +175,19 @@ table("body: deep insert", [
   { model: "v4", path: "/SalesOrders", json: { "Sales.Approve": {} }, expect: undeclared("Sales.Approve", "Sales.SalesOrder") },
   // Escalation is declared on the derived type only.
   { model: "v4", path: "/SalesOrders", json: { Escalation: { ID: 1 } }, expect: undeclared("Escalation", "Sales.SalesOrder") },
+  // Not as a primitive or null either: `null` could unlink the derived type's navigation on a back end that finds it without the cast.
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    json: { Escalation: null },
+    expect: invalid("'Escalation' is a navigation property of a type derived from 'Sales.SalesOrder' ('Sales.SpecialOrder/Escalation'): give the entity's type with '@odata.type'"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    json: { escalation: 1 },
+    expect: invalid("'escalation' is a navigation property of a type derived from 'Sales.SalesOrder' ('Sales.SpecialOrder/Escalation'): give the entity's type with '@odata.type'"),
+  },
   // Open types: dynamic properties take primitive values only.
   { model: "v4", path: "/Extensions", json: { ID: 1, Anything: "x", Count: 3 }, expect: created("Extensions(ID=0)", acc("Extensions", "create", PATH)) },
   { model: "v4", path: "/Extensions", json: { ID: 1, Anything: { Customer: {} } }, expect: undeclared("Anything", "Sales.Extension") },

@@ -127,6 +127,18 @@ members("keys of a derived type come from its base type", () => {
   assert.equal(v4.keyOf(cast.position), ["ID"]);
 });
 
+members("a derived type's navigation named without the cast is unknown, and says which it is", () => {
+  const root = v4.root("SalesOrders");
+  assert.ok(root !== undefined && "position" in root);
+  assert.equal(v4.step(root.position, "Escalation"), { kind: "unknown", derivedNavigation: "Sales.SpecialOrder/Escalation" });
+  assert.equal(v4.step(root.position, "ESCALATION"), { kind: "unknown", derivedNavigation: "Sales.SpecialOrder/Escalation" });
+  assert.equal(v4.step(root.position, "Nope"), { kind: "unknown" });
+  const cast = v4.step(root.position, "Sales.SpecialOrder");
+  assert.ok(cast.kind === "cast");
+  assert.is(v4.step(cast.position, "Escalation").kind, "navigation");
+  assert.equal([...v4.derivedNavigations(cast.position)], []);
+});
+
 members("boundOperation by qualified, aliased and unqualified name", () => {
   const getTotal = {
     kind: "function",

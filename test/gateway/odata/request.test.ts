@@ -663,6 +663,31 @@ table("request: query options", [
     query: "$expand=Sales.SpecialOrder/Escalation",
     expect: get(acc("SalesOrders", "list", PATH), acc("Employees", "get", "$expand Sales.SpecialOrder/Escalation")),
   },
+  // A derived type's navigation without the cast: a lenient back end may follow it (forward fuzz seed 5511 found `$select` ignoring it).
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$select=Escalation",
+    expect: invalid("'Escalation' is a navigation property of a type derived from 'Sales.SalesOrder': cast to it first ('Sales.SpecialOrder/Escalation') in $select"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders(1)",
+    query: "$select=ID,escalation",
+    expect: invalid("'escalation' is a navigation property of a type derived from 'Sales.SalesOrder': cast to it first ('Sales.SpecialOrder/Escalation') in $select"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders/1",
+    query: "$expand=Escalation",
+    expect: invalid("'Escalation' is a navigation property of a type derived from 'Sales.SalesOrder': cast to it first ('Sales.SpecialOrder/Escalation') in $expand"),
+  },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$select=Sales.SpecialOrder/Escalation",
+    expect: get(acc("SalesOrders", "list", PATH), acc("Employees", "get", "$select Sales.SpecialOrder/Escalation")),
+  },
   {
     model: "v4",
     path: "/SalesOrders",
