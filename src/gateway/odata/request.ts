@@ -283,8 +283,19 @@ function decodeSegments(path: string): string[] {
   });
 }
 
-// Unquoted key values: numbers, dates, times, GUIDs, booleans, enum members.
-const BARE_KEY_VALUE = /^-?[A-Za-z0-9_.:+-]+$/;
+// Unquoted key values, each as the OData ABNF writes it (V2's type suffixes
+// included): numbers, GUIDs, dates, times of day, date-times, booleans,
+// `null`. Anything else unquoted is refused rather than passed as a token:
+// back ends read a malformed one (`1..`, `0x1`, `1a`) differently (CAP
+// answers "invalid resource path"; a lenient reader might drop the segment).
+const NUMBER_LITERAL = String.raw`[+-]?(?:\d+(?:\.\d+)?(?:e[+-]?\d+)?[lmdf]?|INF|NaN)`;
+const GUID_LITERAL = String.raw`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`;
+const DATE_LITERAL = String.raw`-?\d{4,}-\d{2}-\d{2}`;
+const TIME_LITERAL = String.raw`\d{2}:\d{2}(?::\d{2}(?:\.\d{1,12})?)?`;
+const BARE_KEY_VALUE = new RegExp(
+  `^(?:${NUMBER_LITERAL}|${GUID_LITERAL}|${DATE_LITERAL}(?:T${TIME_LITERAL}(?:Z|[+-]\\d{2}:\\d{2})?)?|${TIME_LITERAL}|true|false|null)$`,
+  "i",
+);
 // V2 typed literals (guid'…', datetime'…', X'…') and V4 enum/duration literals.
 const TYPED_PREFIX = /^[A-Za-z][A-Za-z0-9_.]*$/;
 

@@ -103,6 +103,14 @@ table("request: reads and keys", [
   { model: "v4", path: "/PriceConditions(OrderID=1,Type='a,b')", entityPath: "PriceConditions(OrderID=1,Type='a%2Cb')", expect: get(acc("PriceConditions", "get", PATH)) },
   { model: "v4", path: "/PriceConditions(Type='x',OrderID=1)", entityPath: "PriceConditions(Type='x',OrderID=1)", expect: get(acc("PriceConditions", "get", PATH)) },
   { model: "v4", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
+  // Unquoted key values follow the OData literal grammar (forward fuzz seed 424242: `Items(OrderID=1..,ItemNo=1)` was passed as a token).
+  ...["1e5", "-1", "+1", "1.5", "12L", "1.5M", "2d", "INF", "true", "null", "0050568d-393c-1ed4-9d97-e65f0f3fcc23", "2024-01-31", "2024-01-31T12:00:00Z", "2024-01-31T12:00:00.123+01:00", "12:30:00"].map(
+    (value): Case => ({ model: "v4", path: `/SalesOrders(ID=${value})`, entityPath: `SalesOrders(ID=${value})`, expect: get(acc("SalesOrders", "get", PATH)) }),
+  ),
+  ...["1..", "1.", ".5", "1e", "1.2.3", "--1", "1-2", "0x1", "1a", "abc", "ID", "2024-1-31", "1_000"].map(
+    (value): Case => ({ model: "v4", path: `/SalesOrders(ID=${value})`, expect: invalid(`malformed key value '${value}' in the key of SalesOrders`) }),
+  ),
+  { model: "v4", path: "/SalesOrders(1)/Items(ID=1..)", expect: invalid("malformed key value '1..' in the key of Items") },
   // A space outside quotes would read differently to a back end that trims: quote such a key.
   { model: "v4", path: "/Customers/O%20Neil", expect: invalid("character U+0020 is not allowed in path segment 'O Neil' outside a quoted literal") },
   // A byte-order mark or zero-width space at either end of a segment: a reader that trims would see `$crossjoin` or another name.
