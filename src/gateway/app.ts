@@ -75,6 +75,8 @@ export interface GatewayOptions {
   readonly data?: DataPort<DataKey>;
   /** Upstream answer timeout of the data path (ms). */
   readonly upstreamTimeoutMs?: number;
+  /** Whether the data path caches analyses of bodiless reads (default true; false only for differential tests). */
+  readonly analysisCache?: boolean;
   /**
    * Receives the data path's diagnostics (explain, catalog, connection test),
    * built over the data path's own stages and caches, for the composition
@@ -347,6 +349,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
       metadataTtlMs: 5 * 60_000,
       metrics: options.metrics?.data,
+      analysisCache: options.analysisCache,
     });
     options.metrics?.watch({ metadataCache: () => resources.metadata.size });
     app.addHook("onClose", async () => resources.close());

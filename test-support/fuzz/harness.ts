@@ -64,6 +64,8 @@ export interface LoggedAccesses {
   readonly accesses: readonly { readonly entity: string; readonly operation: string }[];
   readonly status: number;
   readonly upstreamStatus: number;
+  /** The whole entry, when the in-process gateway recorded it. */
+  readonly full?: AccessLogEntry;
 }
 
 /**
@@ -72,7 +74,7 @@ export interface LoggedAccesses {
  * the suite runs on it), with the request log's entries also kept here, and
  * listens on 127.0.0.1.
  */
-export async function startFuzzGateway(options: { upstreamTimeoutMs?: number; extAuthzToken?: string } = {}): Promise<FuzzGateway> {
+export async function startFuzzGateway(options: { upstreamTimeoutMs?: number; extAuthzToken?: string; analysisCache?: boolean } = {}): Promise<FuzzGateway> {
   const store = await openTestStore();
   const entries = new Map<string, LoggedAccesses>();
   const waiters = new Map<string, () => void>();
@@ -86,7 +88,7 @@ export async function startFuzzGateway(options: { upstreamTimeoutMs?: number; ex
   });
   const record = (e: AccessLogEntry) => {
     if (e.instance === "") return;
-    entries.set(e.requestId, { instance: e.instance, service: e.service, accesses: e.accesses, status: e.status, upstreamStatus: e.upstreamStatus });
+    entries.set(e.requestId, { instance: e.instance, service: e.service, accesses: e.accesses, status: e.status, upstreamStatus: e.upstreamStatus, full: e });
     waiters.get(e.requestId)?.();
   };
   const app = await createGateway({
@@ -100,6 +102,7 @@ export async function startFuzzGateway(options: { upstreamTimeoutMs?: number; ex
     logger: false,
     bodyLimit: 1024 * 1024,
     ...(options.extAuthzToken !== undefined ? { extAuthz: { injectionToken: options.extAuthzToken } } : {}),
+    ...(options.analysisCache !== undefined ? { analysisCache: options.analysisCache } : {}),
     serverFactory: (handler) => createDualProtocolServer(handler, { firstByteTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, http2SessionTimeoutMs: 72_000 }),
   });
   await app.listen({ port: 0, host: "127.0.0.1" });

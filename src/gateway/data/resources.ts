@@ -19,14 +19,16 @@ export interface DataResourceOptions {
   readonly metadataTtlMs: number;
   /** Where the caches count lookups and fetches (default: nowhere). */
   readonly metrics?: DataPathMetrics;
+  /** Whether analyses of bodiless reads are cached (`./analysis-cache.ts`; default true; false for differential tests). */
+  readonly analysisCache?: boolean;
 }
 
 /** The data path's shared resources. */
 export interface DataResources {
   readonly sessions: UpstreamSessions;
   readonly metadata: MetadataCache;
-  /** Analyses of bodiless reads, by model (the data path's; bounded per model). */
-  readonly analyses: AnalysisCache;
+  /** Analyses of bodiless reads, by model (the data path's; bounded per model); undefined when disabled. */
+  readonly analyses: AnalysisCache | undefined;
   readonly forwarder: Forwarder;
   /** The upstream timeout they were built with (ms). */
   readonly upstreamTimeoutMs: number;
@@ -40,5 +42,5 @@ export function createDataResources(options: DataResourceOptions): DataResources
   const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs, metrics });
   const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs, metrics });
   const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
-  return { sessions, metadata, analyses: new AnalysisCache(), forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
+  return { sessions, metadata, analyses: options.analysisCache === false ? undefined : new AnalysisCache(), forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
 }

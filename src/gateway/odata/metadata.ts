@@ -150,6 +150,14 @@ export interface ServiceModel {
    * by lower-case name.
    */
   derivedNavigations(position: Position): ReadonlyMap<string, string>;
+  /**
+   * The navigations only types derived from the type at `position` declare
+   * (and those of complex properties, of any type reached, whose derived
+   * complex types declare them), each as a path with the casts written
+   * (`Fz.RushOrder/Courier`, `Addr/Fz.ExtAddress/Owner`): what a back end
+   * may expand for `$expand=*` on an entity of a derived type.
+   */
+  derivedNavigationPaths(position: Position): readonly (readonly string[])[];
   /** Key property names of the type at `position` (empty for complex types). */
   keyOf(position: Position): readonly string[];
   /**
@@ -552,17 +560,20 @@ class Model implements ServiceModel {
   step(position: Position, name: string): Step {
     if (name.includes(".")) return this.#qualifiedStep(position, name);
     // Exact spellings of either kind win over case-insensitive matches.
-    for (const loose of [false, true]) {
-      const step = this.#memberStep(position, name, loose);
-      if (step !== undefined) return step;
-    }
+    const exact = this.#memberStep(position, name, false);
+    if (exact !== undefined) return exact;
+    // A derived type's navigation spelled so in another case: a back end that
+    // matches names exactly follows it for an entity of that type, whatever
+    // member of this type the name matches ignoring case.
+    const derived = this.derivedNavigations(position).get(name.toLowerCase());
+    if (derived !== undefined) return { kind: "unknown", derivedNavigation: derived };
+    const loose = this.#memberStep(position, name, true);
+    if (loose !== undefined) return loose;
     if (this.version === "4.0") {
       // OData 4.01 lets bound operations in a default namespace go unqualified.
       const op = this.#unqualifiedOperation(name);
       if (op !== undefined && this.#applies(op, position)) return { kind: op.kind, name: op.name };
     }
-    const derived = this.derivedNavigations(position).get(name.toLowerCase());
-    if (derived !== undefined) return { kind: "unknown", derivedNavigation: derived };
     if (this.#chain(position.type).some((t) => t.open)) {
       return { kind: "property", name, collection: false, dynamic: true };
     }
@@ -574,19 +585,49 @@ class Model implements ServiceModel {
   derivedNavigations(position: Position): ReadonlyMap<string, string> {
     let found = this.#derivedNavigations.get(position.type);
     if (found === undefined) {
-      const own = new Set(this.#chain(position.type).flatMap((t) => [...t.navigations.keys()].map((n) => n.toLowerCase())));
+      // Exact names: a derived type's `Items` beside this type's `items` is another navigation.
+      const own = new Set(this.#chain(position.type).flatMap((t) => [...t.navigations.keys()]));
       const map = new Map<string, string>();
       for (const t of this.#types.values()) {
         if (t.name === position.type || !this.#derivesFrom(t.name, position.type)) continue;
         for (const nav of t.navigations.keys()) {
           const lower = nav.toLowerCase();
-          if (!own.has(lower) && !map.has(lower)) map.set(lower, `${t.name}/${nav}`);
+          if (!own.has(nav) && !map.has(lower)) map.set(lower, `${t.name}/${nav}`);
         }
       }
       found = map;
       this.#derivedNavigations.set(position.type, found);
     }
     return found;
+  }
+
+  derivedNavigationPaths(position: Position): readonly (readonly string[])[] {
+    const out: string[][] = [];
+    const visit = (typeName: string, prefix: string[], depth: number): void => {
+      const own = new Set(this.#chain(typeName).flatMap((t) => [...t.navigations.keys()]));
+      for (const t of this.#types.values()) {
+        if (t.name === typeName || !this.#derivesFrom(t.name, typeName)) continue;
+        // Declared on `t` itself; one inherited from a type between is that type's (visited too).
+        for (const nav of t.navigations.keys()) if (!own.has(nav)) out.push([...prefix, t.name, nav]);
+      }
+      if (depth >= 4) return;
+      // Complex properties of the type and of its derived types, whose values may be of a derived complex type.
+      for (const t of this.#types.values()) {
+        if (!this.#derivesFrom(t.name, typeName) && !this.#derivesFrom(typeName, t.name)) continue;
+        const at = this.#derivesFrom(typeName, t.name) ? prefix : [...prefix, t.name];
+        for (const [propName, def] of t.properties) {
+          const complex = this.#types.get(def.type);
+          if (complex !== undefined && complex.kind === "complex") {
+            const path = [...at, propName];
+            visit(complex.name, path, depth + 1);
+            // The complex type's own navigations, reached through a derived type's property.
+            if (at !== prefix) for (const inner of this.navigationPaths({ ...position, type: complex.name })) out.push([...path, ...inner]);
+          }
+        }
+      }
+    };
+    visit(position.type, [], 0);
+    return out;
   }
 
   #memberStep(position: Position, name: string, loose: boolean): Step | undefined {

@@ -459,7 +459,8 @@ function expandTargets(ctx: QueryContext, scope: Scope, segs: readonly string[])
     const at = prefix.scope;
     if (at.position === undefined) cannotAuthorize(at, "$expand *");
     const out: Scope[] = [];
-    for (const navPath of ctx.model!.navigationPaths(at.position)) {
+    // A derived type's navigations too: a back end may expand them on entities of that type.
+    for (const navPath of [...ctx.model!.navigationPaths(at.position), ...ctx.model!.derivedNavigationPaths(at.position)]) {
       const reached = walk(ctx, at, navPath, "$expand", false);
       out.push(reached.scope);
     }
