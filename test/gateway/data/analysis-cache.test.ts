@@ -6,16 +6,13 @@
  * before and after the others have been (exact envelopes, what was forwarded,
  * the request log's denial step and accesses).
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { AnalysisCache, MAX_ANALYSES_PER_MODEL, MAX_CACHED_TARGET } from "../../../src/gateway/data/analysis-cache.js";
 import { parseMetadata } from "../../../src/gateway/odata/metadata.js";
 import { analyzeRequest } from "../../../src/gateway/odata/request.js";
-import { json, post } from "../../../test-support/http.js";
 import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
-import { createWorld, type World } from "../../../test-support/world.js";
+import { startSalesWorld, stopSalesWorld, type SalesWorld } from "../../../test-support/sales-world.js";
 
 const Unit = suite("analysis cache");
 
@@ -51,47 +48,20 @@ Unit.run();
 
 // ---------------------------------------------------------------------------
 
-interface Ctx {
-  world: World;
-  upstream: http.Server;
-  seen: string[];
-  keys: Record<string, string>;
-}
+type Ctx = SalesWorld;
 
 const Path = suite<Ctx>("data path: answers do not depend on the analyses cached before");
 
 Path.before.each(async (ctx) => {
-  ctx.seen = [];
-  ctx.upstream = http.createServer(async (req, res) => {
-    for await (const _ of req);
-    if (req.url?.endsWith("/$metadata")) {
-      res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
-      return;
-    }
-    ctx.seen.push(`${req.method} ${req.url}`);
-    res.writeHead(200, { "content-type": "application/json" }).end('{"value":[]}');
-  });
-  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
-  const base = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/erp/`;
-  ctx.world = await createWorld();
-  const app = ctx.world.app;
-  const sys = json(await post(app, "/admin/systems", { name: "S4" })).data.id;
-  assert.is((await post(app, `/admin/systems/${sys}/instances`, { name: "prod", base_url: base })).statusCode, 201);
-  ctx.keys = {};
-  const key = async (name: string, sales: Record<string, string[]>) => {
-    const res = await post(app, "/admin/api-keys", { name, permissions: { prod: { SALES: sales } } });
-    assert.is(res.statusCode, 201, res.body);
-    ctx.keys[name] = json(res).data.key;
-  };
-  await key("wild", { "*": ["list", "get"] });
-  await key("reader", { SalesOrders: ["list", "get"], Customers: ["get"] });
-  await key("writer", { SalesOrders: ["create"], Products: ["get"] });
+  Object.assign(ctx, await startSalesWorld({
+    wild: { "*": ["list", "get"] },
+    reader: { SalesOrders: ["list", "get"], Customers: ["get"] },
+    writer: { SalesOrders: ["create"], Products: ["get"] },
+  }));
 });
 
 Path.after.each(async (ctx) => {
-  await ctx.world.close();
-  ctx.upstream.closeAllConnections();
-  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+  await stopSalesWorld(ctx);
 });
 
 const S = "/odata/prod/SALES";

@@ -12,8 +12,6 @@
  * and never answer 404 for one; and the `Authorize` RPC gives the entity
  * step's denial exactly as the data path does.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
 import fc from "fast-check";
 import { suite } from "uvu";
@@ -25,55 +23,24 @@ import { decide, stageInstance, type StageAnswer, type StageKey } from "../../..
 import { fuzzCase } from "../../../test-support/fuzz/generators.js";
 import { envInt, fuzzSeed } from "../../../test-support/fuzz/harness.js";
 import { FUZZ_UNIVERSE, SALES, metadataOf, permissionsOf, type Universe } from "../../../test-support/fuzz/model.js";
-import { json, post } from "../../../test-support/http.js";
-import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
-import { createWorld, type World } from "../../../test-support/world.js";
+import { startSalesWorld, stopSalesWorld, type SalesWorld } from "../../../test-support/sales-world.js";
 
-interface Ctx {
-  world: World;
-  upstream: http.Server;
-  /** Requests the upstream received, `$metadata` fetches left out. */
-  seen: string[];
-  /** Key name -> secret. */
-  keys: Record<string, string>;
-}
+type Ctx = SalesWorld;
 
 const Step = suite<Ctx>("data path: the entity step comes before the entity set's lookup");
 
 Step.before.each(async (ctx) => {
-  ctx.seen = [];
-  ctx.upstream = http.createServer(async (req, res) => {
-    for await (const _ of req);
-    if (req.url?.endsWith("/$metadata")) {
-      res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
-      return;
-    }
-    ctx.seen.push(`${req.method} ${req.url}`);
-    res.writeHead(200, { "content-type": "application/json" }).end('{"value":[]}');
-  });
-  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
-  const base = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/erp/`;
-  ctx.world = await createWorld();
-  const app = ctx.world.app;
-  const sys = json(await post(app, "/admin/systems", { name: "S4" })).data.id;
-  assert.is((await post(app, `/admin/systems/${sys}/instances`, { name: "prod", base_url: base })).statusCode, 201);
-  ctx.keys = {};
-  const key = async (name: string, sales: Record<string, string[]>) => {
-    const res = await post(app, "/admin/api-keys", { name, permissions: { prod: { SALES: sales } } });
-    assert.is(res.statusCode, 201, res.body);
-    ctx.keys[name] = json(res).data.key;
-  };
   // `Nope` is granted but not in the service; `Products`, `Categories`, `Search` and `ResetAll` are in it but not granted; `Secrets` is neither.
-  await key("reader", { SalesOrders: ["list", "get"], Customers: ["get"], Nope: ["list", "get"] });
-  await key("writer", { SalesOrders: ["create"], Customers: ["get"], Nope: ["get"] });
-  await key("wild", { "*": ["list", "get"] });
-  await key("cased", { products: ["list"], SalesOrders: ["list"] });
+  Object.assign(ctx, await startSalesWorld({
+    reader: { SalesOrders: ["list", "get"], Customers: ["get"], Nope: ["list", "get"] },
+    writer: { SalesOrders: ["create"], Customers: ["get"], Nope: ["get"] },
+    wild: { "*": ["list", "get"] },
+    cased: { products: ["list"], SalesOrders: ["list"] },
+  }));
 });
 
 Step.after.each(async (ctx) => {
-  await ctx.world.close();
-  ctx.upstream.closeAllConnections();
-  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+  await stopSalesWorld(ctx);
 });
 
 /** One data request and the exact answer expected. */
