@@ -243,11 +243,17 @@ async function sweep(page: Page, dialogs: Seen, mode: string): Promise<void> {
   await assertClean(page, dialogs, `${mode} logs`);
   // The hostile key's data requests (later admin calls push them off the first page).
   await page.getByLabel("API key id").fill(ctx.keyId);
+  // The filtered page's call must be answered before the rows are counted:
+  // the unfiltered list stays on screen until the view's effect clears it,
+  // and a count taken then is 0. (waitForLoadState("networkidle") does not
+  // wait for it: the URL changes by pushState, and the page's load state was
+  // reached long before.)
+  const filteredPage = page.waitForResponse(
+    (r) => new URL(r.url()).pathname === "/admin/logs" && new URL(r.url()).searchParams.get("api_key_id") === ctx.keyId,
+  );
   await page.getByRole("button", { name: "Apply filters" }).click();
   await page.waitForURL(/api_key_id=/);
-  // The filtered page's call must be answered: the unfiltered list may still
-  // show a data request, and a count taken while the list reloads is 0.
-  await page.waitForLoadState("networkidle");
+  await filteredPage;
   const details = page.getByRole("button", { name: /^Details of GET \/odata\// });
   await details.first().waitFor();
   const n = await details.count();
