@@ -35,7 +35,7 @@ export interface Config {
   readonly logRetentionDays: number;
   /**
    * Most request-log entries kept, the oldest beyond removed after each batch
-   * (`ERPLINK_LOG_MAX_ENTRIES`; default 100,000 on the embedded store, none on
+   * (`ERPLINK_LOG_MAX_ENTRIES`; default 50,000 on the embedded store, none on
    * MongoDB); undefined: no cap, only retention.
    */
   readonly logMaxEntries: number | undefined;
@@ -62,7 +62,7 @@ export class ConfigError extends Error {
 export const MIN_MASTER_KEY_LENGTH = 32;
 
 /** The request log's cap on the embedded store when `ERPLINK_LOG_MAX_ENTRIES` is unset. */
-export const DEFAULT_EMBEDDED_LOG_MAX_ENTRIES = 100_000;
+export const DEFAULT_EMBEDDED_LOG_MAX_ENTRIES = 50_000;
 /** The smallest cap accepted (a batch is up to 500 entries). */
 const MIN_LOG_MAX_ENTRIES = 1_000;
 const MAX_LOG_MAX_ENTRIES = 1_000_000_000;
@@ -167,8 +167,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`ERPLINK_METRICS_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
   }
 
-  // The embedded store holds the log in memory (about 1.3 KB an entry), so it
-  // has a cap by default; MongoDB keeps it on disk. 0: no cap.
+  // The embedded store holds the log in the JS heap (some 1.1-1.3 KB an
+  // entry, and under load V8 lets the heap grow to a few times what is
+  // live), so it has a cap by default; MongoDB keeps the log on disk. 0: no cap.
   let logMaxEntries = mongoUrl ? 0 : DEFAULT_EMBEDDED_LOG_MAX_ENTRIES;
   const logMaxEntriesText = env.ERPLINK_LOG_MAX_ENTRIES;
   if (logMaxEntriesText !== undefined && logMaxEntriesText !== "") {

@@ -1,6 +1,6 @@
 /**
  * Configuration (src/config.ts): the request log's cap,
- * ERPLINK_LOG_MAX_ENTRIES: 100,000 by default on the embedded store, none on
+ * ERPLINK_LOG_MAX_ENTRIES: 50,000 by default on the embedded store, none on
  * MongoDB, 0 for none, else 1,000 to 10⁹; anything else refused at start
  * with a message naming the variable and the value.
  */
@@ -12,10 +12,10 @@ const MONGO = { MONGODB_URL: "mongodb://127.0.0.1:27017/erplink", ERPLINK_ENCRYP
 
 const Cap = suite("config: ERPLINK_LOG_MAX_ENTRIES");
 
-Cap("unset or empty: 100,000 on the embedded store, no cap on MongoDB", () => {
-  assert.is(loadConfig({}).logMaxEntries, 100_000);
-  assert.is(loadConfig({ ERPLINK_LOG_MAX_ENTRIES: "" }).logMaxEntries, 100_000);
-  assert.is(loadConfig({ ERPLINK_DATA_DIR: ":memory:" }).logMaxEntries, 100_000);
+Cap("unset or empty: 50,000 on the embedded store, no cap on MongoDB", () => {
+  assert.is(loadConfig({}).logMaxEntries, 50_000);
+  assert.is(loadConfig({ ERPLINK_LOG_MAX_ENTRIES: "" }).logMaxEntries, 50_000);
+  assert.is(loadConfig({ ERPLINK_DATA_DIR: ":memory:" }).logMaxEntries, 50_000);
   assert.is(loadConfig(MONGO).logMaxEntries, undefined);
   assert.is(loadConfig({ ...MONGO, ERPLINK_LOG_MAX_ENTRIES: "" }).logMaxEntries, undefined);
 });

@@ -13,6 +13,7 @@ import {
   createStore,
   DuplicateKeyError,
   type InstanceRecord,
+  type LogQuery,
   type Store,
   type SystemRecord,
 } from "../../src/store/index.js";
@@ -224,13 +225,13 @@ async function declaredIndexes(file: string): Promise<string[]> {
     .sort();
 }
 
-persistence("request_logs: the embedded store keeps the timestamp, requestId and expiresAt indexes only (not apiKeyId, instance, status)", async ({ dir }) => {
+persistence("request_logs: the embedded store keeps the expiresAt index only (and nedb's _id), not timestamp, apiKeyId, instance, requestId, status", async ({ dir }) => {
   const store = await openAt(dir);
   await store.close();
-  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt", "requestId", "timestamp"]);
+  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt"]);
 });
 
-persistence("request_logs: a data file with an earlier release's apiKeyId, instance and status indexes loses them on open; filters on those fields still match", async ({ dir }) => {
+persistence("request_logs: a data file with an earlier release's six indexes keeps only expiresAt after open; filters on the others' fields still match", async ({ dir }) => {
   const id = createIdGenerator(() => T0)("log");
   const index = (fieldName: string) => JSON.stringify({ $$indexCreated: { fieldName, unique: false, sparse: false } });
   const doc = {
@@ -263,14 +264,17 @@ persistence("request_logs: a data file with an earlier release's apiKeyId, insta
   assert.equal(await declaredIndexes(join(dir, "request_logs.db")), [...fields].sort(), "precondition");
   const store = await openAt(dir);
   try {
-    const match = async (q: { apiKeyId?: string; instance?: string; status?: { gte: number; lt: number } }) =>
-      (await store.logs.query({ limit: 10, ...q })).items.map((r) => r.requestId);
-    assert.equal(await match({ apiKeyId: doc.apiKeyId, instance: "prod", status: { gte: 200, lt: 300 } }), ["req-old"]);
+    const match = async (q: Omit<LogQuery, "limit">) => (await store.logs.query({ limit: 10, ...q })).items.map((r) => r.requestId);
+    assert.equal(
+      await match({ apiKeyId: doc.apiKeyId, instance: "prod", status: { gte: 200, lt: 300 }, requestId: "req-old", from: T0, to: T1 }),
+      ["req-old"],
+    );
     assert.equal(await match({ instance: "dev" }), []);
+    assert.equal(await match({ requestId: "req-new" }), []);
   } finally {
     await store.close();
   }
-  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt", "requestId", "timestamp"]);
+  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt"]);
 });
 
 persistence.run();
