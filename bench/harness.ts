@@ -15,10 +15,13 @@ import { BACKEND_PASSWORD, BACKEND_USER, ENTITY_SET, SERVICE } from "./proxy-bac
 import type { LoadCommand, LoadResult } from "./proxy-load.js";
 import { freePort } from "../test-support/e2e.js";
 
+/** The repository root (erplink runs from here unless told otherwise). */
 export const REPO = fileURLToPath(new URL("..", import.meta.url));
+/** The master key every erplink of a benchmark starts with. */
 export const MASTER_KEY = "erpl_bench_master_key_0123456789abcdefghijklmno";
 /** The data rate limits: far above what the run sends, so the limiter counts every request but never refuses. */
 export const DATA_LIMIT = 1_000_000_000;
+/** The instance the benchmark's data key may use (its back end is bench/proxy-backend.ts). */
 export const INSTANCE = "bench";
 
 /** A server process of the benchmark. */
@@ -32,6 +35,7 @@ export interface Server {
   stop(): Promise<void>;
 }
 
+/** Follows a started process: its stderr's tail, and a stop that waits for its exit. */
 export function track(name: string, child: ChildProcess, port: number): Server {
   let err = "";
   child.stderr?.setEncoding("utf8");
@@ -206,6 +210,7 @@ export async function runWrk(url: string, headers: Readonly<Record<string, strin
   };
 }
 
+/** wrk's Lua `done` hook for {@link runWrk}: one `BENCH {…}` JSON line with the counts and percentiles. */
 export const WRK_SCRIPT = `
 done = function(summary, latency, requests)
   io.write(string.format('BENCH {"requests":%d,"duration_us":%d,"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"p50_us":%d,"p99_us":%d}\\n',
@@ -214,6 +219,7 @@ done = function(summary, latency, requests)
 end
 `;
 
+/** Whether wrk is on the PATH. */
 export function hasWrk(): boolean {
   return (process.env.PATH ?? "").split(":").some((d) => d !== "" && existsSync(join(d, "wrk")));
 }

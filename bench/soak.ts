@@ -44,6 +44,7 @@ import {
   startErplink,
   startNodeServer,
   type Measured,
+  type RequestLogHealth,
   type Server,
 } from "./harness.js";
 import { intOption, runBench } from "./lib.js";
@@ -72,12 +73,12 @@ function rssOf(pid: number): number {
 }
 
 /** The request log's part of /healthz. */
-async function requestLog(base: string): Promise<{ queued: number; written: number; dropped: number; evicted?: number; entries?: number | null }> {
+async function requestLog(base: string): Promise<RequestLogHealth> {
   const res = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5000) });
-  return ((await res.json()) as { data: { request_log: { queued: number; written: number; dropped: number; evicted?: number; entries?: number | null } } }).data.request_log;
+  return ((await res.json()) as { data: { request_log: RequestLogHealth } }).data.request_log;
 }
 
-/** Every unlabelled or labelled sample of /metrics whose name matches, as `name{labels} value`. */
+/** The samples of /metrics whose name (with its labels) matches, by `name{labels}`. */
 async function metricLines(base: string, pattern: RegExp): Promise<Map<string, number>> {
   const text = await (await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   const found = new Map<string, number>();
