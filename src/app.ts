@@ -95,6 +95,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     adminLimits: config.adminLimits,
     dataLimits: config.dataLimits,
     logRetentionMs: config.logRetentionDays * 86_400_000,
+    logMaxEntries: config.logMaxEntries,
     auditRetentionMs: config.auditRetentionDays === undefined ? undefined : config.auditRetentionDays * 86_400_000,
     sessionIdleMs: config.sessionIdleMinutes * 60_000,
     sessionMaxMs: config.sessionMaxHours * 3_600_000,

@@ -3,7 +3,7 @@
  * files it keeps, and the store contract on a file-backed store.
  */
 import { rmSync } from "node:fs";
-import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -13,6 +13,7 @@ import {
   createStore,
   DuplicateKeyError,
   type InstanceRecord,
+  type LogQuery,
   type Store,
   type SystemRecord,
 } from "../../src/store/index.js";
@@ -213,6 +214,67 @@ persistence("close compacts the data file to one line per live document", async 
     docs.map((d) => [d._id, d.description]),
     [[data.systems[0].id, "three"]],
   );
+});
+
+/** The indexes a compacted nedb data file declares (`$$indexCreated` lines), by field. */
+async function declaredIndexes(file: string): Promise<string[]> {
+  const lines = (await readFile(file, "utf8")).split("\n").filter((l) => l !== "");
+  return lines
+    .map((l) => JSON.parse(l) as { $$indexCreated?: { fieldName: string } })
+    .flatMap((d) => (d.$$indexCreated === undefined ? [] : [d.$$indexCreated.fieldName]))
+    .sort();
+}
+
+persistence("request_logs: the embedded store keeps the expiresAt index only (and nedb's _id), not timestamp, apiKeyId, instance, requestId, status", async ({ dir }) => {
+  const store = await openAt(dir);
+  await store.close();
+  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt"]);
+});
+
+persistence("request_logs: a data file with an earlier release's six indexes keeps only expiresAt after open; filters on the others' fields still match", async ({ dir }) => {
+  const id = createIdGenerator(() => T0)("log");
+  const index = (fieldName: string) => JSON.stringify({ $$indexCreated: { fieldName, unique: false, sparse: false } });
+  const doc = {
+    _id: id,
+    requestId: "req-old",
+    timestamp: { $$date: T0.getTime() },
+    apiKeyId: "key_01KA0000000000000000000000",
+    sessionId: "",
+    method: "GET",
+    path: "/admin/systems",
+    status: 200,
+    durationMs: 1,
+    instance: "prod",
+    service: "",
+    accesses: [],
+    accessKeys: [],
+    denialStep: "",
+    errorCode: "",
+    errorMessage: "",
+    upstreamStatus: 0,
+    upstreamDurationMs: 0,
+    clientIp: "127.0.0.1",
+    userAgent: "ua",
+    upstreamMethod: "",
+    upstreamUrl: "",
+    expiresAt: { $$date: T0.getTime() + 86_400_000 },
+  };
+  const fields = ["timestamp", "apiKeyId", "instance", "requestId", "status", "expiresAt"];
+  await writeFile(join(dir, "request_logs.db"), [JSON.stringify(doc), ...fields.map(index)].join("\n") + "\n");
+  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), [...fields].sort(), "precondition");
+  const store = await openAt(dir);
+  try {
+    const match = async (q: Omit<LogQuery, "limit">) => (await store.logs.query({ limit: 10, ...q })).items.map((r) => r.requestId);
+    assert.equal(
+      await match({ apiKeyId: doc.apiKeyId, instance: "prod", status: { gte: 200, lt: 300 }, requestId: "req-old", from: T0, to: T1 }),
+      ["req-old"],
+    );
+    assert.equal(await match({ instance: "dev" }), []);
+    assert.equal(await match({ requestId: "req-new" }), []);
+  } finally {
+    await store.close();
+  }
+  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt"]);
 });
 
 persistence.run();
