@@ -56,7 +56,7 @@ const KEYS: readonly Universe["grants"][] = [
   { SALES: { orders: ["list", "get"], Customers: ["list", "get"] } },
 ];
 
-/** The universe the oracle checks a key against: its grants, `*` written out as every entity set of the service. */
+/** The universe the oracle checks a key against: its grants, `*` written out as every entity set of the service (and kept). */
 function universeOf(grants: Universe["grants"]): Universe {
   const expanded = Object.fromEntries(
     Object.entries(grants).map(([service, sets]) => {
@@ -64,6 +64,8 @@ function universeOf(grants: Universe["grants"]): Universe {
       const out: Record<string, readonly string[]> = {};
       for (const [set, ops] of Object.entries(sets)) {
         for (const name of set === "*" ? all : [set]) out[name] = [...new Set([...(out[name] ?? []), ...ops])];
+        // Kept as well: with `*` the key may touch any name, one the service lacks too (a 404, not a 403, for it).
+        if (set === "*") out["*"] = ops;
       }
       return [service, out];
     }),
