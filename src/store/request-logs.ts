@@ -109,8 +109,25 @@ function fromDoc(d: Document): RequestLogRecord {
   };
 }
 
-/** Storage port of the request log. */
-export class RequestLogStore {
+/**
+ * Storage port of the request log, as its callers (the writer, the log
+ * service, the purge) use it. Two implementations: {@link RequestLogStore}
+ * over a document collection (MongoDB), and the embedded store's capped
+ * in-memory log (`./memory-request-log.ts`).
+ */
+export interface RequestLogPort {
+  /** Writes a batch of entries (ids are new; normally ascending). */
+  append(records: readonly RequestLogRecord[]): Promise<void>;
+  /** The entry with this id, or undefined. */
+  get(id: string): Promise<RequestLogRecord | undefined>;
+  /** Matching entries, newest (highest id) first, at most `limit`; `more` when others match. */
+  query(q: LogQuery): Promise<Page<RequestLogRecord>>;
+  /** Removes the entries whose `expiresAt` is before `now`; returns how many. */
+  purge(now: Date): Promise<number>;
+}
+
+/** The request log over a document collection (MongoDB; nedb before the capped log). */
+export class RequestLogStore implements RequestLogPort {
   constructor(private readonly collection: DocumentCollection) {}
 
   /** Writes a batch of entries. */
@@ -160,6 +177,9 @@ export class RequestLogStore {
     return this.collection.deleteBefore("expiresAt", now);
   }
 }
+
+/** An entry as a document stores it (also how the embedded store's capped log migrates an old nedb file). */
+export { fromDoc as requestLogFromDoc };
 
 /** Opens the request log on a backend. */
 export async function openRequestLogStore(backend: StoreBackend): Promise<RequestLogStore> {

@@ -189,7 +189,7 @@ persistence("creates a missing data directory and keeps one file per collection"
     "audit_entries.db",
     "instances.db",
     "rate_windows.db",
-    "request_logs.db",
+    "request_logs.jsonl",
     "sessions.db",
     "system_deletions.db",
     "systems.db",
