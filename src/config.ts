@@ -33,6 +33,12 @@ export interface Config {
   readonly encryptionKey: Buffer | undefined;
   /** How long request-log entries are kept (days). */
   readonly logRetentionDays: number;
+  /**
+   * Most request-log entries kept, the oldest beyond removed after each batch
+   * (`ERPLINK_LOG_MAX_ENTRIES`; default 50,000 on the embedded store, none on
+   * MongoDB); undefined: no cap, only retention.
+   */
+  readonly logMaxEntries: number | undefined;
   /** How long audit entries are kept (days); undefined keeps them for ever. */
   readonly auditRetentionDays: number | undefined;
   /** A session unused this long ends (minutes). */
@@ -54,6 +60,12 @@ export class ConfigError extends Error {
 
 /** Minimum length of a configured master key. */
 export const MIN_MASTER_KEY_LENGTH = 32;
+
+/** The request log's cap on the embedded store when `ERPLINK_LOG_MAX_ENTRIES` is unset. */
+export const DEFAULT_EMBEDDED_LOG_MAX_ENTRIES = 50_000;
+/** The smallest cap accepted (a batch is up to 500 entries). */
+const MIN_LOG_MAX_ENTRIES = 1_000;
+const MAX_LOG_MAX_ENTRIES = 1_000_000_000;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -155,6 +167,22 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(`ERPLINK_METRICS_TOKEN must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`);
   }
 
+  // The embedded store holds the log in the JS heap (some 1.1-1.3 KB an
+  // entry, and under load V8 lets the heap grow to a few times what is
+  // live), so it has a cap by default; MongoDB keeps the log on disk. 0: no cap.
+  let logMaxEntries = mongoUrl ? 0 : DEFAULT_EMBEDDED_LOG_MAX_ENTRIES;
+  const logMaxEntriesText = env.ERPLINK_LOG_MAX_ENTRIES;
+  if (logMaxEntriesText !== undefined && logMaxEntriesText !== "") {
+    const n = Number(logMaxEntriesText);
+    if (/^\d+$/.test(logMaxEntriesText) && (n === 0 || (n >= MIN_LOG_MAX_ENTRIES && n <= MAX_LOG_MAX_ENTRIES))) {
+      logMaxEntries = n;
+    } else {
+      problems.push(
+        `ERPLINK_LOG_MAX_ENTRIES must be 0 (no cap) or an integer from ${MIN_LOG_MAX_ENTRIES} to ${MAX_LOG_MAX_ENTRIES} (got "${logMaxEntriesText}")`,
+      );
+    }
+  }
+
   const config: Config = {
     host: env.HOST || "localhost",
     port: int("PORT", 8080, 0, 65535),
@@ -184,6 +212,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
     encryptionKey,
     logRetentionDays: int("ERPLINK_LOG_RETENTION_DAYS", 30, 1, 3650),
+    logMaxEntries: logMaxEntries === 0 ? undefined : logMaxEntries,
     // Unset or empty: unlimited. The audit trail is never purged by the request log's retention.
     auditRetentionDays: env.ERPLINK_AUDIT_RETENTION_DAYS ? int("ERPLINK_AUDIT_RETENTION_DAYS", 0, 1, 36_500) : undefined,
     sessionIdleMinutes: int("ERPLINK_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),

@@ -600,6 +600,41 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     }
   });
 
+  test("collection.keepNewest removes the lowest ids, at most `most` per call, after inserts in and out of order, upserts, deletes and a purge", async (ctx) => {
+    const coll = plainCollectionOf(storeOf(ctx));
+    const ids = async () => (await coll.list({}, { limit: 100 })).map((d) => d._id);
+    const at = (s: number) => new Date(T0.getTime() + s * 1000);
+    await coll.insertMany(["k05", "k06", "k07", "k08", "k09"].map((id, i) => ({ _id: id, at: at(5 + i) })));
+    assert.equal(await coll.keepNewest(100, 10), { removed: 0, remaining: 5 });
+    // Older ids after newer ones.
+    await coll.insertMany(["k00", "k01", "k02", "k03", "k04"].map((id, i) => ({ _id: id, at: at(i) })));
+    assert.equal(await coll.keepNewest(8, 1), { removed: 1, remaining: 9 }, "most: one at a time");
+    assert.equal(await ids(), ["k01", "k02", "k03", "k04", "k05", "k06", "k07", "k08", "k09"]);
+    // An upsert creates k10 (dated before the others) and one adds to k09; one insert of a newer id.
+    await coll.incrementMany([
+      { id: "k10", inc: { n: 1 }, set: { at: at(0) } },
+      { id: "k09", inc: { n: 1 }, set: {} },
+    ]);
+    await coll.insert({ _id: "k11", at: at(11) });
+    assert.equal(await coll.keepNewest(9, 10), { removed: 2, remaining: 9 });
+    assert.equal(await ids(), ["k03", "k04", "k05", "k06", "k07", "k08", "k09", "k10", "k11"]);
+    // One upsert of an id among the oldest.
+    assert.is(await coll.increment("k035", "n", 1, { at: at(3) }), 1);
+    assert.equal(await coll.keepNewest(9, 10), { removed: 1, remaining: 9 });
+    assert.equal(await ids(), ["k035", "k04", "k05", "k06", "k07", "k08", "k09", "k10", "k11"]);
+    // A delete of the newest.
+    assert.ok(await coll.delete("k11"));
+    assert.equal(await coll.keepNewest(7, 10), { removed: 1, remaining: 7 });
+    assert.equal(await ids(), ["k04", "k05", "k06", "k07", "k08", "k09", "k10"]);
+    // A purge by date that takes an old id and a new one.
+    assert.is(await coll.deleteBefore("at", at(5)), 2, "k04 and k10");
+    assert.equal(await coll.keepNewest(4, 10), { removed: 1, remaining: 4 });
+    assert.equal(await ids(), ["k06", "k07", "k08", "k09"]);
+    assert.equal(await coll.keepNewest(0, 3), { removed: 3, remaining: 1 });
+    assert.equal(await coll.keepNewest(0, 3), { removed: 1, remaining: 0 });
+    assert.equal(await coll.keepNewest(0, 3), { removed: 0, remaining: 0 });
+  });
+
   test("injection: incrementMany throws TypeError on an object id and changes nothing", async (ctx) => {
     const coll = plainCollectionOf(storeOf(ctx));
     await coll.incrementMany([{ id: "a", inc: { n: 1 }, set: {} }]);

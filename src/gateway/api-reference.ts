@@ -34,7 +34,9 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 /** Whether a request URL is `/api-reference` or below it, as the router reads paths (percent-decoded). */
 function underApiReference(url: string): boolean {
-  // Most requests: neither the prefix nor any percent-encoding that could decode to it.
+  // Most requests: a path whose first character decodes to anything but `a` (only `a` or a percent-escape can).
+  const first = url.charCodeAt(1);
+  if (first !== 97 /* a */ && first !== 37 /* % */) return false;
   if (!url.startsWith("/api-reference") && !url.includes("%")) return false;
   const path = url.split("?")[0]!;
   let decoded = path;

@@ -108,6 +108,9 @@ async function build(): Promise<Bundle> {
  * paths (percent-decoded: `/%64ashboard/` is served the page too).
  */
 function underDashboard(url: string): boolean {
+  // Most requests: a path whose first character decodes to anything but `d` (only `d` or a percent-escape can).
+  const first = url.charCodeAt(1);
+  if (first !== 100 /* d */ && first !== 37 /* % */) return false;
   const path = url.split("?")[0]!;
   let decoded = path;
   try {
@@ -150,8 +153,10 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
   // On every answer under /dashboard, its own routes' and the gateway's 404
   // and 405 answers alike (a path under /dashboard that no route serves is
   // answered by the root's not-found handler, outside the scope below).
-  app.addHook("onSend", async (req, reply) => {
-    reply.headers(dashboardHeaders(req.url));
+  // A callback, not a promise: it runs on every request (issue #14).
+  app.addHook("onSend", (req, reply, _payload, done) => {
+    if (underDashboard(req.url)) reply.headers(SECURITY_HEADERS);
+    done();
   });
   await app.register(async (scope) => {
     scope.get("/dashboard", async (req, reply) => {

@@ -154,7 +154,7 @@ export interface StoreMetrics {
 /** State read when metrics are scraped, never pushed from the request path. */
 export interface MetricSources {
   /** The request log's queue (`LogWriter.stats()`). */
-  readonly requestLog?: () => { readonly queued: number; readonly written: number; readonly dropped: number };
+  readonly requestLog?: () => { readonly queued: number; readonly written: number; readonly dropped: number; readonly evicted: number };
   /** The API key cache (`KeyRegistry.stats()`). */
   readonly apiKeys?: () => {
     readonly known: number;

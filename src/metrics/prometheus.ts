@@ -102,6 +102,7 @@ export const STORE_OPERATIONS = [
   "deleteBefore",
   "incrementMany",
   "getMany",
+  "keepNewest",
 ] as const;
 const STORE_ERRORS: readonly StoreErrorKind[] = ["unavailable", "duplicate_key", "other"];
 
@@ -450,6 +451,15 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
     collect() {
       this.reset();
       this.inc(sources.requestLog?.().dropped ?? 0);
+    },
+  });
+  new Counter({
+    name: "erplink_request_log_evicted_total",
+    help: "Request-log entries removed, oldest first, to keep the log within ERPLINK_LOG_MAX_ENTRIES (not an error).",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(sources.requestLog?.().evicted ?? 0);
     },
   });
   new Gauge({

@@ -9,7 +9,7 @@
  * (which a browser keeps in an HttpOnly cookie). Pure functions: the
  * gateway checks cookie requests with them.
  */
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, hash, timingSafeEqual } from "node:crypto";
 import { secretFormat } from "./secret-format.js";
 
 const SESSION = secretFormat("erpls_");
@@ -33,7 +33,7 @@ export function isWellFormedSessionToken(token: string): boolean {
 
 /** The hex SHA-256 hash under which a session is stored. */
 export function hashSessionToken(token: string): string {
-  return createHash("sha256").update(token, "utf8").digest("hex");
+  return hash("sha256", token, "hex");
 }
 
 /** The CSRF token of a session: base64url of HMAC-SHA256(key = session token, "erplink csrf v1"). */

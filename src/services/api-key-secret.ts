@@ -4,7 +4,7 @@
  * secret scanners) reject a mistyped or made-up token without a lookup.
  * Only the SHA-256 hash of a secret is stored.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { secretFormat } from "../schema/secret-format.js";
 
 const API_KEY = secretFormat("erpl_");
@@ -24,5 +24,6 @@ export function isWellFormedApiKey(token: string): boolean {
 
 /** The hex SHA-256 hash under which a secret's key is stored. */
 export function hashApiKey(secret: string): string {
-  return createHash("sha256").update(secret, "utf8").digest("hex");
+  // One-shot (no Hash object): runs for every request that presents a key.
+  return hash("sha256", secret, "hex");
 }

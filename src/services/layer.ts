@@ -35,6 +35,8 @@ export interface ServiceLayerOptions extends Omit<ServiceSettings, "onBackground
   readonly log: ErrorLog;
   /** How long request-log entries are kept (ms). */
   readonly logRetentionMs: number;
+  /** Most request-log entries kept (the oldest beyond go after each batch); undefined: only retention bounds the log. */
+  readonly logMaxEntries?: number;
 }
 
 /** The assembled service layer. */
@@ -102,6 +104,7 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     store: store.logs,
     newId: deps.newId,
     retentionMs: options.logRetentionMs,
+    maxEntries: options.logMaxEntries,
     maxQueued: 10_000,
     batchSize: 500,
     onProblem: (fields, message) => options.log.error(fields, message),

@@ -5,6 +5,11 @@
  * bound are dropped, counted and reported. A graceful stop writes what is
  * queued.
  *
+ * With `maxEntries`, the log is kept to that many entries: after each batch
+ * the oldest beyond it are removed from the store (not an error: counted as
+ * evicted), so that a store holding the log in memory (the embedded one)
+ * stays bounded under sustained load, whatever the retention.
+ *
  * With `rollups`, each batch written to the log is also folded into the
  * usage rollups (counts per hour and day, see ./rollups.ts), which are
  * written right after it: a batch is counted once it is in the log, and
@@ -28,6 +33,8 @@ export interface LogWriterOptions {
   readonly maxQueued: number;
   /** Most entries per write. */
   readonly batchSize: number;
+  /** Most entries the log keeps (the oldest beyond go after each batch); none: only retention bounds it. */
+  readonly maxEntries?: number;
   /** Reports failed writes and drops (never on the request path). */
   readonly onProblem: (fields: Record<string, unknown>, message: string) => void;
   /** Where usage rollups go; none are kept without it. */
@@ -42,7 +49,12 @@ export interface LogWriterOptions {
 export interface LogWriterStats {
   readonly queued: number;
   readonly written: number;
+  /** Entries lost before they were written: the queue was full. */
   readonly dropped: number;
+  /** Written entries removed to keep the log within `maxEntries` (oldest first). */
+  readonly evicted: number;
+  /** With `maxEntries`: the entries the log held after it was last trimmed; null before that, or without a cap. */
+  readonly entries: number | null;
 }
 
 /** Batches request-log entries into the store. */
@@ -51,6 +63,8 @@ export class LogWriter {
   private written = 0;
   private dropped = 0;
   private droppedReported = 0;
+  private evicted = 0;
+  private entries: number | null = null;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private readonly rollups: RollupBuffer | undefined;
@@ -79,7 +93,13 @@ export class LogWriter {
 
   /** Counters, for health reporting (`queued` includes a batch being written). */
   stats(): LogWriterStats {
-    return { queued: this.queue.length + this.inFlight, written: this.written, dropped: this.dropped };
+    return {
+      queued: this.queue.length + this.inFlight,
+      written: this.written,
+      dropped: this.dropped,
+      evicted: this.evicted,
+      entries: this.entries,
+    };
   }
 
   /** Writes the queue in batches (one flush at a time); on failure keeps the rest queued. */
@@ -93,6 +113,8 @@ export class LogWriter {
       this.options.onProblem({ dropped: this.dropped - this.droppedReported, total: this.dropped }, "request log entries dropped: the queue was full");
       this.droppedReported = this.dropped;
     }
+    // The first flush trims what an earlier run (or a larger cap) left.
+    if (this.entries === null) await this.trim();
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.options.batchSize);
       this.inFlight = batch.length;
@@ -112,6 +134,7 @@ export class LogWriter {
       }
       this.inFlight = 0;
       this.written += batch.length;
+      await this.trim();
       this.rollups?.fold(batch);
       if (!(await this.writeRollups())) return;
       // Let requests run between batches: an embedded store writes
@@ -120,6 +143,19 @@ export class LogWriter {
     }
     // Counts an earlier failure left behind.
     await this.writeRollups();
+  }
+
+  /** Keeps the log within `maxEntries`; a failure is reported and the next batch tries again. */
+  private async trim(): Promise<void> {
+    const max = this.options.maxEntries;
+    if (max === undefined) return;
+    try {
+      const { removed, remaining } = await this.options.store.trim(max);
+      this.evicted += removed;
+      this.entries = remaining;
+    } catch (err) {
+      this.options.onProblem({ err }, "request log trim failed; will retry after the next batch");
+    }
   }
 
   /** Writes the pending rollups; on failure keeps them for the next write and says so. */
@@ -146,6 +182,7 @@ export class LogWriter {
   start(intervalMs: number): void {
     this.timer = setInterval(() => void this.flush(), intervalMs);
     this.timer.unref();
+    if (this.options.maxEntries !== undefined) void this.flush();
   }
 
   /** Stops the timer and writes what is queued, waiting at most `timeoutMs`. */

@@ -15,12 +15,22 @@ export type Where = Readonly<Record<string, Scalar>>;
 /** A stored document. `_id` is the resource's id. */
 export type Document = { _id: string } & Record<string, unknown>;
 
+/** Which database an adapter speaks. */
+export type StoreKind = "embedded" | "mongodb";
+
 /** A named index on one top-level field. */
 export interface IndexSpec {
   /** Index name, as the database reports it (`<collection>_<field>_unique`). */
   readonly name: string;
   readonly field: string;
   readonly unique: boolean;
+  /**
+   * The stores that keep this index (default: every store). An index that
+   * does not pay on one store is declared for the others only, e.g. one on
+   * a field with few distinct values, which nedb keeps in memory and
+   * updates at a cost that grows with the documents sharing a value.
+   */
+  readonly stores?: readonly StoreKind[];
 }
 
 /** What an aggregate declares about its collection. */
@@ -83,6 +93,13 @@ export interface DocumentCollection {
   /** Removes every document whose date `field` is before `date`; returns how many. */
   deleteBefore(field: string, date: Date): Promise<number>;
   /**
+   * Removes the oldest documents (lowest ids) until at most `keep` remain,
+   * but no more than `most` in this call; returns how many it removed and
+   * how many remain (on MongoDB from the collection's estimated count, so
+   * about that many when other processes write at the same time).
+   */
+  keepNewest(keep: number, most: number): Promise<{ readonly removed: number; readonly remaining: number }>;
+  /**
    * Adds to numeric fields of several documents, creating the absent ones,
    * in as few round trips as the database allows. Each document's change is
    * atomic; the batch is not (on failure some documents may be changed).
@@ -94,7 +111,7 @@ export interface DocumentCollection {
 
 /** A database as the aggregates see it. */
 export interface StoreBackend {
-  readonly kind: "embedded" | "mongodb";
+  readonly kind: StoreKind;
   /** Embedded: the directory of its files, or `:memory:`; stores that keep files of their own (the request log) keep them there. */
   readonly dataDir?: string;
   /** Opens (creating its indexes idempotently) one collection. */
@@ -143,9 +160,14 @@ export function uniqueIndex(collection: string, field: string): IndexSpec {
   return { name: `${collection}_${field}_unique`, field, unique: true };
 }
 
-/** Builds the name of a plain index on `field` of `collection`. */
-export function plainIndex(collection: string, field: string): IndexSpec {
-  return { name: `${collection}_${field}`, field, unique: false };
+/** Builds the name of a plain index on `field` of `collection`, kept by `stores` (default: every store). */
+export function plainIndex(collection: string, field: string, stores?: readonly StoreKind[]): IndexSpec {
+  return stores === undefined ? { name: `${collection}_${field}`, field, unique: false } : { name: `${collection}_${field}`, field, unique: false, stores };
+}
+
+/** Whether a store of `kind` keeps `index`. */
+export function keptBy(index: IndexSpec, kind: StoreKind): boolean {
+  return index.stores === undefined || index.stores.includes(kind);
 }
 
 /**

@@ -60,14 +60,14 @@ export type StoreOptions =
   | {
       readonly kind: "embedded";
       readonly dataDir: string;
-      /** Most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts). */
+      /** Most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts; `Infinity`: no cap). */
       readonly logMaxEntries?: number;
     }
   | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
 
 /** Options of {@link openStore}. */
 export interface OpenStoreOptions {
-  /** Embedded: most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts). */
+  /** Embedded: most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts; `Infinity`: no cap). */
   readonly logMaxEntries?: number;
 }
 

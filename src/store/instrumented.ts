@@ -94,6 +94,9 @@ class InstrumentedCollection implements DocumentCollection {
   deleteBefore(field: string, date: Date): Promise<number> {
     return this.timed("deleteBefore", performance.now(), this.inner.deleteBefore(field, date));
   }
+  keepNewest(keep: number, most: number): Promise<{ removed: number; remaining: number }> {
+    return this.timed("keepNewest", performance.now(), this.inner.keepNewest(keep, most));
+  }
   incrementMany(increments: readonly Increment[]): Promise<void> {
     return this.timed("incrementMany", performance.now(), this.inner.incrementMany(increments));
   }

@@ -35,12 +35,13 @@ import { requestLogFromDoc, type LogQuery, type RequestLogPort, type RequestLogR
 const Datastore = nedbModule as unknown as typeof nedbModule.default;
 
 /**
- * Entries kept when no cap is given. A data request's entry takes about
- * 1.5 KB of heap (`bench/memory-request-log.ts`: a 120-character path, a
- * 170-character URL sent upstream, a browser's user agent, one access; 1 KB
- * as a line of the file), so the log holds at most some 150 MB.
+ * Entries kept when no cap is given (as `ERPLINK_LOG_MAX_ENTRIES`'s default
+ * on the embedded store). A data request's entry takes about 1.5 KB of heap
+ * (`bench/memory-request-log.ts`: a 120-character path, a 170-character URL
+ * sent upstream, a browser's user agent, one access; 1 KB as a line of the
+ * file), so some 75 MB at this cap.
  */
-export const DEFAULT_MAX_ENTRIES = 100_000;
+export const DEFAULT_MAX_ENTRIES = 50_000;
 
 /** The file of the entries, in the data directory. */
 export const REQUEST_LOG_FILE = "request_logs.jsonl";
@@ -62,7 +63,7 @@ const READ_CHUNK = 1 << 20;
 
 /** Options of {@link openMemoryRequestLog}. */
 export interface MemoryRequestLogOptions {
-  /** Most entries kept (default {@link DEFAULT_MAX_ENTRIES}); beyond it the oldest go first. */
+  /** Most entries kept (default {@link DEFAULT_MAX_ENTRIES}; `Infinity`: no cap); beyond it the oldest go first. */
   readonly maxEntries?: number;
   /** Directory of {@link REQUEST_LOG_FILE}; absent or `:memory:` keeps nothing on disk. */
   readonly dataDir?: string;
@@ -118,6 +119,8 @@ export class MemoryRequestLog implements RequestLogPort {
   private head = 0;
   private size = 0;
   private evicted = 0;
+  /** Entries the cap removed since {@link trim} last reported. */
+  private evictedUnreported = 0;
   /** Whether `expiresAt` never decreases from oldest to newest, so that a purge only looks at the front. */
   private expiryOrdered = true;
   private readonly maxEntries: number;
@@ -135,7 +138,8 @@ export class MemoryRequestLog implements RequestLogPort {
   /** A log with nothing loaded yet; {@link openMemoryRequestLog} also reads the data directory. */
   constructor(options: Omit<MemoryRequestLogOptions, "clock"> = {}) {
     const max = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
-    if (!Number.isSafeInteger(max) || max < 1) throw new RangeError(`maxEntries must be a positive integer, not ${max}`);
+    if (!(Number.isSafeInteger(max) || max === Infinity) || max < 1)
+      throw new RangeError(`maxEntries must be a positive integer or Infinity, not ${max}`);
     this.maxEntries = max;
     // Grown by doubling as entries come (up to the power of two holding the cap).
     let capacity = 1;
@@ -226,9 +230,26 @@ export class MemoryRequestLog implements RequestLogPort {
     });
   }
 
+  async trim(maxEntries: number): Promise<{ removed: number; remaining: number }> {
+    const take = (): number => {
+      const removed = this.evictedUnreported + this.keepNewest(maxEntries);
+      this.evictedUnreported = 0;
+      return removed;
+    };
+    if (this.file === undefined || this.size <= maxEntries) return { removed: take(), remaining: this.size };
+    const file = this.file;
+    // Written down first, as a purge is, for a reopen's replay.
+    return this.serial(async () => {
+      if (this.size > maxEntries) await this.writeLines(file, `${JSON.stringify({ keep: maxEntries })}\n`, 1);
+      const removed = take();
+      this.compactIfLarge();
+      return { removed, remaining: this.size };
+    });
+  }
+
   // ---------------------------------------------------------- beyond the port
 
-  /** Counters: entries held, the cap, what it removed, the file. */
+  /** Counters: entries held, the cap, what it removed (not counting {@link trim}'s own), the file. */
   stats(): MemoryRequestLogStats {
     return {
       entries: this.size,
@@ -274,6 +295,7 @@ export class MemoryRequestLog implements RequestLogPort {
       const read = parseLine(line);
       if (read === undefined) this.loaded.unreadable++;
       else if (read instanceof Date) this.loaded.expired += this.removeExpired(read.getTime());
+      else if (typeof read === "number") this.evicted += this.keepNewest(read);
       else take(read);
     });
     this.fileLines = this.loaded.lines;
@@ -302,6 +324,7 @@ export class MemoryRequestLog implements RequestLogPort {
     }
     this.loaded.overCap = this.evicted - evictedBefore;
     this.evicted = evictedBefore;
+    this.evictedUnreported = 0;
     if (legacyDocs !== undefined) {
       // Everything kept goes into the new file before the old one is removed;
       // a crash in between reads both again (duplicates are read once).
@@ -382,6 +405,7 @@ export class MemoryRequestLog implements RequestLogPort {
     if (this.size === this.maxEntries) {
       this.dropFront();
       this.evicted++;
+      this.evictedUnreported++;
     } else if (this.size === this.buf.length) {
       this.grow();
     }
@@ -394,6 +418,7 @@ export class MemoryRequestLog implements RequestLogPort {
   private insertAt(i: number, r: RequestLogRecord): void {
     if (this.size === this.maxEntries) {
       this.evicted++;
+      this.evictedUnreported++;
       // Older than every entry of a full log: the cap takes it at once.
       if (i === 0) return;
       this.dropFront();
@@ -422,6 +447,7 @@ export class MemoryRequestLog implements RequestLogPort {
     }
     const start = Math.max(0, all.length - this.maxEntries);
     this.evicted += start;
+    this.evictedUnreported += start;
     this.rebuild(start === 0 ? all : all.slice(start));
   }
 
@@ -468,6 +494,17 @@ export class MemoryRequestLog implements RequestLogPort {
     }
     // Not when the retention changed (between runs) or entries came out of order.
     if (!this.expiryOrdered && this.size > 0) removed += this.sweep(t);
+    if (this.size === 0) this.head = 0;
+    return removed;
+  }
+
+  /** Removes the oldest entries beyond `n`; returns how many. */
+  private keepNewest(n: number): number {
+    let removed = 0;
+    while (this.size > n) {
+      this.dropFront();
+      removed++;
+    }
     if (this.size === 0) this.head = 0;
     return removed;
   }
@@ -639,9 +676,10 @@ function purgeLine(now: Date): string {
 
 /**
  * What a line of the file holds: an entry, the time of a purge (a line
- * `{"purge": "<ISO date>"}`), or undefined for anything else (a torn line, say).
+ * `{"purge": "<ISO date>"}`), the count a trim kept (`{"keep": <n>}`), or
+ * undefined for anything else (a torn line, say).
  */
-function parseLine(line: string): RequestLogRecord | Date | undefined {
+function parseLine(line: string): RequestLogRecord | Date | number | undefined {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -651,6 +689,7 @@ function parseLine(line: string): RequestLogRecord | Date | undefined {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
   const o = v as Record<string, unknown>;
   if (o.id === undefined && "purge" in o) return dateOf(o.purge);
+  if (o.id === undefined && typeof o.keep === "number" && Number.isSafeInteger(o.keep) && o.keep >= 0) return o.keep;
   if (typeof o.id !== "string") return undefined;
   const timestamp = dateOf(o.timestamp);
   const expiresAt = dateOf(o.expiresAt);

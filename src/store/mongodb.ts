@@ -23,6 +23,7 @@ import {
   duplicateKeyError,
   findDuplicateField,
   incrementedDocument,
+  keptBy,
   newestFilter,
   type NewestQuery,
   type CollectionSpec,
@@ -66,7 +67,7 @@ export async function createMongoBackend(options: MongoBackendOptions): Promise<
     kind: "mongodb",
     async collection(spec) {
       const coll = db.collection<Document>(spec.name);
-      await guard(() => ensureIndexes(coll, spec.indexes));
+      await guard(() => ensureIndexes(coll, spec.indexes.filter((i) => keptBy(i, "mongodb"))));
       return new MongoCollection(coll, spec);
     },
     async ping() {
@@ -271,6 +272,25 @@ class MongoCollection implements DocumentCollection {
   async deleteBefore(field: string, date: Date): Promise<number> {
     const result = await guard(() => this.coll.deleteMany({ [field]: { $lt: date } }));
     return result.deletedCount;
+  }
+
+  async keepNewest(keep: number, most: number): Promise<{ removed: number; remaining: number }> {
+    // The collection's own count (metadata, not a scan), then the n-th oldest
+    // id by a walk of the _id index, then one range delete up to it.
+    const total = await guard(() => this.coll.estimatedDocumentCount());
+    const n = Math.min(most, total - keep);
+    if (n <= 0) return { removed: 0, remaining: total };
+    const [last] = await guard(() =>
+      this.coll
+        .find({}, { projection: { _id: 1 } })
+        .sort({ _id: 1 })
+        .skip(n - 1)
+        .limit(1)
+        .toArray(),
+    );
+    if (last === undefined) return { removed: 0, remaining: total };
+    const { deletedCount } = await guard(() => this.coll.deleteMany({ _id: { $lte: last._id } }));
+    return { removed: deletedCount, remaining: Math.max(0, total - deletedCount) };
   }
 
   async delete(id: string): Promise<Document | undefined> {

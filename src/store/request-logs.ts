@@ -56,18 +56,36 @@ export interface LogQuery {
   readonly limit: number;
 }
 
-/** The request_logs collection and its indexes. */
+/**
+ * The request_logs collection and its indexes. On MongoDB every filter of
+ * the admin API has one. The embedded store keeps only what the listing
+ * (newest first, paged by id: nedb's own `_id` index), the cap (`_id`) and
+ * the retention purge (`expiresAt`) use: nedb keeps every index in memory
+ * and updates it on every insert and removal, and under the cap every entry
+ * is removed again. An index on a field with few values (keys, instances,
+ * statuses) is the worst: nedb keeps one array of documents per value and
+ * filters all of it to remove one document (removing the oldest 500 of
+ * 200,000 entries took 9.4 s with them). A filter without an index reads
+ * every entry, some 10-15 ms at the default cap of 50,000; nedb sorts every
+ * candidate of a sorted query anyway (bench/README.md, issue 14).
+ * (The embedded store now keeps its request log in a capped log of its own,
+ * ./memory-request-log.ts; this collection there only serves the tests that
+ * compare the two, and the one-time migration reads an old file without it.)
+ */
 export const requestLogsCollection: CollectionSpec = {
   name: "request_logs",
   indexes: [
-    plainIndex("request_logs", "timestamp"),
-    plainIndex("request_logs", "apiKeyId"),
-    plainIndex("request_logs", "instance"),
-    plainIndex("request_logs", "requestId"),
-    plainIndex("request_logs", "status"),
+    plainIndex("request_logs", "timestamp", ["mongodb"]),
+    plainIndex("request_logs", "apiKeyId", ["mongodb"]),
+    plainIndex("request_logs", "instance", ["mongodb"]),
+    plainIndex("request_logs", "requestId", ["mongodb"]),
+    plainIndex("request_logs", "status", ["mongodb"]),
     plainIndex("request_logs", "expiresAt"),
   ],
 };
+
+/** Most entries {@link RequestLogStore.trim} removes in one store operation (nedb holds the event loop while it removes). */
+const TRIM_CHUNK = 5_000;
 
 function toDoc(r: RequestLogRecord): Document {
   const { id, accesses, ...rest } = r;
@@ -124,6 +142,13 @@ export interface RequestLogPort {
   query(q: LogQuery): Promise<Page<RequestLogRecord>>;
   /** Removes the entries whose `expiresAt` is before `now`; returns how many. */
   purge(now: Date): Promise<number>;
+  /**
+   * Keeps at most `maxEntries`, removing the oldest (by id) beyond;
+   * returns how many went (for a log that caps itself as it is written,
+   * those its own cap removed since the last call too) and how many remain.
+   * `chunk`: most removed per store operation, where that matters.
+   */
+  trim(maxEntries: number, chunk?: number): Promise<{ removed: number; remaining: number }>;
 }
 
 /** The request log over a document collection (MongoDB; nedb before the capped log). */
@@ -175,6 +200,21 @@ export class RequestLogStore implements RequestLogPort {
   /** Removes entries past their retention. */
   purge(now: Date): Promise<number> {
     return this.collection.deleteBefore("expiresAt", now);
+  }
+
+  /**
+   * Removes the oldest entries (by id, which is by time) until at most
+   * `maxEntries` remain, at most `chunk` per store operation with the event
+   * loop free between them; returns how many it removed and how many remain.
+   */
+  async trim(maxEntries: number, chunk = TRIM_CHUNK): Promise<{ removed: number; remaining: number }> {
+    let removed = 0;
+    for (;;) {
+      const step = await this.collection.keepNewest(maxEntries, chunk);
+      removed += step.removed;
+      if (step.removed < chunk) return { removed, remaining: step.remaining };
+      await new Promise((r) => setImmediate(r));
+    }
   }
 }
 

@@ -483,7 +483,7 @@ connections("an HTTP/2 preface split across packets is still recognized (h2c GET
     const parsed = JSON.parse(body);
     assert.equal(parsed.meta, { requestId: "split-1" });
     assert.is(parsed.data.status, "ok");
-    assert.equal(Object.keys(parsed.data.request_log).sort(), ["dropped", "queued", "written"]);
+    assert.equal(Object.keys(parsed.data.request_log).sort(), ["dropped", "entries", "evicted", "queued", "written"]);
     assert.is(parsed.data.request_log.dropped, 0);
   } finally {
     session?.destroy();

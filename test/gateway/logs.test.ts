@@ -96,7 +96,7 @@ it("an admin GET produces exactly one entry, only after a flush, with every fiel
   assert.is(res.statusCode, 200, res.body);
   assert.is(res.headers["x-request-id"], "trace.abc-1");
   assert.equal((await w.store.logs.query({ limit: 10 })).items, [], "nothing written before the flush");
-  assert.equal(w.layer.logWriter.stats(), { queued: 1, written: 0, dropped: 0 });
+  assert.equal(w.layer.logWriter.stats(), { queued: 1, written: 0, dropped: 0, evicted: 0, entries: null });
 
   const entries = await flushed(w);
   assert.is(entries.length, 1, JSON.stringify(entries));
@@ -121,7 +121,7 @@ it("an admin GET produces exactly one entry, only after a flush, with every fiel
     userAgent: "erplink-test/1.0 (+https://example.com)",
     expiresAt: new Date(e.timestamp.getTime() + RETENTION_MS),
   });
-  assert.equal(w.layer.logWriter.stats(), { queued: 0, written: 1, dropped: 0 });
+  assert.equal(w.layer.logWriter.stats(), { queued: 0, written: 1, dropped: 0, evicted: 0, entries: null });
 });
 
 it("the entry's request id is the generated x-request-id when the client sends none", async (w) => {
@@ -219,7 +219,7 @@ it("requests outside /admin (health, readiness, OpenAPI, look-alike paths) produ
     await get(w, url);
   }
   assert.equal(await flushed(w), []);
-  assert.equal(w.layer.logWriter.stats(), { queued: 0, written: 0, dropped: 0 });
+  assert.equal(w.layer.logWriter.stats(), { queued: 0, written: 0, dropped: 0, evicted: 0, entries: null });
 });
 
 it("querying /admin/logs is itself logged: the first query's entry appears in the second", async (w) => {

@@ -190,10 +190,10 @@ Prom("store operations by collection and operation; errors by kind; collections 
   assert.is(e.count("erplink_store_operation_duration_seconds", { collection: "other", operation: "get" }), 2);
 });
 
-Prom("state read at scrape time: the request log's queue, the key cache and the key sync's lag", async () => {
+Prom("state read at scrape time: the request log's queue and evictions, the key cache and the key sync's lag", async () => {
   let now = new Date("2026-01-02T03:04:05Z");
   const m = createPrometheusMetrics({ processMetrics: false, clock: () => now });
-  const log = { queued: 3, written: 10, dropped: 0 };
+  const log = { queued: 3, written: 10, dropped: 0, evicted: 0 };
   const keys = { known: 2, unknown: 5, lastSyncAt: undefined as Date | undefined, syncFailures: 0 };
   m.watch({ requestLog: () => log, apiKeys: () => keys });
   now = new Date("2026-01-02T03:04:07.500Z");
@@ -201,15 +201,17 @@ Prom("state read at scrape time: the request log's queue, the key cache and the 
   assert.is(e.value("erplink_request_log_queued"), 3);
   assert.is(e.value("erplink_request_log_written_total"), 10);
   assert.is(e.value("erplink_request_log_dropped_total"), 0);
+  assert.is(e.value("erplink_request_log_evicted_total"), 0);
   assert.is(e.value("erplink_api_key_cache_entries", { state: "known" }), 2);
   assert.is(e.value("erplink_api_key_cache_entries", { state: "unknown" }), 5);
   assert.is(e.value("erplink_api_key_sync_lag_seconds"), 2.5, "since the start before the first sync");
-  Object.assign(log, { queued: 0, written: 13, dropped: 4 });
+  Object.assign(log, { queued: 0, written: 13, dropped: 4, evicted: 7 });
   Object.assign(keys, { lastSyncAt: new Date("2026-01-02T03:04:07Z"), syncFailures: 1 });
   e = await expose(m);
   assert.is(e.value("erplink_request_log_queued"), 0);
   assert.is(e.value("erplink_request_log_written_total"), 13);
   assert.is(e.value("erplink_request_log_dropped_total"), 4);
+  assert.is(e.value("erplink_request_log_evicted_total"), 7);
   assert.is(e.value("erplink_api_key_sync_lag_seconds"), 0.5);
   assert.is(e.value("erplink_api_key_sync_failures_total"), 1);
 });

@@ -173,7 +173,7 @@ const test = suite("LogWriter");
 test("record() only queues: no store call, even after the event loop turns", async () => {
   const { writer, store } = harness();
   recordRange(writer, 0, 3);
-  assert.equal(writer.stats(), { queued: 3, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 3, written: 0, dropped: 0, evicted: 0, entries: null });
   await sleep(20);
   assert.equal(store.attempts, [], "no I/O without a flush");
 });
@@ -195,7 +195,7 @@ test("flush() writes in batches of batchSize, in order, and counts what it wrote
   await writer.flush();
   assert.equal(store.attempts, [range(0, 3), range(3, 6), range(6, 8)]);
   assert.equal(store.ids(), range(0, 8));
-  assert.equal(writer.stats(), { queued: 0, written: 8, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 8, dropped: 0, evicted: 0, entries: null });
   assert.equal(problems, []);
 });
 
@@ -209,7 +209,7 @@ test("flush() with nothing queued calls no store; a second flush writes only wha
   await writer.flush();
   assert.equal(store.attempts, [range(0, 2), range(2, 4)]);
   assert.equal(store.ids(), range(0, 4));
-  assert.equal(writer.stats(), { queued: 0, written: 4, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 4, dropped: 0, evicted: 0, entries: null });
 });
 
 test("a failing append keeps its batch and the rest queued, reports once, and the next flush writes them in order, once", async () => {
@@ -218,7 +218,7 @@ test("a failing append keeps its batch and the rest queued, reports once, and th
   store.script.push("ok", "fail");
   await writer.flush();
   assert.equal(store.attempts, [range(0, 2), range(2, 4)], "stops at the first failure");
-  assert.equal(writer.stats(), { queued: 3, written: 2, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 3, written: 2, dropped: 0, evicted: 0, entries: null });
   assert.is(problems.length, 1);
   assert.is(problems[0]![1], WRITE_FAILED);
   assert.equal(Object.keys(problems[0]![0]).sort(), ["err", "queued"]);
@@ -228,7 +228,7 @@ test("a failing append keeps its batch and the rest queued, reports once, and th
   await writer.flush();
   assert.equal(store.attempts.slice(2), [range(2, 4), range(4, 5)], "retried from the failed batch");
   assert.equal(store.ids(), range(0, 5), "every entry once, in order");
-  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0, evicted: 0, entries: null });
   assert.is(problems.length, 1, "no report for a good flush");
 });
 
@@ -242,10 +242,10 @@ test("entries recorded while a write is in flight and then fails are kept behind
   assert.equal(store.attempts, [range(0, 3)], "the write is in flight");
   recordRange(writer, 3, 5);
   // queued counts the three in flight too.
-  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0, evicted: 0, entries: null });
   gate.reject(new Error("store down"));
   await flushed;
-  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0, evicted: 0, entries: null });
   assert.equal(store.stored, []);
   assert.equal(problems.map((p) => p[1]), [WRITE_FAILED]);
 
@@ -253,7 +253,7 @@ test("entries recorded while a write is in flight and then fails are kept behind
   await writer.flush();
   assert.equal(store.attempts.slice(1), [range(0, 6)]);
   assert.equal(store.ids(), range(0, 6));
-  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0, evicted: 0, entries: null });
 });
 
 test("entries recorded while a write is in flight and succeeds are written by the same flush, after it", async () => {
@@ -268,7 +268,7 @@ test("entries recorded while a write is in flight and succeeds are written by th
   await flushed;
   assert.equal(store.attempts, [range(0, 3), range(3, 5)]);
   assert.equal(store.ids(), range(0, 5));
-  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0, evicted: 0, entries: null });
 });
 
 test("several failing flushes in a row, then recovery: every entry written exactly once, in order", async () => {
@@ -278,23 +278,23 @@ test("several failing flushes in a row, then recovery: every entry written exact
     recordRange(writer, round * 3, round * 3 + 3);
     await writer.flush();
   }
-  assert.equal(writer.stats(), { queued: 12, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 12, written: 0, dropped: 0, evicted: 0, entries: null });
   assert.is(problems.length, 4, "one report per failed flush");
   store.otherwise = "ok";
   await writer.flush();
   assert.equal(store.ids(), range(0, 12));
-  assert.equal(writer.stats(), { queued: 0, written: 12, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 12, dropped: 0, evicted: 0, entries: null });
 });
 
 test("the bound drops the OLDEST entries and counts them; the next flush reports the count once", async () => {
   const { writer, store, problems } = harness({ maxQueued: 3 });
   recordRange(writer, 0, 5);
-  assert.equal(writer.stats(), { queued: 3, written: 0, dropped: 2 });
+  assert.equal(writer.stats(), { queued: 3, written: 0, dropped: 2, evicted: 0, entries: null });
   assert.equal(problems, [], "never reported on the request path");
   await writer.flush();
   assert.equal(store.ids(), ["r2", "r3", "r4"], "the newest are kept");
   assert.equal(problems, [[{ dropped: 2, total: 2 }, DROPPED]]);
-  assert.equal(writer.stats(), { queued: 0, written: 3, dropped: 2 });
+  assert.equal(writer.stats(), { queued: 0, written: 3, dropped: 2, evicted: 0, entries: null });
 
   await writer.flush();
   assert.is(problems.length, 1, "the same drops are not reported twice");
@@ -303,13 +303,13 @@ test("the bound drops the OLDEST entries and counts them; the next flush reports
   await writer.flush();
   assert.equal(store.ids(), ["r2", "r3", "r4", "r6", "r7", "r8"]);
   assert.equal(problems.slice(1), [[{ dropped: 1, total: 3 }, DROPPED]], "only the new drops, with the running total");
-  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 3 });
+  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 3, evicted: 0, entries: null });
 });
 
 test("drops are reported once per flush even when many happen between flushes", async () => {
   const { writer, problems } = harness({ maxQueued: 2 });
   recordRange(writer, 0, 50);
-  assert.equal(writer.stats(), { queued: 2, written: 0, dropped: 48 });
+  assert.equal(writer.stats(), { queued: 2, written: 0, dropped: 48, evicted: 0, entries: null });
   await Promise.all([writer.flush(), writer.flush()]);
   await writer.flush();
   assert.equal(problems, [[{ dropped: 48, total: 48 }, DROPPED]]);
@@ -324,16 +324,16 @@ test("while the store is down the bound holds: the oldest (including the failed 
   await settle();
   recordRange(writer, 3, 6);
   // queued counts the three in flight too.
-  assert.equal(writer.stats(), { queued: 6, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 6, written: 0, dropped: 0, evicted: 0, entries: null });
   gate.reject(new Error("store down"));
   await flushed;
   // r0..r2 came back in front of r3..r5: six entries, bound four, r0 and r1 go.
-  assert.equal(writer.stats(), { queued: 4, written: 0, dropped: 2 });
+  assert.equal(writer.stats(), { queued: 4, written: 0, dropped: 2, evicted: 0, entries: null });
   assert.equal(problems, [[{ err: problems[0]![0].err, queued: 4 }, WRITE_FAILED]]);
   await writer.flush();
   assert.equal(store.ids(), ["r2", "r3", "r4", "r5"]);
   assert.equal(problems.slice(1), [[{ dropped: 2, total: 2 }, DROPPED]]);
-  assert.equal(writer.stats(), { queued: 0, written: 4, dropped: 2 });
+  assert.equal(writer.stats(), { queued: 0, written: 4, dropped: 2, evicted: 0, entries: null });
 });
 
 test("concurrent flush() calls share one write: one append per batch, both resolve after it", async () => {
@@ -365,16 +365,16 @@ test("concurrent flush() calls share one write: one append per batch, both resol
 
 test("stats() tracks queued, written and dropped through a failure and a recovery", async () => {
   const { writer, store } = harness({ maxQueued: 5, batchSize: 2 });
-  assert.equal(writer.stats(), { queued: 0, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 0, dropped: 0, evicted: 0, entries: null });
   recordRange(writer, 0, 4);
-  assert.equal(writer.stats(), { queued: 4, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 4, written: 0, dropped: 0, evicted: 0, entries: null });
   store.script.push("ok", "fail");
   await writer.flush();
-  assert.equal(writer.stats(), { queued: 2, written: 2, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 2, written: 2, dropped: 0, evicted: 0, entries: null });
   recordRange(writer, 4, 8);
-  assert.equal(writer.stats(), { queued: 5, written: 2, dropped: 1 });
+  assert.equal(writer.stats(), { queued: 5, written: 2, dropped: 1, evicted: 0, entries: null });
   await writer.flush();
-  assert.equal(writer.stats(), { queued: 0, written: 7, dropped: 1 });
+  assert.equal(writer.stats(), { queued: 0, written: 7, dropped: 1, evicted: 0, entries: null });
   assert.equal(store.ids(), ["r0", "r1", "r3", "r4", "r5", "r6", "r7"]);
 });
 
@@ -388,7 +388,7 @@ test("start(interval) flushes on a timer; stop() ends the timer", async () => {
   recordRange(writer, 2, 3);
   await sleep(60);
   assert.equal(store.ids(), range(0, 2), "no timer after stop");
-  assert.equal(writer.stats(), { queued: 1, written: 2, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 1, written: 2, dropped: 0, evicted: 0, entries: null });
 });
 
 test("stop() writes everything queued (several batches) before it resolves", async () => {
@@ -397,7 +397,7 @@ test("stop() writes everything queued (several batches) before it resolves", asy
   recordRange(writer, 0, 7);
   await writer.stop(5000);
   assert.equal(store.ids(), range(0, 7));
-  assert.equal(writer.stats(), { queued: 0, written: 7, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 7, dropped: 0, evicted: 0, entries: null });
 });
 
 test("stop() keeps retrying while the store is down and writes everything once it is back (within the timeout)", async () => {
@@ -408,7 +408,7 @@ test("stop() keeps retrying while the store is down and writes everything once i
   await writer.stop(5000);
   assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`);
   assert.equal(store.ids(), range(0, 5));
-  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0, evicted: 0, entries: null });
 });
 
 test("stop() waits for a write already in flight (queue empty meanwhile) before it resolves", async () => {
@@ -425,7 +425,7 @@ test("stop() waits for a write already in flight (queue empty meanwhile) before 
   setTimeout(() => gate.resolve(), 50);
   await writer.stop(5000);
   assert.equal(store.ids(), range(0, 3), "stop() resolved before the in-flight entries were written");
-  assert.equal(writer.stats(), { queued: 0, written: 3, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 3, dropped: 0, evicted: 0, entries: null });
 });
 
 test("stop() is bounded by its timeout when the store keeps failing; the entries stay queued", async () => {
@@ -438,7 +438,7 @@ test("stop() is bounded by its timeout when the store keeps failing; the entries
   assert.ok(took >= 450 && took < 1000, `took ${took} ms`);
   assert.ok(store.attempts.length >= 2, `retried (${store.attempts.length} attempts)`);
   assert.equal(store.stored, []);
-  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 5, written: 0, dropped: 0, evicted: 0, entries: null });
 });
 
 test("stop() is bounded by its timeout when a write never answers", async () => {
@@ -508,7 +508,7 @@ test("rollups: a failed rollup write keeps its counts for the next, the log is n
   assert.is(rollups.counted(), 5);
   await writer.flush();
   assert.is(rollups.counted(), 6);
-  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0 });
+  assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0, evicted: 0, entries: null });
 });
 
 test("rollups: stop() writes pending counts, retrying while the store is down", async () => {

@@ -3,7 +3,7 @@
  * files it keeps, and the store contract on a file-backed store.
  */
 import { rmSync } from "node:fs";
-import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
+import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -13,6 +13,7 @@ import {
   createStore,
   DuplicateKeyError,
   type InstanceRecord,
+  type LogQuery,
   type Store,
   type SystemRecord,
 } from "../../src/store/index.js";
@@ -213,6 +214,65 @@ persistence("close compacts the data file to one line per live document", async 
     docs.map((d) => [d._id, d.description]),
     [[data.systems[0].id, "three"]],
   );
+});
+
+/** The indexes a nedb data file declares (`$$indexCreated` lines), by field. */
+async function declaredIndexes(file: string): Promise<string[]> {
+  const lines = (await readFile(file, "utf8")).split("\n").filter((l) => l !== "");
+  return lines
+    .map((l) => JSON.parse(l) as { $$indexCreated?: { fieldName: string } })
+    .flatMap((d) => (d.$$indexCreated === undefined ? [] : [d.$$indexCreated.fieldName]))
+    .sort();
+}
+
+persistence("request_logs: an earlier release's nedb file (six indexes) is moved into request_logs.jsonl at open and removed; filters on every field match", async ({ dir }) => {
+  const id = createIdGenerator(() => T0)("log");
+  const index = (fieldName: string) => JSON.stringify({ $$indexCreated: { fieldName, unique: false, sparse: false } });
+  // Unexpired when the store opens (entries expired by then are not moved).
+  const expiresAt = Date.now() + 86_400_000;
+  const doc = {
+    _id: id,
+    requestId: "req-old",
+    timestamp: { $$date: T0.getTime() },
+    apiKeyId: "key_01KA0000000000000000000000",
+    sessionId: "",
+    method: "GET",
+    path: "/admin/systems",
+    status: 200,
+    durationMs: 1,
+    instance: "prod",
+    service: "",
+    accesses: [],
+    accessKeys: [],
+    denialStep: "",
+    errorCode: "",
+    errorMessage: "",
+    upstreamStatus: 0,
+    upstreamDurationMs: 0,
+    clientIp: "127.0.0.1",
+    userAgent: "ua",
+    upstreamMethod: "",
+    upstreamUrl: "",
+    expiresAt: { $$date: expiresAt },
+  };
+  const fields = ["timestamp", "apiKeyId", "instance", "requestId", "status", "expiresAt"];
+  await writeFile(join(dir, "request_logs.db"), [JSON.stringify(doc), ...fields.map(index)].join("\n") + "\n");
+  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), [...fields].sort(), "precondition");
+  const store = await openAt(dir);
+  try {
+    const match = async (q: Omit<LogQuery, "limit">) => (await store.logs.query({ limit: 10, ...q })).items.map((r) => r.requestId);
+    assert.equal(
+      await match({ apiKeyId: doc.apiKeyId, instance: "prod", status: { gte: 200, lt: 300 }, requestId: "req-old", from: T0, to: T1 }),
+      ["req-old"],
+    );
+    assert.equal(await match({ instance: "dev" }), []);
+    assert.equal(await match({ requestId: "req-new" }), []);
+    assert.equal((await store.logs.get(id))?.expiresAt, new Date(expiresAt));
+  } finally {
+    await store.close();
+  }
+  const files = await readdir(dir);
+  assert.ok(files.includes("request_logs.jsonl") && !files.includes("request_logs.db"), files.join(", "));
 });
 
 persistence.run();

@@ -211,8 +211,40 @@ cap(
   },
 );
 
-cap("maxEntries must be a positive integer", () => {
-  for (const bad of [0, -1, 1.5, Number.NaN]) {
+cap(
+  "trim (the writer's, after each batch): reports what the cap removed since the last trim with what it removes itself; a smaller cap removes the oldest",
+  async () => {
+    const log = new MemoryRequestLog({ maxEntries: 5 });
+    await log.append(entries(range(0, 8)));
+    assert.equal(await log.trim(5), { removed: 3, remaining: 5 }, "the cap's three");
+    assert.equal(await log.trim(5), { removed: 0, remaining: 5 }, "reported once");
+    await log.append(entries([8]));
+    assert.equal(await log.trim(3), { removed: 1 + 2, remaining: 3 });
+    assert.equal(await held(log), [8, 7, 6]);
+    assert.equal(await log.trim(10), { removed: 0, remaining: 3 });
+    assert.is(log.stats().evicted, 4, "the cap's own, not the trims'");
+  },
+);
+
+cap("a trim to a smaller cap is written down: a reopen with the larger cap keeps what the trim left", async () => {
+  const dir = await freshDir();
+  const log = await open(dir, { maxEntries: 10 });
+  await log.append(entries(range(0, 8)));
+  assert.equal(await log.trim(3), { removed: 5, remaining: 3 });
+  await log.append(entries([8, 9]));
+  await log.close();
+  assert.equal(JSON.parse((await fileLines(dir))[8]!), { keep: 3 });
+  const again = await open(dir, { maxEntries: 10 });
+  assert.equal(await held(again), [9, 8, 7, 6, 5]);
+  assert.is(again.stats().load.overCap, 5);
+});
+
+cap("maxEntries Infinity: no cap (only purges remove entries); otherwise a positive integer", async () => {
+  const log = new MemoryRequestLog({ maxEntries: Infinity });
+  await log.append(entries(range(0, 200)));
+  assert.equal([(await held(log)).length, log.stats().evicted], [200, 0]);
+  assert.equal(await log.trim(150), { removed: 50, remaining: 150 });
+  for (const bad of [0, -1, 1.5, Number.NaN, -Infinity]) {
     assert.throws(() => new MemoryRequestLog({ maxEntries: bad }), RangeError, String(bad));
   }
 });

@@ -81,4 +81,25 @@ Indexes("the key-hash lookup uses its index where the server reports plans", asy
   }
 });
 
+Indexes("request_logs keeps every index on MongoDB, those the embedded store leaves out (apiKeyId, instance, status) included", async ({ url, client }) => {
+  const store = await open(url);
+  try {
+    const indexes = await client.db().collection("request_logs").listIndexes().toArray();
+    assert.equal(
+      indexes.map((i) => [i.name, i.key]).sort(),
+      [
+        ["_id_", { _id: 1 }],
+        ["request_logs_apiKeyId", { apiKeyId: 1 }],
+        ["request_logs_expiresAt", { expiresAt: 1 }],
+        ["request_logs_instance", { instance: 1 }],
+        ["request_logs_requestId", { requestId: 1 }],
+        ["request_logs_status", { status: 1 }],
+        ["request_logs_timestamp", { timestamp: 1 }],
+      ],
+    );
+  } finally {
+    await store.close();
+  }
+});
+
 if (base !== undefined) Indexes.run();

@@ -3,8 +3,8 @@
  * log of src/store/memory-request-log.ts; or a fresh MongoDB database per
  * test when ERPLINK_TEST_MONGODB_URL is set: RequestLogStore): the round
  * trip of every field, newest-first queries, every filter alone and
- * combined, half-open time and status ranges, beforeId paging and the
- * retention purge.
+ * combined, half-open time and status ranges, beforeId paging, the
+ * retention purge and the cap (trim).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -327,6 +327,74 @@ test("purge(now) removes exactly the entries whose expiresAt is before now (one 
   assert.is(await store.logs.purge(now), 0, "idempotent");
   assert.is(await store.logs.purge(new Date(FIXTURE[9]!.expiresAt.getTime() + 1)), 6);
   assert.equal(await store.logs.query({ limit: 10 }), { items: [], more: false });
+});
+
+/** `n` entries with ascending ids (one generator), numbered by their requestId `cap-<i>`. */
+function many(n: number): RequestLogRecord[] {
+  const newId = createIdGenerator(() => new Date(T0));
+  return Array.from({ length: n }, (_, i) => entry(0, { id: newId("log"), requestId: `cap-${i}`, timestamp: new Date(T0 + i) }));
+}
+
+/** The requestIds of every entry, newest first, read page by page. */
+async function allRequestIds(store: Store): Promise<string[]> {
+  const ids: string[] = [];
+  let beforeId: string | undefined;
+  for (;;) {
+    const page = await store.logs.query({ limit: 40, beforeId });
+    ids.push(...page.items.map((r) => r.requestId));
+    if (!page.more) return ids;
+    beforeId = page.items[page.items.length - 1]!.id;
+  }
+}
+
+/** `cap-<to - 1>` down to `cap-<from>`: the listing of entries from..to-1. */
+function newestFirst(from: number, to: number): string[] {
+  return Array.from({ length: to - from }, (_, i) => `cap-${to - 1 - i}`);
+}
+
+test("trim(50) after 120 entries in batches: exactly the newest 50 remain, listed newest first; it says how many went and how many remain", async ({ store }) => {
+  const entries = many(120);
+  const results = [];
+  for (let i = 0; i < 120; i += 30) {
+    await store.logs.append(entries.slice(i, i + 30));
+    results.push(await store.logs.trim(50));
+  }
+  assert.equal(results, [
+    { removed: 0, remaining: 30 },
+    { removed: 10, remaining: 50 },
+    { removed: 30, remaining: 50 },
+    { removed: 30, remaining: 50 },
+  ]);
+  assert.equal(await allRequestIds(store), newestFirst(70, 120));
+  assert.is(await store.logs.get(entries[69]!.id), undefined, "the 70 oldest are gone");
+  assert.ok(await store.logs.get(entries[70]!.id));
+  assert.equal(await store.logs.trim(50), { removed: 0, remaining: 50 }, "nothing more to do");
+  assert.equal(await store.logs.trim(1000), { removed: 0, remaining: 50 });
+});
+
+test("trim in chunks: a chunk smaller than the excess removes it all in several steps, oldest first", async ({ store }) => {
+  const entries = many(120);
+  await store.logs.append(entries);
+  assert.equal(await store.logs.trim(50, 20), { removed: 70, remaining: 50 });
+  assert.equal(await allRequestIds(store), newestFirst(70, 120));
+});
+
+test("trim goes by id, not by the order of writes: batches appended out of order, then more after a purge", async ({ store }) => {
+  const entries = many(60);
+  // Newer first, then older, then a middle slice: the oldest ids are still the ones to go.
+  await store.logs.append(entries.slice(40, 60));
+  await store.logs.append(entries.slice(0, 20));
+  assert.equal(await store.logs.trim(30), { removed: 10, remaining: 30 });
+  await store.logs.append(entries.slice(20, 40));
+  assert.equal(await store.logs.trim(30), { removed: 20, remaining: 30 });
+  assert.equal(await allRequestIds(store), newestFirst(30, 60));
+  // Retention removes some (every fixture entry expires at the same time here: all of them), then new entries come.
+  assert.is(await store.logs.purge(new Date(entries[0]!.expiresAt.getTime() + 1)), 30);
+  const later = createIdGenerator(() => new Date(T0 + MINUTE));
+  const fresh = Array.from({ length: 25 }, (_, i) => entry(0, { id: later("log"), requestId: `late-${i}` }));
+  await store.logs.append(fresh);
+  assert.equal(await store.logs.trim(20), { removed: 5, remaining: 20 });
+  assert.equal((await store.logs.query({ limit: 100 })).items.map((r) => r.requestId), fresh.slice(5).map((r) => r.requestId).reverse());
 });
 
 test.run();

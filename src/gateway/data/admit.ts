@@ -4,7 +4,7 @@
  * whatever it will be; over the limit it is 429 and nothing is forwarded.
  */
 import { GatewayError } from "../errors.js";
-import type { Admitted, Authorized } from "./exchange.js";
+import { extend, type Admitted, type Authorized } from "./exchange.js";
 import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
 
 /**
@@ -25,5 +25,5 @@ export async function admit<K extends DataKey>(a: Authorized<K>, port: DataPort<
   const admission = await port.admit(a.key);
   reply.headers(admission.headers);
   if (!admission.allowed) throw overLimit(a.fact);
-  return { ...a, admission };
+  return extend(a, { admission });
 }

@@ -34,7 +34,7 @@ import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBytes } from "../odata/m
 import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
 import { Refusal } from "../odata/syntax.js";
 import { decisionOf } from "./authorize.js";
-import { BODILESS, type AnalysisStop, type Analyzed, type CanonicalRequest, type Incoming, type Resolved } from "./exchange.js";
+import { BODILESS, extend, type AnalysisStop, type Analyzed, type CanonicalRequest, type Incoming, type Resolved } from "./exchange.js";
 import { forwardedRequestHeaders } from "./headers.js";
 import type { AnalysisCache } from "./analysis-cache.js";
 import type { MetadataCache } from "./metadata-cache.js";
@@ -110,7 +110,7 @@ export async function analyze<K extends DataKey>(
   if (analysis.kind === "stopped") {
     // Nothing after the stop was read: what was read before it is authorized, then the stop answered; nothing is forwarded.
     const request: CanonicalRequest = { ...common, kind: "access", accesses: analysis.accesses, body: undefined, analyzedBody: undefined };
-    return { ...r, request, stop: stopOf(analysis) };
+    return extend(r, { request, stop: stopOf(analysis) });
   }
   if (raw !== undefined && BODILESS.has(method)) throw new GatewayError(400, `a ${method} request cannot have a body`);
   const base = {
@@ -138,7 +138,7 @@ export async function analyze<K extends DataKey>(
     if (batch.kind === "invalid" || batch.kind === "denied") refuse(r, batch);
     if (batch.kind === "stopped") {
       const stopped: CanonicalRequest = { ...common, kind: "batch", accesses: batch.accesses, body: undefined, analyzedBody: undefined };
-      return { ...r, request: stopped, stop: stopOf(batch) };
+      return extend(r, { request: stopped, stop: stopOf(batch) });
     }
     request = {
       ...base,
@@ -156,7 +156,7 @@ export async function analyze<K extends DataKey>(
       partUrls: [],
     };
   }
-  return { ...r, request };
+  return extend(r, { request });
 }
 
 /** The key's entity step, from its decisions: the instance and service steps have passed, so only the entity step is operation-free. */

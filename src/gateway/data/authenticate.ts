@@ -5,7 +5,7 @@
  * services as ConnectErrors, which the gateway's error table maps.
  */
 import { ConnectError } from "@connectrpc/connect";
-import type { Authenticated, Incoming } from "./exchange.js";
+import { extend, type Authenticated, type Incoming } from "./exchange.js";
 import type { DataKey, DataPort } from "./ports.js";
 
 export async function authenticate<K extends DataKey>(incoming: Incoming, port: DataPort<K>): Promise<Authenticated<K>> {
@@ -17,5 +17,5 @@ export async function authenticate<K extends DataKey>(incoming: Incoming, port: 
     throw err;
   }
   incoming.fact.apiKeyId = key.id;
-  return { ...incoming, key };
+  return extend(incoming, { key });
 }

@@ -12,7 +12,7 @@
  * (one it may touch that the service lacks).
  */
 import { GatewayError } from "../errors.js";
-import type { Analyzed, Authenticated, Authorized } from "./exchange.js";
+import { extend, type Analyzed, type Authenticated, type Authorized } from "./exchange.js";
 import type { DataKey, DataPort, Decision, Operation } from "./ports.js";
 import { STEP_NAMES } from "./record.js";
 
@@ -33,7 +33,7 @@ export function authorize<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>):
     }
   }
   if (a.stop !== undefined) throw stopRefusal(a, batched);
-  return { ...a, ifMatchStar: needsIfMatchStar(a, port) };
+  return extend(a, { ifMatchStar: needsIfMatchStar(a, port) });
 }
 
 /** The answer to an analysis that stopped at an entity set, once the accesses before it passed (the log's facts set). */

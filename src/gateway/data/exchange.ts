@@ -15,6 +15,18 @@ import type { ClientRoot } from "./headers.js";
 import type { DataAdmission, DataInstance, DataKey, DataLogFacts } from "./ports.js";
 import type { ServiceRoot } from "./service-root.js";
 
+/**
+ * The next stage's view of a request: `a` with `more` added, in place. The
+ * pipeline hands each stage's result to the next and never reads an earlier
+ * view again, so the stages extend one object rather than copy it at every
+ * step (the copies were a measurable share of the data path's CPU time,
+ * issue #14). A caller that needs an earlier view unchanged, or a variant of
+ * it (the Envoy check's other target), copies it itself.
+ */
+export function extend<A extends object, B extends object>(a: A, more: B): A & B {
+  return Object.assign(a, more);
+}
+
 /** Methods that carry no body: one is refused on the way in (400) and none is sent upstream. */
 export const BODILESS: ReadonlySet<string> = new Set(["GET", "HEAD", "DELETE"]);
 

@@ -71,7 +71,8 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   headers["x-forwarded-for"] = req.ip;
   headers["x-forwarded-proto"] = proto;
   headers["x-forwarded-host"] = host;
-  headers["x-forwarded-path"] = `${a.client.path}/${request.forward.split("?")[0]}`;
+  const query = request.forward.indexOf("?");
+  headers["x-forwarded-path"] = `${a.client.path}/${query < 0 ? request.forward : request.forward.slice(0, query)}`;
   const body = BODILESS.has(request.method) ? undefined : (request.body?.bytes ?? Buffer.alloc(0));
   const modifying = !READS.has(request.method);
   fact.upstreamMethod = request.method;
@@ -79,10 +80,12 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
 
   const started = performance.now();
   let res: UpstreamResponse | undefined;
+  // A second attempt (with a new CSRF or OAuth token) starts again from the headers as they were before the first.
+  const unsent = modifying || instance.credentials.type === "oauth2_client_credentials" ? { ...headers } : undefined;
   for (let attempt = 0; res === undefined; attempt++) {
     const authorization = await deps.sessions.authorization(instance);
     const csrf = modifying ? await deps.sessions.csrfSession(instance, root, authorization) : undefined;
-    const sent = { ...headers };
+    const sent = attempt === 0 ? headers : { ...unsent! };
     if (authorization !== undefined) sent.authorization = authorization;
     if (csrf?.token !== undefined) sent["x-csrf-token"] = csrf.token;
     if (csrf !== undefined && csrf.cookie !== "") sent.cookie = csrf.cookie;
@@ -109,7 +112,9 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   reply.send(res.body);
 }
 
+const QUOTED_SPECIALS = /["\\]/;
+
 /** An RFC 9110 quoted-string. */
 function quoted(s: string): string {
-  return `"${s.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+  return QUOTED_SPECIALS.test(s) ? `"${s.replace(/["\\]/g, (c) => `\\${c}`)}"` : `"${s}"`;
 }

@@ -6,7 +6,7 @@
  * the instance (cached by the services) and the service's root upstream.
  */
 import { GatewayError } from "../errors.js";
-import type { Authenticated, Resolved } from "./exchange.js";
+import { extend, type Authenticated, type Resolved } from "./exchange.js";
 import type { DataInstance, DataKey, DataPort } from "./ports.js";
 import { STEP_NAMES } from "./record.js";
 import { ServiceRoot } from "./service-root.js";
@@ -41,7 +41,7 @@ export async function resolveInstance<K extends DataKey>(a: Authenticated<K>, po
   }
   const root = serviceRootOf(instance, a.serviceName);
   if (!root.withinBase) throw new GatewayError(400, "the service's path leaves the instance's base URL");
-  return { ...a, instance, root };
+  return extend(a, { instance, root });
 }
 
 /** Most service roots kept per instance object. */
