@@ -8,12 +8,15 @@
  *
  * With a data directory, every batch is also appended to
  * `request_logs.jsonl` (one JSON object per line, one asynchronous append
- * per batch, before the batch is visible); at open the newest `maxEntries`
- * unexpired entries are read back (a torn last line is skipped), and the
- * file is rewritten (to a temporary file, then renamed) when it holds more
- * than twice the entries kept. A `request_logs.db` left by a release that
- * kept the log in nedb is read once, its unexpired entries moved into the
- * new file, and removed.
+ * per batch, before the batch is visible), and so is every purge or trim
+ * that removes something (`{"purge": <date>}`, `{"keep": <n>}`), in the
+ * order they happen. At open the file is replayed in that order, so that
+ * the cap keeps exactly what it kept (a purged entry frees its place, one
+ * the cap removed stays removed), the entries expired since are left out,
+ * and a torn last line is skipped. The file is rewritten (to a temporary
+ * file, flushed, then renamed) when it holds more than twice the entries
+ * kept. A `request_logs.db` left by a release that kept the log in nedb is
+ * read once, its unexpired entries moved into the new file, and removed.
  *
  * Why not nedb: per entry it copied and validated the document, updated
  * seven indexes and kept some thirty objects alive until the retention
