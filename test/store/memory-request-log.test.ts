@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createIdGenerator } from "../../src/services/ids.js";
+import { LogWriter } from "../../src/services/log-writer.js";
 import { createEmbeddedBackend } from "../../src/store/embedded.js";
 import { createStore, DuplicateKeyError, type RequestLogRecord } from "../../src/store/index.js";
 import {
@@ -223,6 +224,36 @@ cap(
     assert.equal(await held(log), [8, 7, 6]);
     assert.equal(await log.trim(10), { removed: 0, remaining: 3 });
     assert.is(log.stats().evicted, 4, "the cap's own, not the trims'");
+  },
+);
+
+cap(
+  "under the writer with the same cap (as erplink runs it): /healthz's evicted and entries count what the log's own cap removed",
+  async () => {
+    const log = new MemoryRequestLog({ maxEntries: 50 });
+    let t = T0;
+    const writer = new LogWriter({
+      store: log,
+      newId: createIdGenerator(() => new Date(t++)),
+      retentionMs: DAY,
+      maxEntries: 50,
+      maxQueued: 10_000,
+      batchSize: 25,
+      onProblem: () => undefined,
+    });
+    for (let i = 0; i < 120; i++) {
+      const { id: _id, expiresAt: _e, ...fields } = entry(0);
+      writer.record({ ...fields, requestId: `w${i}` });
+    }
+    await writer.flush();
+    assert.equal(writer.stats(), { queued: 0, written: 120, dropped: 0, evicted: 70, entries: 50 });
+    assert.equal(log.stats().evicted, 70);
+    assert.equal(
+      (await log.query({ limit: 100 })).items.map((r) => r.requestId),
+      range(70, 120)
+        .reverse()
+        .map((i) => `w${i}`),
+    );
   },
 );
 
