@@ -10,6 +10,10 @@
  *
  * One process, no network; entries look like the data path's (bench/proxy.ts's
  * GET: ids from one generator, 10 % another key, 5 % another instance, 2 % 404).
+ *
+ * The embedded store has since moved its request log out of nedb into a
+ * capped log of its own (src/store/memory-request-log.ts, measured by
+ * bench/memory-request-log.ts): this measures the nedb collection it left.
  */
 import { parseArgs } from "node:util";
 import { createIdGenerator } from "../src/services/ids.js";

@@ -81,7 +81,9 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
   const masterKey = config.masterKey ?? `erpl_master_${randomBytes(32).toString("base64url")}`;
   // Metrics off: nothing is recorded (no-op port, store not instrumented) and /metrics is not served.
   const metrics = config.metrics.mode === "off" ? undefined : createPrometheusMetrics();
-  const store = await createStore(config.store, metrics?.store);
+  // The embedded store's request log caps itself as it is written (no cap configured: none).
+  const storeOptions = config.store.kind === "embedded" ? { ...config.store, logMaxEntries: config.logMaxEntries ?? Infinity } : config.store;
+  const store = await createStore(storeOptions, metrics?.store);
   let encryptionKey: Buffer;
   try {
     encryptionKey = config.encryptionKey ?? (await localEncryptionKey(config, store, logger));

@@ -16,7 +16,6 @@ import {
   type InstanceRecord,
   type InstanceStore,
   type Page,
-  type RequestLogStore,
   type Store,
   type SystemRecord,
   type SystemStore,
@@ -119,10 +118,21 @@ async function all<R>(port: { list(request: { limit: number }): Promise<Page<R>>
  * on AggregateStore; the contract reaches through it to test the
  * DocumentCollection port of the store under test itself.
  */
-function collectionOf(port: SystemStore | InstanceStore | RequestLogStore): DocumentCollection {
+function collectionOf(port: SystemStore | InstanceStore): DocumentCollection {
   const coll = (port as unknown as { readonly collection?: DocumentCollection }).collection;
   // Without this, a renamed field would make every "throws TypeError" check pass vacuously.
   assert.type(coll?.findOne, "function", "aggregate port has no `collection`");
+  return coll as DocumentCollection;
+}
+
+/**
+ * A collection with no unique index but the id, for the tests of the
+ * generic collection operations: the usage rollups' `usage_hours` (private
+ * on UsageRollupStore; reached through it as {@link collectionOf} does).
+ */
+function plainCollectionOf(store: Store): DocumentCollection {
+  const coll = (store.usageRollups as unknown as { readonly hoursColl?: DocumentCollection }).hoursColl;
+  assert.type(coll?.findOne, "function", "UsageRollupStore has no `hoursColl`");
   return coll as DocumentCollection;
 }
 
@@ -529,8 +539,8 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
   // ---- incrementMany and getMany (the usage rollups') --------------------------
 
   test("collection.incrementMany creates absent documents (set fields, nested amounts) and adds to existing ones in one batch", async (ctx) => {
-    // The request log's collection: no unique index but the id.
-    const coll = collectionOf(storeOf(ctx).logs);
+    // A collection with no unique index but the id.
+    const coll = plainCollectionOf(storeOf(ctx));
     const at = new Date("2026-01-02T03:00:00.000Z");
     await coll.incrementMany([
       { id: "a", inc: { "c.requests": 2, "c.latencySumMs": 1.25, "g.entity.vA%2EB.requests": 1 }, set: { start: at, writer: "w1" } },
@@ -553,7 +563,7 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
   });
 
   test("collection.incrementMany of many documents (a backlog), some existing, some not: each gets exactly its amounts", async (ctx) => {
-    const coll = collectionOf(storeOf(ctx).logs);
+    const coll = plainCollectionOf(storeOf(ctx));
     const ids = Array.from({ length: 12 }, (_, i) => `d${String(i).padStart(2, "0")}`);
     await coll.incrementMany(ids.slice(0, 3).map((id) => ({ id, inc: { "c.n": 1 }, set: { w: "x" } })));
     await coll.incrementMany(ids.map((id, i) => ({ id, inc: { "c.n": i, "g.k.vA.n": 2 }, set: { w: "x" } })));
@@ -565,7 +575,7 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
   });
 
   test("collection.incrementMany: two batches creating the same many documents at once both count (one inserts, the other adds)", async (ctx) => {
-    const coll = collectionOf(storeOf(ctx).logs);
+    const coll = plainCollectionOf(storeOf(ctx));
     const ids = Array.from({ length: 10 }, (_, i) => `r${i}`);
     const batch = ids.map((id) => ({ id, inc: { n: 1 }, set: {} }));
     await Promise.all([coll.incrementMany(batch), coll.incrementMany(batch)]);
@@ -576,7 +586,7 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
   });
 
   test("collection.getMany returns the documents with the given ids, leaving out absent ones", async (ctx) => {
-    const coll = collectionOf(storeOf(ctx).logs);
+    const coll = plainCollectionOf(storeOf(ctx));
     await coll.incrementMany(["a", "b", "c"].map((id, i) => ({ id, inc: { n: i }, set: {} })));
     const byId = (docs: { _id: string }[]) => [...docs].sort((x, y) => (x._id < y._id ? -1 : 1));
     assert.equal(byId(await coll.getMany(["c", "zz", "a"])), [
@@ -591,7 +601,7 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
   });
 
   test("collection.keepNewest removes the lowest ids, at most `most` per call, after inserts in and out of order, upserts, deletes and a purge", async (ctx) => {
-    const coll = collectionOf(storeOf(ctx).logs);
+    const coll = plainCollectionOf(storeOf(ctx));
     const ids = async () => (await coll.list({}, { limit: 100 })).map((d) => d._id);
     const at = (s: number) => new Date(T0.getTime() + s * 1000);
     await coll.insertMany(["k05", "k06", "k07", "k08", "k09"].map((id, i) => ({ _id: id, at: at(5 + i) })));
@@ -626,7 +636,7 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
   });
 
   test("injection: incrementMany throws TypeError on an object id and changes nothing", async (ctx) => {
-    const coll = collectionOf(storeOf(ctx).logs);
+    const coll = plainCollectionOf(storeOf(ctx));
     await coll.incrementMany([{ id: "a", inc: { n: 1 }, set: {} }]);
     for (const bad of OPERATOR_VALUES) {
       const err = await rejection(() => coll.incrementMany([{ id: bad as string, inc: { n: 1 }, set: {} }]), inspect(bad));

@@ -16,7 +16,7 @@
  * counts whose write failed are kept and added to the next write.
  */
 import { randomBytes } from "node:crypto";
-import type { RequestLogRecord, RequestLogStore, UsageRollupStore } from "../store/index.js";
+import type { RequestLogPort, RequestLogRecord, UsageRollupStore } from "../store/index.js";
 import type { IdGenerator } from "./ids.js";
 import { RollupBuffer } from "./rollups.js";
 
@@ -25,7 +25,7 @@ export type LogEntry = Omit<RequestLogRecord, "id" | "expiresAt">;
 
 /** Options of {@link LogWriter}. */
 export interface LogWriterOptions {
-  readonly store: RequestLogStore;
+  readonly store: RequestLogPort;
   readonly newId: IdGenerator;
   /** How long entries are kept (ms). */
   readonly retentionMs: number;

@@ -112,6 +112,8 @@ export interface DocumentCollection {
 /** A database as the aggregates see it. */
 export interface StoreBackend {
   readonly kind: StoreKind;
+  /** Embedded: the directory of its files, or `:memory:`; stores that keep files of their own (the request log) keep them there. */
+  readonly dataDir?: string;
   /** Opens (creating its indexes idempotently) one collection. */
   collection(spec: CollectionSpec): Promise<DocumentCollection>;
   /** Resolves when the database answers; throws StoreUnavailableError otherwise. */

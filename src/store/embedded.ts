@@ -39,6 +39,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
   const open: Datastore[] = [];
   return {
     kind: "embedded",
+    dataDir: options.dataDir,
     async collection(spec) {
       const ds = new Datastore(
         inMemory ? { inMemoryOnly: true } : { filename: join(options.dataDir, `${spec.name}.db`) },

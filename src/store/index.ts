@@ -10,7 +10,8 @@ import { openInstanceStore, type InstanceStore } from "./instances.js";
 import { instrumentBackend } from "./instrumented.js";
 import { createMongoBackend } from "./mongodb.js";
 import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
-import { openRequestLogStore, type RequestLogStore } from "./request-logs.js";
+import { openMemoryRequestLog } from "./memory-request-log.js";
+import { openRequestLogStore, type RequestLogPort } from "./request-logs.js";
 import { openSessionStore, type SessionStore } from "./sessions.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
 import { openUsageRollupStore, type UsageRollupStore } from "./usage-rollups.js";
@@ -21,7 +22,8 @@ export type { SystemRecord, SystemStore } from "./systems.js";
 export type { InstanceRecord, InstanceStore, StoredBackendAuth } from "./instances.js";
 export type { ApiKeyRecord, ApiKeyStore, StoredOperation, StoredPermissions } from "./api-keys.js";
 export type { Lease, RateWindowStore } from "./rate-windows.js";
-export type { LogQuery, RequestLogRecord, RequestLogStore } from "./request-logs.js";
+export type { LogQuery, RequestLogPort, RequestLogRecord, RequestLogStore } from "./request-logs.js";
+export type { MemoryRequestLog, MemoryRequestLogStats } from "./memory-request-log.js";
 export type { AuditChangeRecord, AuditJson, AuditQuery, AuditRecord, AuditState, AuditStore } from "./audit-entries.js";
 export type { SessionRecord, SessionStore } from "./sessions.js";
 export type {
@@ -41,7 +43,8 @@ export interface Store {
   readonly instances: InstanceStore;
   readonly apiKeys: ApiKeyStore;
   readonly rateWindows: RateWindowStore;
-  readonly logs: RequestLogStore;
+  /** The request log: a capped log in memory (and a file) on the embedded store, a collection on MongoDB. */
+  readonly logs: RequestLogPort;
   /** The audit trail of administrative changes. */
   readonly audit: AuditStore;
   readonly sessions: SessionStore;
@@ -54,17 +57,40 @@ export interface Store {
 
 /** Which backend to open. */
 export type StoreOptions =
-  | { readonly kind: "embedded"; readonly dataDir: string }
+  | {
+      readonly kind: "embedded";
+      readonly dataDir: string;
+      /** Most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts; `Infinity`: no cap). */
+      readonly logMaxEntries?: number;
+    }
   | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
 
+/** Options of {@link openStore}. */
+export interface OpenStoreOptions {
+  /** Embedded: most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts; `Infinity`: no cap). */
+  readonly logMaxEntries?: number;
+}
+
+/**
+ * The request log on a backend: on the embedded store a capped log of its
+ * own (in memory, persisted to a file in the data directory: nedb would
+ * copy, index and keep every entry at a cost the data path pays), on
+ * MongoDB a collection.
+ */
+function openLogs(backend: StoreBackend, options: OpenStoreOptions): Promise<RequestLogPort & { close?(): Promise<void> }> {
+  return backend.kind === "embedded"
+    ? openMemoryRequestLog({ dataDir: backend.dataDir, maxEntries: options.logMaxEntries })
+    : openRequestLogStore(backend);
+}
+
 /** Opens every aggregate on a backend. */
-export async function openStore(backend: StoreBackend): Promise<Store> {
+export async function openStore(backend: StoreBackend, options: OpenStoreOptions = {}): Promise<Store> {
   const [systems, instances, apiKeys, rateWindows, logs, sessions, audit, usageRollups] = await Promise.all([
     openSystemStore(backend),
     openInstanceStore(backend),
     openApiKeyStore(backend),
     openRateWindowStore(backend),
-    openRequestLogStore(backend),
+    openLogs(backend, options),
     openSessionStore(backend),
     openAuditStore(backend),
     openUsageRollupStore(backend),
@@ -80,7 +106,13 @@ export async function openStore(backend: StoreBackend): Promise<Store> {
     sessions,
     usageRollups,
     ping: () => backend.ping(),
-    close: () => backend.close(),
+    async close() {
+      try {
+        await logs.close?.();
+      } finally {
+        await backend.close();
+      }
+    },
   };
 }
 
@@ -94,7 +126,9 @@ export async function createStore(options: StoreOptions, metrics?: StoreMetrics)
       ? await createMongoBackend(options)
       : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000 });
   try {
-    return await openStore(metrics === undefined ? backend : instrumentBackend(backend, metrics));
+    return await openStore(metrics === undefined ? backend : instrumentBackend(backend, metrics), {
+      logMaxEntries: options.kind === "embedded" ? options.logMaxEntries : undefined,
+    });
   } catch (err) {
     // Do not leave a connected client (and its timers) behind.
     await backend.close().catch(() => undefined);

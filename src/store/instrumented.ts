@@ -30,6 +30,7 @@ export function storeErrorKind(err: unknown): StoreErrorKind {
 export function instrumentBackend(backend: StoreBackend, metrics: StoreMetrics): StoreBackend {
   return {
     kind: backend.kind,
+    dataDir: backend.dataDir,
     async collection(spec: CollectionSpec) {
       return new InstrumentedCollection(await backend.collection(spec), spec.name, metrics);
     },

@@ -68,6 +68,9 @@ export interface LogQuery {
  * 200,000 entries took 9.4 s with them). A filter without an index reads
  * every entry, some 10-15 ms at the default cap of 50,000; nedb sorts every
  * candidate of a sorted query anyway (bench/README.md, issue 14).
+ * (The embedded store now keeps its request log in a capped log of its own,
+ * ./memory-request-log.ts; this collection there only serves the tests that
+ * compare the two, and the one-time migration reads an old file without it.)
  */
 export const requestLogsCollection: CollectionSpec = {
   name: "request_logs",
@@ -124,8 +127,32 @@ function fromDoc(d: Document): RequestLogRecord {
   };
 }
 
-/** Storage port of the request log. */
-export class RequestLogStore {
+/**
+ * Storage port of the request log, as its callers (the writer, the log
+ * service, the purge) use it. Two implementations: {@link RequestLogStore}
+ * over a document collection (MongoDB), and the embedded store's capped
+ * in-memory log (`./memory-request-log.ts`).
+ */
+export interface RequestLogPort {
+  /** Writes a batch of entries (ids are new; normally ascending). */
+  append(records: readonly RequestLogRecord[]): Promise<void>;
+  /** The entry with this id, or undefined. */
+  get(id: string): Promise<RequestLogRecord | undefined>;
+  /** Matching entries, newest (highest id) first, at most `limit`; `more` when others match. */
+  query(q: LogQuery): Promise<Page<RequestLogRecord>>;
+  /** Removes the entries whose `expiresAt` is before `now`; returns how many. */
+  purge(now: Date): Promise<number>;
+  /**
+   * Keeps at most `maxEntries`, removing the oldest (by id) beyond;
+   * returns how many went (for a log that caps itself as it is written,
+   * those its own cap removed since the last call too) and how many remain.
+   * `chunk`: most removed per store operation, where that matters.
+   */
+  trim(maxEntries: number, chunk?: number): Promise<{ removed: number; remaining: number }>;
+}
+
+/** The request log over a document collection (MongoDB; nedb before the capped log). */
+export class RequestLogStore implements RequestLogPort {
   constructor(private readonly collection: DocumentCollection) {}
 
   /** Writes a batch of entries. */
@@ -190,6 +217,9 @@ export class RequestLogStore {
     }
   }
 }
+
+/** An entry as a document stores it (also how the embedded store's capped log migrates an old nedb file). */
+export { fromDoc as requestLogFromDoc };
 
 /** Opens the request log on a backend. */
 export async function openRequestLogStore(backend: StoreBackend): Promise<RequestLogStore> {

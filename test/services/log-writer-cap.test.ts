@@ -11,7 +11,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createIdGenerator } from "../../src/services/ids.js";
 import { LogWriter, type LogEntry } from "../../src/services/log-writer.js";
-import type { RequestLogStore, Store } from "../../src/store/index.js";
+import type { RequestLogPort, Store } from "../../src/store/index.js";
 import { openTestStore, testMongoUrl } from "../../test-support/world.js";
 
 type TestStore = Store & { dispose(): Promise<void> };
@@ -53,7 +53,7 @@ function entry(i: number): LogEntry {
 }
 
 /** A writer on `logs` with ids from one generator (ascending, as in erplink); problems go to `problems`. */
-function writerOn(logs: RequestLogStore, maxEntries: number | undefined, problems: string[] = []): LogWriter {
+function writerOn(logs: RequestLogPort, maxEntries: number | undefined, problems: string[] = []): LogWriter {
   let t = T0;
   return new LogWriter({
     store: logs,

@@ -190,7 +190,7 @@ persistence("creates a missing data directory and keeps one file per collection"
     "audit_entries.db",
     "instances.db",
     "rate_windows.db",
-    "request_logs.db",
+    "request_logs.jsonl",
     "sessions.db",
     "system_deletions.db",
     "systems.db",
@@ -216,7 +216,7 @@ persistence("close compacts the data file to one line per live document", async 
   );
 });
 
-/** The indexes a compacted nedb data file declares (`$$indexCreated` lines), by field. */
+/** The indexes a nedb data file declares (`$$indexCreated` lines), by field. */
 async function declaredIndexes(file: string): Promise<string[]> {
   const lines = (await readFile(file, "utf8")).split("\n").filter((l) => l !== "");
   return lines
@@ -225,15 +225,11 @@ async function declaredIndexes(file: string): Promise<string[]> {
     .sort();
 }
 
-persistence("request_logs: the embedded store keeps the expiresAt index only (and nedb's _id), not timestamp, apiKeyId, instance, requestId, status", async ({ dir }) => {
-  const store = await openAt(dir);
-  await store.close();
-  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt"]);
-});
-
-persistence("request_logs: a data file with an earlier release's six indexes keeps only expiresAt after open; filters on the others' fields still match", async ({ dir }) => {
+persistence("request_logs: an earlier release's nedb file (six indexes) is moved into request_logs.jsonl at open and removed; filters on every field match", async ({ dir }) => {
   const id = createIdGenerator(() => T0)("log");
   const index = (fieldName: string) => JSON.stringify({ $$indexCreated: { fieldName, unique: false, sparse: false } });
+  // Unexpired when the store opens (entries expired by then are not moved).
+  const expiresAt = Date.now() + 86_400_000;
   const doc = {
     _id: id,
     requestId: "req-old",
@@ -257,7 +253,7 @@ persistence("request_logs: a data file with an earlier release's six indexes kee
     userAgent: "ua",
     upstreamMethod: "",
     upstreamUrl: "",
-    expiresAt: { $$date: T0.getTime() + 86_400_000 },
+    expiresAt: { $$date: expiresAt },
   };
   const fields = ["timestamp", "apiKeyId", "instance", "requestId", "status", "expiresAt"];
   await writeFile(join(dir, "request_logs.db"), [JSON.stringify(doc), ...fields.map(index)].join("\n") + "\n");
@@ -271,10 +267,12 @@ persistence("request_logs: a data file with an earlier release's six indexes kee
     );
     assert.equal(await match({ instance: "dev" }), []);
     assert.equal(await match({ requestId: "req-new" }), []);
+    assert.equal((await store.logs.get(id))?.expiresAt, new Date(expiresAt));
   } finally {
     await store.close();
   }
-  assert.equal(await declaredIndexes(join(dir, "request_logs.db")), ["expiresAt"]);
+  const files = await readdir(dir);
+  assert.ok(files.includes("request_logs.jsonl") && !files.includes("request_logs.db"), files.join(", "));
 });
 
 persistence.run();

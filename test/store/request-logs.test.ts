@@ -1,20 +1,26 @@
 /**
- * RequestLogStore on the store tests run on (embedded in memory, or a fresh
- * MongoDB database per test when ERPLINK_TEST_MONGODB_URL is set): the round
+ * The request log on the store tests run on (embedded in memory: the capped
+ * log of src/store/memory-request-log.ts; or a fresh MongoDB database per
+ * test when ERPLINK_TEST_MONGODB_URL is set: RequestLogStore): the round
  * trip of every field, newest-first queries, every filter alone and
  * combined, half-open time and status ranges, beforeId paging, the
  * retention purge and the cap (trim).
  */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createIdGenerator } from "../../src/services/ids.js";
 import type { DocumentCollection } from "../../src/store/collection.js";
-import type { LogQuery, RequestLogRecord, Store } from "../../src/store/index.js";
+import { createEmbeddedBackend } from "../../src/store/embedded.js";
+import { createStore, type LogQuery, type RequestLogRecord, type Store } from "../../src/store/index.js";
+import { requestLogsCollection } from "../../src/store/request-logs.js";
 import { openTestStore, testMongoUrl } from "../../test-support/world.js";
 
 type TestStore = Store & { dispose(): Promise<void> };
 
-const test = suite<{ store: TestStore }>(`RequestLogStore (${testMongoUrl() === undefined ? "embedded (memory)" : "mongodb"})`);
+const test = suite<{ store: TestStore }>(`request log (${testMongoUrl() === undefined ? "embedded (memory)" : "mongodb"})`);
 
 test.before.each(async (ctx) => {
   ctx.store = await openTestStore();
@@ -152,14 +158,36 @@ test("append/get round-trips every field (accesses, fractional durations, dates 
 });
 
 test("an entry written before upstream_method and upstream_url existed reads them as empty", async ({ store }) => {
-  const rec = entry(0, { instance: "prod", service: "API_BP", upstreamStatus: 200 });
+  // Far from expiry: the embedded store leaves out expired entries when it reads an old file.
+  const rec = entry(0, { instance: "prod", service: "API_BP", upstreamStatus: 200, expiresAt: new Date("2999-01-01T00:00:00.000Z") });
   const { id, upstreamMethod: _m, upstreamUrl: _u, accesses, ...rest } = rec;
-  // The document as an older release wrote it, straight into the adapter's collection.
-  const collection = (store.logs as unknown as { readonly collection: DocumentCollection }).collection;
-  assert.type(collection?.insertMany, "function", "RequestLogStore has no `collection`");
-  await collection.insertMany([{ _id: id, ...rest, accesses: [...accesses], accessKeys: [] }]);
-  assert.equal(await store.logs.get(id), rec);
-  assert.equal((await store.logs.query({ limit: 10 })).items, [rec]);
+  // The document as an older release wrote it.
+  const doc = { _id: id, ...rest, accesses: [...accesses], accessKeys: [] };
+  let reader: Store = store;
+  let dispose = async () => {};
+  if (store.kind === "mongodb") {
+    // Straight into the adapter's collection.
+    const collection = (store.logs as unknown as { readonly collection: DocumentCollection }).collection;
+    assert.type(collection?.insertMany, "function", "RequestLogStore has no `collection`");
+    await collection.insertMany([doc]);
+  } else {
+    // The embedded store kept the log in nedb (request_logs.db); it reads that file once, at open.
+    const dir = await mkdtemp(join(tmpdir(), "erplink-request-logs-test-"));
+    const backend = await createEmbeddedBackend({ dataDir: dir });
+    await (await backend.collection(requestLogsCollection)).insertMany([doc]);
+    await backend.close();
+    reader = await createStore({ kind: "embedded", dataDir: dir });
+    dispose = async () => {
+      await reader.close();
+      await rm(dir, { recursive: true, force: true });
+    };
+  }
+  try {
+    assert.equal(await reader.logs.get(id), rec);
+    assert.equal((await reader.logs.query({ limit: 10 })).items, [rec]);
+  } finally {
+    await dispose();
+  }
 });
 
 test("append writes a whole batch; query returns everything newest first (by id)", async ({ store }) => {
