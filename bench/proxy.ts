@@ -257,7 +257,8 @@ async function main(): Promise<boolean> {
 
     const erplinks: Scenario[] = [];
     if (stores.has("embedded")) {
-      const e = await startErplink("erplink-embedded", { ERPLINK_DATA_DIR: ":memory:" }, profileDir);
+      // As deployed (`npm start`): a data directory, so the request log's file is written too.
+      const e = await startErplink("erplink-embedded", { ERPLINK_DATA_DIR: mkdtempSync(join(dir, "data-")) }, profileDir);
       servers.push(e);
       const base = `http://127.0.0.1:${e.port}`;
       const key = await configureErplink(base, backendUrl);
@@ -267,7 +268,7 @@ async function main(): Promise<boolean> {
       // Another source tree (a git worktree of an earlier commit, with node_modules), embedded store, in the same rounds.
       const other = values.compare;
       if (!existsSync(join(other, "src", "main.ts"))) throw new Error(`--compare ${other}: no src/main.ts there`);
-      const e = await startErplink("erplink-compare", { ERPLINK_DATA_DIR: ":memory:" }, profileDir, other);
+      const e = await startErplink("erplink-compare", { ERPLINK_DATA_DIR: mkdtempSync(join(dir, "data-")) }, profileDir, other);
       servers.push(e);
       const base = `http://127.0.0.1:${e.port}`;
       const key = await configureErplink(base, backendUrl);

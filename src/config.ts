@@ -3,6 +3,7 @@
  * fast, naming every bad variable. `src/main.ts` is the only caller that
  * passes `process.env`; tests pass their own.
  */
+import { isWellFormedApiKey } from "./services/api-key-secret.js";
 
 /** erplink's configuration. */
 export interface Config {
@@ -125,6 +126,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     problems.push(
       `ERPLINK_MASTER_KEY must be at least ${MIN_MASTER_KEY_LENGTH} printable characters without spaces`,
     );
+  }
+  // An API key's secret as the master key would make one token both (the data path finds keys before it compares the master key).
+  if (masterKey !== undefined && isWellFormedApiKey(masterKey)) {
+    problems.push("ERPLINK_MASTER_KEY must not be an API key: choose another value (openssl rand -base64 32)");
   }
   const mongoUrl = env.MONGODB_URL || undefined;
   if (mongoUrl !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongoUrl)) {

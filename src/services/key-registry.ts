@@ -68,6 +68,11 @@ export class KeyRegistry {
     return this.lookupHash(hashApiKey(secret));
   }
 
+  /** The key whose secret hashes to `hash` if this process holds it now; never reads the store. */
+  cached(hash: string): ApiKeyRecord | undefined {
+    return this.known.get(hash);
+  }
+
   /** The key whose secret hashes to `hash` (a session's key), or undefined; as {@link lookup}. */
   lookupHash(hash: string): Promise<ApiKeyRecord | undefined> | ApiKeyRecord | undefined {
     const hit = this.known.get(hash);
