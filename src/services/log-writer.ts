@@ -75,13 +75,16 @@ export class LogWriter {
     }
   }
 
-  /** Queues an entry: an array push, nothing more. */
+  /**
+   * Queues an entry: an array push, nothing more. The writer takes the
+   * object over (it adds `id` and `expiresAt` to it rather than copy it on
+   * the request path): pass a fresh one each time and leave it alone after.
+   */
   record(entry: LogEntry): void {
-    this.queue.push({
-      ...entry,
-      id: this.options.newId("log"),
-      expiresAt: new Date(entry.timestamp.getTime() + this.options.retentionMs),
-    });
+    const owned = entry as { -readonly [F in keyof RequestLogRecord]: RequestLogRecord[F] };
+    owned.id = this.options.newId("log");
+    owned.expiresAt = new Date(entry.timestamp.getTime() + this.options.retentionMs);
+    this.queue.push(owned);
     const excess = this.queue.length - this.options.maxQueued;
     if (excess > 0) {
       this.queue.splice(0, excess);

@@ -132,7 +132,7 @@ function registerConventions(app: FastifyInstance, router: ConnectRouter, option
   const knownServices = () => new Set(router.handlers.map((h) => h.service.typeName));
   const policy = createCorsPolicy(options.corsOrigins);
 
-  app.addHook("onRequest", async (req, reply) => {
+  const conventions = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const routed = req.routeOptions.url;
     const queryAt = req.url.indexOf("?");
     const path = queryAt < 0 ? req.url : req.url.slice(0, queryAt);
@@ -173,6 +173,16 @@ function registerConventions(app: FastifyInstance, router: ConnectRouter, option
     } catch {
       // The client went away: nothing to answer.
     }
+    return undefined;
+  };
+  // Every request passes here: one a route took that is not an RPC path (the
+  // data path, /admin) leaves at once, without the promise an async hook
+  // costs (issue #14); the others return the promise, which Fastify awaits
+  // as it does an async hook's.
+  app.addHook("onRequest", (req, reply, done) => {
+    const routed = req.routeOptions.url;
+    if (routed !== undefined && !paths.has(routed)) return done();
+    return conventions(req, reply);
   });
 }
 
