@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Page, type Response } from "playwright-core";
 import * as assert from "uvu/assert";
 import { REPO_ROOT, type RunningErplink } from "./e2e.js";
 
@@ -70,6 +70,21 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 export async function assertAccessible(page: Page, where: string): Promise<void> {
   const violations = await seriousViolations(page);
   assert.equal(violations, [], `${where}: axe violations ${JSON.stringify(violations, null, 2)}`);
+}
+
+/**
+ * The page's next answer from the admin API to `method` `path` (a query
+ * that has at least `query`'s parameters): start it before the action that
+ * makes the call, await it after. `waitForLoadState("networkidle")` is no
+ * wait for a call the app makes on its own (after sign-in, a pushState, a
+ * typed filter): once the page has been idle for 500 ms the state holds
+ * and it returns at once, with the call still in flight.
+ */
+export function adminAnswer(page: Page, method: string, path: string, query: Readonly<Record<string, string>> = {}): Promise<Response> {
+  return page.waitForResponse((r) => {
+    const url = new URL(r.url());
+    return r.request().method() === method && url.pathname === path && Object.entries(query).every(([k, v]) => url.searchParams.get(k) === v);
+  });
 }
 
 /** An admin API call with the master key of a running erplink, outside the browser (setup and checks). */

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { adminCall, assertAccessible, browserAvailable, launchBrowser, screenshot } from "../../test-support/browser.js";
+import { adminAnswer, adminCall, assertAccessible, browserAvailable, launchBrowser, screenshot } from "../../test-support/browser.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
 
 const test = suite("dashboard: sign in");
@@ -113,11 +113,19 @@ if (browserAvailable(NAME)) {
 
   test("a session revoked while the page is open returns to sign-in with the server's message", async () => {
     const page = await freshPage();
+    // The shell's session check and the overview's own calls must be answered first:
+    // one still in flight when the session is revoked gets the 401 itself and signs
+    // the page out before the reload. (The shell opens without a navigation: a
+    // wait for "networkidle" returns at once when the sign-in form sat idle.)
+    const answers = Promise.all([
+      adminAnswer(page, "GET", "/admin/sessions"),
+      adminAnswer(page, "GET", "/admin/usage", { group_by: "api_key" }),
+      adminAnswer(page, "GET", "/admin/usage", { group_by: "entity" }),
+      adminAnswer(page, "GET", "/admin/logs", { status: "4xx" }),
+    ]);
     await signIn(page, ctx.erplink.masterKey);
     await page.getByRole("navigation", { name: "Main" }).waitFor();
-    // The overview's own calls must be answered first: one still in flight when the
-    // session is revoked gets the 401 itself and signs the page out before the reload.
-    await page.waitForLoadState("networkidle");
+    assert.equal((await answers).map((r) => r.status()), [200, 200, 200, 200]);
     const { body } = await admin("GET", "/admin/sessions");
     assert.is(body.data.length, 1);
     assert.is((await admin("DELETE", `/admin/sessions/${body.data[0].id}`)).status, 200);

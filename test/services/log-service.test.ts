@@ -17,6 +17,7 @@ import {
 } from "../../src/gen/erplink/admin/v1/request_log_pb.js";
 import { createIdGenerator } from "../../src/services/ids.js";
 import type { RequestLogRecord } from "../../src/store/index.js";
+import { logRecord } from "../../test-support/log-entries.js";
 import { rejects, violations, worldTests, type TestWorld } from "../../test-support/rpc.js";
 
 type World = TestWorld;
@@ -37,32 +38,22 @@ function logIds(n: number): string[] {
   return Array.from({ length: n }, () => newId("log"));
 }
 
+/** Entry `i`, one minute after entry `i - 1`; the fields the tests read or filter by are set here, the others are empty. */
 function record(id: string, i: number, fields: Partial<RequestLogRecord> = {}): RequestLogRecord {
-  return {
+  return logRecord({
     id,
     requestId: `req-${i}`,
     timestamp: new Date(T0 + i * MINUTE),
     apiKeyId: "master",
-    sessionId: "",
     method: "GET",
     path: `/admin/systems?i=${i}`,
     status: 200,
     durationMs: 2.5,
-    instance: "",
-    service: "",
-    accesses: [],
-    denialStep: "",
-    errorCode: "",
-    errorMessage: "",
-    upstreamStatus: 0,
-    upstreamDurationMs: 0,
     clientIp: "10.0.0.1",
     userAgent: "test-agent",
-    upstreamMethod: "",
-    upstreamUrl: "",
     expiresAt: new Date(T0 + i * MINUTE + 30 * 86_400_000),
     ...fields,
-  };
+  });
 }
 
 const IDS = logIds(8);

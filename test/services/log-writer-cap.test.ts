@@ -12,6 +12,7 @@ import * as assert from "uvu/assert";
 import { createIdGenerator } from "../../src/services/ids.js";
 import { LogWriter, type LogEntry } from "../../src/services/log-writer.js";
 import type { RequestLogPort, Store } from "../../src/store/index.js";
+import { logEntry } from "../../test-support/log-entries.js";
 import { openTestStore, testMongoUrl } from "../../test-support/world.js";
 
 type TestStore = Store & { dispose(): Promise<void> };
@@ -28,28 +29,7 @@ test.after.each(async (ctx) => {
 const T0 = Date.parse("2026-01-02T03:04:05.000Z");
 
 function entry(i: number): LogEntry {
-  return {
-    requestId: `r${i}`,
-    timestamp: new Date(T0 + i),
-    apiKeyId: "master",
-    sessionId: "",
-    method: "GET",
-    path: `/admin/systems?i=${i}`,
-    status: 200,
-    durationMs: 1,
-    instance: "",
-    service: "",
-    accesses: [],
-    denialStep: "",
-    errorCode: "",
-    errorMessage: "",
-    upstreamStatus: 0,
-    upstreamDurationMs: 0,
-    clientIp: "127.0.0.1",
-    userAgent: "ua",
-    upstreamMethod: "",
-    upstreamUrl: "",
-  };
+  return logEntry({ requestId: `r${i}`, timestamp: new Date(T0 + i), path: `/admin/systems?i=${i}` });
 }
 
 /** A writer on `logs` with ids from one generator (ascending, as in erplink); problems go to `problems`. */

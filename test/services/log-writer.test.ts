@@ -12,6 +12,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LogWriter, type LogEntry, type LogWriterOptions } from "../../src/services/log-writer.js";
 import type { RequestLogRecord, RequestLogStore, RollupBatch, UsageRollupStore } from "../../src/store/index.js";
+import { logEntry } from "../../test-support/log-entries.js";
 
 const T0 = Date.parse("2026-01-02T03:04:05.000Z");
 const RETENTION_MS = 7 * 86_400_000;
@@ -123,28 +124,8 @@ function harness(options: Partial<Pick<LogWriterOptions, "maxQueued" | "batchSiz
 }
 
 function entry(i: number): LogEntry {
-  return {
-    requestId: `r${i}`,
-    timestamp: new Date(T0 + i * 1000),
-    apiKeyId: "master",
-    sessionId: "",
-    method: "GET",
-    path: `/admin/systems?i=${i}`,
-    status: 200,
-    durationMs: 1.25,
-    instance: "",
-    service: "",
-    accesses: [],
-    denialStep: "",
-    errorCode: "",
-    errorMessage: "",
-    upstreamStatus: 0,
-    upstreamDurationMs: 0,
-    clientIp: "127.0.0.1",
-    userAgent: "ua",
-    upstreamMethod: "",
-    upstreamUrl: "",
-  };
+  // A fractional duration: the writer keeps it as given.
+  return logEntry({ requestId: `r${i}`, timestamp: new Date(T0 + i * 1000), path: `/admin/systems?i=${i}`, durationMs: 1.25 });
 }
 
 /** A data request (the admin entries of {@link entry} are not rolled up). */

@@ -26,6 +26,7 @@ import type { LogQuery, RequestLogRecord } from "../../src/store/index.js";
 import { MemoryRequestLog, openMemoryRequestLog } from "../../src/store/memory-request-log.js";
 import { openRequestLogStore, type RequestLogStore } from "../../src/store/request-logs.js";
 import { envInt, fuzzSeed } from "../../test-support/fuzz/harness.js";
+import { logRecord } from "../../test-support/log-entries.js";
 
 const root = await mkdtemp(join(tmpdir(), "erplink-memory-log-diff-"));
 process.on("exit", () => rmSync(root, { recursive: true, force: true }));
@@ -64,12 +65,11 @@ const fieldsArb = fc.record({
 type Fields = typeof fieldsArb extends fc.Arbitrary<infer T> ? T : never;
 
 function record(id: string, f: Fields): RequestLogRecord {
-  return {
+  return logRecord({
     id,
     requestId: f.requestId,
     timestamp: new Date(T0 + f.minute * MINUTE),
     apiKeyId: f.apiKeyId,
-    sessionId: "",
     method: f.method,
     path: "/odata/x",
     status: f.status,
@@ -78,17 +78,8 @@ function record(id: string, f: Fields): RequestLogRecord {
     service: f.service,
     // Plain objects, as the gateway makes them (fast-check's have no prototype).
     accesses: f.accesses.map((a) => ({ entity: a.entity, operation: a.operation })),
-    denialStep: "",
-    errorCode: "",
-    errorMessage: "",
-    upstreamStatus: 0,
-    upstreamDurationMs: 0,
-    clientIp: "127.0.0.1",
-    userAgent: "ua",
-    upstreamMethod: "",
-    upstreamUrl: "",
     expiresAt: new Date(T0 + f.expiresMinute * MINUTE),
-  };
+  });
 }
 
 /** Every filter's value; a query takes a few of them (many together would rarely match anything). */

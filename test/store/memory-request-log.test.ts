@@ -27,6 +27,7 @@ import {
   type MemoryRequestLogOptions,
 } from "../../src/store/memory-request-log.js";
 import { requestLogsCollection } from "../../src/store/request-logs.js";
+import { logRecord } from "../../test-support/log-entries.js";
 
 const root = await mkdtemp(join(tmpdir(), "erplink-memory-log-test-"));
 process.on("exit", () => rmSync(root, { recursive: true, force: true }));
@@ -47,31 +48,24 @@ const IDS = idsOf(200);
 
 /** Entry `i` (id IDS[i], one second apart, expiring 30 days later). */
 function entry(i: number, fields: Partial<RequestLogRecord> = {}): RequestLogRecord {
-  return {
+  // A forwarded data request: most fields set, so that the file's round trip covers them.
+  return logRecord({
     id: IDS[i]!,
     requestId: `req-${i}`,
     timestamp: new Date(T0 + i * 1000),
     apiKeyId: i % 2 === 0 ? "master" : "key_01KA0000000000000000000000",
-    sessionId: "",
-    method: "GET",
     path: `/odata/prod/API_BP/A_BusinessPartner?$top=${i}`,
-    status: 200,
     durationMs: 1.25 + i / 1000,
     instance: "prod",
     service: "API_BP",
     accesses: [{ entity: "A_BusinessPartner", operation: "list" }],
-    denialStep: "",
-    errorCode: "",
-    errorMessage: "",
     upstreamStatus: 200,
     upstreamDurationMs: 0.5,
-    clientIp: "127.0.0.1",
-    userAgent: "ua",
     upstreamMethod: "GET",
     upstreamUrl: `https://s4.example.com/sap/opu/odata/sap/API_BP/A_BusinessPartner?$top=${i}`,
     expiresAt: new Date(T0 + i * 1000 + 30 * DAY),
     ...fields,
-  };
+  });
 }
 
 const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, k) => from + k);

@@ -16,6 +16,7 @@ import type { DocumentCollection } from "../../src/store/collection.js";
 import { createEmbeddedBackend } from "../../src/store/embedded.js";
 import { createStore, type LogQuery, type RequestLogRecord, type Store } from "../../src/store/index.js";
 import { requestLogsCollection } from "../../src/store/request-logs.js";
+import { logRecord } from "../../test-support/log-entries.js";
 import { openTestStore, testMongoUrl } from "../../test-support/world.js";
 
 type TestStore = Store & { dispose(): Promise<void> };
@@ -43,31 +44,14 @@ const IDS = (() => {
 })();
 
 function entry(i: number, fields: Partial<RequestLogRecord> = {}): RequestLogRecord {
-  return {
+  return logRecord({
     id: IDS[i]!,
     requestId: `req-${i}`,
     timestamp: new Date(T0 + i * MINUTE),
-    apiKeyId: "master",
-    sessionId: "",
-    method: "GET",
-    path: "/admin/systems",
-    status: 200,
     durationMs: 1.5,
-    instance: "",
-    service: "",
-    accesses: [],
-    denialStep: "",
-    errorCode: "",
-    errorMessage: "",
-    upstreamStatus: 0,
-    upstreamDurationMs: 0,
-    clientIp: "127.0.0.1",
-    userAgent: "ua",
-    upstreamMethod: "",
-    upstreamUrl: "",
     expiresAt: new Date(T0 + i * MINUTE + 30 * 86_400_000),
     ...fields,
-  };
+  });
 }
 
 /**
@@ -159,7 +143,15 @@ test("append/get round-trips every field (accesses, fractional durations, dates 
 
 test("an entry written before upstream_method and upstream_url existed reads them as empty", async ({ store }) => {
   // Far from expiry: the embedded store leaves out expired entries when it reads an old file.
-  const rec = entry(0, { instance: "prod", service: "API_BP", upstreamStatus: 200, expiresAt: new Date("2999-01-01T00:00:00.000Z") });
+  // The upstream method and URL empty: what the old document (without them) must read back as.
+  const rec = entry(0, {
+    instance: "prod",
+    service: "API_BP",
+    upstreamStatus: 200,
+    upstreamMethod: "",
+    upstreamUrl: "",
+    expiresAt: new Date("2999-01-01T00:00:00.000Z"),
+  });
   const { id, upstreamMethod: _m, upstreamUrl: _u, accesses, ...rest } = rec;
   // The document as an older release wrote it.
   const doc = { _id: id, ...rest, accesses: [...accesses], accessKeys: [] };
