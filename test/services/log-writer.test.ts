@@ -237,7 +237,7 @@ test("entries recorded while a write is in flight and then fails are kept behind
   assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0, evicted: 0, entries: null });
 });
 
-test("entries recorded while a write is in flight and succeeds are written by the same flush, after it", async () => {
+test("a flush writes what was queued when it began: entries recorded while its write is in flight wait for the next flush", async () => {
   const { writer, store } = harness({ batchSize: 10 });
   recordRange(writer, 0, 3);
   const gate = deferred();
@@ -247,9 +247,26 @@ test("entries recorded while a write is in flight and succeeds are written by th
   recordRange(writer, 3, 5);
   gate.resolve();
   await flushed;
+  assert.equal(store.attempts, [range(0, 3)]);
+  assert.equal(writer.stats(), { queued: 2, written: 3, dropped: 0, evicted: 0, entries: null });
+  await writer.flush();
   assert.equal(store.attempts, [range(0, 3), range(3, 5)]);
   assert.equal(store.ids(), range(0, 5));
   assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0, evicted: 0, entries: null });
+});
+
+test("a flush of more than one batch writes exactly what was queued when it began, in batches, even when more comes between them", async () => {
+  const { writer, store } = harness({ batchSize: 2 });
+  recordRange(writer, 0, 5);
+  const gate = deferred();
+  store.script.push(gate);
+  const flushed = writer.flush();
+  await settle();
+  recordRange(writer, 5, 7);
+  gate.resolve();
+  await flushed;
+  assert.equal(store.attempts, [range(0, 2), range(2, 4), range(4, 5)]);
+  assert.equal(writer.stats(), { queued: 2, written: 5, dropped: 0, evicted: 0, entries: null });
 });
 
 test("several failing flushes in a row, then recovery: every entry written exactly once, in order", async () => {
