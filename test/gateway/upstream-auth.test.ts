@@ -41,6 +41,10 @@ interface Upstream {
   validSession: string;
   /** Whether every modifying request is refused, whatever its token. */
   alwaysRequired: boolean;
+  /** Whether the next modifying request is refused (403 Required) whatever its token, once. */
+  refuseNext: boolean;
+  /** Whether a CSRF fetch sets the session cookies (else the token alone is the session). */
+  fetchCookies: boolean;
   /** Access tokens the service accepts (OAuth instances). */
   acceptedBearer: Set<string>;
   tokensIssued: number;
@@ -57,6 +61,8 @@ async function startUpstream(): Promise<Upstream> {
     validToken: "",
     validSession: "",
     alwaysRequired: false,
+    refuseNext: false,
+    fetchCookies: true,
     acceptedBearer: new Set<string>(),
     tokensIssued: 0,
     tokenAnswer: () => {
@@ -100,9 +106,14 @@ async function startUpstream(): Promise<Upstream> {
           return;
         }
         up.validToken = `csrf-${up.fetches}`;
-        up.validSession = `sess-${up.fetches}`;
-        res.setHeader("set-cookie", [`SAP_SESSIONID_X=${up.validSession}; path=/; HttpOnly`, "sap-usercontext=sap-client=100; path=/"]);
+        up.validSession = up.fetchCookies ? `sess-${up.fetches}` : "";
+        if (up.fetchCookies) res.setHeader("set-cookie", [`SAP_SESSIONID_X=${up.validSession}; path=/; HttpOnly`, "sap-usercontext=sap-client=100; path=/"]);
         res.writeHead(200, { "content-type": "application/json", "x-csrf-token": up.validToken }).end('{"value":[]}');
+        return;
+      }
+      if (req.method !== "GET" && up.refuseNext) {
+        up.refuseNext = false;
+        res.writeHead(403, { "content-type": "text/plain", "x-csrf-token": "Required" }).end("CSRF token validation failed");
         return;
       }
       if (req.method !== "GET" && up.csrf) {
@@ -110,7 +121,8 @@ async function startUpstream(): Promise<Upstream> {
         const ok =
           !up.alwaysRequired &&
           req.headers["x-csrf-token"] === up.validToken &&
-          cookie.split("; ").includes(`SAP_SESSIONID_X=${up.validSession}`);
+          // A session without cookies: a request carrying an old session's cookie is refused.
+          (up.validSession === "" ? !cookie.includes("SAP_SESSIONID_X") : cookie.split("; ").includes(`SAP_SESSIONID_X=${up.validSession}`));
         if (!ok) {
           res.writeHead(403, { "content-type": "text/plain", "x-csrf-token": "Required" }).end("CSRF token validation failed");
           return;
@@ -259,6 +271,38 @@ Csrf("a back end that keeps refusing: one replay only, and its 403 passes throug
       ["POST", "csrf-2"],
     ],
   );
+});
+
+Csrf("a replay after a CSRF refusal carries only the new session: never the refused one's token or cookies, nor the client's", async (ctx) => {
+  // Client-made CSRF headers: never forwarded, on the first attempt or the replay.
+  const hostile = { "x-csrf-token": "client-made-up", cookie: "SAP_SESSIONID_X=stolen" };
+  assert.is((await send(ctx, "POST", "/odata/prod/SALES/SalesOrders", { ID: 1 }, hostile)).statusCode, 201);
+  const row = (s: Seen) => [s.method, s.headers["x-csrf-token"], s.headers.cookie, s.headers.authorization];
+  const BASIC = `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`;
+
+  // 1. The back end's session ends and the new one is the token alone (no cookies).
+  ctx.up.seen = [];
+  ctx.up.validToken = "csrf-expired";
+  ctx.up.fetchCookies = false;
+  const a = await send(ctx, "POST", "/odata/prod/SALES/SalesOrders", { ID: 2 }, hostile);
+  assert.is(a.statusCode, 201, a.body);
+  assert.equal(ctx.up.seen.map(row), [
+    ["POST", "csrf-1", "SAP_SESSIONID_X=sess-1; sap-usercontext=sap-client=100", BASIC],
+    ["GET", "Fetch", undefined, BASIC],
+    ["POST", "csrf-2", undefined, BASIC],
+  ]);
+
+  // 2. The back end stops using CSRF tokens: the refetch brings none, and the replay carries none.
+  ctx.up.seen = [];
+  ctx.up.csrf = false;
+  ctx.up.refuseNext = true;
+  const b = await send(ctx, "PATCH", "/odata/prod/SALES/SalesOrders(2)", { Note: "x" }, { ...hostile, "if-match": "*" });
+  assert.is(b.statusCode, 200, b.body);
+  assert.equal(ctx.up.seen.map(row), [
+    ["PATCH", "csrf-2", undefined, BASIC],
+    ["GET", "Fetch", undefined, BASIC],
+    ["PATCH", undefined, undefined, BASIC],
+  ]);
 });
 
 Csrf("a back end without CSRF tokens is asked once and then left alone", async (ctx) => {

@@ -426,6 +426,24 @@ test("stop() waits for a write already in flight (queue empty meanwhile) before 
   assert.equal(writer.stats(), { queued: 0, written: 3, dropped: 0, evicted: 0, entries: null });
 });
 
+test("stop() during a flush that took only part of the queue: what was recorded after that flush began is written too, once, in order", async () => {
+  const { writer, store } = harness({ batchSize: 10 });
+  recordRange(writer, 0, 3);
+  const gate = deferred();
+  store.script.push(gate);
+  // A timer flush takes r0..r2; then requests still finishing record r3, r4 (after it began).
+  void writer.flush();
+  await settle();
+  recordRange(writer, 3, 5);
+  setTimeout(() => gate.resolve(), 50);
+  const started = Date.now();
+  await writer.stop(5000);
+  assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+  assert.equal(store.attempts, [range(0, 3), range(3, 5)]);
+  assert.equal(store.ids(), range(0, 5), "the entries recorded during the flush in flight were lost at stop()");
+  assert.equal(writer.stats(), { queued: 0, written: 5, dropped: 0, evicted: 0, entries: null });
+});
+
 test("stop() is bounded by its timeout when the store keeps failing; the entries stay queued", async () => {
   const { writer, store } = harness({ batchSize: 3 });
   store.otherwise = "fail";

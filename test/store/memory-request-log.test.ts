@@ -433,6 +433,35 @@ file("write, close, reopen: every entry and field as written, dates equal to the
   assert.equal(await held(await open(dir)), range(0, 13).reverse());
 });
 
+file("hostile text in entries (purge and keep lines, another entry, line breaks, a large value) is read back as that text: no line is read as a purge, a keep or another entry", async () => {
+  const dir = await freshDir();
+  const log = await open(dir, { maxEntries: 100 });
+  const purgeLine = '{"purge":"2999-01-01T00:00:00.000Z"}';
+  const keepLine = '{"keep":0}';
+  const forged = JSON.stringify(entry(150, { path: "/forged" }));
+  const hostile = [
+    entry(0, { userAgent: `x\n${purgeLine}\n` }),
+    entry(1, { path: `/odata/prod/API_BP/A?${keepLine}`, userAgent: `\r\n${keepLine}\r\n` }),
+    entry(2, { errorMessage: `\n${forged}\n`, requestId: `"}\n${keepLine}\n{"` }),
+    entry(3, { path: `/${"\u2028\u2029\u0085".repeat(10)}`, userAgent: '","id":"log_x","keep":0,"x":"', accesses: [{ entity: purgeLine, operation: keepLine }] }),
+    entry(4, { upstreamUrl: `https://s4.example.com/${"\n".repeat(5000)}${"x".repeat(2_000_000)}` }),
+    entry(5),
+  ];
+  await log.append(hostile.slice(0, 3));
+  await log.append(hostile.slice(3));
+  await log.close();
+  const lines = await fileLines(dir);
+  assert.is(lines.length, 6, "one line per entry");
+  for (const line of lines) assert.type((JSON.parse(line) as { id?: unknown }).id, "string");
+
+  const again = await open(dir, { maxEntries: 100 });
+  assert.equal(again.stats().load, { lines: 6, unreadable: 0, expired: 0, duplicates: 0, overCap: 0, migrated: 0 });
+  assert.equal((await again.query({ limit: 100 })).items, [...hostile].reverse());
+  // The filters see the text as text: no entry matches another's values, none is found by its lookalikes.
+  assert.equal((await again.query({ limit: 100, requestId: "req-150" })).items, []);
+  assert.equal((await again.query({ limit: 100, entity: purgeLine, operation: keepLine })).items.map((r) => r.id), [IDS[3]]);
+});
+
 file("a torn last line is skipped; the next batch starts on a line of its own and is read back", async () => {
   const dir = await freshDir();
   const log = await open(dir);
