@@ -23,6 +23,15 @@ import { RollupBuffer } from "./rollups.js";
 /** An entry as callers give it; the writer adds the id and the expiry. */
 export type LogEntry = Omit<RequestLogRecord, "id" | "expiresAt">;
 
+/**
+ * Most characters kept of an entry's free-text fields; longer values are cut
+ * there. Whoever can reach erplink, with or without a key (a 401 is logged
+ * too, and so is an Envoy check, whose request target has no 16 KiB HTTP
+ * head bounding it), makes entries, and the embedded store holds 50,000 of
+ * them in memory: one entry stays within some 15 KB, whatever was sent.
+ */
+export const LOG_FIELD_LIMITS = { method: 32, path: 4096, userAgent: 512, errorMessage: 1024, upstreamUrl: 8192 } as const;
+
 /** Options of {@link LogWriter}. */
 export interface LogWriterOptions {
   readonly store: RequestLogPort;
@@ -57,6 +66,8 @@ export interface LogWriterStats {
   readonly entries: number | null;
 }
 
+const LIMITED = Object.keys(LOG_FIELD_LIMITS) as (keyof typeof LOG_FIELD_LIMITS)[];
+
 /** Batches request-log entries into the store. */
 export class LogWriter {
   private queue: RequestLogRecord[] = [];
@@ -77,11 +88,15 @@ export class LogWriter {
 
   /**
    * Queues an entry: an array push, nothing more. The writer takes the
-   * object over (it adds `id` and `expiresAt` to it rather than copy it on
-   * the request path): pass a fresh one each time and leave it alone after.
+   * object over (it adds `id` and `expiresAt` to it, and cuts the fields of
+   * {@link LOG_FIELD_LIMITS}, rather than copy it on the request path): pass
+   * a fresh one each time and leave it alone after.
    */
   record(entry: LogEntry): void {
     const owned = entry as { -readonly [F in keyof RequestLogRecord]: RequestLogRecord[F] };
+    for (const field of LIMITED) {
+      if (owned[field].length > LOG_FIELD_LIMITS[field]) owned[field] = owned[field].slice(0, LOG_FIELD_LIMITS[field]);
+    }
     owned.id = this.options.newId("log");
     owned.expiresAt = new Date(entry.timestamp.getTime() + this.options.retentionMs);
     this.queue.push(owned);

@@ -306,7 +306,7 @@ ExtAuthz("each check is one request-log entry, as a data request: id, method, pa
   assert.match(made!.requestId, /^req_[0-9a-f-]{36}$/);
 });
 
-ExtAuthz("FINDING (red team 8): a check without a key, with a huge request target and method, is logged bounded as a data request's entry is", async (ctx) => {
+ExtAuthz("a check without a key, with a huge request target and method, is logged bounded as a data request's entry is", async (ctx) => {
   // Anyone who reaches the gRPC port may call Check (its callers present no credential); each call is one
   // request-log entry, held in memory by the embedded store (50,000 of them) and appended to request_logs.jsonl.
   const path = `/odata/prod/API_BP/${"a".repeat(300_000)}`;
@@ -316,6 +316,8 @@ ExtAuthz("FINDING (red team 8): a check without a key, with a huge request targe
   const [entry] = await logged(ctx, "xa-huge");
   assert.ok(entry, "the check is logged");
   // The data path's entries are bounded by the HTTP request head (16 KiB in Node), its message (1024) and user agent (512).
+  assert.is(entry!.path, path.slice(0, 4096));
+  assert.is(entry!.method, method.slice(0, 32));
   const size = JSON.stringify(entry).length;
   assert.ok(size <= 20_000, `one unauthenticated check made a ${size}-character log entry (path ${entry!.path.length}, method ${entry!.method.length})`);
 });

@@ -10,7 +10,7 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { LogWriter, type LogEntry, type LogWriterOptions } from "../../src/services/log-writer.js";
+import { LOG_FIELD_LIMITS, LogWriter, type LogEntry, type LogWriterOptions } from "../../src/services/log-writer.js";
 import type { RequestLogRecord, RequestLogStore, RollupBatch, UsageRollupStore } from "../../src/store/index.js";
 import { logEntry } from "../../test-support/log-entries.js";
 
@@ -150,6 +150,39 @@ const WRITE_FAILED = "request log write failed; will retry";
 const DROPPED = "request log entries dropped: the queue was full";
 
 const test = suite("LogWriter");
+
+test("record() cuts method, path, user agent, error message and upstream URL to LOG_FIELD_LIMITS, leaving values within them as given", async () => {
+  const { writer, store } = harness();
+  const long = (n: number, c: string) => c.repeat(n);
+  writer.record({
+    ...entry(0),
+    method: long(33, "M"),
+    path: `/odata/${long(5000, "p")}`,
+    userAgent: long(513, "u"),
+    errorMessage: long(1025, "e"),
+    upstreamUrl: `https://erp.example/${long(9000, "q")}`,
+  });
+  const exact = {
+    ...entry(1),
+    method: long(32, "M"),
+    path: long(4096, "p"),
+    userAgent: long(512, "u"),
+    errorMessage: long(1024, "e"),
+    upstreamUrl: long(8192, "q"),
+  };
+  writer.record({ ...exact });
+  await writer.flush();
+  const [cut, kept] = store.stored;
+  assert.equal(
+    [cut!.method, cut!.path, cut!.userAgent, cut!.errorMessage, cut!.upstreamUrl],
+    [long(32, "M"), `/odata/${long(4089, "p")}`, long(512, "u"), long(1024, "e"), `https://erp.example/${long(8172, "q")}`],
+  );
+  assert.equal(
+    [kept!.method, kept!.path, kept!.userAgent, kept!.errorMessage, kept!.upstreamUrl],
+    [exact.method, exact.path, exact.userAgent, exact.errorMessage, exact.upstreamUrl],
+  );
+  assert.equal(LOG_FIELD_LIMITS, { method: 32, path: 4096, userAgent: 512, errorMessage: 1024, upstreamUrl: 8192 });
+});
 
 test("record() only queues: no store call, even after the event loop turns", async () => {
   const { writer, store } = harness();
