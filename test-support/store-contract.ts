@@ -69,7 +69,7 @@ function instance(id: string, systemId: string, name: string, fields: Partial<In
 }
 
 /** The error `op` rejects (or throws) with; fails the test if it resolves. */
-async function rejection(op: () => Promise<unknown>, what = "the call"): Promise<unknown> {
+export async function rejection(op: () => Promise<unknown>, what = "the call"): Promise<unknown> {
   let value: unknown;
   try {
     value = await op();

@@ -270,16 +270,22 @@ test("entries recorded while a write is in flight and then fails are kept behind
   assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0, evicted: 0, entries: null });
 });
 
-test("a flush writes what was queued when it began: entries recorded while its write is in flight wait for the next flush", async () => {
-  const { writer, store } = harness({ batchSize: 10 });
-  recordRange(writer, 0, 3);
+/** Records `before` entries, flushes with the first write held open, records up to `until` meanwhile, then lets the flush end. */
+async function flushWhileRecording(batchSize: number, before: number, until: number): Promise<Harness> {
+  const h = harness({ batchSize });
+  recordRange(h.writer, 0, before);
   const gate = deferred();
-  store.script.push(gate);
-  const flushed = writer.flush();
+  h.store.script.push(gate);
+  const flushed = h.writer.flush();
   await settle();
-  recordRange(writer, 3, 5);
+  recordRange(h.writer, before, until);
   gate.resolve();
   await flushed;
+  return h;
+}
+
+test("a flush writes what was queued when it began: entries recorded while its write is in flight wait for the next flush", async () => {
+  const { writer, store } = await flushWhileRecording(10, 3, 5);
   assert.equal(store.attempts, [range(0, 3)]);
   assert.equal(writer.stats(), { queued: 2, written: 3, dropped: 0, evicted: 0, entries: null });
   await writer.flush();
@@ -289,15 +295,7 @@ test("a flush writes what was queued when it began: entries recorded while its w
 });
 
 test("a flush of more than one batch writes exactly what was queued when it began, in batches, even when more comes between them", async () => {
-  const { writer, store } = harness({ batchSize: 2 });
-  recordRange(writer, 0, 5);
-  const gate = deferred();
-  store.script.push(gate);
-  const flushed = writer.flush();
-  await settle();
-  recordRange(writer, 5, 7);
-  gate.resolve();
-  await flushed;
+  const { writer, store } = await flushWhileRecording(2, 5, 7);
   assert.equal(store.attempts, [range(0, 2), range(2, 4), range(4, 5)]);
   assert.equal(writer.stats(), { queued: 2, written: 5, dropped: 0, evicted: 0, entries: null });
 });

@@ -18,6 +18,7 @@ import {
   type SystemRecord,
 } from "../../src/store/index.js";
 import { storeContract } from "../../test-support/store-contract.js";
+import { rejection } from "../../test-support/store-contract.js";
 
 // Every directory this file creates lives under one root, removed on exit even if a test fails midway.
 const root = await mkdtemp(join(tmpdir(), "erplink-embedded-test-"));
@@ -28,16 +29,6 @@ const T1 = new Date("2026-01-02T03:04:06.789Z");
 
 function openAt(dataDir: string): Promise<Store> {
   return createStore({ kind: "embedded", dataDir });
-}
-
-async function rejection(op: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await op();
-  } catch (err) {
-    return err;
-  }
-  assert.unreachable("expected a rejection");
-  return undefined;
 }
 
 function assertDuplicate(err: unknown, collection: string, field: string): void {

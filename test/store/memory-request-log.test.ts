@@ -28,6 +28,7 @@ import {
 } from "../../src/store/memory-request-log.js";
 import { requestLogsCollection } from "../../src/store/request-logs.js";
 import { logRecord } from "../../test-support/log-entries.js";
+import { rejection } from "../../test-support/store-contract.js";
 
 const root = await mkdtemp(join(tmpdir(), "erplink-memory-log-test-"));
 process.on("exit", () => rmSync(root, { recursive: true, force: true }));
@@ -90,16 +91,6 @@ async function pages(log: MemoryRequestLog, limit: number): Promise<[number[], b
   }
   assert.unreachable("paging did not end");
   return out;
-}
-
-async function rejection(op: () => Promise<unknown>): Promise<unknown> {
-  try {
-    await op();
-  } catch (err) {
-    return err;
-  }
-  assert.unreachable("expected a rejection");
-  return undefined;
 }
 
 let dirs = 0;
