@@ -82,7 +82,14 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
   // Metrics off: nothing is recorded (no-op port, store not instrumented) and /metrics is not served.
   const metrics = config.metrics.mode === "off" ? undefined : createPrometheusMetrics();
   // The embedded store's request log caps itself as it is written (no cap configured: none).
-  const storeOptions = config.store.kind === "embedded" ? { ...config.store, logMaxEntries: config.logMaxEntries ?? Infinity } : config.store;
+  const storeOptions =
+    config.store.kind === "embedded"
+      ? {
+          ...config.store,
+          logMaxEntries: config.logMaxEntries ?? Infinity,
+          onProblem: (fields: Record<string, unknown>, message: string) => logger.error(fields, message),
+        }
+      : config.store;
   const store = await createStore(storeOptions, metrics?.store);
   let encryptionKey: Buffer;
   try {

@@ -62,6 +62,8 @@ export type StoreOptions =
       readonly dataDir: string;
       /** Most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts; `Infinity`: no cap). */
       readonly logMaxEntries?: number;
+      /** Where the request log's file problems are reported (see MemoryRequestLogOptions.onProblem). */
+      readonly onProblem?: (fields: Record<string, unknown>, message: string) => void;
     }
   | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
 
@@ -69,6 +71,8 @@ export type StoreOptions =
 export interface OpenStoreOptions {
   /** Embedded: most request-log entries kept (default: DEFAULT_MAX_ENTRIES of ./memory-request-log.ts; `Infinity`: no cap). */
   readonly logMaxEntries?: number;
+  /** Embedded: where the request log's file problems are reported. */
+  readonly onProblem?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 /**
@@ -79,7 +83,7 @@ export interface OpenStoreOptions {
  */
 function openLogs(backend: StoreBackend, options: OpenStoreOptions): Promise<RequestLogPort & { close?(): Promise<void> }> {
   return backend.kind === "embedded"
-    ? openMemoryRequestLog({ dataDir: backend.dataDir, maxEntries: options.logMaxEntries })
+    ? openMemoryRequestLog({ dataDir: backend.dataDir, maxEntries: options.logMaxEntries, onProblem: options.onProblem })
     : openRequestLogStore(backend);
 }
 
@@ -127,7 +131,7 @@ export async function createStore(options: StoreOptions, metrics?: StoreMetrics)
       : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000 });
   try {
     return await openStore(metrics === undefined ? backend : instrumentBackend(backend, metrics), {
-      logMaxEntries: options.kind === "embedded" ? options.logMaxEntries : undefined,
+      ...(options.kind === "embedded" ? { logMaxEntries: options.logMaxEntries, onProblem: options.onProblem } : {}),
     });
   } catch (err) {
     // Do not leave a connected client (and its timers) behind.

@@ -72,6 +72,12 @@ export interface MemoryRequestLogOptions {
   readonly dataDir?: string;
   /** The time entries are loaded at: the expired are left out (default: now). */
   readonly clock?: () => Date;
+  /**
+   * Told what the operator should hear of and no caller sees: a rewrite of
+   * the file that failed (the file keeps its lines; the next batch or purge
+   * tries again), lines of the file that could not be read at start.
+   */
+  readonly onProblem?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 /** What opening the log read from disk. */
@@ -139,7 +145,10 @@ export class MemoryRequestLog implements RequestLogPort {
   private readonly loaded: LoadCounts = { lines: 0, unreadable: 0, expired: 0, duplicates: 0, overCap: 0, migrated: 0 };
 
   /** A log with nothing loaded yet; {@link openMemoryRequestLog} also reads the data directory. */
+  private readonly onProblem: (fields: Record<string, unknown>, message: string) => void;
+
   constructor(options: Omit<MemoryRequestLogOptions, "clock"> = {}) {
+    this.onProblem = options.onProblem ?? (() => undefined);
     const max = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
     if (!(Number.isSafeInteger(max) || max === Infinity) || max < 1)
       throw new RangeError(`maxEntries must be a positive integer or Infinity, not ${max}`);
@@ -324,6 +333,12 @@ export class MemoryRequestLog implements RequestLogPort {
         if (r.expiresAt.getTime() < t) this.loaded.expired++;
         else take(r);
       }
+    }
+    if (this.loaded.unreadable > 0) {
+      this.onProblem(
+        { file: this.file, unreadable: this.loaded.unreadable, lines: this.loaded.lines },
+        "request log: lines of the file that are not entries were skipped (a torn last line after a crash is one)",
+      );
     }
     this.loaded.overCap = this.evicted - evictedBefore;
     this.evicted = evictedBefore;
@@ -573,9 +588,13 @@ export class MemoryRequestLog implements RequestLogPort {
     if (this.fileLines <= 2 * Math.max(this.size, Math.min(this.maxEntries, COMPACT_FLOOR))) return;
     this.compactionQueued = true;
     void this.serial(() => this.compact())
-      .catch(() => {
+      .catch((err: unknown) => {
         // The file keeps its lines (still correct) and the next trigger tries again.
         this.compactionFailures++;
+        this.onProblem(
+          { err, file: this.file, failures: this.compactionFailures },
+          "request log: rewriting the file failed; it keeps its lines and the next batch tries again",
+        );
       })
       .finally(() => {
         this.compactionQueued = false;

@@ -537,6 +537,46 @@ file(
   },
 );
 
+file("a rewrite of the file that fails is reported through onProblem (and counted); the file keeps its lines and the next batch rewrites it", async () => {
+  const dir = await freshDir();
+  const problems: [Record<string, unknown>, string][] = [];
+  const log = await open(dir, { maxEntries: 2, onProblem: (fields, message) => problems.push([fields, message]) });
+  // The temporary file's place taken by a directory: the rewrite cannot open it.
+  await mkdir(join(dir, `${REQUEST_LOG_FILE}.tmp`));
+  await log.append(entries(range(0, 5)));
+  await log.idle();
+  assert.equal(log.stats().compactionFailures, 1);
+  assert.equal(
+    problems.map(([fields, message]) => [(fields.err as NodeJS.ErrnoException).code, fields.file, fields.failures, message]),
+    [["EISDIR", join(dir, REQUEST_LOG_FILE), 1, "request log: rewriting the file failed; it keeps its lines and the next batch tries again"]],
+  );
+  assert.is((await fileLines(dir)).length, 5, "the file keeps its lines");
+  await rm(join(dir, `${REQUEST_LOG_FILE}.tmp`), { recursive: true });
+  await log.append(entries([5]));
+  await log.idle();
+  assert.equal((await fileLines(dir)).map((l) => IDS.indexOf((JSON.parse(l) as { id: string }).id)), [4, 5]);
+  assert.is(problems.length, 1);
+  await log.close();
+});
+
+file("lines of the file that are not entries are reported once at open, with how many", async () => {
+  const dir = await freshDir();
+  await writeFile(join(dir, REQUEST_LOG_FILE), `${JSON.stringify(entry(0))}\nnot json\n${JSON.stringify(entry(1)).slice(0, 30)}`);
+  const problems: [Record<string, unknown>, string][] = [];
+  const log = await open(dir, { onProblem: (fields, message) => problems.push([fields, message]) });
+  assert.equal(await held(log), [0]);
+  assert.equal(problems, [
+    [
+      { file: join(dir, REQUEST_LOG_FILE), unreadable: 2, lines: 3 },
+      "request log: lines of the file that are not entries were skipped (a torn last line after a crash is one)",
+    ],
+  ]);
+  await log.close();
+  const again: unknown[] = [];
+  await (await open(dir, { onProblem: (...p) => again.push(p) })).close();
+  assert.equal(again.length, 1, "still there at the next open (nothing rewrote the file)");
+});
+
 file("a purge that leaves the file mostly expired rewrites it; expired entries are not loaded", async () => {
   const dir = await freshDir();
   const log = await open(dir, { maxEntries: 100 });
