@@ -86,7 +86,7 @@ const AUTHORIZATION_OUTCOMES: readonly AuthorizationOutcome[] = [
 ];
 const FETCH_RESULTS: readonly FetchResult[] = ["ok", "none", "refused", "unreachable", "timeout"];
 const CACHE_LOOKUPS: readonly CacheLookup[] = ["hit", "negative_hit", "miss"];
-/** The store's collection operations (`src/store/collection.ts`). */
+/** The store's collection operations (`src/store/collection.ts`), then the request-log port's (the embedded store's log is not a collection). */
 export const STORE_OPERATIONS = [
   "insert",
   "get",
@@ -103,6 +103,10 @@ export const STORE_OPERATIONS = [
   "incrementMany",
   "getMany",
   "keepNewest",
+  "append",
+  "query",
+  "purge",
+  "trim",
 ] as const;
 const STORE_ERRORS: readonly StoreErrorKind[] = ["unavailable", "duplicate_key", "other"];
 

@@ -7,7 +7,7 @@ import { openAuditStore, type AuditStore } from "./audit-entries.js";
 import type { StoreBackend } from "./collection.js";
 import { createEmbeddedBackend } from "./embedded.js";
 import { openInstanceStore, type InstanceStore } from "./instances.js";
-import { instrumentBackend } from "./instrumented.js";
+import { instrumentBackend, instrumentRequestLog } from "./instrumented.js";
 import { createMongoBackend } from "./mongodb.js";
 import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
 import { openMemoryRequestLog } from "./memory-request-log.js";
@@ -73,6 +73,8 @@ export interface OpenStoreOptions {
   readonly logMaxEntries?: number;
   /** Embedded: where the request log's file problems are reported. */
   readonly onProblem?: (fields: Record<string, unknown>, message: string) => void;
+  /** Embedded: the request log (not a collection) reports its operations here, as the instrumented collections do. */
+  readonly metrics?: StoreMetrics | undefined;
 }
 
 /**
@@ -83,7 +85,9 @@ export interface OpenStoreOptions {
  */
 function openLogs(backend: StoreBackend, options: OpenStoreOptions): Promise<RequestLogPort & { close?(): Promise<void> }> {
   return backend.kind === "embedded"
-    ? openMemoryRequestLog({ dataDir: backend.dataDir, maxEntries: options.logMaxEntries, onProblem: options.onProblem })
+    ? openMemoryRequestLog({ dataDir: backend.dataDir, maxEntries: options.logMaxEntries, onProblem: options.onProblem }).then((log) =>
+        options.metrics === undefined ? log : instrumentRequestLog(log, options.metrics),
+      )
     : openRequestLogStore(backend);
 }
 
@@ -132,6 +136,7 @@ export async function createStore(options: StoreOptions, metrics?: StoreMetrics)
   try {
     return await openStore(metrics === undefined ? backend : instrumentBackend(backend, metrics), {
       ...(options.kind === "embedded" ? { logMaxEntries: options.logMaxEntries, onProblem: options.onProblem } : {}),
+      metrics,
     });
   } catch (err) {
     // Do not leave a connected client (and its timers) behind.

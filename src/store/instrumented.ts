@@ -18,6 +18,8 @@ import type {
   Where,
 } from "./collection.js";
 import { DuplicateKeyError, StoreUnavailableError } from "./errors.js";
+import type { LogQuery, RequestLogPort, RequestLogRecord } from "./request-logs.js";
+import type { Page } from "./aggregate.js";
 
 /** The kind of a store error, as the metrics name it. */
 export function storeErrorKind(err: unknown): StoreErrorKind {
@@ -103,4 +105,33 @@ class InstrumentedCollection implements DocumentCollection {
   getMany(ids: readonly string[]): Promise<Document[]> {
     return this.timed("getMany", performance.now(), this.inner.getMany(ids));
   }
+}
+
+/**
+ * A request log that is not a collection (the embedded store's, in memory
+ * and a file), reporting its operations as the collections do: collection
+ * `request_logs`, the port's method as the operation (`append`, `get`,
+ * `query`, `purge`, `trim`).
+ */
+export function instrumentRequestLog<L extends RequestLogPort>(log: L, metrics: StoreMetrics): RequestLogPort & { close?(): Promise<void> } {
+  const timed = async <T>(operation: string, run: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      const value = await run();
+      metrics.operation("request_logs", operation, (performance.now() - started) / 1000, undefined);
+      return value;
+    } catch (err) {
+      metrics.operation("request_logs", operation, (performance.now() - started) / 1000, storeErrorKind(err));
+      throw err;
+    }
+  };
+  const closable = log as L & { close?(): Promise<void> };
+  return {
+    append: (records: readonly RequestLogRecord[]) => timed("append", () => log.append(records)),
+    get: (id: string) => timed("get", () => log.get(id)),
+    query: (q: LogQuery): Promise<Page<RequestLogRecord>> => timed("query", () => log.query(q)),
+    purge: (now: Date) => timed("purge", () => log.purge(now)),
+    trim: (maxEntries: number, chunk?: number) => timed("trim", () => log.trim(maxEntries, chunk)),
+    ...(closable.close === undefined ? {} : { close: () => closable.close!() }),
+  };
 }

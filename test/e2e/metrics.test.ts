@@ -322,6 +322,10 @@ E2E("every counter moves by exactly what the sequence did", async (ctx) => {
   const rateWindowOps = (e: Exposition) =>
     e.family("erplink_store_operation_duration_seconds").metrics.filter((m) => m.labels?.collection === "rate_windows").reduce((n, m) => n + Number(m.count), 0);
   assert.ok(rateWindowOps(after) - rateWindowOps(before) > 0);
+  // The request log's writes are store operations too: a collection's insertMany on MongoDB, the embedded log's append.
+  const logWrite = testMongoUrl() === undefined ? "append" : "insertMany";
+  assert.ok(deltaCount("erplink_store_operation_duration_seconds", { collection: "request_logs", operation: logWrite }) >= 1, logWrite);
+  assert.is(delta("erplink_store_operation_errors_total", { collection: "request_logs", operation: logWrite, error: "other" }), 0);
 
   // Process metrics.
   for (const name of ["process_cpu_user_seconds_total", "process_resident_memory_bytes", "nodejs_heap_size_used_bytes"]) {
