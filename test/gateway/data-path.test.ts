@@ -60,6 +60,13 @@ Data.before.each(async (ctx) => {
         "odata-version": "4.0",
         "set-cookie": "SAP_SESSIONID=secret; path=/",
         "x-upstream": "yes",
+        // Headers erplink sets itself: its own must reach the client, not these.
+        "x-request-id": "upstream-rid",
+        "x-ratelimit-limit": "999",
+        "x-ratelimit-remaining": "998",
+        "x-ratelimit-reset": "1",
+        "ratelimit-policy": '"upstream";q=999;w=1',
+        ratelimit: '"upstream";r=998;t=1',
         ...(req.method === "POST" ? { location: `${ctx.base}/sap/sales/0001/SalesOrders(1)`, "odata-entityid": "https://elsewhere/SalesOrders(1)" } : {}),
       });
       res.end(JSON.stringify({ value: [{ ID: 1 }], echo: req.url }));
@@ -127,6 +134,9 @@ Data("an allowed GET reaches the mapped service path with the back-end credentia
   assert.is(res.headers["x-request-id"], "rid-42");
   assert.is(res.headers["x-ratelimit-limit"], "3");
   assert.is(res.headers["x-ratelimit-remaining"], "2");
+  assert.match(String(res.headers["x-ratelimit-reset"]), /^\d{10}$/);
+  assert.is(res.headers["ratelimit-policy"], '"minute";q=3;w=60, "day";q=1000;w=86400');
+  assert.match(String(res.headers.ratelimit), /^"minute";r=2;t=\d+, "day";r=999;t=\d+$/);
   assert.is(ctx.seen.length, 1);
   const h = ctx.seen[0]!.headers;
   assert.is(h.authorization, `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`);

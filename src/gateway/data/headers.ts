@@ -111,12 +111,16 @@ export interface ClientRoot {
 
 /**
  * The back end's answer headers as passed to the client (see the module
- * comment). Header names are lower case (undici's).
+ * comment), leaving out `X-Request-Id` and those named in `set`: headers
+ * erplink has already put on the answer (the request id when the request
+ * came in, the rate-limit headers), which the back end's must not replace.
+ * Header names are lower case (undici's).
  */
 export function clientResponseHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   root: ServiceRoot,
   client: ClientRoot,
+  set: Readonly<Record<string, string>> = {},
 ): Record<string, string | string[]> {
   const listed = new Set<string>();
   const connection = headers.connection;
@@ -125,7 +129,7 @@ export function clientResponseHeaders(
   }
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name)) continue;
+    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name) || name === "x-request-id" || Object.hasOwn(set, name)) continue;
     out[name] = value;
   }
   for (const name of URL_HEADERS) {
