@@ -270,14 +270,20 @@ test("entries recorded while a write is in flight and then fails are kept behind
   assert.equal(writer.stats(), { queued: 0, written: 6, dropped: 0, evicted: 0, entries: null });
 });
 
-/** Records `before` entries, flushes with the first write held open, records up to `until` meanwhile, then lets the flush end. */
-async function flushWhileRecording(batchSize: number, before: number, until: number): Promise<Harness> {
-  const h = harness({ batchSize });
-  recordRange(h.writer, 0, before);
+/** Records `count` entries and starts a flush whose first write stays in flight until `gate` is resolved. */
+async function heldFlush(h: Harness, count: number): Promise<{ gate: ReturnType<typeof deferred>; flushed: Promise<void> }> {
+  recordRange(h.writer, 0, count);
   const gate = deferred();
   h.store.script.push(gate);
   const flushed = h.writer.flush();
   await settle();
+  return { gate, flushed };
+}
+
+/** Records `before` entries, flushes with the first write held open, records up to `until` meanwhile, then lets the flush end. */
+async function flushWhileRecording(batchSize: number, before: number, until: number): Promise<Harness> {
+  const h = harness({ batchSize });
+  const { gate, flushed } = await heldFlush(h, before);
   recordRange(h.writer, before, until);
   gate.resolve();
   await flushed;
@@ -441,13 +447,10 @@ test("stop() keeps retrying while the store is down and writes everything once i
 });
 
 test("stop() waits for a write already in flight (queue empty meanwhile) before it resolves", async () => {
-  const { writer, store } = harness({ batchSize: 10 });
-  recordRange(writer, 0, 3);
-  const gate = deferred();
-  store.script.push(gate);
+  const h = harness({ batchSize: 10 });
+  const { writer, store } = h;
   // A timer flush has taken the whole queue and is writing it...
-  void writer.flush();
-  await settle();
+  const { gate } = await heldFlush(h, 3);
   assert.equal(store.attempts.length, 1, "precondition: the batch is in flight");
   assert.equal(writer.stats().queued, 3, "an in-flight batch still counts as queued");
   // ...when the process is told to stop; the write ends shortly after.
@@ -458,13 +461,10 @@ test("stop() waits for a write already in flight (queue empty meanwhile) before 
 });
 
 test("stop() during a flush that took only part of the queue: what was recorded after that flush began is written too, once, in order", async () => {
-  const { writer, store } = harness({ batchSize: 10 });
-  recordRange(writer, 0, 3);
-  const gate = deferred();
-  store.script.push(gate);
+  const h = harness({ batchSize: 10 });
+  const { writer, store } = h;
   // A timer flush takes r0..r2; then requests still finishing record r3, r4 (after it began).
-  void writer.flush();
-  await settle();
+  const { gate } = await heldFlush(h, 3);
   recordRange(writer, 3, 5);
   setTimeout(() => gate.resolve(), 50);
   const started = Date.now();
