@@ -14,6 +14,10 @@
  * The embedded store has since moved its request log out of nedb into a
  * capped log of its own (src/store/memory-request-log.ts, measured by
  * bench/memory-request-log.ts): this measures the nedb collection it left.
+ * Its trim then kept the ids in order beside nedb; that is gone with it
+ * (no embedded collection is capped in production), and trim now sorts the
+ * ids on each call, so its trim figure is no longer the one bench/README.md
+ * reports.
  */
 import { parseArgs } from "node:util";
 import { createIdGenerator } from "../src/services/ids.js";

@@ -75,55 +75,15 @@ function isUniqueViolation(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { errorType?: unknown }).errorType === "uniqueViolated";
 }
 
-/** Above this many removed ids at its head, the id order is copied without them. */
-const ORDER_SLACK = 4096;
-
 class EmbeddedCollection implements DocumentCollection {
-  /**
-   * The collection's ids in ascending order from `head` on, so that the
-   * oldest documents are found without sorting the collection (nedb sorts
-   * every candidate of a sorted query). Built from the collection when
-   * {@link keepNewest} first needs it; then inserts of ids above the last
-   * (the request log's writer inserts in id order) are appended, and
-   * anything else that adds or removes documents drops it, to be built
-   * again when next needed. Holds the documents' own id strings: an array
-   * slot per document.
-   */
-  private order: string[] | undefined;
-  private head = 0;
-
   constructor(
     private readonly ds: Datastore,
     private readonly spec: CollectionSpec,
   ) {}
 
-  /** The id order, built if it was dropped. */
-  private idOrder(): string[] {
-    if (this.order === undefined) {
-      // getAllData reads nedb's state as it is between two operations.
-      this.order = this.ds.getAllData().map((d) => (d as Document)._id).sort();
-      this.head = 0;
-    }
-    return this.order;
-  }
-
-  /** Records inserted ids: kept in order when they all follow the last one, else the order is dropped. */
-  private inserted(ids: readonly string[]): void {
-    const order = this.order;
-    if (order === undefined) return;
-    for (const id of ids) {
-      if (order.length > this.head && !(id > order[order.length - 1]!)) {
-        this.order = undefined;
-        return;
-      }
-      order.push(id);
-    }
-  }
-
   async insert(doc: Document): Promise<void> {
     try {
       await this.ds.insertAsync(doc);
-      this.inserted([doc._id]);
     } catch (err) {
       if (isUniqueViolation(err)) throw await duplicateKeyError(this, this.spec, doc, doc._id);
       throw err;
@@ -169,24 +129,16 @@ class EmbeddedCollection implements DocumentCollection {
   async increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number> {
     assertScalars({ _id: id });
     // nedb runs one operation at a time, so the upsert is atomic.
-    let created = true;
-    try {
-      const { affectedDocuments, upsert } = await this.ds.updateAsync(
-        { _id: id },
-        { $inc: { [field]: delta }, $set: set },
-        { upsert: true, returnUpdatedDocs: true, multi: false },
-      );
-      created = upsert;
-      return (affectedDocuments as Document)[field] as number;
-    } finally {
-      if (created) this.order = undefined;
-    }
+    const { affectedDocuments } = await this.ds.updateAsync(
+      { _id: id },
+      { $inc: { [field]: delta }, $set: set },
+      { upsert: true, returnUpdatedDocs: true, multi: false },
+    );
+    return (affectedDocuments as Document)[field] as number;
   }
 
   async insertMany(docs: readonly Document[]): Promise<void> {
-    if (docs.length === 0) return;
-    await this.ds.insertAsync([...docs]);
-    this.inserted(docs.map((d) => d._id));
+    if (docs.length > 0) await this.ds.insertAsync([...docs]);
   }
 
   async findNewest(query: NewestQuery): Promise<Document[]> {
@@ -198,46 +150,30 @@ class EmbeddedCollection implements DocumentCollection {
   }
 
   async deleteBefore(field: string, date: Date): Promise<number> {
-    let removed = -1;
-    try {
-      removed = await this.ds.removeAsync({ [field]: { $lt: date } }, { multi: true });
-      return removed;
-    } finally {
-      // Which ids went is not known here (nor after a failure).
-      if (removed !== 0) this.order = undefined;
-    }
+    return this.ds.removeAsync({ [field]: { $lt: date } }, { multi: true });
   }
 
   async keepNewest(keep: number, most: number): Promise<{ removed: number; remaining: number }> {
-    const order = this.idOrder();
-    const size = order.length - this.head;
-    const n = Math.min(most, size - keep);
-    if (n <= 0) return { removed: 0, remaining: size };
+    // Sorts the ids each call: on the embedded store no collection is capped
+    // in production (its request log is ./memory-request-log.ts), so this
+    // serves the port's contract, not a hot path. getAllData reads nedb's
+    // state as it is between two operations.
+    const ids = this.ds
+      .getAllData()
+      .map((d) => (d as Document)._id)
+      .sort();
+    const n = Math.min(most, ids.length - keep);
+    if (n <= 0) return { removed: 0, remaining: ids.length };
     // A range on _id: nedb takes the candidates from its _id tree, the n oldest only.
-    const removed = await this.ds.removeAsync({ _id: { $lte: order[this.head + n - 1]! } }, { multi: true });
-    if (this.order === order && removed === n) {
-      this.head += n;
-      if (this.head > ORDER_SLACK && this.head * 2 > order.length) {
-        this.order = order.slice(this.head);
-        this.head = 0;
-      }
-    } else {
-      // Something else changed the collection meanwhile: count again.
-      this.order = undefined;
-    }
-    return { removed, remaining: this.idOrder().length - this.head };
+    const removed = await this.ds.removeAsync({ _id: { $lte: ids[n - 1]! } }, { multi: true });
+    return { removed, remaining: ids.length - removed };
   }
 
   async incrementMany(increments: readonly Increment[]): Promise<void> {
     // In process, one upsert per document is as cheap as any batch.
-    try {
-      for (const { id, inc, set } of increments) {
-        assertScalars({ _id: id });
-        await this.ds.updateAsync({ _id: id }, { $inc: inc, $set: set }, { upsert: true, multi: false });
-      }
-    } finally {
-      // Some may have been created.
-      this.order = undefined;
+    for (const { id, inc, set } of increments) {
+      assertScalars({ _id: id });
+      await this.ds.updateAsync({ _id: id }, { $inc: inc, $set: set }, { upsert: true, multi: false });
     }
   }
 
@@ -251,8 +187,6 @@ class EmbeddedCollection implements DocumentCollection {
     const doc = await this.get(id);
     if (doc === undefined) return undefined;
     const removed = await this.ds.removeAsync({ _id: id }, { multi: false });
-    if (removed !== 1) return undefined;
-    this.order = undefined;
-    return doc;
+    return removed === 1 ? doc : undefined;
   }
 }
