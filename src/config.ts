@@ -4,6 +4,7 @@
  * passes `process.env`; tests pass their own.
  */
 import { isWellFormedApiKey } from "./services/api-key-secret.js";
+import { DEFAULT_MAX_ENTRIES } from "./store/memory-request-log.js";
 
 /** erplink's configuration. */
 export interface Config {
@@ -62,8 +63,8 @@ export class ConfigError extends Error {
 /** Minimum length of a configured master key. */
 export const MIN_MASTER_KEY_LENGTH = 32;
 
-/** The request log's cap on the embedded store when `ERPLINK_LOG_MAX_ENTRIES` is unset. */
-export const DEFAULT_EMBEDDED_LOG_MAX_ENTRIES = 50_000;
+/** The request log's cap on the embedded store when `ERPLINK_LOG_MAX_ENTRIES` is unset (the log's own default). */
+export const DEFAULT_EMBEDDED_LOG_MAX_ENTRIES = DEFAULT_MAX_ENTRIES;
 /** The smallest cap accepted (a batch is up to 500 entries). */
 const MIN_LOG_MAX_ENTRIES = 1_000;
 const MAX_LOG_MAX_ENTRIES = 1_000_000_000;
