@@ -134,7 +134,8 @@ export function clientResponseHeaders(
   }
   for (const name of URL_HEADERS) {
     const value = out[name];
-    if (typeof value === "string") out[name] = clientUrl(value, root, client);
+    // A repeated header (undici: an array) is rewritten value by value: none may name the back end.
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.map((v) => clientUrl(v, root, client)) : clientUrl(value, root, client);
   }
   const csp = out["content-security-policy"];
   const ours = DATA_ANSWER_HEADERS["content-security-policy"];

@@ -1,0 +1,112 @@
+/**
+ * Red team 9: URLs in request bodies outside `$batch` (`Nav@odata.bind`,
+ * `@odata.id`) are forwarded as the client wrote them, so they must be
+ * authorized as written. An absolute URL must not be read through the
+ * WHATWG URL parser's normalization (dot segments, `%2e`, a fragment cut
+ * off, any scheme) before the checks that `walkReference` and the body
+ * analyzer make on it: what was authorized is then not what the back end
+ * receives. The `$batch` module's resolver (`resolveTarget`) refuses all of
+ * these; the data path's (`relativeToRoot` in `src/gateway/data/analyze.ts`)
+ * must too (README, "Bind URLs in bodies": "a fragment … anywhere in them
+ * is refused (400)").
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
+import { createWorld, type World } from "../../../test-support/world.js";
+import { json, post } from "../../../test-support/http.js";
+
+interface Ctx {
+  world: World;
+  upstream: http.Server;
+  /** Bodies of the data requests that reached the back end. */
+  seen: { method: string; url: string; body: string }[];
+  key: string;
+}
+
+const BodyUrls = suite<Ctx>("data path: URLs in request bodies");
+
+BodyUrls.before.each(async (ctx) => {
+  ctx.seen = [];
+  ctx.upstream = http.createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += String(chunk);
+    if (req.url?.endsWith("/$metadata")) {
+      res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
+      return;
+    }
+    // erplink's CSRF token fetch before a write is not a data request.
+    if (req.headers["x-csrf-token"] === "Fetch") {
+      res.writeHead(200, { "x-csrf-token": "t" }).end();
+      return;
+    }
+    ctx.seen.push({ method: req.method ?? "", url: req.url ?? "", body });
+    res.writeHead(201, { "content-type": "application/json" }).end("{}");
+  });
+  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
+  const base = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/odata`;
+  ctx.world = await createWorld();
+  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4" })).data.id;
+  const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
+    name: "prod",
+    base_url: `${base}/`,
+    services: { SALES: { path: "sap/sales/0001" } },
+  });
+  assert.is(ins.statusCode, 201);
+  // The key may create orders and read customers; employees are not its business.
+  ctx.key = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "app",
+      permissions: { prod: { SALES: { SalesOrders: ["create", "get"], Customers: ["get"] } } },
+    }),
+  ).data.key;
+});
+
+BodyUrls.after.each(async (ctx) => {
+  await ctx.world.close();
+  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+});
+
+const create = (ctx: Ctx, body: unknown) =>
+  ctx.world.app.inject({
+    method: "POST",
+    url: "/odata/prod/SALES/SalesOrders",
+    headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
+    payload: JSON.stringify(body),
+  });
+
+BodyUrls("control: a bind by an absolute URL below the service root is authorized and forwarded as written", async (ctx) => {
+  const body = { ID: 1, "Customer@odata.bind": "http://localhost:80/odata/prod/SALES/Customers('C1')" };
+  const res = await create(ctx, body);
+  assert.is(res.statusCode, 201, res.body);
+  assert.equal(ctx.seen, [{ method: "POST", url: "/odata/sap/sales/0001/SalesOrders", body: JSON.stringify(body) }]);
+});
+
+// Each URL reads, once the WHATWG parser has normalized it, as Customers('C1') (which the key may read); as
+// written (what the back end receives) it names something else: an entity set the key may not touch, a
+// fragment, a scheme that is not HTTP. The batch module refuses every one of them in a part's body.
+const NORMALIZED_AWAY: readonly [string, string][] = [
+  ["a dot segment after a set the key may not touch", "http://localhost/odata/prod/SALES/Employees('E1')/../Customers('C1')"],
+  ["an encoded dot segment (%2e%2e)", "http://localhost/odata/prod/SALES/Employees('E1')/%2e%2e/Customers('C1')"],
+  ["a fragment (README: refused)", "http://localhost/odata/prod/SALES/Customers('C1')#/../Employees('E1')"],
+  ["a '.' segment", "http://localhost/odata/prod/SALES/./Customers('C1')"],
+  ["another service's path, dotted back", "http://localhost/odata/prod/OTHER/../SALES/Customers('C1')"],
+];
+
+for (const [what, url] of NORMALIZED_AWAY) {
+  BodyUrls(`a bind URL with ${what} is refused, not authorized as its normalized form and forwarded as written: ${url}`, async (ctx) => {
+    const res = await create(ctx, { ID: 1, "Customer@odata.bind": url });
+    assert.ok(res.statusCode === 400 || res.statusCode === 403, `expected a refusal, got ${res.statusCode} ${res.body}; the back end received ${JSON.stringify(ctx.seen)}`);
+    assert.equal(ctx.seen, [], "nothing reaches the back end");
+  });
+}
+
+BodyUrls("a bind URL of another scheme (not http or https) is refused, as in a $batch part's body", async (ctx) => {
+  const res = await create(ctx, { ID: 1, "Customer@odata.bind": "ftp://localhost/odata/prod/SALES/Customers('C1')" });
+  assert.ok(res.statusCode === 400 || res.statusCode === 403, `expected a refusal, got ${res.statusCode} ${res.body}`);
+  assert.equal(ctx.seen, []);
+});
+
+BodyUrls.run();
