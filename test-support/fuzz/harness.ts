@@ -11,7 +11,7 @@ import { createRouterTransport } from "@connectrpc/connect";
 import fc from "fast-check";
 import type { AccessLogEntry } from "../../src/gateway/app.js";
 import { createGateway } from "../../src/gateway/app.js";
-import { relativeToRoot } from "../../src/gateway/data/analyze.js";
+import { bodyUrlRelative } from "../../src/gateway/odata/batch.js";
 import { analyzeBatch } from "../../src/gateway/odata/batch.js";
 import { jsonValue, parseJson } from "../../src/gateway/odata/json.js";
 import { isJsonType } from "../../src/gateway/odata/media-type.js";
@@ -283,7 +283,7 @@ export function reanalyze(universe: Universe, instance: string, service: string,
     headers,
     ...(model ? { model } : {}),
     ...(/^\/?\$batch$/.test(path) ? {} : { body: analyzerBody(r.body, headers["content-type"]) }),
-    resolveReference: (u) => relativeToRoot(u, clientRoot),
+    resolveReference: (u) => bodyUrlRelative(u, clientRoot),
     sapClient,
   });
   switch (analysis.kind) {

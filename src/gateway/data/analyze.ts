@@ -28,7 +28,7 @@
  * bytes analyzed.
  */
 import { GatewayError } from "../errors.js";
-import { analyzeBatch } from "../odata/batch.js";
+import { analyzeBatch, bodyUrlRelative } from "../odata/batch.js";
 import { jsonValue, parseJson } from "../odata/json.js";
 import { UTF8, isJsonType, isUtf8, parseMediaType, sniffBytes } from "../odata/media-type.js";
 import { analyzeRequest, type Analysis, type RequestBody } from "../odata/request.js";
@@ -65,7 +65,7 @@ export async function analyze<K extends DataKey>(
   const model = isServiceRoot ? undefined : await metadata.model(r.instance, r.root);
   const isBatch = /^\/?\$batch$/.test(r.rawPath);
   const analyzedBody = isBatch ? undefined : bodyOf(raw, contentType);
-  const resolveReference = (url: string) => relativeToRoot(url, r.client.path);
+  const resolveReference = (url: string) => bodyUrlRelative(url, r.client.path);
   const decide = decisionOf(r, port);
   const mayCreate = (entity: string) => decide(entity, "create").allowed;
   const entityStep = entityStepOf(decide);
@@ -228,26 +228,4 @@ function bodyOf(raw: Buffer | undefined, contentType: string | undefined): Reque
     throw new GatewayError(415, `JSON request bodies must be UTF-8, not '${charset.slice(0, 40)}'`);
   }
   return { kind: "json", value };
-}
-
-
-/**
- * The service-relative form of a URL a client wrote in a body (absolute, or
- * absolute-path under `clientRoot`), or undefined when it leaves the
- * service root.
- */
-export function relativeToRoot(url: string, clientRoot: string): string | undefined {
-  // Content-ID references name requests of a batch; there is none here.
-  if (url.startsWith("$")) return undefined;
-  let path = url;
-  if (/^[a-z][a-z0-9+.-]*:/i.test(url)) {
-    try {
-      const parsed = new URL(url);
-      path = `${parsed.pathname}${parsed.search}`;
-    } catch {
-      return undefined;
-    }
-  }
-  if (!path.startsWith("/")) return path;
-  return path.startsWith(`${clientRoot}/`) ? path.slice(clientRoot.length + 1) : undefined;
 }

@@ -335,6 +335,27 @@ function resolveTarget(url: string, clientRoot: string, serviceRelative = false)
   return { relative: path };
 }
 
+/**
+ * A URL a client wrote in a request body outside a batch (`@odata.bind`,
+ * `@odata.id`, `__metadata.uri`), relative to the service root by the rules
+ * of part URLs ({@link resolveTarget}): the body is forwarded as written, so
+ * what is authorized must be the URL as written, not a parser's cleaned-up
+ * form. Undefined when it leaves the service root (a dot segment, another
+ * scheme than http(s), another path, a `$` reference); throws the invalid
+ * refusal of a fragment or a backslash.
+ */
+export function bodyUrlRelative(url: string, clientRoot: string): string | undefined {
+  // Content-ID references name requests of a batch; there is none here.
+  if (url.startsWith("$")) return undefined;
+  try {
+    return resolveTarget(url, clientRoot).relative;
+  } catch (error) {
+    if (error instanceof Refusal && error.kind === "denied") return undefined;
+    if (error instanceof Refusal) throw new Refusal(error.kind, `'${excerpt(url)}' in the body: ${error.message}`);
+    throw error;
+  }
+}
+
 /** A request of the batch, as both formats describe it. */
 interface Part {
   /** 1-based, in document order. */
