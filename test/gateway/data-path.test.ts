@@ -236,6 +236,96 @@ Data("$batch: every part is authorized, absolute part URLs are rewritten for the
   ]);
 });
 
+// Red team: parts forwarded every header but credentials and method tunnels, so URL overrides, forwarding
+// headers, sap-language and vendor headers reached the back end inside a part while the top level drops them.
+Data("$batch: part headers follow the allowlist: URL overrides, forwarding, SAP and custom headers never reach the back end (multipart and JSON)", async (ctx) => {
+  const send = (contentType: string, payload: string) =>
+    ctx.world.app.inject({ method: "POST", url: "/odata/prod/SALES/$batch", headers: { authorization: `Bearer ${ctx.key}`, "content-type": contentType }, payload });
+  const multipart = [
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-Transfer-Encoding: binary",
+    "Content-ID: r1",
+    "X-Original-URL: /odata/prod/SALES/Products",
+    "",
+    "GET SalesOrders?$top=1 HTTP/1.1",
+    "Accept: application/json",
+    "X-Original-URL: /sap/opu/odata/sap/OTHER/Secrets",
+    "Prefer: odata.maxpagesize=1",
+    "X-Forwarded-Host: evil.example",
+    "sap-language: DE",
+    "X-Custom: 1",
+    "",
+    "",
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-ID: r2",
+    "X-Custom: m",
+    "",
+    "GET Customers('C1') HTTP/1.1",
+    'If-Match: W/"1"',
+    "X-Rewrite-URL: /Secrets",
+    "Content-ID: r2",
+    "Host: erp.internal",
+    "",
+    "",
+    "--batch_1--",
+    "",
+  ].join("\r\n");
+  const multipartSent = [
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-Transfer-Encoding: binary",
+    "Content-ID: r1",
+    "",
+    "GET SalesOrders?$top=1 HTTP/1.1",
+    "Accept: application/json",
+    "Prefer: odata.maxpagesize=1",
+    "",
+    "",
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-ID: r2",
+    "",
+    "GET Customers('C1') HTTP/1.1",
+    'If-Match: W/"1"',
+    "Content-ID: r2",
+    "",
+    "",
+    "--batch_1--",
+    "",
+  ].join("\r\n");
+  const mp = await send("multipart/mixed; boundary=batch_1", multipart);
+  assert.is(mp.statusCode, 200, mp.body);
+  const jsonBatch = JSON.stringify({
+    requests: [
+      {
+        id: "r1",
+        method: "GET",
+        url: "SalesOrders?$top=1",
+        headers: { Accept: "application/json", "X-Original-URL": "/x", Prefer: "odata.maxpagesize=1", "X-Forwarded-Host": "evil.example", "sap-language": "DE", "X-Custom": "1" },
+      },
+      { id: "r2", method: "GET", url: "Customers('C1')", headers: { "If-Match": 'W/"1"', "Content-ID": "r2", "X-Custom": "2" } },
+    ],
+  });
+  const js = await send("application/json", jsonBatch);
+  assert.is(js.statusCode, 200, js.body);
+  // (The GETs before them are erplink's CSRF token fetches.)
+  assert.equal(
+    ctx.seen.filter((r) => r.method === "POST").map((r) => [r.method, r.url, r.headers["content-type"], r.body]),
+    [
+      ["POST", "/odata/sap/sales/0001/$batch", "multipart/mixed; boundary=batch_1", multipartSent],
+      [
+        "POST",
+        "/odata/sap/sales/0001/$batch",
+        "application/json",
+        `{"requests":[{"id":"r1","method":"GET","url":"SalesOrders?$top=1","headers":{"accept":"application/json","prefer":"odata.maxpagesize=1"}},` +
+          `{"id":"r2","method":"GET","url":"Customers('C1')","headers":{"if-match":"W/\\"1\\""}}]}`,
+      ],
+    ],
+  );
+});
+
 Data("$batch: one forbidden part denies the whole batch and nothing reaches the back end", async (ctx) => {
   const res = await ctx.world.app.inject({
     method: "POST",

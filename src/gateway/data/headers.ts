@@ -12,7 +12,9 @@
  * credentials and cookies, SAP session and client headers, `Expect`
  * (erplink answers `100 Continue` itself and buffers the body), and
  * hop-by-hop headers. `Content-Type` and `Content-Length` are written from
- * the body erplink forwards.
+ * the body erplink forwards. The individual requests of a `$batch`, which
+ * erplink writes itself (`../odata/batch.ts`), follow the same allowlist,
+ * less what means nothing in a part: {@link FORWARDED_PART_HEADERS}.
  *
  * Answers: the back end's headers pass but for hop-by-hop ones, its session
  * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`) and challenges for
@@ -55,6 +57,31 @@ export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   "tracestate",
   "user-agent",
   "x-requested-with",
+]);
+
+/**
+ * Top-level headers that mean nothing for one request inside a `$batch`:
+ * `Accept-Encoding` (the answers of parts are not content-coded inside the
+ * batch's answer, whose own coding the batch request negotiates),
+ * `Cache-Control` and `Pragma` (no cache sees a part), `Range` (refused in
+ * parts: OData 4.01 Part 1 §11.7.7.1) and `If-Range` (nothing without it),
+ * `User-Agent` and `X-Requested-With` (they describe the client, which the
+ * batch request's own say).
+ */
+const NOT_IN_PARTS: ReadonlySet<string> = new Set(["accept-encoding", "cache-control", "pragma", "range", "if-range", "user-agent", "x-requested-with"]);
+
+/**
+ * Request headers of a `$batch` part forwarded to the back end (lower case),
+ * in both formats: {@link FORWARDED_REQUEST_HEADERS} but for those that
+ * mean nothing in a part (see `NOT_IN_PARTS`), plus `Content-Type` (a part's
+ * body is forwarded as received, so its type is too; at the top level
+ * erplink writes it from the body). A multipart request also keeps
+ * `Content-ID` and `Content-Length` (framing: `../odata/batch.ts`). Every
+ * other header of a part is dropped, as at the top level.
+ */
+export const FORWARDED_PART_HEADERS: ReadonlySet<string> = new Set([
+  ...[...FORWARDED_REQUEST_HEADERS].filter((name) => !NOT_IN_PARTS.has(name)),
+  "content-type",
 ]);
 
 /** Headers of an answer never passed back (RFC 9110 §7.6.1 hop-by-hop, plus the back end's session and challenges). */
