@@ -17,8 +17,9 @@
  * less what means nothing in a part: {@link FORWARDED_PART_HEADERS}.
  *
  * Answers: the back end's headers pass but for hop-by-hop ones, its session
- * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`) and challenges for
- * erplink's credentials (`WWW-Authenticate`); URLs under the back end's
+ * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`), challenges for
+ * erplink's credentials (`WWW-Authenticate`), its `X-Request-Id` and its
+ * rate-limit headers (see {@link isRateLimitHeader}); URLs under the back end's
  * service root name erplink's instead. Every answer is also marked
  * {@link DATA_ANSWER_HEADERS}: a back end's page (an HTML error, a media
  * `$value`) is served on erplink's origin, where the dashboard's readable
@@ -101,6 +102,21 @@ const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Whether an answer header is a rate-limit header: `RateLimit`,
+ * `RateLimit-*` (the IETF drafts, `RateLimit-Policy` and the older
+ * `RateLimit-Limit`/`-Remaining`/`-Reset`), `X-RateLimit-*` and
+ * `X-Rate-Limit-*`. A back end's never reach the client, whether or not
+ * erplink sends its own: they describe the limits of erplink's shared
+ * back-end credentials, and a client would take them for its key's.
+ * `Retry-After` is not one: it belongs to the answer it comes with (a back
+ * end's 503 or 429) and passes; erplink sends its own only on its 429,
+ * which forwards nothing.
+ */
+function isRateLimitHeader(name: string): boolean {
+  return name === "ratelimit" || name.startsWith("ratelimit-") || name.startsWith("x-ratelimit-") || name.startsWith("x-rate-limit-");
+}
+
+/**
  * Added to every back-end answer passed to a client: a sandboxed document
  * that loads nothing (a page opened from it runs in a unique origin, without
  * erplink's cookies), and no content sniffing. A back end's own
@@ -138,16 +154,16 @@ export interface ClientRoot {
 
 /**
  * The back end's answer headers as passed to the client (see the module
- * comment), leaving out `X-Request-Id` and those named in `set`: headers
- * erplink has already put on the answer (the request id when the request
- * came in, the rate-limit headers), which the back end's must not replace.
- * Header names are lower case (undici's).
+ * comment). `X-Request-Id` and the rate-limit headers are left out: erplink
+ * has put its own on the answer already (the request id when the request
+ * came in, the key's rate-limit headers when it has limits), and the back
+ * end's must neither replace them nor stand in for them. Header names are
+ * lower case (undici's).
  */
 export function clientResponseHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   root: ServiceRoot,
   client: ClientRoot,
-  set: Readonly<Record<string, string>> = {},
 ): Record<string, string | string[]> {
   const listed = new Set<string>();
   const connection = headers.connection;
@@ -156,7 +172,7 @@ export function clientResponseHeaders(
   }
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name) || name === "x-request-id" || Object.hasOwn(set, name)) continue;
+    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name) || name === "x-request-id" || isRateLimitHeader(name)) continue;
     out[name] = value;
   }
   for (const name of URL_HEADERS) {
