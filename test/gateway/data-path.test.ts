@@ -30,7 +30,28 @@ interface Ctx {
   delay: number;
   /** When set, the back end answers entity requests with this HTML page and its own CSP. */
   html?: string;
+  /** When set, the back end answers entity requests 503 with its own Retry-After. */
+  unavailable?: boolean;
 }
+
+/** Rate-limit headers a back end sends of its own (the limits of erplink's back-end credentials): none may reach the client. */
+const UPSTREAM_RATE_LIMIT_HEADERS = {
+  "x-ratelimit-limit": "999",
+  "x-ratelimit-remaining": "998",
+  "x-ratelimit-reset": "1",
+  "ratelimit-policy": '"upstream";q=999;w=1',
+  ratelimit: '"upstream";r=998;t=1',
+  "ratelimit-limit": "999",
+  "ratelimit-remaining": "998",
+  "ratelimit-reset": "1",
+  "x-rate-limit-limit": "999",
+};
+
+/** The names of the rate-limit headers of an answer, sorted. */
+const rateLimitNames = (headers: Record<string, unknown>): string[] =>
+  Object.keys(headers)
+    .filter((n) => /^(x-)?rate-?limit(-|$)/.test(n))
+    .sort();
 
 const Data = suite<Ctx>("OData data path");
 
@@ -38,6 +59,7 @@ Data.before.each(async (ctx) => {
   ctx.seen = [];
   ctx.delay = 0;
   ctx.html = undefined;
+  ctx.unavailable = undefined;
   ctx.upstream = http.createServer(async (req, res) => {
     const rec = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: "" };
     if (!req.url?.endsWith("/$metadata")) ctx.seen.push(rec);
@@ -55,6 +77,10 @@ Data.before.each(async (ctx) => {
         res.writeHead(500, { "content-type": "text/html", "content-security-policy": "img-src *" }).end(ctx.html);
         return;
       }
+      if (ctx.unavailable) {
+        res.writeHead(503, { "content-type": "text/plain", "retry-after": "120", ...UPSTREAM_RATE_LIMIT_HEADERS }).end("busy");
+        return;
+      }
       res.writeHead(200, {
         "content-type": "application/json;odata.metadata=minimal",
         "odata-version": "4.0",
@@ -62,11 +88,7 @@ Data.before.each(async (ctx) => {
         "x-upstream": "yes",
         // Headers erplink sets itself: its own must reach the client, not these.
         "x-request-id": "upstream-rid",
-        "x-ratelimit-limit": "999",
-        "x-ratelimit-remaining": "998",
-        "x-ratelimit-reset": "1",
-        "ratelimit-policy": '"upstream";q=999;w=1',
-        ratelimit: '"upstream";r=998;t=1',
+        ...UPSTREAM_RATE_LIMIT_HEADERS,
         ...(req.method === "POST" ? { location: `${ctx.base}/sap/sales/0001/SalesOrders(1)`, "odata-entityid": "https://elsewhere/SalesOrders(1)" } : {}),
       });
       res.end(JSON.stringify({ value: [{ ID: 1 }], echo: req.url }));
@@ -75,23 +97,28 @@ Data.before.each(async (ctx) => {
   await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
   ctx.base = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/odata`;
   ctx.world = await createWorld({ dataLimits: { perMinute: 3, perDay: 1000 }, upstreamTimeoutMs: 300 });
-  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4" })).data.id;
-  const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
+  const key = await setUp(ctx.world, ctx.base);
+  ctx.key = key.key;
+  ctx.keyId = key.id;
+});
+
+/** The instance `prod` (service SALES on the recording back end at `base`) and the key `app`, whose secret and id it returns. */
+async function setUp(world: World, base: string): Promise<{ key: string; id: string }> {
+  const sys = json(await post(world.app, "/admin/systems", { name: "S4" })).data.id;
+  const ins = await post(world.app, `/admin/systems/${sys}/instances`, {
     name: "prod",
-    base_url: `${ctx.base}/`,
+    base_url: `${base}/`,
     services: { SALES: { path: "sap/sales/0001" } },
     auth: { type: "basic", username: "erp-user", password: "erp-pass" },
   });
   assert.is(ins.statusCode, 201);
-  const key = json(
-    await post(ctx.world.app, "/admin/api-keys", {
+  return json(
+    await post(world.app, "/admin/api-keys", {
       name: "app",
       permissions: { prod: { SALES: { SalesOrders: ["list", "get"], Customers: ["get"] } }, ghost: { "*": { "*": ["list"] } } },
     }),
   ).data;
-  ctx.key = key.key;
-  ctx.keyId = key.id;
-});
+}
 
 Data.after.each(async (ctx) => {
   await ctx.world.close();
@@ -137,6 +164,8 @@ Data("an allowed GET reaches the mapped service path with the back-end credentia
   assert.match(String(res.headers["x-ratelimit-reset"]), /^\d{10}$/);
   assert.is(res.headers["ratelimit-policy"], '"minute";q=3;w=60, "day";q=1000;w=86400');
   assert.match(String(res.headers.ratelimit), /^"minute";r=2;t=\d+, "day";r=999;t=\d+$/);
+  // erplink's five, and none of the back end's others (RateLimit-Limit, X-Rate-Limit-Limit, …).
+  assert.equal(rateLimitNames(res.headers), ["ratelimit", "ratelimit-policy", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]);
   assert.is(ctx.seen.length, 1);
   const h = ctx.seen[0]!.headers;
   assert.is(h.authorization, `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`);
@@ -234,6 +263,96 @@ Data("$batch: every part is authorized, absolute part URLs are rewritten for the
     { entity: "SalesOrders", operation: "list" },
     { entity: "Customers", operation: "get" },
   ]);
+});
+
+// Red team: parts forwarded every header but credentials and method tunnels, so URL overrides, forwarding
+// headers, sap-language and vendor headers reached the back end inside a part while the top level drops them.
+Data("$batch: part headers follow the allowlist: URL overrides, forwarding, SAP and custom headers never reach the back end (multipart and JSON)", async (ctx) => {
+  const send = (contentType: string, payload: string) =>
+    ctx.world.app.inject({ method: "POST", url: "/odata/prod/SALES/$batch", headers: { authorization: `Bearer ${ctx.key}`, "content-type": contentType }, payload });
+  const multipart = [
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-Transfer-Encoding: binary",
+    "Content-ID: r1",
+    "X-Original-URL: /odata/prod/SALES/Products",
+    "",
+    "GET SalesOrders?$top=1 HTTP/1.1",
+    "Accept: application/json",
+    "X-Original-URL: /sap/opu/odata/sap/OTHER/Secrets",
+    "Prefer: odata.maxpagesize=1",
+    "X-Forwarded-Host: evil.example",
+    "sap-language: DE",
+    "X-Custom: 1",
+    "",
+    "",
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-ID: r2",
+    "X-Custom: m",
+    "",
+    "GET Customers('C1') HTTP/1.1",
+    'If-Match: W/"1"',
+    "X-Rewrite-URL: /Secrets",
+    "Content-ID: r2",
+    "Host: erp.internal",
+    "",
+    "",
+    "--batch_1--",
+    "",
+  ].join("\r\n");
+  const multipartSent = [
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-Transfer-Encoding: binary",
+    "Content-ID: r1",
+    "",
+    "GET SalesOrders?$top=1 HTTP/1.1",
+    "Accept: application/json",
+    "Prefer: odata.maxpagesize=1",
+    "",
+    "",
+    "--batch_1",
+    "Content-Type: application/http",
+    "Content-ID: r2",
+    "",
+    "GET Customers('C1') HTTP/1.1",
+    'If-Match: W/"1"',
+    "Content-ID: r2",
+    "",
+    "",
+    "--batch_1--",
+    "",
+  ].join("\r\n");
+  const mp = await send("multipart/mixed; boundary=batch_1", multipart);
+  assert.is(mp.statusCode, 200, mp.body);
+  const jsonBatch = JSON.stringify({
+    requests: [
+      {
+        id: "r1",
+        method: "GET",
+        url: "SalesOrders?$top=1",
+        headers: { Accept: "application/json", "X-Original-URL": "/x", Prefer: "odata.maxpagesize=1", "X-Forwarded-Host": "evil.example", "sap-language": "DE", "X-Custom": "1" },
+      },
+      { id: "r2", method: "GET", url: "Customers('C1')", headers: { "If-Match": 'W/"1"', "Content-ID": "r2", "X-Custom": "2" } },
+    ],
+  });
+  const js = await send("application/json", jsonBatch);
+  assert.is(js.statusCode, 200, js.body);
+  // (The GETs before them are erplink's CSRF token fetches.)
+  assert.equal(
+    ctx.seen.filter((r) => r.method === "POST").map((r) => [r.method, r.url, r.headers["content-type"], r.body]),
+    [
+      ["POST", "/odata/sap/sales/0001/$batch", "multipart/mixed; boundary=batch_1", multipartSent],
+      [
+        "POST",
+        "/odata/sap/sales/0001/$batch",
+        "application/json",
+        `{"requests":[{"id":"r1","method":"GET","url":"SalesOrders?$top=1","headers":{"accept":"application/json","prefer":"odata.maxpagesize=1"}},` +
+          `{"id":"r2","method":"GET","url":"Customers('C1')","headers":{"if-match":"W/\\"1\\""}}]}`,
+      ],
+    ],
+  );
 });
 
 Data("$batch: one forbidden part denies the whole batch and nothing reaches the back end", async (ctx) => {
@@ -413,6 +532,42 @@ Data("the key's rate limit applies: the fourth request in the minute is 429 and 
   assert.is(limited.headers["x-ratelimit-remaining"], "0");
   assert.ok(Number(limited.headers["retry-after"]) >= 1);
   assert.is(ctx.seen.length, 3);
+});
+
+// Red team: with no limits for the key (and no defaults) erplink sends no rate-limit header, and the back end's
+// (the limits of erplink's shared back-end credentials) reached the client as if they were the key's.
+Data("a key without rate limits gets no rate-limit header at all: the back end's never pass; its Retry-After on a 503 does", async (ctx) => {
+  const world = await createWorld({ dataLimits: {}, upstreamTimeoutMs: 300 });
+  try {
+    const { key } = await setUp(world, ctx.base);
+    const send = () => world.app.inject({ method: "GET", url: "/odata/prod/SALES/SalesOrders", headers: { authorization: `Bearer ${key}` } });
+    const ok = await send();
+    assert.is(ok.statusCode, 200, ok.body);
+    assert.is(ok.headers["x-upstream"], "yes");
+    assert.equal(rateLimitNames(ok.headers), []);
+    ctx.unavailable = true;
+    const busy = await send();
+    assert.is(busy.statusCode, 503);
+    assert.is(busy.body, "busy");
+    assert.is(busy.headers["retry-after"], "120");
+    assert.equal(rateLimitNames(busy.headers), []);
+    assert.is(ctx.seen.length, 2);
+  } finally {
+    await world.close();
+  }
+});
+
+Data("a key with rate limits gets exactly erplink's rate-limit headers, also on a back end's 503 (whose Retry-After passes)", async (ctx) => {
+  ctx.unavailable = true;
+  const busy = await get(ctx, "/odata/prod/SALES/SalesOrders");
+  assert.is(busy.statusCode, 503);
+  assert.is(busy.headers["retry-after"], "120");
+  assert.equal(rateLimitNames(busy.headers), ["ratelimit", "ratelimit-policy", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]);
+  assert.is(busy.headers["x-ratelimit-limit"], "3");
+  assert.is(busy.headers["x-ratelimit-remaining"], "2");
+  assert.match(String(busy.headers["x-ratelimit-reset"]), /^\d{10}$/);
+  assert.is(busy.headers["ratelimit-policy"], '"minute";q=3;w=60, "day";q=1000;w=86400');
+  assert.match(String(busy.headers.ratelimit), /^"minute";r=2;t=\d+, "day";r=999;t=\d+$/);
 });
 
 Data("an unreachable back end is 502 and a slow one 504, in the envelope", async (ctx) => {

@@ -106,9 +106,9 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   fact.upstreamDurationMs = Math.round((performance.now() - started) * 1000) / 1000;
   reply.code(res.status);
   // The request id (set when the request came in) and admit's rate-limit
-  // headers are on the reply already: the back end's own are left out rather
-  // than ours written twice (issue #14).
-  reply.headers(clientResponseHeaders(res.headers, root, a.client, a.admission.headers));
+  // headers are on the reply already: the back end's own are left out,
+  // always (issue #14; its rate limits are not the key's).
+  reply.headers(clientResponseHeaders(res.headers, root, a.client));
   // Not awaited: the handler returns the reply, and Fastify streams the body
   // (an upstream error mid-stream ends the connection; the status is sent).
   reply.send(res.body);

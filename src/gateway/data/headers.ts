@@ -12,11 +12,14 @@
  * credentials and cookies, SAP session and client headers, `Expect`
  * (erplink answers `100 Continue` itself and buffers the body), and
  * hop-by-hop headers. `Content-Type` and `Content-Length` are written from
- * the body erplink forwards.
+ * the body erplink forwards. The individual requests of a `$batch`, which
+ * erplink writes itself (`../odata/batch.ts`), follow the same allowlist,
+ * less what means nothing in a part: {@link FORWARDED_PART_HEADERS}.
  *
  * Answers: the back end's headers pass but for hop-by-hop ones, its session
- * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`) and challenges for
- * erplink's credentials (`WWW-Authenticate`); URLs under the back end's
+ * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`), challenges for
+ * erplink's credentials (`WWW-Authenticate`), its `X-Request-Id` and its
+ * rate-limit headers (see {@link isRateLimitHeader}); URLs under the back end's
  * service root name erplink's instead. Every answer is also marked
  * {@link DATA_ANSWER_HEADERS}: a back end's page (an HTML error, a media
  * `$value`) is served on erplink's origin, where the dashboard's readable
@@ -57,6 +60,31 @@ export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   "x-requested-with",
 ]);
 
+/**
+ * Top-level headers that mean nothing for one request inside a `$batch`:
+ * `Accept-Encoding` (the answers of parts are not content-coded inside the
+ * batch's answer, whose own coding the batch request negotiates),
+ * `Cache-Control` and `Pragma` (no cache sees a part), `Range` (refused in
+ * parts: OData 4.01 Part 1 §11.7.7.1) and `If-Range` (nothing without it),
+ * `User-Agent` and `X-Requested-With` (they describe the client, which the
+ * batch request's own say).
+ */
+const NOT_IN_PARTS: ReadonlySet<string> = new Set(["accept-encoding", "cache-control", "pragma", "range", "if-range", "user-agent", "x-requested-with"]);
+
+/**
+ * Request headers of a `$batch` part forwarded to the back end (lower case),
+ * in both formats: {@link FORWARDED_REQUEST_HEADERS} but for those that
+ * mean nothing in a part (see `NOT_IN_PARTS`), plus `Content-Type` (a part's
+ * body is forwarded as received, so its type is too; at the top level
+ * erplink writes it from the body). A multipart request also keeps
+ * `Content-ID` and `Content-Length` (framing: `../odata/batch.ts`). Every
+ * other header of a part is dropped, as at the top level.
+ */
+export const FORWARDED_PART_HEADERS: ReadonlySet<string> = new Set([
+  ...[...FORWARDED_REQUEST_HEADERS].filter((name) => !NOT_IN_PARTS.has(name)),
+  "content-type",
+]);
+
 /** Headers of an answer never passed back (RFC 9110 §7.6.1 hop-by-hop, plus the back end's session and challenges). */
 const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   "connection",
@@ -72,6 +100,21 @@ const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   "sap-contextid",
   "www-authenticate",
 ]);
+
+/**
+ * Whether an answer header is a rate-limit header: `RateLimit`,
+ * `RateLimit-*` (the IETF drafts, `RateLimit-Policy` and the older
+ * `RateLimit-Limit`/`-Remaining`/`-Reset`), `X-RateLimit-*` and
+ * `X-Rate-Limit-*`. A back end's never reach the client, whether or not
+ * erplink sends its own: they describe the limits of erplink's shared
+ * back-end credentials, and a client would take them for its key's.
+ * `Retry-After` is not one: it belongs to the answer it comes with (a back
+ * end's 503 or 429) and passes; erplink sends its own only on its 429,
+ * which forwards nothing.
+ */
+function isRateLimitHeader(name: string): boolean {
+  return name === "ratelimit" || name.startsWith("ratelimit-") || name.startsWith("x-ratelimit-") || name.startsWith("x-rate-limit-");
+}
 
 /**
  * Added to every back-end answer passed to a client: a sandboxed document
@@ -111,16 +154,16 @@ export interface ClientRoot {
 
 /**
  * The back end's answer headers as passed to the client (see the module
- * comment), leaving out `X-Request-Id` and those named in `set`: headers
- * erplink has already put on the answer (the request id when the request
- * came in, the rate-limit headers), which the back end's must not replace.
- * Header names are lower case (undici's).
+ * comment). `X-Request-Id` and the rate-limit headers are left out: erplink
+ * has put its own on the answer already (the request id when the request
+ * came in, the key's rate-limit headers when it has limits), and the back
+ * end's must neither replace them nor stand in for them. Header names are
+ * lower case (undici's).
  */
 export function clientResponseHeaders(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   root: ServiceRoot,
   client: ClientRoot,
-  set: Readonly<Record<string, string>> = {},
 ): Record<string, string | string[]> {
   const listed = new Set<string>();
   const connection = headers.connection;
@@ -129,7 +172,7 @@ export function clientResponseHeaders(
   }
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name) || name === "x-request-id" || Object.hasOwn(set, name)) continue;
+    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name) || name === "x-request-id" || isRateLimitHeader(name)) continue;
     out[name] = value;
   }
   for (const name of URL_HEADERS) {

@@ -22,9 +22,9 @@
  *   `$<Content-ID>` reference kept as such; never the client's bytes.
  * - Multipart: the delimiter lines are written anew (`--b` CRLF … CRLF
  *   `--b--`), so preambles, epilogues, transport padding and bare-LF line
- *   endings of the framing are dropped; header lines are written as parsed,
- *   joined with CRLF, but for `Authorization`, `Proxy-Authorization`,
- *   `Cookie` and method tunnels, which are left out. The forwarded Content-Type is
+ *   endings of the framing are dropped; the header lines of allowed headers
+ *   (see the part headers below) are written as parsed, joined with CRLF,
+ *   and all others are left out. The forwarded Content-Type is
  *   written here, `multipart/mixed; boundary=<b>` (quoted only when it must
  *   be), and so is every MIME Content-Type: `multipart/mixed; boundary=<cs>`
  *   for a change set, `application/http` for a request. Every
@@ -57,7 +57,7 @@
  *   included); the batch is written anew: members in a fixed order, `url`
  *   canonical, header names in lower case (CAP uses the object as its
  *   request headers, where `If-Match` would go unseen; names differing only
- *   in case are refused), `if-match` added, the stripped headers left out,
+ *   in case are refused), `if-match` added, only allowed headers kept,
  *   each body as the text that was analyzed (compacted); annotations of the
  *   batch itself are dropped. Method tunnels are refused (JSON has `method`).
  *
@@ -86,13 +86,23 @@
  *   `request-id` rule and may not be the name of a system resource
  *   (`$metadata`, `$batch`, …), so a reference cannot be read as one; a
  *   multipart Content-ID used twice in the batch cannot be referred to.
- * - `Authorization`, `Proxy-Authorization` and `Cookie` in parts are
- *   stripped (clients that copy common headers into every part send them;
- *   the back end's credentials are the gateway's business). The other
- *   headers the protocol forbids in parts (`Expect`, `From`,
+ * - Part headers follow an allowlist, as the request's own headers do: a
+ *   part's request headers are forwarded only when named in
+ *   `FORWARDED_PART_HEADERS` (`../data/headers.ts`: the data path's
+ *   allowlist for requests, but for the headers that mean nothing in a
+ *   part, plus `Content-Type`); a multipart request also keeps `Content-ID`
+ *   and `Content-Length`, and a body part's MIME headers only
+ *   `Content-Type`, `Content-Transfer-Encoding`, `Content-ID` and
+ *   `Content-Length`. Every other header is read (the analyzer sees it) and
+ *   dropped silently: the client's credentials (`Authorization`,
+ *   `Proxy-Authorization`, `Cookie`: clients that copy common headers into
+ *   every part send them; the back end's credentials are the gateway's
+ *   business), method tunnels, URL overrides (`X-Original-URL`,
+ *   `X-Rewrite-URL`), `Host`, `X-Forwarded-*`, `sap-language`, custom
+ *   headers. The headers the protocol forbids in parts (`Expect`, `From`,
  *   `Max-Forwards`, `Range`, `TE`) and the SAP session headers are refused
- *   (invalid). So is JSON's conditional `if` member (denied): it evaluates
- *   an expression against data.
+ *   (invalid), not dropped. So is JSON's conditional `if` member (denied):
+ *   it evaluates an expression against data.
  * - Structure first: the whole body is parsed and checked before the first
  *   part is analyzed; then the parts are analyzed in order and the first
  *   denied or invalid one answers for the batch, naming the part
@@ -108,6 +118,7 @@ import { jsonValue, parseJson, type JsonNode } from "./json.js";
 import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, sniffBytes, type MediaType } from "./media-type.js";
 import { Refusal, Stop, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted, type EntityStep } from "./syntax.js";
 import { serializeTarget } from "./target.js";
+import { FORWARDED_PART_HEADERS } from "../data/headers.js";
 
 export { MAX_JSON_DEPTH } from "./json.js";
 
@@ -270,12 +281,25 @@ interface PartHeaders {
 }
 
 /**
- * Headers of a part that are read here but never forwarded: the client's
- * credentials (clients that copy common headers into every part send them;
- * the back end's credentials are erplink's), and method tunnels (the part is
- * forwarded with the method they name).
+ * The request headers of a multipart part that are forwarded: those of
+ * either format ({@link FORWARDED_PART_HEADERS}, the data path's allowlist
+ * for parts), plus `Content-ID` (V2 back ends read a request's id there) and
+ * `Content-Length` (written exact). All others are read here (the analyzer
+ * sees every header: a method tunnel names the method forwarded) and left
+ * out: the client's credentials, which clients that copy common headers
+ * into every part send, method tunnels, URL overrides, `Host`, custom
+ * headers. In JSON the request id is `id` and a body has no length.
  */
-const STRIPPED_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "x-http-method", "x-http-method-override"]);
+const MULTIPART_REQUEST_HEADERS: ReadonlySet<string> = new Set([...FORWARDED_PART_HEADERS, "content-id", "content-length"]);
+
+/**
+ * The MIME headers of a multipart body part (request or change set) that
+ * are forwarded: `Content-Type` (written anew), `Content-Transfer-Encoding`
+ * (OData keeps it for historic reasons; only identity encodings pass),
+ * `Content-ID` (CAP reads a request's id there only) and `Content-Length`
+ * (written exact). Any other is left out.
+ */
+const MIME_HEADERS: ReadonlySet<string> = new Set(["content-type", "content-transfer-encoding", "content-id", "content-length"]);
 
 /** Adds one header; refuses duplicates (case-insensitive) and forbidden headers. */
 function addHeader(into: { record: Record<string, string>; byName: Map<string, string> }, name: string, value: string, forbid: boolean): void {
@@ -1012,7 +1036,7 @@ function writeMultipart(
     for (const l of part.head.lines.slice(1)) {
       const name = headerName(l);
       const lower = name.toLowerCase();
-      if (STRIPPED_HEADERS.has(lower)) continue;
+      if (!MULTIPART_REQUEST_HEADERS.has(lower)) continue;
       lines.push(lower === "content-length" ? `${name}: ${body.length}` : l);
     }
     const head: Head = { ...part.head, lines };
@@ -1023,15 +1047,15 @@ function writeMultipart(
     const extra = !copyContentIds || part.mimeId || part.id === undefined ? [] : [`Content-ID: ${part.id}`];
     return writeMime(part.mime, "application/http", extra, writeHead(head) + body);
   };
-  // The MIME headers as parsed, but for the Content-Type written here and an exact Content-Length.
+  // The allowed MIME headers as parsed, but for the Content-Type written here and an exact Content-Length.
   const writeMime = (mime: Head, contentType: string, extra: readonly string[], content: string): string => {
-    const lines = mime.lines.map((l) => {
+    const lines: string[] = [];
+    for (const l of mime.lines) {
       const name = headerName(l);
       const lower = name.toLowerCase();
-      if (lower === "content-type") return `${name}: ${contentType}`;
-      if (lower === "content-length") return `${name}: ${content.length}`;
-      return l;
-    });
+      if (!MIME_HEADERS.has(lower)) continue;
+      lines.push(lower === "content-type" ? `${name}: ${contentType}` : lower === "content-length" ? `${name}: ${content.length}` : l);
+    }
     return writeHead({ ...mime, lines: [...lines, ...extra] }) + content;
   };
   const writeMulti = (b: string, bodies: readonly string[], terminated: boolean): string =>
@@ -1130,7 +1154,7 @@ function analyzeJsonBatch(input: BatchInput, accesses: AccessList): BatchAnalysi
   // Written anew from what was parsed, so that the back end cannot read it
   // differently: members in a fixed order, every url in canonical form,
   // header names in lower case (CAP uses the object as its request headers,
-  // where only lower-case names are found), stripped headers left out,
+  // where only lower-case names are found), only allowed headers kept,
   // `if-match` added where needed, bodies as the text that was analyzed.
   const written = parts.map((part, index) => {
     const result = results[index];
@@ -1139,7 +1163,7 @@ function analyzeJsonBatch(input: BatchInput, accesses: AccessList): BatchAnalysi
     if (part.dependsOn.size > 0) members.push(`"dependsOn":${JSON.stringify([...part.dependsOn])}`);
     const headers: string[] = [];
     for (const [lower, value] of part.headers.byName) {
-      if (!STRIPPED_HEADERS.has(lower)) headers.push(`${JSON.stringify(lower)}:${JSON.stringify(value)}`);
+      if (FORWARDED_PART_HEADERS.has(lower)) headers.push(`${JSON.stringify(lower)}:${JSON.stringify(value)}`);
     }
     if (result.ifMatchStar) headers.push('"if-match":"*"');
     if (headers.length > 0) members.push(`"headers":{${headers.join(",")}}`);

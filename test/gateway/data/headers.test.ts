@@ -3,7 +3,8 @@
  * (`src/gateway/data/headers.ts`, `clientResponseHeaders`): URLs of the back
  * end (`Location`, `Content-Location`, `OData-EntityId`, `EntityId`) are
  * rewritten to erplink's, whether the back end sent a header once or
- * several times (undici hands a repeated header over as an array).
+ * several times (undici hands a repeated header over as an array); its
+ * rate-limit headers and request id never pass.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -30,5 +31,35 @@ for (const name of ["location", "content-location", "odata-entityid", "entityid"
     assert.equal(out[name], [ERPLINK, "http://elsewhere.example/x"]);
   });
 }
+
+// Red team: a back end's rate-limit headers passed whenever erplink set none of its own (a key without limits):
+// the client read the limits of erplink's shared back-end credentials as its key's.
+Headers("a back end's rate-limit headers are always left out; its Retry-After, X-Request-Id aside, passes", () => {
+  const out = clientResponseHeaders(
+    {
+      "x-ratelimit-limit": "999",
+      "x-ratelimit-remaining": "998",
+      "x-ratelimit-reset": "1",
+      "x-ratelimit-used": "1",
+      "x-rate-limit-limit": "999",
+      ratelimit: '"upstream";r=998;t=1',
+      "ratelimit-policy": '"upstream";q=999;w=1',
+      "ratelimit-limit": "999",
+      "ratelimit-remaining": "998",
+      "ratelimit-reset": "1",
+      "retry-after": "120",
+      "x-request-id": "upstream-rid",
+      "content-type": "text/plain",
+    },
+    ROOT,
+    CLIENT,
+  );
+  assert.equal(out, {
+    "retry-after": "120",
+    "content-type": "text/plain",
+    "content-security-policy": "sandbox; default-src 'none'; frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+  });
+});
 
 Headers.run();

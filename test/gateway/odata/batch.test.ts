@@ -55,6 +55,16 @@ function run(body: string | Buffer, o: Options = {}): BatchAnalysis {
 
 const crlf = (...lines: string[]): string => lines.join("\r\n");
 
+/** `a` and `b` alternating (`a[0]`, `b[0]`, `a[1]`, …), the rest of the longer one at the end. */
+function interleave(a: readonly string[], b: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if (i < a.length) out.push(a[i]!);
+    if (i < b.length) out.push(b[i]!);
+  }
+  return out;
+}
+
 /** A multipart body: each part after its delimiter line, then the close delimiter and a line break. */
 function multipart(boundary: string, ...parts: string[]): string {
   return `--${boundary}\r\n${parts.join(`\r\n--${boundary}\r\n`)}\r\n--${boundary}--\r\n`;
@@ -189,8 +199,9 @@ mp("absolute paths and absolute URLs below the service root are forwarded relati
       json(`POST ${ROOT}/$1/Items HTTP/1.1`, `{"ItemNo":1}`, { id: "2" }),
     ),
   );
+  // A part's Host is not forwarded: every part URL is, relative to the service root.
   const forwarded = batch(
-    http("GET Customers('C1')?$top=1 HTTP/1.1", { headers: ["Host: erp.example.com"] }),
+    http("GET Customers('C1')?$top=1 HTTP/1.1"),
     http("GET Products HTTP/1.1"),
     changeSet("cs", json("POST SalesOrders HTTP/1.1", `{"Note":"n"}`, { id: "1" }), json("POST $1/Items HTTP/1.1", `{"ItemNo":1}`, { id: "2" })),
   );
@@ -925,12 +936,12 @@ reading("on a V2 service a Content-ID stays where the client put it (V2 back end
 reading("regression: JSON batch header names are forwarded in lower case (CAP ignored 'If-Match': a key without create upserted)", () => {
   const text = `{"requests":[
   {"id":"1","method":"put","url":"SalesOrders(1)","headers":{ "Content-Type" : "application/json", "If-Match":"*" },"body":{"Note":"a"}},
-  {"id":"2","method":"put","url":"SalesOrders(2)","headers":{"\\u0041ccept":"application/json","X-Custom":"V"},"body":{"Note":"b"}},
+  {"id":"2","method":"put","url":"SalesOrders(2)","headers":{"\\u0041ccept":"application/json"},"body":{"Note":"b"}},
   {"id":"3","method":"get","url":"Customers","headers":{"accept":"application/json"}}
 ]}`;
   const expected =
     `{"requests":[{"id":"1","method":"PUT","url":"SalesOrders(1)","headers":{"content-type":"application/json","if-match":"*"},"body":{"Note":"a"}},` +
-    `{"id":"2","method":"PUT","url":"SalesOrders(2)","headers":{"accept":"application/json","x-custom":"V","if-match":"*"},"body":{"Note":"b"}},` +
+    `{"id":"2","method":"PUT","url":"SalesOrders(2)","headers":{"accept":"application/json","if-match":"*"},"body":{"Note":"b"}},` +
     `{"id":"3","method":"GET","url":"Customers","headers":{"accept":"application/json"}}]}`;
   expectAccess(
     run(text, { contentType: JSON_TYPE, mayCreate: () => false }),
@@ -954,6 +965,66 @@ reading("clients that copy Authorization and Cookie into every part keep their b
     JSON_TYPE,
   );
 });
+
+// Red team: parts forwarded every header but credentials and tunnels, so `X-Original-URL`, `X-Forwarded-Host`,
+// `sap-language` or any vendor header reached the back end inside a part while the top level drops them.
+const DROPPED_IN_PARTS = [
+  "X-Original-URL: /sap/opu/odata/sap/OTHER/Secrets",
+  "X-Rewrite-URL: /Secrets",
+  "X-Forwarded-Host: evil.example",
+  "X-Forwarded-Path: /odata/prod/OTHER",
+  "sap-language: DE",
+  "X-Custom: 1",
+  "Host: erp.internal",
+  "User-Agent: client/1.0",
+  "Accept-Encoding: gzip",
+  "Cache-Control: no-cache",
+  "If-Range: W/\"1\"",
+  "Content-Transfer-Encoding: binary",
+];
+
+reading("multipart part headers follow the data path's allowlist: others are dropped from requests and MIME headers alike; allowed ones pass as written", () => {
+  const allowedGet = ["Accept: application/json", "Prefer: odata.maxpagesize=10", "OData-Version: 4.0", "Accept-Language: de", `If-None-Match: W/"1"`, "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"];
+  const allowedPatch = ["Content-Type: application/json", `If-Match: W/"7"`, "Prefer: return=minimal", "Content-ID: 1", "Content-Length: 12"];
+  const mime = (...lines: string[]) => ["Content-Type: application/http", "Content-Transfer-Encoding: binary", ...lines];
+  const body = batch(
+    crlf(...mime("X-Original-URL: /odata/prod/SALES/Products", "X-Custom: m"), "", "GET Customers HTTP/1.1", ...interleave(allowedGet, DROPPED_IN_PARTS), "", ""),
+    crlf(
+      "Content-Type: multipart/mixed; boundary=cs",
+      "X-Custom: c",
+      "",
+      multipart("cs", crlf(...mime("Content-ID: 1", "X-Forwarded-Host: evil.example"), "", "PATCH SalesOrders(7) HTTP/1.1", ...interleave(allowedPatch, DROPPED_IN_PARTS), "", `{"Note":"x"}`)),
+    ),
+  );
+  const forwarded = batch(
+    crlf(...mime(), "", "GET Customers HTTP/1.1", ...allowedGet, "", ""),
+    crlf("Content-Type: multipart/mixed; boundary=cs", "", multipart("cs", crlf(...mime("Content-ID: 1"), "", "PATCH SalesOrders(7) HTTP/1.1", ...allowedPatch, "", `{"Note":"x"}`))),
+  );
+  expectAccess(run(body), 2, forwarded, [acc("Customers", "list", "part 1: resource path"), acc("SalesOrders", "update", "part 2: resource path")]);
+});
+
+reading("JSON part headers follow the same allowlist, lower-cased; Content-ID and Content-Length, multipart framing, are dropped there", () => {
+  const dropped = Object.fromEntries([...DROPPED_IN_PARTS, "Content-ID: 1", "Content-Length: 12"].map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 2)]));
+  const allowed = { Accept: "application/json", "Content-Type": "application/json", "If-Match": `W/"7"`, Prefer: "return=minimal", "OData-Version": "4.01", "Repeatability-Request-ID": "r-1" };
+  const requests = [{ id: "1", method: "patch", url: "SalesOrders(7)", headers: { ...dropped, ...allowed }, body: { Note: "x" } }];
+  expectAccess(
+    run(jsonRef(...requests), { contentType: JSON_TYPE }),
+    1,
+    writtenJson({ ...requests[0], headers: allowed }),
+    [acc("SalesOrders", "update", "part 1: resource path")],
+    JSON_TYPE,
+  );
+});
+
+// OData 4.01 Part 1 §11.7.7.1: an individual request MUST NOT include these; refused, not dropped, as documented.
+for (const line of ["Expect: 100-continue", "From: ops@example.com", "Max-Forwards: 1", "Range: bytes=0-9", "TE: trailers"]) {
+  const name = line.slice(0, line.indexOf(":"));
+  reading(`a part with ${name} is still refused (multipart and JSON), not silently dropped`, () => {
+    assert.equal(run(batch(http("GET Customers HTTP/1.1", { headers: [line] }))), invalid(`batch part 1 (GET Customers): header '${name}' is not allowed in a batch part`));
+    const requests = [{ id: "1", method: "get", url: "Customers", headers: { [name]: line.slice(name.length + 2) } }];
+    assert.equal(run(jsonRef(...requests), { contentType: JSON_TYPE }), invalid(`batch part 1 (GET Customers): header '${name}' is not allowed in a batch part`));
+  });
+}
 
 reading("part URLs are forwarded in canonical form: data in literals encoded, option names canonical, values re-encoded", () => {
   const body = batch(http("GET Customers('a%20b;c')?%24FILTER=Name%20eq%20'x'&$top=1 HTTP/1.1"), http("GET Products?expand=Category HTTP/1.1"));
