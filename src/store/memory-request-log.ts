@@ -29,6 +29,7 @@ import { appendFile, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import nedbModule from "@seald-io/nedb";
+import fastJson from "fast-json-stringify";
 import type { Page } from "./aggregate.js";
 import { assertScalars, type Document } from "./collection.js";
 import { DuplicateKeyError } from "./errors.js";
@@ -176,7 +177,7 @@ export class MemoryRequestLog implements RequestLogPort {
       // Checked here, after the appends queued before this one.
       const ordered = this.inOrder(records);
       let text = "";
-      for (const r of records) text += `${JSON.stringify(r)}\n`;
+      for (const r of records) text += `${requestLogLine(r)}\n`;
       await this.writeLines(file, text, records.length);
       this.insert(records, ordered);
       this.compactIfLarge();
@@ -612,7 +613,7 @@ export class MemoryRequestLog implements RequestLogPort {
       for (let k = 0; k < entries.length; k += COMPACT_CHUNK) {
         let text = "";
         const end = Math.min(entries.length, k + COMPACT_CHUNK);
-        for (let m = k; m < end; m++) text += `${JSON.stringify(entries[m])}\n`;
+        for (let m = k; m < end; m++) text += `${requestLogLine(entries[m]!)}\n`;
         await fh.writeFile(text);
       }
       await fh.sync();
@@ -690,6 +691,47 @@ async function readLegacy(file: string): Promise<Document[] | undefined> {
     throw new Error(`cannot read the request log of an earlier release (${file}); move it away to start without it`, { cause: err });
   }
 }
+
+const TEXT = { type: "string" } as const;
+const NUMBER = { type: "number" } as const;
+const DATE = { type: "string", format: "date-time" } as const;
+
+/**
+ * An entry as a line of the file: the JSON `JSON.stringify` writes (the
+ * same members, dates as ISO strings), from a serializer compiled for the
+ * entry's shape (fast-json-stringify), about three times as fast as
+ * `JSON.stringify`, which was a tenth of what the log cost a request
+ * (issue #14). The schema names every field of {@link RequestLogRecord}
+ * (the type checker holds it to that); a field it did not name would be
+ * left out of the file.
+ */
+export const requestLogLine: (entry: RequestLogRecord) => string = fastJson({
+  type: "object",
+  properties: {
+    id: TEXT,
+    requestId: TEXT,
+    timestamp: DATE,
+    apiKeyId: TEXT,
+    sessionId: TEXT,
+    method: TEXT,
+    path: TEXT,
+    status: NUMBER,
+    durationMs: NUMBER,
+    instance: TEXT,
+    service: TEXT,
+    accesses: { type: "array", items: { type: "object", properties: { entity: TEXT, operation: TEXT } } } as const,
+    denialStep: TEXT,
+    errorCode: TEXT,
+    errorMessage: TEXT,
+    upstreamStatus: NUMBER,
+    upstreamDurationMs: NUMBER,
+    clientIp: TEXT,
+    userAgent: TEXT,
+    upstreamMethod: TEXT,
+    upstreamUrl: TEXT,
+    expiresAt: DATE,
+  } satisfies Record<keyof RequestLogRecord, unknown>,
+});
 
 /** The line that records a purge at `now`. */
 function purgeLine(now: Date): string {

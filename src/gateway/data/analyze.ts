@@ -97,34 +97,13 @@ export async function analyze<K extends DataKey>(
   }
   if (analysis.kind === "invalid" || analysis.kind === "denied") refuse(r, analysis);
   const method = analysis.kind === "access" ? analysis.effectiveMethod : req.method;
-  const common = {
-    method,
-    target: analysis.target,
-    forward: analysis.forward,
-    headers: forwardedRequestHeaders(req.headers),
-    model,
-    resolveReference,
-    upsertEntitySet: undefined,
-    partUrls: [],
-  };
+  const shared: Shared = { method, target: analysis.target, forward: analysis.forward, headers: forwardedRequestHeaders(req.headers), model, resolveReference };
   if (analysis.kind === "stopped") {
     // Nothing after the stop was read: what was read before it is authorized, then the stop answered; nothing is forwarded.
-    const request: CanonicalRequest = { ...common, kind: "access", accesses: analysis.accesses, body: undefined, analyzedBody: undefined };
+    const request = canonical(shared, { kind: "access", accesses: analysis.accesses, body: undefined, analyzedBody: undefined, upsertEntitySet: undefined, partUrls: [], cached: undefined });
     return extend(r, { request, stop: stopOf(analysis) });
   }
   if (raw !== undefined && BODILESS.has(method)) throw new GatewayError(400, `a ${method} request cannot have a body`);
-  const base = {
-    kind: analysis.kind,
-    method,
-    target: analysis.target,
-    forward: analysis.forward,
-    headers: common.headers,
-    model,
-    analyzedBody,
-    resolveReference,
-    cached,
-  };
-  let request: CanonicalRequest;
   if (analysis.kind === "batch") {
     const batch = analyzeBatch({
       contentType: contentType ?? "",
@@ -137,26 +116,57 @@ export async function analyze<K extends DataKey>(
     });
     if (batch.kind === "invalid" || batch.kind === "denied") refuse(r, batch);
     if (batch.kind === "stopped") {
-      const stopped: CanonicalRequest = { ...common, kind: "batch", accesses: batch.accesses, body: undefined, analyzedBody: undefined };
+      const stopped = canonical(shared, { kind: "batch", accesses: batch.accesses, body: undefined, analyzedBody: undefined, upsertEntitySet: undefined, partUrls: [], cached: undefined });
       return extend(r, { request: stopped, stop: stopOf(batch) });
     }
-    request = {
-      ...base,
+    const request = canonical(shared, {
+      kind: "batch",
       accesses: batch.accesses,
       body: { bytes: batch.body, contentType: batch.contentType },
+      analyzedBody,
       upsertEntitySet: undefined,
       partUrls: batch.partUrls,
-    };
-  } else {
-    request = {
-      ...base,
-      accesses: analysis.kind === "access" ? analysis.accesses : [],
-      body: raw === undefined ? undefined : { bytes: raw, contentType: contentType ?? "application/octet-stream" },
-      upsertEntitySet: analysis.kind === "access" ? analysis.upsertEntitySet : undefined,
-      partUrls: [],
-    };
+      cached,
+    });
+    return extend(r, { request });
   }
+  const request = canonical(shared, {
+    kind: analysis.kind,
+    accesses: analysis.kind === "access" ? analysis.accesses : [],
+    body: raw === undefined ? undefined : { bytes: raw, contentType: contentType ?? "application/octet-stream" },
+    analyzedBody,
+    upsertEntitySet: analysis.kind === "access" ? analysis.upsertEntitySet : undefined,
+    partUrls: [],
+    cached,
+  });
   return extend(r, { request });
+}
+
+/** What every canonical request of one analysis has in common. */
+type Shared = Pick<CanonicalRequest, "method" | "target" | "forward" | "headers" | "model" | "resolveReference">;
+
+/**
+ * The canonical request, written out field by field: one object shape
+ * whatever the kind, and no object spread. On this V8 (Node 20) a spread
+ * with further members (`{ ...shared, kind, … }`) takes the slow path,
+ * some 3 µs per request on the data path (issue #14).
+ */
+function canonical(s: Shared, v: Omit<CanonicalRequest, keyof Shared>): CanonicalRequest {
+  return {
+    kind: v.kind,
+    method: s.method,
+    target: s.target,
+    forward: s.forward,
+    accesses: v.accesses,
+    headers: s.headers,
+    body: v.body,
+    analyzedBody: v.analyzedBody,
+    resolveReference: s.resolveReference,
+    upsertEntitySet: v.upsertEntitySet,
+    partUrls: v.partUrls,
+    model: s.model,
+    cached: v.cached,
+  };
 }
 
 /** The key's entity step, from its decisions: the instance and service steps have passed, so only the entity step is operation-free. */

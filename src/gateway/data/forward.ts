@@ -45,7 +45,9 @@ export interface ForwardDeps<K extends DataKey> {
 export function upstreamTarget<K extends DataKey>(a: Authorized<K>, port: DataPort<K>): { path: string; headers: Record<string, string> } {
   const { request, root } = a;
   const path = root.pathOf(request.forward);
-  const headers: Record<string, string> = { ...request.headers };
+  // Object.assign, not a spread: adding properties to a spread's copy takes
+  // V8's slow path (some 4 µs for the headers added below, issue #14).
+  const headers: Record<string, string> = Object.assign({}, request.headers);
   if (a.ifMatchStar) headers["if-match"] = "*";
   // A remembered analysis whose target passed the check for this root passes it again: nothing else it depends on differs.
   const cached = request.cached !== undefined && analysisNeutral(headers) ? request.cached : undefined;
@@ -81,11 +83,11 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   const started = performance.now();
   let res: UpstreamResponse | undefined;
   // A second attempt (with a new CSRF or OAuth token) starts again from the headers as they were before the first.
-  const unsent = modifying || instance.credentials.type === "oauth2_client_credentials" ? { ...headers } : undefined;
+  const unsent = modifying || instance.credentials.type === "oauth2_client_credentials" ? Object.assign({}, headers) : undefined;
   for (let attempt = 0; res === undefined; attempt++) {
     const authorization = await deps.sessions.authorization(instance);
     const csrf = modifying ? await deps.sessions.csrfSession(instance, root, authorization) : undefined;
-    const sent = attempt === 0 ? headers : { ...unsent! };
+    const sent = attempt === 0 ? headers : Object.assign({}, unsent!);
     if (authorization !== undefined) sent.authorization = authorization;
     if (csrf?.token !== undefined) sent["x-csrf-token"] = csrf.token;
     if (csrf !== undefined && csrf.cookie !== "") sent.cookie = csrf.cookie;
