@@ -17,7 +17,7 @@
  */
 import fc from "fast-check";
 import type { NavDef, ServiceDef, TypeDef, Universe, Version } from "./model.js";
-import { typesOf } from "./model.js";
+import { rootPath, typesOf } from "./model.js";
 
 /** A request ready for the wire, with what the generator meant. */
 export interface FuzzCase {
@@ -131,12 +131,58 @@ interface MutationSeed {
 }
 
 interface BodySeed {
-  /** 0 none, 1 entity, 2 deep insert, 3 bind, 4 hostile JSON, 5 media bytes, 6 Atom/XML, 7 JSON-looking text. */
+  /** 0 none, 1 entity, 2 deep insert, 3 URLs (binds, ids, V2 uris, a context; a link change's body), 4 hostile JSON, 5 media bytes, 6 Atom/XML, 7 JSON-looking text. */
   readonly kind: number;
   readonly pick: number;
   /** Index into CONTENT_TYPES. */
   readonly contentType: number;
   readonly literal: LiteralSeed;
+  /** Which member holds the URLs (kind 3): index into REFERENCE_FORMS. */
+  readonly form: number;
+  /** The URLs of kind 3. */
+  readonly urls: readonly UrlSeed[];
+}
+
+/**
+ * A URL written into a body (`Nav@odata.bind`, `@odata.id`, V2
+ * `__metadata.uri`, `@odata.context`) or into a batch part's request line:
+ * an entity reference behind a prefix and along a walk, each spelled many
+ * ways (see `hostileUrl`).
+ */
+interface UrlSeed {
+  /** How it starts: index into URL_PREFIXES (relative, absolute path, absolute URLs of many schemes, hosts and spellings, network paths, other roots), or CONTENT_ID (`$<id>` of an earlier batch part). */
+  readonly prefix: number;
+  /** The way from there to the entity: index into URL_WALKS (straight, or through dot segments, fragments, queries, matrix parameters, empty segments, other roots). */
+  readonly walk: number;
+  /** Spellings of `..` (DOT_DOTS), `.` (DOTS) and `/` (SLASHES) along the walk. */
+  readonly dots: number;
+  readonly dot: number;
+  readonly slash: number;
+  /** The other entity a detour passes (of this service, or another service's for walks into its root), the navigation or query a tail names. */
+  readonly other: number;
+  readonly key: LiteralSeed;
+  /** Raw fragments inserted anywhere in the finished URL. */
+  readonly mutations: readonly MutationSeed[];
+}
+
+/**
+ * A write the key may do, with URLs in its body: what makes erplink check
+ * those URLs and forward the body as written (an update or create the
+ * grants allow, binding a navigation whose target the key may read), so
+ * that the URLs' many spellings reach the back end whenever erplink lets
+ * them through.
+ */
+interface FocusSeed {
+  /** Which (entity set, granted write, navigation) of the service. */
+  readonly pick: number;
+  /** How an update is sent: index into UPDATE_METHODS. */
+  readonly method: number;
+  readonly key: KeySeed;
+  /** Which member holds the URLs: index into REFERENCE_FORMS. */
+  readonly form: number;
+  readonly urls: readonly UrlSeed[];
+  /** Whether a primitive property is written beside the references. */
+  readonly withData: boolean;
 }
 
 interface RequestSeed {
@@ -148,14 +194,18 @@ interface RequestSeed {
   readonly body: BodySeed;
   readonly headers: readonly number[];
   readonly mutations: readonly MutationSeed[];
+  /** When set, the request is this write (path, method, body) instead: options and mutations still apply. */
+  readonly focus: FocusSeed | null;
 }
 
 interface BatchSeed {
   /** 0 multipart, 1 multipart with a change set for writes, 2 JSON. */
   readonly format: number;
   readonly parts: readonly RequestSeed[];
-  /** Per part: 0 relative, 1 absolute path, 2 absolute URL, 3 `$<id>` reference to the previous part. */
+  /** Per part: 0 relative, 1 absolute path, 2 absolute URL, 3 `$<id>` reference to the previous part, 4 a hostile URL (`urls`). */
   readonly urlForms: readonly number[];
+  /** Per part, the hostile URL of form 4. */
+  readonly urls: readonly UrlSeed[];
   /** Mutations of the outer `$batch` target. */
   readonly outer: readonly MutationSeed[];
 }
@@ -277,6 +327,30 @@ function keySeed(u: Universe): fc.Arbitrary<KeySeed> {
   });
 }
 
+/** Mostly the first (plain) choice of a table, else any of its entries. */
+function mostly(first: number, weightFirst: number, length: number, weightAny = 10): fc.Arbitrary<number> {
+  return fc.oneof({ withCrossShrink: true }, { weight: weightFirst, arbitrary: fc.constant(first) }, { weight: weightAny, arbitrary: fc.nat(length - 1) });
+}
+
+function urlSeed(u: Universe): fc.Arbitrary<UrlSeed> {
+  return fc.record({
+    prefix: fc.oneof(
+      { withCrossShrink: true },
+      { weight: 4, arbitrary: fc.constant(0) },
+      { weight: 2, arbitrary: fc.constantFrom(1, 2) },
+      { weight: 1, arbitrary: fc.constant(CONTENT_ID) },
+      { weight: 8, arbitrary: fc.nat(URL_PREFIXES.length - 1) },
+    ),
+    walk: mostly(0, 3, URL_WALKS.length),
+    dots: mostly(0, 3, DOT_DOTS.length),
+    dot: mostly(0, 3, DOTS.length),
+    slash: mostly(0, 12, SLASHES.length),
+    other: fc.nat(99),
+    key: literalSeed(u),
+    mutations: few(mutationSeed(u), 2, 6),
+  });
+}
+
 function requestSeed(u: Universe, batchPart = false): fc.Arbitrary<RequestSeed> {
   return fc.record({
     path: fc.record({
@@ -302,15 +376,34 @@ function requestSeed(u: Universe, batchPart = false): fc.Arbitrary<RequestSeed> 
         { withCrossShrink: true },
         { weight: 1, arbitrary: fc.constant(0) },
         { weight: 6, arbitrary: fc.constant(1) },
-        { weight: 2, arbitrary: fc.constantFrom(2, 3) },
+        { weight: 1, arbitrary: fc.constant(2) },
+        { weight: 2, arbitrary: fc.constant(3) },
         { weight: 2, arbitrary: fc.constantFrom(4, 5, 6, 7) },
       ),
       pick: fc.nat(99),
       contentType: fc.oneof({ withCrossShrink: true }, { weight: 8, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.nat(CONTENT_TYPES.length - 1) }),
       literal: literalSeed(u),
+      form: fc.nat(99),
+      urls: fc.array(urlSeed(u), { minLength: 2, maxLength: 2 }),
     }),
     headers: few(fc.nat(99), 2, 2),
     mutations: few(mutationSeed(u), batchPart ? 2 : 3, 3),
+    // About one request in six is a write the key may do with URLs in its body.
+    focus: fc.oneof(
+      { withCrossShrink: true },
+      { weight: 5, arbitrary: fc.constant(null) },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          pick: fc.nat(99),
+          method: fc.nat(99),
+          key: keySeed(u),
+          form: fc.nat(99),
+          urls: fc.array(urlSeed(u), { minLength: 2, maxLength: 2 }),
+          withData: fc.boolean(),
+        }),
+      },
+    ),
   });
 }
 
@@ -328,7 +421,8 @@ export function caseSeed(u: Universe): fc.Arbitrary<CaseSeed> {
         arbitrary: fc.record({
           format: fc.nat(2),
           parts: fc.array(requestSeed(u, true), { minLength: 1, maxLength: 3 }),
-          urlForms: fc.array(fc.nat(3), { minLength: 3, maxLength: 3 }),
+          urlForms: fc.array(fc.nat(4), { minLength: 3, maxLength: 3 }),
+          urls: fc.array(urlSeed(u), { minLength: 3, maxLength: 3 }),
           outer: fc.array(mutationSeed(u), { maxLength: 1 }),
         }),
       },
@@ -345,6 +439,8 @@ class TypeIndex {
     readonly def: ServiceDef,
     readonly version: Version,
     readonly granted: ReadonlySet<string>,
+    /** What the key may do on each entity set (set -> operations). */
+    readonly grants: Readonly<Record<string, readonly string[]>> = {},
   ) {
     for (const t of typesOf(def, version)) this.types.set(t.name, t);
   }
@@ -755,7 +851,7 @@ function optionPair(idx: TypeIndex, t: TypeDef | undefined, seed: OptionSeed, al
   return pick(kinds, seed.kind)();
 }
 
-function entityBody(idx: TypeIndex, t: TypeDef | undefined, seed: BodySeed): string | Buffer | undefined {
+function entityBody(idx: TypeIndex, aims: UrlAims, t: TypeDef | undefined, seed: BodySeed): string | Buffer | undefined {
   const members = t === undefined ? { props: [["Note", "string"]] as [string, string][], navs: [] as [string, NavDef][] } : idx.members(t);
   const prims = members.props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
   const [pn, pk] = prims.length > 0 ? pick(prims, seed.pick) : ["Note", "string"];
@@ -770,9 +866,8 @@ function entityBody(idx: TypeIndex, t: TypeDef | undefined, seed: BodySeed): str
       if (nav === undefined) return `{"${pn}":${value}}`;
       return nav[1].many ? `{"${pn}":${value},"${nav[0]}":[{"${pn}":${value}}]}` : `{"${nav[0]}":{"${pn}":${value}}}`;
     case 3: {
-      if (nav === undefined) return `{"${pn}":${value}}`;
-      const ref = `${nav[1].target}('${seed.literal.text.replaceAll("'", "''").replaceAll('"', "")}')`;
-      return nav[1].many ? `{"${nav[0]}@odata.bind":[${JSON.stringify(ref)}]}` : `{"${nav[0]}@odata.bind":${JSON.stringify(ref)}}`;
+      if (nav === undefined || t === undefined) return `{"${pn}":${value}}`;
+      return referenceBody(idx, aims, t, nav, seed.form, seed.urls, seed.literal, seed.pick % 2 === 0 ? `"${pn}":${value}` : undefined);
     }
     case 4:
       return pick(
@@ -825,9 +920,339 @@ const EXTRA_HEADERS: readonly (readonly [string, string])[] = [
   ["sap-contextid-accept", "header"],
 ];
 
+// ---------------------------------------------------------------- URLs in bodies and part URLs
+
+/** What URLs written into a request may aim at. */
+interface UrlAims {
+  /** This service's root on erplink, e.g. `/odata/prod/SALES`. */
+  readonly client: string;
+  /** Other roots: this and other services on other instances, every service's root on the upstream, other erplink paths. */
+  readonly roots: readonly string[];
+  /** The last segments of other services' roots (`MASTER`, `master`): what a `../` walks into. */
+  readonly siblings: readonly string[];
+  /** Entity references of other services (`BusinessPartners('1')`). */
+  readonly foreign: readonly string[];
+  /** Content-IDs of the earlier parts of a batch (none outside one). */
+  readonly ids: readonly string[];
+}
+
+/** How a URL starts: relative, this service's root in many spellings, other roots. `/` ends each. */
+const URL_PREFIXES: readonly ((a: UrlAims, n: number) => string)[] = [
+  () => "",
+  (a) => `${a.client}/`,
+  (a) => `http://localhost${a.client}/`,
+  (a) => `https://localhost:8443${a.client}/`,
+  (a) => `HTTP://LocalHost${a.client}/`,
+  (a) => `http://user:secret@localhost${a.client}/`,
+  (a) => `http://evil.example:8080${a.client}/`,
+  (a) => `http://localhost@evil.example${a.client}/`,
+  (a) => `http://localhost:80@evil.example:81${a.client}/`,
+  (a) => `http://[::1]:80${a.client}/`,
+  (a) => `//localhost${a.client}/`,
+  (a) => `/${a.client}/`,
+  (a) => `urn:${a.client.slice(1)}/`,
+  (a) => `javascript:${a.client}/`,
+  (a) => `ftp://localhost${a.client}/`,
+  (a) => `file://${a.client}/`,
+  (a) => `http:${a.client}/`,
+  (a) => `http:/${a.client}/`,
+  (a) => `http:\\\\localhost${a.client}/`,
+  (a) => `\\\\localhost${a.client}/`,
+  (a) => `http://localhost${a.client.replaceAll("/", "\\")}\\`,
+  (a) => `${a.client.toUpperCase()}/`,
+  (a) => `${a.client}//`,
+  (a) => `${a.client}/./`,
+  (a) => `${a.client}/%2e/`,
+  (a) => `${a.client};v=1/`,
+  (a) => `${a.client}%2F`,
+  (a) => `${a.client.replaceAll("/", "%2F")}%2F`,
+  (a) => `${a.client}?x=1/`,
+  (a) => `${a.client}#/`,
+  (a) => "./",
+  (a) => `../${a.client.split("/").pop()}/`,
+  (a) => "#",
+  (a) => "?",
+  (a, n) => `${pick(a.roots, n)}/`,
+  (a, n) => `http://localhost${pick(a.roots, n)}/`,
+  (a, n) => `${pick(a.roots, n)}/../${a.client.split("/").pop()}/`,
+  (a, n) => `http://localhost${a.client}/../../${pick(a.siblings, n)}/`,
+];
+
+/** The prefix slot of a `$<id>` reference (to an earlier part of a batch; relative outside one). */
+const CONTENT_ID = URL_PREFIXES.length;
+
+/** Spellings of a `..` segment: plain, percent-encoded in any case and half, with matrix parameters, and near misses. */
+const DOT_DOTS: readonly string[] = [
+  "..", "%2e%2e", "%2E%2E", "%2E%2e", "%2e%2E", ".%2e", "%2e.", ".%2E", "%2E.", "..;", "..;x=1", "%2e%2e;", "..%2F", "..%5C", "..\\", "..%00", "...",
+  "..%20", "%252e%252e", "%c0%ae%c0%ae",
+];
+/** Spellings of a `.` segment. */
+const DOTS: readonly string[] = [".", "%2e", "%2E", ".;", ".;x=1", "%252e"];
+/** Spellings of the `/` between segments. */
+const SLASHES: readonly string[] = ["/", "%2F", "%2f", "\\", "%5C", "//", "/./", "%252F", ";/"];
+
+/** The pieces a walk is made of. */
+interface Walk {
+  /** The entity aimed at. */
+  readonly T: string;
+  /** Another entity of this service. */
+  readonly O: string;
+  /** An entity of another service, and that service's root segment. */
+  readonly F: string;
+  readonly sib: string;
+  /** The last segment of this service's root (`SALES`). */
+  readonly root: string;
+  /** Another root (absolute path). */
+  readonly other: string;
+  readonly D: string;
+  readonly S: string;
+  readonly P: string;
+  /** A navigation name and a query. */
+  readonly nav: string;
+  readonly q: string;
+}
+
+/** Ways from a prefix to the entity: straight, through dot segments (back, out and in again, into other roots), fragments, queries, matrix parameters, empty segments. */
+const URL_WALKS: readonly ((w: Walk) => string)[] = [
+  (w) => w.T,
+  (w) => `${w.O}${w.P}${w.D}${w.P}${w.T}`,
+  (w) => `${w.T}${w.P}${w.D}${w.P}${w.O}`,
+  (w) => `${w.T}${w.P}${w.D}`,
+  (w) => `${w.T}${w.P}${w.D}${w.P}`,
+  (w) => `${w.S}${w.P}${w.T}`,
+  (w) => `${w.T}${w.P}${w.S}`,
+  (w) => `${w.T}#${w.P}${w.D}${w.P}${w.O}`,
+  (w) => `${w.T}#`,
+  (w) => `${w.T}%23${w.P}${w.D}${w.P}${w.O}`,
+  (w) => `${w.O}${w.P}${w.D}${w.P}${w.D}${w.P}${w.root}${w.P}${w.T}`,
+  (w) => `${w.D}${w.P}${w.sib}${w.P}${w.F}`,
+  (w) => `${w.T}${w.P}${w.D}${w.P}${w.D}${w.P}${w.sib}${w.P}${w.F}`,
+  (w) => `${w.T}${w.P}${w.D}${w.P}${w.D}${w.P}${w.sib}${w.P}${w.T}`,
+  (w) => `${w.D}${w.P}${w.D}${w.P}${w.D}${w.P}${w.D}${w.P}${w.D}${w.other}${w.P}${w.F}`,
+  (w) => `${w.T}?${w.q}`,
+  (w) => `?${w.q}`,
+  (w) => `${w.T};x=1`,
+  (w) => `${w.O};x=1${w.P}..;x=1${w.P}${w.T}`,
+  (w) => `${w.P}${w.T}`,
+  (w) => `${w.T}${w.P}${w.P}`,
+  (w) => `${w.O}${w.P}${w.P}${w.D}${w.P}${w.T}`,
+  (w) => `${w.P}${w.P}${w.T}`,
+  (w) => `${w.T}${w.P}${w.nav}`,
+  (w) => `${w.O}${w.P}${w.D}${w.P}${w.O}${w.P}${w.D}${w.P}${w.T}`,
+  (w) => `${w.T}${w.P}${w.D}${w.P}${w.D}${w.P}${w.root}${w.P}${w.O}`,
+];
+
+/** What may follow a `$<id>` reference. */
+const CONTENT_ID_TAILS: readonly ((w: Walk) => string)[] = [
+  () => "",
+  (w) => `${w.P}${w.D}${w.P}${w.O}`,
+  (w) => `${w.P}${w.D}`,
+  (w) => `#${w.P}${w.D}${w.P}${w.O}`,
+  (w) => `${w.P}${w.D}${w.P}${w.D}${w.P}${w.sib}${w.P}${w.F}`,
+  (w) => `${w.P}${w.nav}`,
+  (w) => `${w.P}${w.S}`,
+  (w) => `?${w.q}`,
+];
+
+/** A plain key literal: most references name an entity plainly, so that what surrounds them decides. */
+const PLAIN_KEY: LiteralSeed = { text: "C1", enc: 0 };
+
+/** A reference to one entity of `set` (key predicate form 0 or 1, no aliases: bodies have none). */
+function entityRef(idx: TypeIndex, set: string, lit: LiteralSeed): string {
+  const type = idx.types.get(idx.def.sets[set]!)!;
+  return `${set}${keyText(idx, type, set, { form: lit.enc % 2, values: [lit, { text: `${lit.text}1`, enc: lit.enc }] }, []).suffix}`;
+}
+
+/** A URL naming `target` (an entity reference, or `$metadata`) as `seed` says (see UrlSeed). */
+function hostileUrl(idx: TypeIndex, aims: UrlAims, seed: UrlSeed, target: string): string {
+  const sets = Object.keys(idx.def.sets);
+  const navs = [...new Set(typesOf(idx.def, idx.version).flatMap((t) => Object.keys(t.navs)))];
+  const w: Walk = {
+    T: target,
+    O: entityRef(idx, pick(sets, seed.other), seed.other % 5 === 0 ? seed.key : PLAIN_KEY),
+    F: aims.foreign.length > 0 ? pick(aims.foreign, seed.other) : entityRef(idx, pick(sets, seed.other + 1), PLAIN_KEY),
+    sib: aims.siblings.length > 0 ? pick(aims.siblings, seed.other) : "x",
+    root: aims.client.split("/").pop()!,
+    other: aims.roots.length > 0 ? pick(aims.roots, seed.other) : aims.client,
+    D: pick(DOT_DOTS, seed.dots),
+    S: pick(DOTS, seed.dot),
+    P: pick(SLASHES, seed.slash),
+    nav: navs.length > 0 ? pick(navs, seed.other) : "x",
+    q: pick([`$expand=${navs.length > 0 ? pick(navs, seed.other) : "*"}`, "$expand=*", "$select=ID", "sap-client=200", "x=1", `$filter=ID eq ${target}`], seed.other),
+  };
+  let url: string;
+  if (seed.prefix >= CONTENT_ID && aims.ids.length > 0) {
+    url = `$${pick(aims.ids, seed.other)}${pick(CONTENT_ID_TAILS, seed.walk)(w)}`;
+  } else {
+    url = `${pick(URL_PREFIXES, seed.prefix)(aims, seed.other)}${pick(URL_WALKS, seed.walk)(w)}`;
+  }
+  return mutate(url, { path: [0, url.length], query: [0, url.length], after: 0 }, seed.mutations);
+}
+
+/** Members holding URLs: a bind (V4 and 4.01 spelling), a nested `@odata.id`, a V2 `__metadata.uri`, a context and a bind, a nested entity with a bind of its own. */
+const REFERENCE_FORMS = ["bind", "bind", "bind401", "id", "id", "uri", "context", "nested"] as const;
+
+/**
+ * A JSON body whose navigation `nav` of `type` is given by URL(s) to
+ * entities of its target, in the form `form` says; with a primitive
+ * property when `data` is set.
+ */
+function referenceBody(idx: TypeIndex, aims: UrlAims, type: TypeDef, nav: [string, NavDef], form: number, urls: readonly UrlSeed[], lit: LiteralSeed, data: string | undefined): string {
+  const [name, def] = nav;
+  const target = entityRef(idx, def.target, urls[0]!.other % 4 === 0 ? lit : PLAIN_KEY);
+  const [u1, u2] = urls.map((seed) => hostileUrl(idx, aims, seed, target)) as [string, string];
+  const many = (one: unknown, two: unknown) => (def.many ? (urls[0]!.other % 3 === 0 ? [one] : [one, two]) : one);
+  const members: Record<string, unknown> = {};
+  const kind = pick(REFERENCE_FORMS, form);
+  switch (kind) {
+    case "bind":
+      members[`${name}@odata.bind`] = many(u1, u2);
+      break;
+    case "bind401":
+      members[`${name}@bind`] = many(u1, u2);
+      break;
+    case "id":
+      members[name] = many({ "@odata.id": u1 }, { "@odata.id": u2 });
+      break;
+    case "uri":
+      // V2's link; V4's 4.01 spelling of one (a V2 `__metadata` in a V4 body is just an undeclared member).
+      members[name] = idx.version === "2.0" ? many({ __metadata: { uri: u1 } }, { __metadata: { uri: u2 } }) : many({ "@id": u1 }, { "@id": u2 });
+      break;
+    case "context": {
+      const context = hostileUrl(idx, aims, urls[1]!, "$metadata");
+      members["@odata.context"] = context.includes("#") ? context : `${context}#${def.target}/$entity`;
+      members[`${name}@odata.bind`] = def.many ? [u1] : u1;
+      break;
+    }
+    case "nested": {
+      // A deep insert whose nested entity binds one of its own navigations.
+      const inner = idx.types.get(def.type)!;
+      const innerNavs = idx.members(inner).navs;
+      if (innerNavs.length === 0) {
+        members[`${name}@odata.bind`] = many(u1, u2);
+        break;
+      }
+      const [innerName, innerDef] = pick(innerNavs, form);
+      const innerUrl = hostileUrl(idx, aims, urls[0]!, entityRef(idx, innerDef.target, urls[0]!.other % 4 === 0 ? lit : PLAIN_KEY));
+      const entity = { [`${innerName}@odata.bind`]: innerDef.many ? [innerUrl] : innerUrl };
+      members[name] = def.many ? [entity] : entity;
+      break;
+    }
+  }
+  const text = JSON.stringify(members);
+  return data === undefined ? text : `{${data},${text.slice(1)}`;
+}
+
+/** A link change's body: the URL of the entity linked (`@odata.id`, V2 `uri`). */
+function linkBody(idx: TypeIndex, aims: UrlAims, set: string, urls: readonly UrlSeed[], lit: LiteralSeed): string {
+  const url = hostileUrl(idx, aims, urls[0]!, entityRef(idx, set, urls[0]!.other % 4 === 0 ? lit : PLAIN_KEY));
+  return JSON.stringify(idx.version === "2.0" ? { uri: url } : { "@odata.id": url });
+}
+
+/** How an update with URLs in its body is sent: method, tunnel, `If-Match` (without one, PUT and PATCH are upserts: a create too). */
+const UPDATE_METHODS: readonly (readonly [string, string | undefined, boolean])[] = [
+  ["MERGE", undefined, false],
+  ["PATCH", undefined, true],
+  ["PUT", undefined, true],
+  ["POST", "MERGE", false],
+  ["POST", "PATCH", true],
+  ["PATCH", undefined, false],
+];
+
+/**
+ * Writes with URLs in their bodies that the grants allow (else any update),
+ * each with a navigation; creates and updates whose target the key may read
+ * three times (only they can be forwarded: the others test the refusal).
+ */
+function focusCandidates(idx: TypeIndex): { set: string; write: "create" | "update" | "link"; nav: [string, NavDef] }[] {
+  const out: { set: string; write: "create" | "update" | "link"; nav: [string, NavDef] }[] = [];
+  for (const set of Object.keys(idx.def.sets)) {
+    const ops = idx.grants[set] ?? [];
+    const navs = idx.members(idx.types.get(idx.def.sets[set]!)!).navs;
+    for (const nav of navs) {
+      const times = (idx.grants[nav[1].target] ?? []).includes("get") ? 3 : 1;
+      for (let i = 0; i < times; i++) {
+        if (ops.includes("create")) out.push({ set, write: "create", nav });
+        if (ops.includes("update")) out.push({ set, write: "update", nav });
+      }
+      // A link change also reads its source (the path navigates through it).
+      if (ops.includes("update")) out.push({ set, write: "link", nav });
+    }
+  }
+  if (out.length > 0) return out;
+  for (const set of Object.keys(idx.def.sets)) for (const nav of idx.members(idx.types.get(idx.def.sets[set]!)!).navs) out.push({ set, write: "update", nav });
+  return out;
+}
+
+/** The focused write of a seed: path, method, headers and body. */
+function focusRequest(idx: TypeIndex, aims: UrlAims, focus: FocusSeed, lit: LiteralSeed): Omit<Built, "pairs"> {
+  const candidates = focusCandidates(idx);
+  const c = pick(candidates, focus.pick);
+  const type = idx.types.get(idx.def.sets[c.set]!)!;
+  const prims = idx.members(type).props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const [pn, pk] = prims.length > 0 ? pick(prims, focus.pick) : ["Note", "string"];
+  const data = focus.withData ? `"${pn}":${pk === "string" ? JSON.stringify(lit.text) : String(lit.text.length)}` : undefined;
+  const headers: [string, string][] = [["Content-Type", "application/json"]];
+  const key = keyText(idx, type, c.set, { ...focus.key, form: focus.key.form % 3 }, []).suffix;
+  if (c.write === "create") {
+    const body = referenceBody(idx, aims, type, c.nav, focus.form, focus.urls, lit, data);
+    return { path: c.set, method: "POST", headers, body: Buffer.from(body, "utf8"), type, shape: "collection" };
+  }
+  if (c.write === "link") {
+    const [navName, nav] = c.nav;
+    // POST adds to a collection, PUT sets a single-valued navigation.
+    const method = nav.many ? "POST" : "PUT";
+    if (focus.method % 3 === 0) headers.push(["If-Match", "*"]);
+    const path = idx.version === "2.0" ? `${c.set}${key}/$links/${navName}` : `${c.set}${key}/${navName}/$ref`;
+    return { path, method, headers, body: Buffer.from(linkBody(idx, aims, nav.target, focus.urls, lit), "utf8"), type: undefined, shape: "other" };
+  }
+  const [method, tunnel, ifMatch] = pick(UPDATE_METHODS, focus.method);
+  if (tunnel !== undefined) headers.push([focus.method % 2 === 0 ? "X-HTTP-Method" : "X-HTTP-Method-Override", tunnel]);
+  if (ifMatch) headers.push(["If-Match", "*"]);
+  const body = referenceBody(idx, aims, type, c.nav, focus.form, focus.urls, lit, data);
+  return { path: `${c.set}${key}`, method, headers, body: Buffer.from(body, "utf8"), type, shape: "entity" };
+}
+
+/** What URLs in a case's requests may aim at, for a service root of the universe. */
+function aimsOf(u: Universe, instanceName: string, service: string): UrlAims {
+  const client = `/odata/${instanceName}/${service}`;
+  const roots = new Set<string>();
+  const siblings = new Set<string>();
+  const foreign: string[] = [];
+  for (const i of u.instances) {
+    for (const [name, s] of Object.entries(i.services)) {
+      roots.add(`/odata/${i.name}/${name}`);
+      roots.add(rootPath(i, name));
+      if (name !== service) {
+        siblings.add(name);
+        siblings.add(s.path);
+      }
+    }
+    roots.add(`/odata/${i.name}`);
+  }
+  roots.delete(client);
+  roots.add("/admin");
+  roots.add(`/odata/${instanceName}/${service.toLowerCase()}`);
+  for (const [name, def] of Object.entries(u.services)) {
+    if (name === service) continue;
+    for (const [set, typeName] of Object.entries(def.sets)) {
+      const key = def.types.find((t) => t.name === typeName)?.key ?? [];
+      foreign.push(`${set}(${key.length <= 1 ? "'1'" : key.map((k) => `${k}='1'`).join(",")})`);
+    }
+  }
+  return { client, roots: [...roots], siblings: [...siblings], foreign, ids: [] };
+}
+
 /** Builds one request (below the service root) from its seed. */
-function buildRequest(idx: TypeIndex, seed: RequestSeed): Built {
+function buildRequest(idx: TypeIndex, seed: RequestSeed, aims: UrlAims): Built {
   const aliases: string[] = [];
+  if (seed.focus !== null) {
+    // A write the key may do with URLs in its body; options now and then (they do not change what the body means).
+    const f = focusRequest(idx, aims, seed.focus, seed.body.literal);
+    const optionType = f.shape === "other" ? undefined : f.type;
+    const pairs = seed.options.slice(0, seed.focus.pick % 8 === 0 ? 1 : 0).map((o) => optionPair(idx, optionType, o, aliases));
+    return { ...f, pairs: [...pairs, ...aliases] };
+  }
   const p = buildPath(idx, seed.path, aliases);
   const [method, tunnel] = pick(METHODS, seed.method);
   const headers: [string, string][] = [];
@@ -844,7 +1269,7 @@ function buildRequest(idx: TypeIndex, seed: RequestSeed): Built {
   const wantBody = writes ? seed.body.kind !== 0 : seed.body.kind === 7 && seed.body.pick % 3 === 0;
   let body: Buffer | undefined;
   if (wantBody) {
-    const b = entityBody(idx, p.type, seed.body);
+    const b = p.path.endsWith("$ref") && seed.body.kind === 3 ? linkBody(idx, aims, p.set, seed.body.urls, seed.body.literal) : entityBody(idx, aims, p.type, seed.body);
     if (b !== undefined) {
       body = typeof b === "string" ? Buffer.from(b, "utf8") : b;
       // Media, Atom and JSON-looking bodies mostly come undeclared; the rest mostly as JSON.
@@ -890,17 +1315,20 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
   const instance = pick(u.instances, seed.instance);
   const serviceNames = Object.keys(instance.services);
   const service = seed.service >= 8 && serviceNames.length > 1 ? serviceNames[1]! : serviceNames[0]!;
-  const idx = new TypeIndex(u.services[service]!, instance.services[service]!.version, new Set(Object.keys(u.grants[service] ?? {})));
+  const idx = new TypeIndex(u.services[service]!, instance.services[service]!.version, new Set(Object.keys(u.grants[service] ?? {})), u.grants[service] ?? {});
   const prefix = `/odata/${instance.name}/${service}/`;
+  const aims = aimsOf(u, instance.name, service);
 
   if (seed.batch === null) {
-    const b = buildRequest(idx, seed.request);
+    const b = buildRequest(idx, seed.request, aims);
     const query = b.pairs.length > 0 ? `?${b.pairs.join(pick(SEPARATORS, seed.request.separator))}` : "";
     const plain = `${prefix}${b.path}${query}`;
+    // A focused write's hostility is in its body: its target is mostly left as built.
+    const focus = seed.request.focus;
     const target = mutate(
       plain,
       { path: [prefix.length, prefix.length + b.path.length], query: [prefix.length + b.path.length, plain.length], after: prefix.length },
-      seed.request.mutations,
+      focus === null || focus.pick % 8 === 1 ? seed.request.mutations : [],
     );
     return { kind: "plain", instance: instance.name, service, method: b.method, target, headers: b.headers, ...(b.body ? { body: b.body } : {}) };
   }
@@ -908,10 +1336,12 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
   const batch = seed.batch;
   const clientRoot = `/odata/${instance.name}/${service}`;
   const parts = batch.parts.map((p, i) => {
-    const b = buildRequest(idx, p);
+    // URLs in a part's body may refer to the parts before it.
+    const partAims = { ...aims, ids: Array.from({ length: i }, (_, j) => String(j + 1)) };
+    const b = buildRequest(idx, p, partAims);
     const query = b.pairs.length > 0 ? `?${b.pairs.join(pick(SEPARATORS, p.separator))}` : "";
     let url = mutate(`${b.path}${query}`, { path: [0, b.path.length], query: [b.path.length, b.path.length + query.length], after: 0 }, p.mutations);
-    switch (pick(batch.urlForms, i) % 4) {
+    switch (pick(batch.urlForms, i) % 5) {
       case 1:
         url = `${clientRoot}/${url}`;
         break;
@@ -920,6 +1350,9 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
         break;
       case 3:
         if (i > 0) url = `$${i}/${url.replace(/^[^/?]*\/?/, "")}`;
+        break;
+      case 4:
+        url = `${hostileUrl(idx, partAims, pick(batch.urls, i), b.path)}${query}`;
         break;
     }
     const method = b.method === "OPTIONS" ? "GET" : b.method;

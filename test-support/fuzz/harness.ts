@@ -299,7 +299,8 @@ export function reanalyze(universe: Universe, instance: string, service: string,
       const batch = analyzeBatch({
         contentType: headers["content-type"] ?? "",
         body: r.body,
-        clientRoot: root,
+        // Part URLs are forwarded relative to the root; URLs in part bodies as the client wrote them, below its root.
+        clientRoot,
         model,
         mayCreate: (entity) => permitted(universe, service, entity, "create"),
         sapClient,

@@ -68,8 +68,14 @@
  *   once takes it for a name); `$root/`, `$apply`, and path segments `$crossjoin`,
  *   `$all`, `$entity`, `$each`, `$query` count as touching anything;
  * - in entity bodies: a nested object or array under a navigation is a
- *   create (and an update for PUT/PATCH/MERGE) of its target; binds,
- *   `@odata.id` and `__metadata.uri` read the entity they name;
+ *   create (and an update for PUT/PATCH/MERGE) of its target, but an
+ *   entity reference (V4: only `@odata.id`/`@id` and instance annotations;
+ *   V2: only `__metadata` with only `uri`, or `__deferred`) is a read of
+ *   it; binds, `@odata.id`, `__metadata.uri` and a link change's body read
+ *   the entity they name, where each interpretation resolves the URL (see
+ *   `readBodyUrl`: WHATWG, `url.resolve`, RFC 3986 written here, or no
+ *   resolution) against the service root or the body's `@odata.context`;
+ *   a URL that lands under another service's root is an escape;
  * - text the oracle cannot resolve where a back end could still act on it
  *   (a malformed path segment, a path that goes on after an unknown name, an
  *   unbalanced `$expand`/`$select`/`$filter`, a non-JSON entity body, a
@@ -103,13 +109,19 @@ export interface Reading {
   readonly interpretation: string;
   /** How it read the target: decoded path segments and query pairs. */
   readonly seen: string;
-  /** Undefined when the request stays inside the service root; else why not. */
-  readonly escape?: string;
+  /** Empty when the request stays inside the service root; else where and why not (the path, a part's path, a URL in a body). */
+  readonly escapes: readonly Escape[];
   readonly touches: readonly Touch[];
   /** Reasons why the request may touch anything at all. */
   readonly anything: readonly string[];
   /** SAP client (tenant), debug or session choices the request makes that are not the instance's. */
   readonly switches: readonly string[];
+}
+
+/** A way out of the service root: where in the request (`path`, `body`, `batch:path`, `batch:body`) and why. */
+export interface Escape {
+  readonly where: string;
+  readonly message: string;
 }
 
 /** The request as a back end received it. */
@@ -503,6 +515,8 @@ function writeOps(method: string): string[] {
 class Collector {
   readonly touches: Touch[] = [];
   readonly anything: string[] = [];
+  /** URLs in the body that name another service's root. */
+  readonly escapes: Escape[] = [];
   add(entitySet: string, operation: string, why: string, mentioned = false): void {
     const at = this.touches.findIndex((t) => t.entitySet === entitySet && t.operation === operation);
     // A resolved reading wins over a mere mention of the same pair.
@@ -520,6 +534,12 @@ interface Ctx {
   readonly aliases: ReadonlyMap<string, string[]>;
   readonly trimNames: boolean;
   readonly universe: Universe;
+  /** The reading's name: URLs in bodies are resolved as it resolves them. */
+  readonly interpretation: string;
+  /** The upstream path of the service root the request was authorized for. */
+  readonly rootUrlPath: string;
+  /** In a batch part: Content-ID -> the upstream path of that earlier part (what `$<id>` in a body stands for). */
+  readonly bodyRefs: ReadonlyMap<string, string>;
 }
 
 /**
@@ -958,7 +978,10 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
     if (shape === "ref") {
       if (source !== undefined) add("update", source);
       add("get");
-      if (method === "PUT" || method === "POST" || method === "PATCH") mentions(ctx, body.toString("utf8"), `${why}: link target in the body`, false, true);
+      if (method === "PUT" || method === "POST" || method === "PATCH") {
+        mentions(ctx, body.toString("utf8"), `${why}: link target in the body`, false, true);
+        linkTarget(ctx, body, `${why}: link target in the body`);
+      }
       continue;
     }
     if (shape === "function") continue;
@@ -1019,6 +1042,8 @@ function entityBody(ctx: Ctx, type: TypeDef | undefined, body: Buffer, why: stri
     return;
   }
   const update = ctx.methods.some((m) => m === "PUT" || m === "PATCH" || m === "MERGE");
+  // Relative URLs anywhere in the body are read against its context URL, if it has one.
+  const base = baseOf(ctx, value);
   const walk = (v: unknown, at: TypeDef | undefined, depth: number): void => {
     if (depth > 40) {
       mentions(ctx, JSON.stringify(v), `${why} (deep body)`, false, true);
@@ -1035,24 +1060,33 @@ function entityBody(ctx: Ctx, type: TypeDef | undefined, body: Buffer, why: stri
         const nav = at === undefined ? undefined : ctx.svc.member(at, bind[1]!);
         if (nav?.kind === "nav") ctx.out.add(nav.nav.target, "get", `${why}: bind ${key}`);
         else mentions(ctx, bind[1]!, `${why}: bind ${key}`, false, true);
-        for (const ref of Array.isArray(member) ? member : [member]) if (typeof ref === "string") referenceUrl(ctx, ref, `${why}: bind ${key}`);
+        for (const ref of Array.isArray(member) ? member : [member]) if (typeof ref === "string") referenceUrl(ctx, ref, `${why}: bind ${key}`, base);
         continue;
       }
       if (/^@(odata\.)?id$/i.test(key) && typeof member === "string") {
-        referenceUrl(ctx, member, `${why}: ${key}`);
+        referenceUrl(ctx, member, `${why}: ${key}`, base);
         continue;
       }
       if (key === "__metadata" && member !== null && typeof member === "object") {
         const uri = (member as Record<string, unknown>).uri;
-        if (typeof uri === "string") referenceUrl(ctx, uri, `${why}: __metadata.uri`);
+        if (typeof uri === "string") referenceUrl(ctx, uri, `${why}: __metadata.uri`, base);
         continue;
       }
       if (key.includes("@")) continue;
       const m = at === undefined ? undefined : ctx.svc.member(at, key);
       if (m?.kind === "nav" && member !== null && typeof member === "object") {
-        ctx.out.add(m.nav.target, "create", `${why}: nested ${m.name}`);
-        if (update) ctx.out.add(m.nav.target, "update", `${why}: nested ${m.name}`);
-        walk(member, ctx.svc.types.get(m.nav.type), depth + 1);
+        for (const item of Array.isArray(member) ? member : [member]) {
+          // An entity reference (OData 4.01 §11.4.2.2; V2 `__metadata` with only a `uri`, `__deferred`) links the entity it names.
+          const link = linkOf(ctx.svc.version, item);
+          if (link !== undefined) {
+            ctx.out.add(m.nav.target, "get", `${why}: link ${m.name}`);
+            if (link !== "") referenceUrl(ctx, link, `${why}: link ${m.name}`, base);
+            continue;
+          }
+          ctx.out.add(m.nav.target, "create", `${why}: nested ${m.name}`);
+          if (update) ctx.out.add(m.nav.target, "update", `${why}: nested ${m.name}`);
+          walk(item, ctx.svc.types.get(m.nav.type), depth + 1);
+        }
         continue;
       }
       if (m === undefined && member !== null && typeof member === "object") {
@@ -1065,18 +1099,337 @@ function entityBody(ctx: Ctx, type: TypeDef | undefined, body: Buffer, why: stri
   walk(value, type, 0);
 }
 
-/** A URL inside a body (bind, `@odata.id`): the entity it names is read. */
-function referenceUrl(ctx: Ctx, ref: string, why: string): void {
-  const path = ref.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "").split(/[?#]/)[0]!;
-  const segs = path.split("/").filter((s) => s !== "");
-  // The entity set is the first segment after whatever root the URL names.
-  const idx = segs.findIndex((s) => ctx.svc.set(splitCall(s)?.name ?? "") !== undefined);
-  if (idx < 0) {
-    if (!/^\$[0-9A-Za-z]/.test(path)) mentions(ctx, ref, `${why} (unresolved reference)`);
+// ---------------------------------------------------------------- URLs in bodies
+
+/**
+ * The URL of an entity reference nested under a navigation: in V4 an object
+ * with `@odata.id` or `@id` (spelled so) and nothing but instance
+ * annotations; in V2 one with only `__metadata` holding only `uri`, or only
+ * `__deferred` ("": it names no entity). Undefined for anything else (an
+ * entity, created).
+ */
+function linkOf(version: Version, item: unknown): string | undefined {
+  if (item === null || typeof item !== "object" || Array.isArray(item)) return undefined;
+  const o = item as Record<string, unknown>;
+  const keys = Object.keys(o);
+  if (version === "2.0") {
+    if (keys.length === 1 && keys[0] === "__deferred") return "";
+    const metadata = o.__metadata;
+    if (keys.length !== 1 || metadata === null || typeof metadata !== "object" || Array.isArray(metadata)) return undefined;
+    const inner = Object.keys(metadata);
+    const uri = (metadata as Record<string, unknown>).uri;
+    return inner.length === 1 && typeof uri === "string" ? uri : undefined;
+  }
+  const ids = keys.filter((k) => k === "@odata.id" || k === "@id");
+  if (ids.length !== 1 || !keys.every((k) => k.startsWith("@"))) return undefined;
+  const id = o[ids[0]!];
+  return typeof id === "string" ? id : undefined;
+}
+
+/**
+ * The parts of a URI reference (RFC 3986 Appendix B); a component that is
+ * absent is undefined (an empty one is "").
+ */
+export interface UriParts {
+  readonly scheme?: string;
+  readonly authority?: string;
+  readonly path: string;
+  readonly query?: string;
+  readonly fragment?: string;
+}
+
+/** Splits a URI reference by RFC 3986 Appendix B's regular expression. */
+export function parseUriReference(ref: string): UriParts {
+  const m = /^(?:([^:/?#]+):)?(?:\/\/([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#([\s\S]*))?$/.exec(ref)!;
+  return {
+    ...(m[1] !== undefined ? { scheme: m[1] } : {}),
+    ...(m[2] !== undefined ? { authority: m[2] } : {}),
+    path: m[3] ?? "",
+    ...(m[4] !== undefined ? { query: m[4] } : {}),
+    ...(m[5] !== undefined ? { fragment: m[5] } : {}),
+  };
+}
+
+/**
+ * RFC 3986 §5.2.4 remove_dot_segments, the input-buffer algorithm as the RFC
+ * writes it (steps A to E), on any path (relative ones too).
+ */
+export function rfc3986RemoveDotSegments(path: string): string {
+  let input = path;
+  let output = "";
+  const dropLast = () => {
+    const slash = output.lastIndexOf("/");
+    output = slash < 0 ? "" : output.slice(0, slash);
+  };
+  while (input !== "") {
+    if (input.startsWith("../")) input = input.slice(3);
+    else if (input.startsWith("./")) input = input.slice(2);
+    else if (input.startsWith("/./")) input = input.slice(2);
+    else if (input === "/.") input = "/";
+    else if (input.startsWith("/../")) {
+      input = input.slice(3);
+      dropLast();
+    } else if (input === "/..") {
+      input = "/";
+      dropLast();
+    } else if (input === "." || input === "..") input = "";
+    else {
+      const next = input.indexOf("/", input.startsWith("/") ? 1 : 0);
+      const seg = next < 0 ? input : input.slice(0, next);
+      output += seg;
+      input = input.slice(seg.length);
+    }
+  }
+  return output;
+}
+
+/**
+ * RFC 3986 §5.2.2 (strict: a scheme in the reference is always its own):
+ * the target of reference `ref` against the absolute URI `base`, without
+ * its fragment.
+ */
+export function rfc3986Resolve(base: string, ref: string): UriParts {
+  const b = parseUriReference(base);
+  const r = parseUriReference(ref);
+  const query = r.query !== undefined ? { query: r.query } : {};
+  if (r.scheme !== undefined) {
+    return { scheme: r.scheme, ...(r.authority !== undefined ? { authority: r.authority } : {}), path: rfc3986RemoveDotSegments(r.path), ...query };
+  }
+  const scheme = b.scheme !== undefined ? { scheme: b.scheme } : {};
+  if (r.authority !== undefined) return { ...scheme, authority: r.authority, path: rfc3986RemoveDotSegments(r.path), ...query };
+  const authority = b.authority !== undefined ? { authority: b.authority } : {};
+  if (r.path === "") return { ...scheme, ...authority, path: b.path, ...(r.query !== undefined ? query : b.query !== undefined ? { query: b.query } : {}) };
+  if (r.path.startsWith("/")) return { ...scheme, ...authority, path: rfc3986RemoveDotSegments(r.path), ...query };
+  // §5.2.3 merge.
+  const merged = b.authority !== undefined && b.path === "" ? `/${r.path}` : `${b.path.slice(0, b.path.lastIndexOf("/") + 1)}${r.path}`;
+  return { ...scheme, ...authority, path: rfc3986RemoveDotSegments(merged), ...query };
+}
+
+/** A URI from its parts (RFC 3986 §5.3), without a fragment. */
+export function recompose(t: UriParts): string {
+  return `${t.scheme !== undefined ? `${t.scheme}:` : ""}${t.authority !== undefined ? `//${t.authority}` : ""}${t.path}${t.query !== undefined ? `?${t.query}` : ""}`;
+}
+
+/** A URL as the `lenient` reading takes it: decoded once, backslashes as slashes, and (in the path only) a dot segment's matrix parameters dropped (`..;x=1` is `..`, as servlet containers read it). */
+function lenientText(text: string): string {
+  const r = parseUriReference(percentDecode(text).replaceAll("\\", "/"));
+  const path = r.path
+    .split("/")
+    .map((seg) => (/^\.\.?;/.test(seg) ? seg.slice(0, seg.indexOf(";")) : seg))
+    .join("/");
+  return recompose({ ...r, path });
+}
+
+/** The base of relative URLs in a body without `@odata.context`: the service root (with its trailing `/`). */
+function defaultBase(rootUrlPath: string): string {
+  return `http://upstream.invalid${rootUrlPath}/`;
+}
+
+/**
+ * The base of relative URLs in a body whose `@odata.context` is `context`
+ * (OData JSON Format §4.6: relative URLs are relative to the context URL),
+ * as each interpretation resolves the context URL against the service root;
+ * `decodefirst` resolves nothing and keeps the root. Undefined when the
+ * reading cannot parse it.
+ */
+export function bodyUrlBase(interpretation: string, rootUrlPath: string, context: string): string | undefined {
+  const base = defaultBase(rootUrlPath);
+  switch (interpretation) {
+    case "whatwg":
+      try {
+        return new URL(context, base).href;
+      } catch {
+        return undefined;
+      }
+    case "legacy":
+      try {
+        return url.resolve(base, context);
+      } catch {
+        return undefined;
+      }
+    case "lenient":
+      return recompose(rfc3986Resolve(base, lenientText(context)));
+    case "double":
+      return recompose(rfc3986Resolve(base, lenientText(percentDecode(context))));
+    case "decodefirst":
+      return base;
+    default:
+      return recompose(rfc3986Resolve(base, context));
+  }
+}
+
+/** What one reading makes of a URL in a body: decoded path segments (absolute, from the upstream's `/`) and the query, if any. */
+interface BodyUrlReading {
+  readonly segments: readonly string[];
+  readonly query?: string;
+}
+
+/** Decoded segments of an absolute path (`/a/b` -> `a`, `b`); a path without a leading `/` is read below the service root. */
+function absoluteSegments(rootUrlPath: string, path: string, decode: (s: string) => string): string[] {
+  const abs = path.startsWith("/") ? path : `${rootUrlPath}/${path}`;
+  return abs.split("/").slice(1).map(decode);
+}
+
+/**
+ * How each interpretation resolves a URL written in a body (`Nav@odata.bind`,
+ * `@odata.id`, V2 `__metadata.uri`, `@odata.context`) against the service
+ * root (`<root>/`, where relative URLs in OData payloads are read): written
+ * here from the standards, never with erplink's resolver.
+ * - `whatwg`: `new URL(ref, base)` (dot segments and `%2e` removed, `\` a
+ *   slash in special schemes, fragment cut; a non-special scheme's opaque
+ *   path is read below the root);
+ * - `legacy`: Node's `url.resolve` then `url.parse`;
+ * - `lenient`: the URL percent-decoded once (`%2F` splits, `%2e%2e` is a
+ *   dot segment, `%23` a fragment), `\` read as `/`, a dot segment with
+ *   matrix parameters (`..;x=1`, as servlet containers read it) a dot
+ *   segment, then RFC 3986 §5.2 reference resolution (below, our own);
+ * - `decodefirst`: decoded once, scheme and authority dropped, cut at `?`,
+ *   split at `/`, dot segments left as segments (a back end that resolves
+ *   nothing: the first entity set written is the one read);
+ * - `capgrammar`: strict RFC 3986 §5.2 resolution of the URL as written,
+ *   segments decoded after (`%2e%2e` is a name there, not a dot segment).
+ *   (SAP CAP itself reads only the key predicate of a bind: `odataBind.js`
+ *   drops everything up to the first `(`, so it reaches the navigation's
+ *   target, which the bind already counts; it stands here for a strict
+ *   RFC 3986 reader.)
+ * - `double`: `lenient` after one more decoding.
+ * Undefined when the reading cannot parse the URL at all.
+ */
+export function readBodyUrl(interpretation: string, rootUrlPath: string, ref: string, base = defaultBase(rootUrlPath)): BodyUrlReading | undefined {
+  const rfc = (text: string, decode: (s: string) => string): BodyUrlReading => {
+    const t = rfc3986Resolve(base, text);
+    return { segments: absoluteSegments(rootUrlPath, t.path, decode), ...(t.query !== undefined ? { query: t.query } : {}) };
+  };
+  switch (interpretation) {
+    case "whatwg": {
+      let u: URL;
+      try {
+        u = new URL(ref, base);
+      } catch {
+        return undefined;
+      }
+      return { segments: absoluteSegments(rootUrlPath, u.pathname, percentDecode), ...(u.search !== "" ? { query: u.search.slice(1) } : {}) };
+    }
+    case "legacy": {
+      let p: url.UrlWithStringQuery;
+      try {
+        p = url.parse(url.resolve(base, ref));
+      } catch {
+        return undefined;
+      }
+      const unescape = (s: string) => {
+        try {
+          return querystring.unescape(s);
+        } catch {
+          return s;
+        }
+      };
+      return { segments: absoluteSegments(rootUrlPath, p.pathname ?? "", unescape), ...(p.query ? { query: p.query } : {}) };
+    }
+    case "lenient":
+      return rfc(lenientText(ref), (s) => s);
+    case "double":
+      return rfc(lenientText(percentDecode(ref)), (s) => s);
+    case "decodefirst": {
+      const decoded = percentDecode(ref).replace(/^[A-Za-z][A-Za-z0-9+.-]*:/, "").replace(/^\/\/[^/?]*/, "");
+      const q = decoded.indexOf("?");
+      return { segments: absoluteSegments(rootUrlPath, q < 0 ? decoded : decoded.slice(0, q), (s) => s), ...(q >= 0 ? { query: decoded.slice(q + 1) } : {}) };
+    }
+    default:
+      return rfc(ref, percentDecode);
+  }
+}
+
+/** Every service root a URL may name: on the upstream (`/svc/v4/sales`) and on erplink (`/odata/prod/SALES`), as segments, longest first. */
+function knownRoots(universe: Universe): { segments: string[]; service: string; path: string }[] {
+  const out: { segments: string[]; service: string; path: string }[] = [];
+  for (const instance of universe.instances) {
+    for (const service of Object.keys(instance.services)) {
+      for (const path of [rootPath(instance, service), `/odata/${instance.name}/${service}`]) out.push({ segments: path.split("/").slice(1), service, path });
+    }
+  }
+  return out.sort((a, b) => b.segments.length - a.segments.length);
+}
+
+/**
+ * Where a resolved URL in a body points: below a root of this service (any
+ * instance: the key's grants are per service), the path after it is walked
+ * as a resource path of reads; below another service's root, an escape;
+ * below no root the universe knows, from its first segment that names an
+ * entity set (a back end may strip whatever prefix it does not know), else
+ * every name in it is mentioned.
+ */
+function placeBodyUrl(ctx: Ctx, read: BodyUrlReading, ref: string, why: string): void {
+  const segs = read.segments;
+  const root = knownRoots(ctx.universe).find((r) => r.segments.length <= segs.length && r.segments.every((s, i) => segs[i]!.toLowerCase() === s.toLowerCase()));
+  if (root !== undefined && root.service !== ctx.svc.def.name) {
+    ctx.out.escapes.push({ where: "body", message: `${why}: ${JSON.stringify(ref.slice(0, 200))} names ${root.path}/, the root of ${root.service}` });
     return;
   }
-  ctx.out.add(ctx.svc.set(splitCall(segs[idx]!)!.name)!, "get", why);
-  if (segs.length > idx + 1) mentions(ctx, segs.slice(idx + 1).join("/"), `${why} (path after the entity)`);
+  let rest: readonly string[];
+  if (root !== undefined) {
+    rest = segs.slice(root.segments.length);
+  } else {
+    const at = segs.findIndex((s) => ctx.svc.set(splitCall(s)?.name ?? "") !== undefined);
+    if (at < 0) {
+      mentions(ctx, segs.join("/"), `${why} (under no root)`);
+      return;
+    }
+    rest = segs.slice(at);
+  }
+  // A query in a reference asks for nothing a reader should do; what it names may still be read.
+  if (read.query !== undefined && read.query !== "") mentions(ctx, read.query, `${why} (query)`);
+  if (rest.every((s) => s === "")) return;
+  // The entity it names is read: the path walked as a GET would walk it (sets passed through read too).
+  const reads: Ctx = { ...ctx, methods: ["GET"] };
+  resourcePath(reads, rest.length > 0 && rest[0] === "" ? rest.slice(1) : rest, {}, Buffer.alloc(0), `${why} ->`);
+}
+
+/**
+ * A URL inside a body (bind, `@odata.id`, V2 `__metadata.uri`): the entity
+ * it names is read, where this interpretation resolves it. In a batch part,
+ * `$<id>` stands for that earlier part's path; an unknown `$<id>` names
+ * nothing a back end can resolve.
+ */
+function referenceUrl(ctx: Ctx, ref: string, why: string, base: string): void {
+  let u = ref;
+  const contentId = /^\$([A-Za-z0-9\-._~]+)(.*)$/s.exec(u);
+  if (contentId) {
+    const path = ctx.bodyRefs.get(contentId[1]!);
+    if (path === undefined) return;
+    u = `${path}${contentId[2]}`;
+  }
+  const read = readBodyUrl(ctx.interpretation, ctx.rootUrlPath, u, base);
+  // This reading's parser refuses the URL: a back end that reads it so cannot act on it (as for request targets).
+  if (read === undefined) return;
+  placeBodyUrl(ctx, read, ref, why);
+}
+
+/**
+ * The base of the relative URLs of a JSON body (an object with a string
+ * `@odata.context` or `@context`: relative URLs are read against it), as
+ * this interpretation resolves it; the service root without one, or when
+ * the reading cannot parse it (a back end may then ignore it).
+ */
+function baseOf(ctx: Ctx, value: unknown): string {
+  const root = defaultBase(ctx.rootUrlPath);
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return root;
+  const context = Object.entries(value as Record<string, unknown>).find(([k, v]) => /^@(odata\.)?context$/i.test(k) && typeof v === "string")?.[1] as string | undefined;
+  return context === undefined ? root : (bodyUrlBase(ctx.interpretation, ctx.rootUrlPath, context) ?? root);
+}
+
+/** The body of a link change (`…/$ref`, V2 `$links`): the URL it names (`@odata.id`, `@id`, V2 `uri`) is read. */
+function linkTarget(ctx: Ctx, body: Buffer, why: string): void {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString("utf8").replace(/^\ufeff/, ""));
+  } catch {
+    return;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return;
+  for (const [key, member] of Object.entries(value as Record<string, unknown>)) {
+    if (typeof member === "string" && (/^@(odata\.)?id$/i.test(key) || key === "uri")) referenceUrl(ctx, member, `${why} ${key}`, baseOf(ctx, value));
+  }
 }
 
 /** The effective methods of a received request: its own and any tunnelled one (a back end may honour either). */
@@ -1419,12 +1772,14 @@ function capSelect(ctx: Ctx, type: TypeDef | undefined, select: CqnObject, depth
  * own parser, whose CQN is walked against the model. A URL CAP's parser
  * refuses (400, 501) touches nothing.
  */
-function capFront(universe: Universe, svc: ServiceView, rootUrlPath: string, req: ReceivedRequest): Front {
-  const nothing = { touches: [], anything: [], switches: [] };
+function capFront(universe: Universe, svc: ServiceView, rootUrlPath: string, req: ReceivedRequest, bodyRefs: ReadonlyMap<string, string>): Front {
+  const nothing = { touches: [], anything: [], switches: [], escapes: [] };
   const mount = capMount(universe, rootUrlPath, req.target);
   if (mount === undefined) return { stop: { seen: "(Express routes it to no service)", ...nothing } };
-  if ("elsewhere" in mount) return { stop: { seen: `(Express routes it to ${mount.elsewhere})`, escape: `Express routes the path to ${mount.elsewhere}/, not ${rootUrlPath}/`, ...nothing } };
-  const ctx: Ctx = { svc, out: new Collector(), methods: methodsOf(req.method, req.headers), aliases: new Map(), trimNames: false, universe };
+  if ("elsewhere" in mount) {
+    return { stop: { seen: `(Express routes it to ${mount.elsewhere})`, ...nothing, escapes: [{ where: "path", message: `Express routes the path to ${mount.elsewhere}/, not ${rootUrlPath}/` }] } };
+  }
+  const ctx: Ctx = { svc, out: new Collector(), methods: methodsOf(req.method, req.headers), aliases: new Map(), trimNames: false, universe, interpretation: "capgrammar", rootUrlPath, bodyRefs };
   const route = expressPathname(mount.url) ?? mount.url;
   const routed = (segs: string[]): Front => ({ seen: `routed ${JSON.stringify(mount.url)}`, switches: [], ctx, at: resourcePath(ctx, segs, req.headers, req.body, "resource path") });
   if (/^\/?$/.test(route)) return routed([""]);
@@ -1451,6 +1806,9 @@ function capFront(universe: Universe, svc: ServiceView, rootUrlPath: string, req
   while (isObject(inner.from) && isObject(inner.from.SELECT)) inner = inner.from.SELECT;
   const refs = isObject(inner.from) && Array.isArray(inner.from.ref) ? inner.from.ref : [];
   if (refs.length === 0 || refs[0] === "") return { stop: { seen, ...nothing } };
+  // A first segment the grammar left as text with parentheses or quotes (a key predicate it could not read) names no
+  // entity set: CAP answers 404 and touches nothing (a name unknown at its place reaches nothing).
+  if (typeof refs[0] === "string" && /[()'"]/.test(refs[0])) return { stop: { seen: `${seen} (no entity set of that name)`, ...nothing } };
   // As segments for resourcePath: a plain name or key value as it is, a segment with parentheses as `name(…)`;
   // text that is neither (a key value with quotes or parentheses, an empty key) as a placeholder key.
   const segs: string[] = [];
@@ -1505,14 +1863,22 @@ export function readRequest(universe: Universe, root: RootOf, req: ReceivedReque
 }
 
 /** The first stage of the URL-parser readings (`whatwg`, `legacy`, `lenient`, `decodefirst`, `double`): segments and pairs, then the resource path and the options. */
-function genericFront(universe: Universe, svc: ServiceView, rootUrlPath: string, name: string, req: ReceivedRequest, sapClient: string | undefined): Front {
+function genericFront(
+  universe: Universe,
+  svc: ServiceView,
+  rootUrlPath: string,
+  name: string,
+  req: ReceivedRequest,
+  sapClient: string | undefined,
+  bodyRefs: ReadonlyMap<string, string>,
+): Front {
   const parsed = parseWith(name, req.target);
   const out = new Collector();
-  if (parsed === undefined) return { stop: { seen: "(refused by this parser)", touches: [], anything: [], switches: [] } };
+  if (parsed === undefined) return { stop: { seen: "(refused by this parser)", touches: [], anything: [], switches: [], escapes: [] } };
   const seen = `${JSON.stringify(parsed.segments)} ${JSON.stringify(parsed.pairs)}`;
   const rootSegs = rootUrlPath.split("/").slice(1);
   const inside = rootSegs.every((s, i) => parsed.segments[i] === s);
-  if (!inside) return { stop: { seen, escape: `the path leaves ${rootUrlPath}/`, touches: [], anything: [], switches: [] } };
+  if (!inside) return { stop: { seen, escapes: [{ where: "path", message: `the path leaves ${rootUrlPath}/` }], touches: [], anything: [], switches: [] } };
   // SAP's tenant, debug and session options, read as leniently as any back end might (trimmed, any case).
   const switches: string[] = [];
   for (const [n, v] of parsed.pairs) {
@@ -1525,7 +1891,7 @@ function genericFront(universe: Universe, svc: ServiceView, rootUrlPath: string,
     const key = (parsed.trimNames ? trimAll(n) : n).toLowerCase();
     if (key.startsWith("@")) aliases.set(key, [...(aliases.get(key) ?? []), v]);
   }
-  const ctx: Ctx = { svc, out, methods: methodsOf(req.method, req.headers), aliases, trimNames: parsed.trimNames, universe };
+  const ctx: Ctx = { svc, out, methods: methodsOf(req.method, req.headers), aliases, trimNames: parsed.trimNames, universe, interpretation: name, rootUrlPath, bodyRefs };
   const resSegs = parsed.segments.slice(rootSegs.length);
   const at = resourcePath(ctx, resSegs, req.headers, req.body, "resource path");
   applyOptions(ctx, at.type, parsed.pairs, "", 0, false);
@@ -1537,12 +1903,21 @@ type Front =
   | { readonly stop: Omit<Reading, "interpretation"> }
   | { readonly seen: string; readonly switches: string[]; readonly ctx: Ctx; readonly at: PathResult };
 
-function readOne(universe: Universe, svc: ServiceView, rootUrlPath: string, name: string, req: ReceivedRequest, depth: number, sapClient: string | undefined): Reading {
-  const front = name === "capgrammar" ? capFront(universe, svc, rootUrlPath, req) : genericFront(universe, svc, rootUrlPath, name, req, sapClient);
+function readOne(
+  universe: Universe,
+  svc: ServiceView,
+  rootUrlPath: string,
+  name: string,
+  req: ReceivedRequest,
+  depth: number,
+  sapClient: string | undefined,
+  bodyRefs: ReadonlyMap<string, string> = new Map(),
+): Reading {
+  const front = name === "capgrammar" ? capFront(universe, svc, rootUrlPath, req, bodyRefs) : genericFront(universe, svc, rootUrlPath, name, req, sapClient, bodyRefs);
   if ("stop" in front) return { interpretation: name, ...front.stop };
   const { seen, switches, ctx, at } = front;
   const out = ctx.out;
-  const escapes: string[] = [];
+  const escapes: Escape[] = [];
   if (at.batch) {
     const ct = String(req.headers["content-type"] ?? "").toLowerCase();
     const parts = ct.includes("json") ? jsonParts(req.body) : multipartParts(req.body);
@@ -1552,26 +1927,32 @@ function readOne(universe: Universe, svc: ServiceView, rootUrlPath: string, name
       ctx.out.anything.push("nested $batch");
     } else {
       const refs = new Map<string, string>();
+      // What `$<id>` stands for in a later part's body: the part's path as this reading resolved it.
+      const partPaths = new Map<string, string>();
       parts.forEach((part, i) => {
         const target = partTarget(name, rootUrlPath, part.url, refs);
-        const sub = readOne(universe, svc, rootUrlPath, name, { method: part.method, target, headers: part.headers, body: part.body }, depth + 1, sapClient);
-        if (sub.escape !== undefined) escapes.push(`batch part ${i + 1} (${part.method} ${part.url}): ${sub.escape}`);
+        const sub = readOne(universe, svc, rootUrlPath, name, { method: part.method, target, headers: part.headers, body: part.body }, depth + 1, sapClient, partPaths);
+        for (const e of sub.escapes) escapes.push({ where: `batch:${e.where}`, message: `batch part ${i + 1} (${part.method} ${part.url}): ${e.message}` });
         for (const w of sub.switches) switches.push(`batch part ${i + 1}: ${w}`);
         const partClient = part.headers["sap-client"];
         if (partClient !== undefined && trimAll(partClient) !== sapClient) switches.push(`batch part ${i + 1}: header sap-client: ${partClient}`);
         for (const t of sub.touches) out.add(t.entitySet, t.operation, `batch part ${i + 1}: ${t.why}`, t.mentioned === true);
         for (const a of sub.anything) out.anything.push(`batch part ${i + 1}: ${a}`);
-        if (part.id !== undefined) refs.set(part.id, part.url.split("?")[0]!.replace(/^\//, ""));
+        if (part.id !== undefined) {
+          refs.set(part.id, part.url.split("?")[0]!.replace(/^\//, ""));
+          partPaths.set(part.id, target.split("?")[0]!);
+        }
       });
     }
   } else if (!at.metadata) {
     // Bodies of reads and deletes are a violation of their own (see ./check.ts).
     if (ctx.methods.some((m) => m !== "GET" && m !== "HEAD" && m !== "DELETE") && at.entityBody === true) entityBody(ctx, at.bodyType, req.body, "body");
   }
+  escapes.push(...out.escapes);
   return {
     interpretation: name,
     seen,
-    ...(escapes.length > 0 ? { escape: escapes.join("; ") } : {}),
+    escapes,
     touches: out.touches,
     anything: out.anything,
     switches,
@@ -1602,7 +1983,7 @@ function whereOf(why: string): string {
 export function violations(universe: Universe, service: string, reading: Reading): Violation[] {
   const out: Violation[] = [];
   const i = reading.interpretation;
-  if (reading.escape !== undefined) out.push({ kind: "escape", where: reading.escape.startsWith("batch") ? "batch:path" : "path", message: `[${i}] ${reading.escape}` });
+  for (const e of reading.escapes) out.push({ kind: "escape", where: e.where, message: `[${i}] ${e.message}` });
   for (const a of reading.anything) out.push({ kind: "touches-anything", where: whereOf(a), message: `[${i}] may touch anything: ${a}` });
   for (const w of reading.switches) out.push({ kind: "sap-switch", where: w.startsWith("batch") ? "batch" : "query", message: `[${i}] chooses ${w}, not the instance's SAP client or session` });
   for (const t of reading.touches) {

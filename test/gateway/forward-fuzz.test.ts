@@ -40,7 +40,7 @@ import {
   type Problem,
 } from "../../test-support/fuzz/harness.js";
 import { FUZZ_UNIVERSE } from "../../test-support/fuzz/model.js";
-import { readRequest, violations } from "../../test-support/fuzz/oracle.js";
+import { readRequest, recompose, rfc3986Resolve, violations } from "../../test-support/fuzz/oracle.js";
 import { RawClient } from "../../test-support/fuzz/raw-client.js";
 import { startRecordingUpstream, type RecordingUpstream } from "../../test-support/fuzz/upstream.js";
 
@@ -143,6 +143,50 @@ Fuzz("the oracle itself: known requests read as expected under each interpretati
   assert.equal(read("POST", "/svc/v4/sales/$batch", "--b\r\n\r\nGET Products HTTP/1.1\r\n\r\n\r\n--b--\r\n", { "content-type": "multipart/mixed; boundary=b" }).lenient, ["unpermitted"]);
   // A deep insert in a body, whatever the content type says.
   assert.equal(read("POST", "/svc/v4/sales/Products", '\ufeff{"Supplier":{"ID":"S"}}', { "content-type": "text/plain" }).whatwg, ["unpermitted"]);
+  // URLs in bodies, read as each interpretation resolves them (the service root is the base): a reader that resolves
+  // nothing (decodefirst) reads the first set written, readers that remove dot segments (encoded ones too, after
+  // decoding, or with matrix parameters, leniently) the set they lead to; a reference is a read, not a create.
+  const item = "/svc/v4/sales/OrderItems(OrderID=1,ItemNo=1)";
+  const bind = (url: string, extra = "") => read("MERGE", item, `{${extra}"Order@odata.bind":${JSON.stringify(url)}}`);
+  assert.equal(bind("Orders(1)"), clean);
+  assert.equal(bind("http://localhost/odata/prod/SALES/Orders(1)"), clean);
+  assert.equal(bind("http://localhost/odata/prod/SALES/Products('x')/../Orders(1)"), { ...clean, decodefirst: ["unpermitted"] });
+  assert.equal(bind("Orders(1)/../Products('x')"), {
+    whatwg: ["unpermitted"],
+    legacy: ["unpermitted"],
+    lenient: ["unpermitted"],
+    decodefirst: ["unresolved-mention", "unresolved-mention"],
+    capgrammar: ["unpermitted"],
+  });
+  assert.equal(bind("Orders(1)/%2e%2e/Products('x')").whatwg, ["unpermitted"]);
+  assert.equal(bind("Orders(1)/..;x=1/Products('x')").lenient, ["unpermitted"]);
+  // Another service's root, directly, or as the base a context URL sets for relative URLs.
+  assert.equal(bind("/odata/prod/MASTER/BusinessPartners('1')"), { whatwg: ["escape"], legacy: ["escape"], lenient: ["escape"], decodefirst: ["escape"], capgrammar: ["escape"] });
+  assert.equal(bind("Orders(1)", '"@odata.context":"$metadata/../../master/$metadata#X",'), { whatwg: ["escape"], legacy: ["escape"], lenient: ["escape"], decodefirst: [], capgrammar: ["escape"] });
+  assert.equal(bind("Orders(1)", '"@odata.context":"$metadata#OrderItems/$entity",'), clean);
+  // Encoded delimiters in the authority: a reader that decodes first finds another path there.
+  assert.equal(bind("http://..%5CProducts('x')%23h/odata/prod/SALES/Orders(1)"), { ...clean, lenient: ["unpermitted"] });
+  // A nested entity reference links (a read); with data beside it, it is an entity (a create, and an update).
+  assert.equal(read("MERGE", item, '{"Order":{"@odata.id":"Orders(1)"}}'), clean);
+  assert.equal(read("MERGE", item, '{"Order":{"@odata.id":"Orders(1)","Note":"x"}}').whatwg, ["unpermitted", "unpermitted"]);
+});
+
+Fuzz("the oracle's own RFC 3986 reference resolution: the RFC's examples (§5.4), fragments dropped", () => {
+  const base = "http://a/b/c/d;p?q";
+  const examples: [string, string][] = [
+    ["g:h", "g:h"], ["g", "http://a/b/c/g"], ["./g", "http://a/b/c/g"], ["g/", "http://a/b/c/g/"], ["/g", "http://a/g"], ["//g", "http://g"],
+    ["?y", "http://a/b/c/d;p?y"], ["g?y", "http://a/b/c/g?y"], ["#s", "http://a/b/c/d;p?q#s"], ["g#s", "http://a/b/c/g#s"], ["g?y#s", "http://a/b/c/g?y#s"],
+    [";x", "http://a/b/c/;x"], ["g;x", "http://a/b/c/g;x"], ["g;x?y#s", "http://a/b/c/g;x?y#s"], ["", "http://a/b/c/d;p?q"], [".", "http://a/b/c/"],
+    ["./", "http://a/b/c/"], ["..", "http://a/b/"], ["../", "http://a/b/"], ["../g", "http://a/b/g"], ["../..", "http://a/"], ["../../", "http://a/"],
+    ["../../g", "http://a/g"],
+    // §5.4.2, abnormal examples.
+    ["../../../g", "http://a/g"], ["../../../../g", "http://a/g"], ["/./g", "http://a/g"], ["/../g", "http://a/g"], ["g.", "http://a/b/c/g."],
+    [".g", "http://a/b/c/.g"], ["g..", "http://a/b/c/g.."], ["..g", "http://a/b/c/..g"], ["./../g", "http://a/b/g"], ["./g/.", "http://a/b/c/g/"],
+    ["g/./h", "http://a/b/c/g/h"], ["g/../h", "http://a/b/c/h"], ["g;x=1/./y", "http://a/b/c/g;x=1/y"], ["g;x=1/../y", "http://a/b/c/y"],
+    ["g?y/./x", "http://a/b/c/g?y/./x"], ["g?y/../x", "http://a/b/c/g?y/../x"], ["g#s/./x", "http://a/b/c/g#s/./x"], ["g#s/../x", "http://a/b/c/g#s/../x"],
+    ["http:g", "http:g"],
+  ];
+  for (const [ref, expected] of examples) assert.is(recompose(rfc3986Resolve(base, ref)), expected.split("#")[0], ref);
 });
 
 const surveyClasses = Number(process.env.ERPLINK_FUZZ_SURVEY ?? 0);

@@ -93,7 +93,9 @@ function originForm(input: ExplainInput<unknown>, publicUrl: URL | undefined): s
   if (prefix !== "" && url.startsWith(`${prefix}/odata/`)) url = url.slice(prefix.length);
   const root = `/odata/${segment(input.instance)}/`;
   if (url.startsWith("/")) {
-    if (!url.startsWith("/odata/")) {
+    // The router matches the path decoded once: `/%6Fdata/…` reaches the data path as `/odata/…` does.
+    const first = url.slice(1).split(/[/?]/)[0]!;
+    if (decodeSegment(first) !== "odata" || url[first.length + 1] !== "/") {
       throw invalid("url", "must be /odata/<instance>/<service>/…, <service>/…, or a path relative to the service root when service is set");
     }
     return url;

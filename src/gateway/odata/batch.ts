@@ -336,9 +336,12 @@ function resolveTarget(url: string, clientRoot: string, serviceRelative = false)
   if (url.includes("\\")) invalid("the URL contains a backslash");
   let path = url;
   if (SCHEME.test(url)) {
-    const m = /^https?:\/\/[^/?]*(.*)$/i.exec(url);
+    const m = /^https?:\/\/([^/?]*)(.*)$/i.exec(url);
     if (m === null) denied("URL leaves the service root");
-    path = m[1];
+    // URLs in bodies are forwarded as written: to a back end that decodes a URL before parsing it, an encoded '/',
+    // '\', '?' or '#' in the authority starts another path there ('http://..%5CEmployees%23h/…').
+    if (m[1].includes("%")) invalid("the URL's authority is percent-encoded");
+    path = m[2];
   }
   if (path.startsWith("/")) {
     const q = path.indexOf("?");

@@ -456,7 +456,9 @@ class Walker {
   #context(value: unknown, where: string): void {
     if (typeof value !== "string") invalid(`'${quote(where)}' must be a URL`);
     if (/\$delta/i.test(value)) denied(`delta payloads are not allowed ('${quote(where)}')`);
-    if (value.startsWith("$metadata")) return;
+    // `$metadata` itself (a fragment after it changes no base): what follows it would be read as written
+    // (`$metadata/../../OTHER/$metadata` is another service's root to a back end that resolves it).
+    if (/^\$metadata(?:#|$)/.test(value)) return;
     if (!ABSOLUTE.test(value) && !value.startsWith("/")) invalid(`'${quote(where)}' must point to this service's $metadata`);
     const resolve = this.ctx.resolveReference;
     if (resolve === undefined) denied(`cannot authorize '${quote(value)}' in '${quote(where)}': absolute URLs cannot be resolved here`);

@@ -106,4 +106,50 @@ for (const [what, url, status, code, message] of NORMALIZED_AWAY) {
   });
 }
 
+// The authority of an absolute URL was not checked: encoded delimiters there (README: "an encoded `/`, `\`, `#`, `?`
+// or `%` anywhere in them is refused") reach a back end that decodes the URL before parsing it, which then reads the
+// path inside the authority (`http://..\Employees('E1')#…`: host `..`, path /Employees('E1')), not the one authorized.
+const ENCODED_AUTHORITIES: readonly [string, string][] = [
+  ["http://..%5CEmployees('E1')%23localhost/odata/prod/SALES/Customers('C1')", "'http://..%5CEmployees('E1')%23localhost/odata/prod/SALES/...' in the body: the URL's authority is percent-encoded"],
+  ["http://h%2F..%2F..%2FEmployees('E1')%3F/odata/prod/SALES/Customers('C1')", "'http://h%2F..%2F..%2FEmployees('E1')%3F/odata/prod/SALES/...' in the body: the URL's authority is percent-encoded"],
+];
+
+for (const [url, message] of ENCODED_AUTHORITIES) {
+  BodyUrls(`a bind URL with encoded delimiters in its authority is refused (a decoding back end reads another path there): ${url}`, async (ctx) => {
+    const res = await create(ctx, { ID: 1, "Customer@odata.bind": url });
+    assert.is(res.statusCode, 400, `${res.body}; the back end received ${JSON.stringify(ctx.seen)}`);
+    assert.equal(JSON.parse(res.body), { error: { code: "VALIDATION_ERROR", message, requestId: res.headers["x-request-id"] } });
+    assert.equal(ctx.seen, [], "nothing reaches the back end");
+  });
+}
+
+// Relative URLs in a body are read against its context URL (OData JSON Format §4.6), so an `@odata.context` that a
+// resolving back end reads as another service's root sends the relative bind there: `Customers('C1')`, authorized in
+// this service, is read as an entity of /odata/sap/sales/0002. A relative context was accepted for starting with
+// `$metadata`, dot segments after it or not (forwarded as written, like every URL in a body).
+BodyUrls("control: a relative @odata.context naming this service's $metadata is accepted and forwarded as written", async (ctx) => {
+  const body = { "@odata.context": "$metadata#SalesOrders/$entity", ID: 1, "Customer@odata.bind": "Customers('C1')" };
+  const res = await create(ctx, body);
+  assert.is(res.statusCode, 201, res.body);
+  assert.equal(ctx.seen, [{ method: "POST", url: "/odata/sap/sales/0001/SalesOrders", body: JSON.stringify(body) }]);
+});
+
+const CONTEXTS_OUT: readonly string[] = [
+  "$metadata/../../0002/$metadata#SalesOrders/$entity",
+  "$metadata/%2e%2e/%2E%2e/0002/$metadata#SalesOrders/$entity",
+  "$metadata%2F..%2F..%2F0002%2F$metadata#SalesOrders/$entity",
+  "$metadata/../../0002/$metadata",
+];
+
+for (const context of CONTEXTS_OUT) {
+  BodyUrls(`a relative @odata.context that walks out of the service root after '$metadata' is refused: ${context}`, async (ctx) => {
+    const res = await create(ctx, { "@odata.context": context, ID: 1, "Customer@odata.bind": "Customers('C1')" });
+    assert.is(res.statusCode, 400, `${res.body}; the back end received ${JSON.stringify(ctx.seen)}`);
+    assert.equal(JSON.parse(res.body), {
+      error: { code: "VALIDATION_ERROR", message: "'@odata.context' must point to this service's $metadata", requestId: res.headers["x-request-id"] },
+    });
+    assert.equal(ctx.seen, [], "nothing reaches the back end");
+  });
+}
+
 BodyUrls.run();

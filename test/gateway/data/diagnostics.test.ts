@@ -185,6 +185,21 @@ Diag("explain reads the URL forms: /odata/…, a full URL, <service>/…, or rel
   assert.equal([wrongType.statusCode, json(wrongType).error.message], [400, "headers.accept: must be a string"]);
 });
 
+Diag("explain reads a percent-encoded /odata prefix as the router does: /%6Fdata/… reaches the data path, so explain decides it too, not refuses the URL (explain-differential finding)", async (ctx) => {
+  const c: Case = { key: "reader", method: "GET", url: "/%6Fdata/prod/SALES/SalesOrders(1)?$expand=Customer" };
+  const { res, entry } = await send(ctx, c, "encoded-prefix");
+  // The upstream answers 201 to every data request.
+  assert.is(res.status, 201, res.body);
+  assert.is(entry.upstreamUrl, `${ctx.origin}${UP}/SalesOrders(1)?$expand=Customer&sap-client=100`);
+  const call = await post(ctx.world.app, `/admin/api-keys/${ctx.keys.reader!.id}/explain`, explainRequestOf(c));
+  assert.is(call.statusCode, 200, call.body);
+  const ex = json(call).data;
+  assert.equal(
+    [ex.allowed, ex.instance, ex.service, ex.request.method, ex.request.target, ex.request.upstream_url],
+    [true, "prod", "SALES", "GET", "SalesOrders(1)?$expand=Customer", entry.upstreamUrl],
+  );
+});
+
 Diag("catalog: a service's entity sets, keys, navigations with their targets, media sets, singletons and imports", async (ctx) => {
   const res = await ctx.world.app.inject({ method: "GET", url: `/admin/instances/${ctx.instanceId}/services/SALES/catalog`, headers: AUTH });
   assert.is(res.statusCode, 200, res.body);

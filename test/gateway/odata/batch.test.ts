@@ -1111,6 +1111,13 @@ const bodyRefCases: [string, string, string, BatchAnalysis][] = [
     denied("batch part 1 (POST SalesOrders): '$2' in 'Customer@odata.bind' does not refer to an earlier request of this batch"),
   ],
   [
+    // A back end that decodes the URL before parsing it reads host '..' and path /Products('P1') (forwarding fuzzer).
+    "multipart: by an absolute URL with encoded delimiters in its authority",
+    MULTIPART,
+    batch(json("POST SalesOrders HTTP/1.1", `{"Customer@odata.bind":"http://..%5CProducts('P1')%23h${ROOT}/Customers('C1')"}`)),
+    denied("batch part 1 (POST SalesOrders): 'http://..%5CProducts('P1')%23h/odata/prod/SALES/Customers...' in 'Customer@odata.bind' leaves the service root"),
+  ],
+  [
     "multipart: to a system resource",
     MULTIPART,
     batch(json("POST SalesOrders HTTP/1.1", `{"Customer@odata.bind":"$metadata"}`)),
