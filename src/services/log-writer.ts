@@ -12,8 +12,9 @@
  *
  * With `rollups`, each batch written to the log is also folded into the
  * usage rollups (counts per hour and day, see ./rollups.ts), which are
- * written right after it: a batch is counted once it is in the log, and
- * counts whose write failed are kept and added to the next write.
+ * written at the end of the flush, once: a batch is counted once it is in
+ * the log, and counts whose write failed are kept and added to the next
+ * write.
  */
 import { randomBytes } from "node:crypto";
 import type { RequestLogPort, RequestLogRecord, UsageRollupStore } from "../store/index.js";
@@ -155,18 +156,21 @@ export class LogWriter {
           this.dropped += excess;
         }
         this.options.onProblem({ err, queued: this.queue.length }, "request log write failed; will retry");
-        return;
+        break;
       }
       this.inFlight = 0;
       this.written += batch.length;
       await this.trim();
+      // Counted once it is in the log; written with the others at the end of the flush.
       this.rollups?.fold(batch);
-      if (!(await this.writeRollups())) return;
       // Let requests run between batches: an embedded store writes
       // synchronously, and a long queue would otherwise hold the event loop.
       if (due > 0) await new Promise((r) => setImmediate(r));
     }
-    // Counts an earlier failure left behind.
+    // Once per flush rather than per batch (a flush of a busy second is a
+    // dozen batches; on the embedded store each rollup write is an append
+    // to four nedb files, on MongoDB four round trips; issue #14), those an
+    // earlier failure left behind included.
     await this.writeRollups();
   }
 
