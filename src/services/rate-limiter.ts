@@ -92,6 +92,9 @@ interface Local {
   refilling: boolean;
 }
 
+/** Subjects whose window definitions are kept for reuse (see `RateLimiter.windows`). */
+const MAX_CACHED_SUBJECTS = 10_000;
+
 /** Rate limiter over the store's windows. */
 export class RateLimiter {
   private readonly locals = new Map<string, Local>();
@@ -102,11 +105,24 @@ export class RateLimiter {
     private readonly clock: () => Date,
   ) {}
 
-  private windows(subject: string, limits: Limits, now: Date): WindowDef[] {
+  /**
+   * The windows of each subject as last computed, reused while their starts
+   * and limits are the same (a request would otherwise build both
+   * definitions, their ids and end dates anew: issue #14). Bounded: cleared
+   * when it holds {@link MAX_CACHED_SUBJECTS}.
+   */
+  private readonly defsBySubject = new Map<string, { readonly limits: Limits; readonly minute: number; readonly day: number; readonly defs: readonly WindowDef[] }>();
+
+  private windows(subject: string, limits: Limits, now: Date): readonly WindowDef[] {
+    const startOf = (seconds: number) => Math.floor(now.getTime() / 1000 / seconds) * seconds;
+    const minute = startOf(60);
+    const day = startOf(86_400);
+    const hit = this.defsBySubject.get(subject);
+    if (hit !== undefined && hit.minute === minute && hit.day === day && hit.limits.perMinute === limits.perMinute && hit.limits.perDay === limits.perDay) return hit.defs;
     const defs: WindowDef[] = [];
     const add = (name: "minute" | "day", limit: number | undefined, seconds: number) => {
       if (limit === undefined) return;
-      const start = Math.floor(now.getTime() / 1000 / seconds) * seconds;
+      const start = startOf(seconds);
       defs.push({
         name,
         limit,
@@ -117,6 +133,8 @@ export class RateLimiter {
     };
     add("minute", limits.perMinute, 60);
     add("day", limits.perDay, 86_400);
+    if (this.defsBySubject.size >= MAX_CACHED_SUBJECTS) this.defsBySubject.clear();
+    this.defsBySubject.set(subject, { limits: { perMinute: limits.perMinute, perDay: limits.perDay }, minute, day, defs });
     return defs;
   }
 

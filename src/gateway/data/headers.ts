@@ -165,14 +165,12 @@ export function clientResponseHeaders(
   root: ServiceRoot,
   client: ClientRoot,
 ): Record<string, string | string[]> {
-  const listed = new Set<string>();
-  const connection = headers.connection;
-  for (const v of Array.isArray(connection) ? connection : connection === undefined ? [] : [connection]) {
-    for (const name of v.split(",")) listed.add(name.trim().toLowerCase());
-  }
+  const listed = connectionListed(headers.connection);
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed.has(name) || name === "x-request-id" || isRateLimitHeader(name)) continue;
+  // for…in, not Object.entries: undici's headers are a plain object, and no pair arrays per answer (issue #14).
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed?.has(name) === true || name === "x-request-id" || isRateLimitHeader(name)) continue;
     out[name] = value;
   }
   for (const name of URL_HEADERS) {
@@ -185,6 +183,16 @@ export function clientResponseHeaders(
   out["content-security-policy"] = csp === undefined ? ours : [...(Array.isArray(csp) ? csp : [csp]), ours];
   out["x-content-type-options"] = DATA_ANSWER_HEADERS["x-content-type-options"];
   return out;
+}
+
+/** The header names an answer's `Connection` lists (hop-by-hop by that listing), lower case; undefined when it lists only `keep-alive` (dropped anyway). */
+function connectionListed(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined) return undefined;
+  const values = Array.isArray(connection) ? connection : [connection];
+  if (values.length === 1 && /^\s*keep-alive\s*$/i.test(values[0]!)) return undefined;
+  const listed = new Set<string>();
+  for (const v of values) for (const name of v.split(",")) listed.add(name.trim().toLowerCase());
+  return listed;
 }
 
 /**
