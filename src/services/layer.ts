@@ -105,7 +105,10 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     newId: deps.newId,
     retentionMs: options.logRetentionMs,
     maxEntries: options.logMaxEntries,
-    maxQueued: 10_000,
+    // Some ten seconds of a busy process: a store that is slower than the
+    // requests for a while (a failover, a MongoDB sharing the host's cores)
+    // loses nothing; about 75 MB at most, as the embedded log's cap.
+    maxQueued: 50_000,
     batchSize: 500,
     onProblem: (fields, message) => options.log.error(fields, message),
     rollups: { store: store.usageRollups },
