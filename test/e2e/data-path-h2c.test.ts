@@ -1,5 +1,5 @@
 /**
- * The data path's answers over a real port, HTTP/1.1 and h2c alike, from a
+ * The data path over a real port, HTTP/1.1 and h2c alike. Answers from a
  * back end of our own that writes its answers byte by byte: answers that
  * HTTP/2 cannot carry as they are (a connection-specific `HTTP2-Settings`, a
  * repeated single-value header such as `Content-Type`), answers that break
@@ -8,7 +8,8 @@
  * Each is read by a client of either protocol, which must get the same
  * status, the same headers and the same body (or, when the back end broke
  * off mid-body, the same signal that the answer is incomplete), and erplink
- * must stay up.
+ * must stay up. And the request's own host: HTTP/2 names it in
+ * `:authority`, which a `Host` header may not contradict.
  */
 import http from "node:http";
 import http2 from "node:http2";
@@ -27,6 +28,8 @@ interface Ctx {
   sockets: Set<net.Socket>;
   /** What the back end writes in answer to a data request; `end` closes the connection after it. */
   answer: { bytes: string; end?: boolean };
+  /** The head of every data request the back end received. */
+  received: string[];
   baseUrl: string;
   key: string;
 }
@@ -44,11 +47,12 @@ interface Answer {
 const PATH = "/odata/prod/SALES/SalesOrders";
 const BODY = '{"value":[]}';
 
-const Answers = suite<Ctx>("data path: back-end answers over HTTP/1.1 and h2c alike");
+const Answers = suite<Ctx>("data path over HTTP/1.1 and h2c alike: back-end answers, the request's host");
 
 Answers.before.each(async (ctx) => {
   ctx.answer = { bytes: `HTTP/1.1 200 OK\r\ncontent-length: ${BODY.length}\r\n\r\n${BODY}` };
   ctx.sockets = new Set();
+  ctx.received = [];
   ctx.upstream = net.createServer((socket) => {
     ctx.sockets.add(socket);
     socket.on("close", () => ctx.sockets.delete(socket));
@@ -61,6 +65,7 @@ Answers.before.each(async (ctx) => {
       const length = Number(/\r\ncontent-length: *([0-9]+)/i.exec(received.slice(0, end))?.[1] ?? 0);
       if (received.length < end + 4 + length) return;
       const target = received.split(" ")[1]!;
+      if (!target.endsWith("/$metadata")) ctx.received.push(received.slice(0, end));
       received = "";
       if (target.endsWith("/$metadata")) {
         socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/xml\r\ncontent-length: ${Buffer.byteLength(V4_METADATA)}\r\n\r\n${V4_METADATA}`);
@@ -273,6 +278,38 @@ Answers("an answer broken off in the middle of its body is incomplete to the cli
   const answer = await same(ctx);
   assert.equal(answer, { status: 200, headers: sorted(OURS), body: '{"value":[{', ending: "incomplete" });
   await stillUp(ctx);
+});
+
+// Red team 10: Fastify's request.host prefers Host to :authority, so an h2c request naming one host in :authority
+// and another in Host had erplink tell the back end (Forwarded, X-Forwarded-Host) and the client (the back end's
+// URLs rewritten to erplink's) the Host one. RFC 9113 §8.3.1: a server should treat such a request as malformed.
+// Fails on main: 200, and the back end is told 'evil.example'.
+Answers("an h2c request whose Host header contradicts its :authority is refused (400), nothing forwarded; one that agrees passes", async (ctx) => {
+  const ask = (headers: http2.OutgoingHttpHeaders) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const session = http2.connect(ctx.baseUrl);
+      session.on("error", reject);
+      const stream = session.request({ ":method": "GET", ":path": PATH, authorization: `Bearer ${ctx.key}`, ...headers });
+      let status = 0;
+      let body = "";
+      stream.setEncoding("utf8");
+      stream.on("response", (h) => (status = Number(h[":status"])));
+      stream.on("data", (c: string) => (body += c));
+      stream.on("close", () => {
+        session.close();
+        resolve({ status, body });
+      });
+    });
+  const authority = new URL(ctx.baseUrl).host;
+  const contradicted = await ask({ ":authority": authority, host: "evil.example" });
+  assert.is(contradicted.status, 400, contradicted.body);
+  const parsed = JSON.parse(contradicted.body) as { error: { code: string; message: string } };
+  assert.equal([parsed.error.code, parsed.error.message], ["VALIDATION_ERROR", "the request's Host header names another host than its :authority"]);
+  assert.equal(ctx.received, []);
+  const agreeing = await ask({ ":authority": authority, host: authority.toUpperCase() });
+  assert.is(agreeing.status, 200, agreeing.body);
+  assert.is(ctx.received.length, 1);
+  assert.match(ctx.received[0]!, new RegExp(`\\r\\nx-forwarded-host: ${authority.replace(/[.]/g, "\\.")}\\r\\n`, "i"));
 });
 
 Answers.run();
