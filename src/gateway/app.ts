@@ -34,6 +34,7 @@ import { apiReferenceHeaders, registerApiReference } from "./api-reference.js";
 import { onClientError } from "./client-errors.js";
 import { dashboardHeaders, registerDashboard } from "./dashboard.js";
 import { createDiagnostics } from "./data/diagnostics.js";
+import { brokenAnswerError } from "./data/forwarder.js";
 import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
 import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
@@ -450,6 +451,9 @@ function sendErrorOf(facts: RequestFacts, reply: FastifyReply, req: FastifyReque
 function toGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   if (err instanceof ConnectError) return fromConnectError(err);
+  // A back end's answer that failed before its first byte was passed on (the data path's forward stage).
+  const broken = brokenAnswerError(err);
+  if (broken !== undefined) return broken;
   const fe = err as FastifyError & { validation?: AjvError[] };
   if (Array.isArray(fe.validation)) {
     const all = fe.validation;

@@ -16,7 +16,9 @@
  * (`__metadata.uri`, `__deferred`, `__next`), so that a client following them
  * stays on erplink; `If-Match: *` where an update must not create.
  */
+import http2 from "node:http2";
 import type { FastifyReply } from "fastify";
+import { GatewayError } from "../errors.js";
 import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
 import { analysisNeutral, markVerified } from "./analysis-cache.js";
 import { decisionOf } from "./authorize.js";
@@ -106,14 +108,47 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   }
   fact.upstreamStatus = res.status;
   fact.upstreamDurationMs = Math.round((performance.now() - started) * 1000) / 1000;
+  const { body: answer } = res;
+  // undici reads any three digits as a status; Fastify (and HTTP) stop at 599.
+  if (res.status > 599) {
+    discard(answer);
+    throw new GatewayError(502, `the back end answered with status ${res.status}, which HTTP does not define`);
+  }
   reply.code(res.status);
   // The request id (set when the request came in) and admit's rate-limit
   // headers are on the reply already: the back end's own are left out,
   // always (issue #14; its rate limits are not the key's).
-  reply.headers(clientResponseHeaders(res.headers, root, a.client));
+  const passed = clientResponseHeaders(res.headers, root, a.client);
+  reply.headers(passed);
+  if (res.status === 304) {
+    // No body, by definition; undici takes the Content-Length a 304 may carry
+    // (the representation's, RFC 9110 §8.6) for one that never came, and fails.
+    discard(answer);
+    reply.send();
+    return;
+  }
+  answer.once("error", () => {
+    if (!reply.raw.headersSent) {
+      // Nothing passed yet: the error handler answers (502 or 504, see
+      // brokenAnswerError), without what the back end said of its answer.
+      for (const name in passed) reply.removeHeader(name);
+    } else if (reply.request.raw.httpVersionMajor === 2) {
+      // Over HTTP/2 Fastify's res.destroy() would reset the stream with
+      // NO_ERROR, which ends an answer like any other: the client must learn
+      // it is incomplete, as over HTTP/1.1, where the connection ends.
+      (reply.raw as unknown as http2.Http2ServerResponse).stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    }
+  });
   // Not awaited: the handler returns the reply, and Fastify streams the body
-  // (an upstream error mid-stream ends the connection; the status is sent).
-  reply.send(res.body);
+  // (an upstream error mid-stream ends the connection, or the HTTP/2 stream
+  // with INTERNAL_ERROR; the status is sent).
+  reply.send(answer);
+}
+
+/** Reads an answer's body to its end and drops it (errors included). */
+function discard(body: UpstreamResponse["body"]): void {
+  body.on("error", () => {});
+  body.resume();
 }
 
 const QUOTED_SPECIALS = /["\\]/;

@@ -38,6 +38,19 @@ export interface ForwarderOptions {
   readonly timeoutMs: number;
 }
 
+/**
+ * The gateway's error for a back-end answer whose body stream failed before
+ * any of it was passed on (the error then reaches the error handler):
+ * 504 when the back end stopped sending for longer than the timeout, 502 when
+ * it broke off (closed early, sent less than its `Content-Length`). Undefined
+ * for any other error.
+ */
+export function brokenAnswerError(err: unknown): GatewayError | undefined {
+  if (err instanceof errors.BodyTimeoutError) return new GatewayError(504, "the back end did not answer in time");
+  if (err instanceof errors.UndiciError) return new GatewayError(502, "the back end's answer broke off");
+  return undefined;
+}
+
 /** Upstream connections of the data path. */
 export class Forwarder {
   private readonly agent: Agent;

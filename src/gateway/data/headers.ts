@@ -85,9 +85,15 @@ export const FORWARDED_PART_HEADERS: ReadonlySet<string> = new Set([
   "content-type",
 ]);
 
-/** Headers of an answer never passed back (RFC 9110 §7.6.1 hop-by-hop, plus the back end's session and challenges). */
+/**
+ * Headers of an answer never passed back (RFC 9110 §7.6.1 hop-by-hop, and
+ * `HTTP2-Settings`, connection-specific too: RFC 9113 §8.2.2; plus the back
+ * end's session and challenges). Node's HTTP/2 refuses every
+ * connection-specific header in an answer, by throwing.
+ */
 const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   "connection",
+  "http2-settings",
   "keep-alive",
   "proxy-authenticate",
   "proxy-connection",
@@ -99,6 +105,36 @@ const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   "x-csrf-token",
   "sap-contextid",
   "www-authenticate",
+]);
+
+/**
+ * Answer headers that hold one value (RFC 9110 defines them as singletons):
+ * those Node's HTTP/2 refuses several values for, by throwing from the
+ * response's `writeHead` (`kSingleValueHeaders` in Node's
+ * `lib/internal/http2/util.js`, less the pseudo-headers and those only
+ * requests carry). undici hands a repeated header over as an array; of these
+ * the first value passes, as Node's own HTTP parser keeps for most of them,
+ * so that clients of either protocol get the same answer.
+ */
+const SINGLE_VALUE_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
+  "access-control-allow-credentials",
+  "access-control-max-age",
+  "age",
+  "content-encoding",
+  "content-language",
+  "content-length",
+  "content-location",
+  "content-md5",
+  "content-range",
+  "content-type",
+  "date",
+  "etag",
+  "expires",
+  "last-modified",
+  "location",
+  "retry-after",
+  "tk",
+  "x-content-type-options",
 ]);
 
 /**
@@ -171,7 +207,7 @@ export function clientResponseHeaders(
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed?.has(name) === true || name === "x-request-id" || isRateLimitHeader(name)) continue;
-    out[name] = value;
+    out[name] = typeof value !== "string" && SINGLE_VALUE_RESPONSE_HEADERS.has(name) ? value[0]! : value;
   }
   for (const name of URL_HEADERS) {
     const value = out[name];

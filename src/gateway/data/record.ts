@@ -26,7 +26,8 @@ export const STEP_NAMES: Readonly<Record<string, string>> = {
  * configured (behind a TLS proxy the request itself says `http`), else the
  * request's scheme and host (HTTP/2's `:authority`); a request that names no
  * host is refused, since the back end's absolute URLs could not be made
- * erplink's.
+ * erplink's, and so is an HTTP/2 request whose `Host` header contradicts its
+ * `:authority`.
  */
 export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts>, publicUrl?: URL): Incoming {
   const params = req.params as { instance: string; service: string };
@@ -36,6 +37,13 @@ export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts
   // An absolute-form target (`GET http://host/odata/…`) is routed by Fastify
   // from its path but would be split here from the scheme: one parser only.
   if (!rawUrl.startsWith("/")) throw new GatewayError(400, "the request target must be a path (absolute-form targets are for proxies)");
+  // HTTP/2 names the host in :authority; a Host header beside it may not name another
+  // (RFC 9113 §8.3.1), and Fastify's req.host would take the Host one.
+  const authority = req.raw.headers[":authority"];
+  const hostHeader = req.raw.headers.host;
+  if (typeof authority === "string" && hostHeader !== undefined && hostHeader.toLowerCase() !== authority.toLowerCase()) {
+    throw new GatewayError(400, "the request's Host header names another host than its :authority");
+  }
   const host = publicUrl?.host ?? req.host;
   if (host === "") throw new GatewayError(400, "the request names no host: send a Host header");
   const proto = publicUrl?.protocol.slice(0, -1) ?? req.protocol;

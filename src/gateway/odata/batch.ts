@@ -109,7 +109,8 @@
  *   (`batch part 2 (POST Customers): …`). Parts are numbered from 1 in
  *   document order, requests inside change sets included.
  * - Upserting `PUT`/`PATCH` parts (see {@link needsIfMatchStar}) get
- *   `If-Match: *` when the key may not create in the entity set.
+ *   `If-Match: *` when the key may not create in the entity set, in place
+ *   of a blank `If-Match` of their own.
  */
 import type { ServiceModel } from "./metadata.js";
 import { AccessList, type Access } from "./query.js";
@@ -1040,6 +1041,8 @@ function writeMultipart(
       const name = headerName(l);
       const lower = name.toLowerCase();
       if (!MULTIPART_REQUEST_HEADERS.has(lower)) continue;
+      // A blank If-Match (no precondition) is replaced by the one added below, never sent beside it.
+      if (lower === "if-match" && result?.ifMatchStar) continue;
       lines.push(lower === "content-length" ? `${name}: ${body.length}` : l);
     }
     const head: Head = { ...part.head, lines };
@@ -1166,7 +1169,8 @@ function analyzeJsonBatch(input: BatchInput, accesses: AccessList): BatchAnalysi
     if (part.dependsOn.size > 0) members.push(`"dependsOn":${JSON.stringify([...part.dependsOn])}`);
     const headers: string[] = [];
     for (const [lower, value] of part.headers.byName) {
-      if (FORWARDED_PART_HEADERS.has(lower)) headers.push(`${JSON.stringify(lower)}:${JSON.stringify(value)}`);
+      // A blank If-Match is replaced by the one added below, not written beside it (a duplicate member).
+      if (FORWARDED_PART_HEADERS.has(lower) && !(lower === "if-match" && result.ifMatchStar)) headers.push(`${JSON.stringify(lower)}:${JSON.stringify(value)}`);
     }
     if (result.ifMatchStar) headers.push('"if-match":"*"');
     if (headers.length > 0) members.push(`"headers":{${headers.join(",")}}`);

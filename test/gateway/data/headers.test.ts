@@ -28,7 +28,10 @@ Headers("a Location sent once names erplink's URL, without the instance's sap-cl
 for (const name of ["location", "content-location", "odata-entityid", "entityid"]) {
   Headers(`a repeated ${name} header is rewritten value by value, never passed with the back end's URL`, () => {
     const out = clientResponseHeaders({ [name]: [BACKEND, "http://elsewhere.example/x"] }, ROOT, CLIENT);
-    assert.equal(out[name], [ERPLINK, "http://elsewhere.example/x"]);
+    // Location and Content-Location hold one value (red team 10): the first passes, rewritten.
+    assert.equal(out[name], name.endsWith("location") ? ERPLINK : [ERPLINK, "http://elsewhere.example/x"]);
+    const reversed = clientResponseHeaders({ [name]: ["http://elsewhere.example/x", BACKEND] }, ROOT, CLIENT);
+    assert.equal(reversed[name], name.endsWith("location") ? "http://elsewhere.example/x" : ["http://elsewhere.example/x", ERPLINK]);
   });
 }
 
@@ -59,6 +62,56 @@ Headers("a back end's rate-limit headers are always left out; its Retry-After, X
     "content-type": "text/plain",
     "content-security-policy": "sandbox; default-src 'none'; frame-ancestors 'none'",
     "x-content-type-options": "nosniff",
+  });
+});
+
+// Red team 10: Node's HTTP/2 throws from writeHead on a connection-specific header or on several values of a
+// header it holds single-valued, and it threw in a stream's data handler: a back end's HTTP2-Settings or two
+// Content-Types crashed the process when the client spoke h2c (test/e2e/data-answers-h2c.test.ts). Fails on main.
+Headers("HTTP2-Settings is left out; a repeated single-value header passes its first value, a list-valued one all of them", () => {
+  const out = clientResponseHeaders(
+    {
+      "http2-settings": "AAMAAABkAAQAoAAAAAIAAAAA",
+      "content-type": ["application/json", "text/html"],
+      etag: ['W/"1"', 'W/"2"'],
+      "last-modified": ["Thu, 01 Jan 2026 00:00:00 GMT", "Fri, 02 Jan 2026 00:00:00 GMT"],
+      "content-length": ["12", "12"],
+      "content-encoding": ["gzip", "br"],
+      "content-language": ["en", "de"],
+      "content-range": ["bytes 0-1/2", "bytes 0-0/2"],
+      "retry-after": ["120", "5"],
+      age: ["1", "2"],
+      expires: ["0", "1"],
+      "access-control-max-age": ["1", "2"],
+      "access-control-allow-credentials": ["true", "false"],
+      "x-content-type-options": ["sniff", "sniff"],
+      location: [BACKEND, "http://elsewhere.example/x"],
+      "content-location": [BACKEND, BACKEND],
+      vary: ["Accept", "Accept-Language"],
+      link: ["<a>", "<b>"],
+    },
+    ROOT,
+    CLIENT,
+  );
+  assert.equal(out, {
+    "content-type": "application/json",
+    etag: 'W/"1"',
+    "last-modified": "Thu, 01 Jan 2026 00:00:00 GMT",
+    "content-length": "12",
+    "content-encoding": "gzip",
+    "content-language": "en",
+    "content-range": "bytes 0-1/2",
+    "retry-after": "120",
+    age: "1",
+    expires: "0",
+    "access-control-max-age": "1",
+    "access-control-allow-credentials": "true",
+    "x-content-type-options": "nosniff",
+    location: ERPLINK,
+    "content-location": ERPLINK,
+    vary: ["Accept", "Accept-Language"],
+    link: ["<a>", "<b>"],
+    "content-security-policy": "sandbox; default-src 'none'; frame-ancestors 'none'",
   });
 });
 

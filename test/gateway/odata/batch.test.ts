@@ -952,6 +952,31 @@ reading("regression: JSON batch header names are forwarded in lower case (CAP ig
   );
 });
 
+// Red team 10: a blank If-Match is no precondition (the analyzer adds If-Match: * where the key may not create),
+// but the part's own blank line was forwarded beside the added one: the back end got two If-Match headers
+// ('' and '*'; in JSON a duplicate member), and one that keeps the first reads no precondition and upserts.
+// The top level replaces the header (forward.ts). Fails on main: both are forwarded.
+reading("a part's blank If-Match is replaced by If-Match: * where the key may not create, never forwarded beside it", () => {
+  const body = batch(
+    json("PUT SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { headers: ["If-Match:"] }),
+    json("PUT SalesOrders(2) HTTP/1.1", `{"Note":"b"}`, { headers: ["if-match:   "] }),
+  );
+  expectAccess(
+    run(body, { mayCreate: () => false }),
+    2,
+    batch(json("PUT SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { headers: ["If-Match: *"] }), json("PUT SalesOrders(2) HTTP/1.1", `{"Note":"b"}`, { headers: ["If-Match: *"] })),
+    [acc("SalesOrders", "update", "part 1: resource path")],
+  );
+  const text = jsonRef({ id: "1", method: "PUT", url: "SalesOrders(1)", headers: { "If-Match": " ", Prefer: "return=minimal" }, body: { Note: "a" } });
+  expectAccess(
+    run(text, { contentType: JSON_TYPE, mayCreate: () => false }),
+    1,
+    `{"requests":[{"id":"1","method":"PUT","url":"SalesOrders(1)","headers":{"prefer":"return=minimal","if-match":"*"},"body":{"Note":"a"}}]}`,
+    [acc("SalesOrders", "update", "part 1: resource path")],
+    JSON_TYPE,
+  );
+});
+
 reading("clients that copy Authorization and Cookie into every part keep their batch: both are stripped, never forwarded", () => {
   const creds = ["Authorization: Bearer erpl_client_secret", "Proxy-Authorization: Basic eA==", "Cookie: SAP_SESSIONID=1"];
   const body = batch(http("GET Customers HTTP/1.1", { headers: ["Accept: application/json", ...creds] }));
