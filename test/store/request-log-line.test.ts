@@ -82,4 +82,11 @@ line("a line the log wrote is read back as the entry (dates as dates, -0 as 0)",
   }
 });
 
+line("an entry the compiled serializer cannot write (NaN, an invalid date) is written as JSON.stringify writes it, not thrown", () => {
+  const [r] = fc.sample(recordArb, { seed: fuzzSeed(), numRuns: 1 });
+  for (const odd of [{ ...r!, durationMs: Number.NaN }, { ...r!, upstreamDurationMs: Number.POSITIVE_INFINITY }, { ...r!, timestamp: new Date(Number.NaN) }]) {
+    assert.is(requestLogLine(odd), JSON.stringify(odd));
+  }
+});
+
 line.run();
