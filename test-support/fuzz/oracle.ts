@@ -339,16 +339,9 @@ const INTERPRETATIONS: Record<string, (target: string) => Parsed | undefined> = 
     } catch {
       return undefined;
     }
-    const unescape = (s: string) => {
-      try {
-        return querystring.unescape(s);
-      } catch {
-        return s;
-      }
-    };
     return {
-      segments: (p.pathname ?? "").split("/").slice(1).map(unescape),
-      pairs: splitPairs(p.query ?? "", /&/, unescape),
+      segments: (p.pathname ?? "").split("/").slice(1).map(safeUnescape),
+      pairs: splitPairs(p.query ?? "", /&/, safeUnescape),
       trimNames: false,
     };
   },
@@ -1317,14 +1310,7 @@ export function readBodyUrl(interpretation: string, rootUrlPath: string, ref: st
       } catch {
         return undefined;
       }
-      const unescape = (s: string) => {
-        try {
-          return querystring.unescape(s);
-        } catch {
-          return s;
-        }
-      };
-      return { segments: absoluteSegments(rootUrlPath, p.pathname ?? "", unescape), ...(p.query ? { query: p.query } : {}) };
+      return { segments: absoluteSegments(rootUrlPath, p.pathname ?? "", safeUnescape), ...(p.query ? { query: p.query } : {}) };
     }
     case "lenient":
       return rfc(lenientText(ref), (s) => s);
@@ -1996,4 +1982,13 @@ export function violations(universe: Universe, service: string, reading: Reading
     }
   }
   return out;
+}
+
+/** Node's legacy `querystring.unescape`, or the text as it is when that throws. */
+function safeUnescape(s: string): string {
+  try {
+    return querystring.unescape(s);
+  } catch {
+    return s;
+  }
 }
