@@ -140,8 +140,8 @@ const SINGLE_VALUE_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
 /**
  * Whether an answer header is a rate-limit header: `RateLimit`,
  * `RateLimit-*` (the IETF drafts, `RateLimit-Policy` and the older
- * `RateLimit-Limit`/`-Remaining`/`-Reset`), `X-RateLimit-*` and
- * `X-Rate-Limit-*`. A back end's never reach the client, whether or not
+ * `RateLimit-Limit`/`-Remaining`/`-Reset`), `X-RateLimit`, `X-RateLimit-*`,
+ * `X-Rate-Limit` and `X-Rate-Limit-*`. A back end's never reach the client, whether or not
  * erplink sends its own: they describe the limits of erplink's shared
  * back-end credentials, and a client would take them for its key's.
  * `Retry-After` is not one: it belongs to the answer it comes with (a back
@@ -149,7 +149,14 @@ const SINGLE_VALUE_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
  * which forwards nothing.
  */
 function isRateLimitHeader(name: string): boolean {
-  return name === "ratelimit" || name.startsWith("ratelimit-") || name.startsWith("x-ratelimit-") || name.startsWith("x-rate-limit-");
+  return (
+    name === "ratelimit" ||
+    name === "x-ratelimit" ||
+    name === "x-rate-limit" ||
+    name.startsWith("ratelimit-") ||
+    name.startsWith("x-ratelimit-") ||
+    name.startsWith("x-rate-limit-")
+  );
 }
 
 /**

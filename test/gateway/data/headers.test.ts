@@ -45,6 +45,8 @@ Headers("a back end's rate-limit headers are always left out; its Retry-After, X
       "x-ratelimit-reset": "1",
       "x-ratelimit-used": "1",
       "x-rate-limit-limit": "999",
+      "x-ratelimit": "999",
+      "x-rate-limit": "999",
       ratelimit: '"upstream";r=998;t=1',
       "ratelimit-policy": '"upstream";q=999;w=1',
       "ratelimit-limit": "999",
