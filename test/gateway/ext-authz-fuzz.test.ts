@@ -48,7 +48,7 @@ import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Authorization, CheckResponseSchema, type CheckRequest, type CheckResponse } from "../../src/gen/envoy/service/auth/v3/external_auth_pb.js";
-import { FORWARDED_REQUEST_HEADERS } from "../../src/gateway/data/headers.js";
+import { FORWARDED_REQUEST_HEADERS } from "../../src/gateway/odata/forwarded-headers.js";
 import { parseMetadata, type ServiceModel } from "../../src/gateway/odata/metadata.js";
 import { analyzeRequest } from "../../src/gateway/odata/request.js";
 import { envoyCheckRequest, envoyForward, sanitizeUtf8, type BodyMode, type EnvoySetup, type ForwardedRequest, type WireRequest } from "../../test-support/fuzz/envoy.js";

@@ -46,9 +46,19 @@ export interface ForwarderOptions {
  * for any other error.
  */
 export function brokenAnswerError(err: unknown): GatewayError | undefined {
-  if (err instanceof errors.BodyTimeoutError) return new GatewayError(504, "the back end did not answer in time");
+  if (isTimeout(err)) return notInTime();
   if (err instanceof errors.UndiciError) return new GatewayError(502, "the back end's answer broke off");
   return undefined;
+}
+
+/** Whether undici gave up waiting for the back end's headers or the next part of its body. */
+function isTimeout(err: unknown): boolean {
+  return err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError;
+}
+
+/** The gateway's error for a back end that did not answer within the timeout. */
+function notInTime(): GatewayError {
+  return new GatewayError(504, "the back end did not answer in time");
 }
 
 /** Upstream connections of the data path. */
@@ -77,10 +87,7 @@ export class Forwarder {
       });
       return { status: res.statusCode, headers: res.headers, body: res.body };
     } catch (err) {
-      if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError) {
-        throw new GatewayError(504, "the back end did not answer in time");
-      }
-      throw new GatewayError(502, "the back end could not be reached");
+      throw isTimeout(err) ? notInTime() : new GatewayError(502, "the back end could not be reached");
     }
   }
 

@@ -14,7 +14,8 @@
  * hop-by-hop headers. `Content-Type` and `Content-Length` are written from
  * the body erplink forwards. The individual requests of a `$batch`, which
  * erplink writes itself (`../odata/batch.ts`), follow the same allowlist,
- * less what means nothing in a part: {@link FORWARDED_PART_HEADERS}.
+ * less what means nothing in a part. Both lists are in
+ * `../odata/forwarded-headers.ts`, where the `$batch` writer reads them too.
  *
  * Answers: the back end's headers pass but for hop-by-hop ones, its session
  * (`Set-Cookie`, `X-CSRF-Token`, `sap-contextid`), challenges for
@@ -25,65 +26,8 @@
  * `$value`) is served on erplink's origin, where the dashboard's readable
  * CSRF cookie lives, so a browser must never run it as a page of that origin.
  */
+import { FORWARDED_REQUEST_HEADERS } from "../odata/forwarded-headers.js";
 import type { ServiceRoot } from "./service-root.js";
-
-/** Client headers forwarded to the back end (lower case). */
-export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
-  "accept",
-  "accept-charset",
-  "accept-encoding",
-  "accept-language",
-  "cache-control",
-  "content-disposition",
-  "content-language",
-  "dataserviceversion",
-  "if-match",
-  "if-modified-since",
-  "if-none-match",
-  "if-range",
-  "if-unmodified-since",
-  "maxdataserviceversion",
-  "odata-isolation",
-  "odata-maxversion",
-  "odata-version",
-  "pragma",
-  "prefer",
-  "range",
-  "repeatability-client-id",
-  "repeatability-first-sent",
-  "repeatability-origin",
-  "repeatability-request-id",
-  "slug",
-  "traceparent",
-  "tracestate",
-  "user-agent",
-  "x-requested-with",
-]);
-
-/**
- * Top-level headers that mean nothing for one request inside a `$batch`:
- * `Accept-Encoding` (the answers of parts are not content-coded inside the
- * batch's answer, whose own coding the batch request negotiates),
- * `Cache-Control` and `Pragma` (no cache sees a part), `Range` (refused in
- * parts: OData 4.01 Part 1 §11.7.7.1) and `If-Range` (nothing without it),
- * `User-Agent` and `X-Requested-With` (they describe the client, which the
- * batch request's own say).
- */
-const NOT_IN_PARTS: ReadonlySet<string> = new Set(["accept-encoding", "cache-control", "pragma", "range", "if-range", "user-agent", "x-requested-with"]);
-
-/**
- * Request headers of a `$batch` part forwarded to the back end (lower case),
- * in both formats: {@link FORWARDED_REQUEST_HEADERS} but for those that
- * mean nothing in a part (see `NOT_IN_PARTS`), plus `Content-Type` (a part's
- * body is forwarded as received, so its type is too; at the top level
- * erplink writes it from the body). A multipart request also keeps
- * `Content-ID` and `Content-Length` (framing: `../odata/batch.ts`). Every
- * other header of a part is dropped, as at the top level.
- */
-export const FORWARDED_PART_HEADERS: ReadonlySet<string> = new Set([
-  ...[...FORWARDED_REQUEST_HEADERS].filter((name) => !NOT_IN_PARTS.has(name)),
-  "content-type",
-]);
 
 /**
  * Headers of an answer never passed back (RFC 9110 §7.6.1 hop-by-hop, and

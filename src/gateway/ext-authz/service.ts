@@ -60,7 +60,7 @@ import { authenticate } from "../data/authenticate.js";
 import { authorize } from "../data/authorize.js";
 import type { Admitted, ClientRequest, Incoming } from "../data/exchange.js";
 import { upstreamTarget } from "../data/forward.js";
-import { FORWARDED_REQUEST_HEADERS } from "../data/headers.js";
+import { FORWARDED_REQUEST_HEADERS } from "../odata/forwarded-headers.js";
 import type { DataKey, DataLogFacts, DataPort } from "../data/ports.js";
 import { newFacts } from "../data/record.js";
 import { resolveInstance } from "../data/resolve-instance.js";

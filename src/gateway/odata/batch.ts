@@ -88,7 +88,7 @@
  *   multipart Content-ID used twice in the batch cannot be referred to.
  * - Part headers follow an allowlist, as the request's own headers do: a
  *   part's request headers are forwarded only when named in
- *   `FORWARDED_PART_HEADERS` (`../data/headers.ts`: the data path's
+ *   `FORWARDED_PART_HEADERS` (`./forwarded-headers.ts`: the data path's
  *   allowlist for requests, but for the headers that mean nothing in a
  *   part, plus `Content-Type`); a multipart request also keeps `Content-ID`
  *   and `Content-Length`, and a body part's MIME headers only
@@ -119,7 +119,7 @@ import { jsonValue, parseJson, type JsonNode } from "./json.js";
 import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, sniffBytes, type MediaType } from "./media-type.js";
 import { Refusal, Stop, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted, type EntityStep } from "./syntax.js";
 import { serializeTarget } from "./target.js";
-import { FORWARDED_PART_HEADERS } from "../data/headers.js";
+import { FORWARDED_PART_HEADERS } from "./forwarded-headers.js";
 
 export { MAX_JSON_DEPTH } from "./json.js";
 
