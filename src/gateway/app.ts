@@ -166,10 +166,17 @@ interface RequestFacts {
   readonly errorMessages: WeakMap<object, string>;
 }
 
+/** Type name prefix of the admin services (`erplink.admin.v1.SystemService`). */
+const ADMIN_SERVICE_PREFIX = "erplink.admin.";
 /** Path prefix of the admin services' RPCs (`/erplink.admin.v1.SystemService/…`). */
-const ADMIN_RPC_PREFIX = "/erplink.admin.";
+const ADMIN_RPC_PREFIX = `/${ADMIN_SERVICE_PREFIX}`;
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A request's id: a well-formed incoming `X-Request-Id`, else a new one. */
+function requestIdOf(incoming: string | string[] | undefined): string {
+  return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID()}`;
+}
 /** Longest path parameter the router takes; longer ones are 414 `URI_TOO_LONG`. */
 const MAX_PARAM_LENGTH = 256;
 /** Most field details one error lists (as the services do). */
@@ -209,10 +216,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     ...(options.logger === false ? { logger: false } : { loggerInstance: options.logger }),
     bodyLimit: options.bodyLimit,
     // Reuse a well-formed incoming X-Request-Id; otherwise make one.
-    genReqId: (req) => {
-      const incoming = req.headers["x-request-id"];
-      return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID()}`;
-    },
+    genReqId: (req) => requestIdOf(req.headers["x-request-id"]),
     // At most one access-log line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: options.serverFactory ? "idle" : undefined,
@@ -285,7 +289,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     else if (debugEnabled(req.log)) req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
     const data = dataFacts.get(req);
     // Metrics: every request by route class; a data request's record stage too.
-    recordMetrics?.(req, reply, data);
+    recordMetrics?.({ route: req.routeOptions.url, method: req.method, status: reply.statusCode, seconds: ms / 1000 }, data);
     const call = callFacts.get(req);
     if (call !== undefined) {
       const failed = call.code === undefined ? undefined : CODE_TABLE[call.code];
@@ -407,6 +411,20 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     sendError,
     // The same body limit as REST, for every protocol.
     readMaxBytes: options.bodyLimit,
+    // gRPC calls over h2c of the other services (Authorize, Envoy's Check,
+    // health, reflection) need none of the above: served before Fastify
+    // routes them, with the same request id, metrics and access log line.
+    direct: {
+      takes: (service) => !service.startsWith(ADMIN_SERVICE_PREFIX),
+      requestId: requestIdOf,
+      contextValues: createContextValues,
+      answered: (call) => {
+        if (accessLog) app.log.info({ reqId: call.id, method: call.method, url: call.url, status: call.status, ms: Math.round(call.ms) }, "request");
+        else if (debugEnabled(app.log)) app.log.debug({ reqId: call.id, method: call.method, url: call.url, status: call.status, ms: Math.round(call.ms) }, "request");
+        recordMetrics?.({ route: call.route, method: call.method, status: call.status, seconds: call.ms / 1000 }, undefined);
+      },
+      failed: (id, rpc, err) => app.log.error({ reqId: id, err, rpc }, "RPC handler failed"),
+    },
     contextValues: (req) => {
       const values = createContextValues();
       // Admin services only: Authorize is the hot path of internal callers, not an admin request.

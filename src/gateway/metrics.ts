@@ -8,7 +8,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { DataRequestFacts, HttpRoute, Metrics, RpcMetrics } from "../metrics/port.js";
 import { GatewayError } from "./errors.js";
 
@@ -71,22 +71,31 @@ export function classifyRoute(pattern: string | undefined): RouteClass {
 /** Most route patterns remembered (the app has a fixed set, far fewer). */
 const MAX_PATTERNS = 4096;
 
+/** One answered request, as the recorder reads it. */
+export interface AnsweredRequest {
+  /** The route pattern it matched (undefined: none). */
+  readonly route: string | undefined;
+  readonly method: string;
+  readonly status: number;
+  readonly seconds: number;
+}
+
 /**
  * Records one answered request, after its response: its route class, RPC
  * service, method, status and time, and for a data request its record
  * stage's facts. Route patterns are classified once each.
  */
-export function createRequestRecorder(metrics: Metrics): (req: FastifyRequest, reply: FastifyReply, data: DataRequestFacts | undefined) => void {
+export function createRequestRecorder(metrics: Metrics): (answered: AnsweredRequest, data: DataRequestFacts | undefined) => void {
   const classes = new Map<string, RouteClass>();
-  return (req, reply, data) => {
-    const pattern = req.routeOptions.url;
+  return (answered, data) => {
+    const pattern = answered.route;
     let cls = pattern === undefined ? undefined : classes.get(pattern);
     if (cls === undefined) {
       cls = classifyRoute(pattern);
       if (pattern !== undefined && classes.size < MAX_PATTERNS) classes.set(pattern, cls);
     }
-    metrics.http.request(cls.route, cls.service, req.method, reply.statusCode, reply.elapsedTime / 1000);
-    if (data !== undefined) metrics.data.request(data, reply.statusCode);
+    metrics.http.request(cls.route, cls.service, answered.method, answered.status, answered.seconds);
+    if (data !== undefined) metrics.data.request(data, answered.status);
   };
 }
 

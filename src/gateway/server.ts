@@ -28,19 +28,37 @@ export interface DualProtocolServerOptions {
 }
 
 
+/**
+ * Offered every HTTP/2 request before the gateway's handler: returns true if
+ * it took the request (and answers it), false to leave it to the gateway.
+ */
+export type Http2Shortcut = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => boolean;
+
 /** The server, with the connection controls Fastify calls on close. */
 export interface DualProtocolServer extends net.Server {
+  /** Sets (or, with undefined, removes) the {@link Http2Shortcut}; src/gateway/rpc/direct.ts sets one. */
+  setHttp2Shortcut(shortcut: Http2Shortcut | undefined): void;
+  /** The shortcut set, if any. */
+  http2Shortcut(): Http2Shortcut | undefined;
   /** Closes idle HTTP/1.1 connections and asks HTTP/2 clients to go away after their open streams. */
   closeIdleConnections(): void;
   /** Destroys every connection, in flight or not. */
   closeAllConnections(): void;
 }
 
+/** Whether `server` is a {@link DualProtocolServer} (Fastify's own servers, as in most tests, are not). */
+export function isDualProtocolServer(server: unknown): server is DualProtocolServer {
+  return typeof (server as Partial<DualProtocolServer> | null)?.setHttp2Shortcut === "function";
+}
+
 /** Creates the one-port server; pass it to Fastify as `serverFactory`. */
 export function createDualProtocolServer(handler: RequestHandler, options: DualProtocolServerOptions): DualProtocolServer {
   const h1 = http.createServer(handler as http.RequestListener);
   h1.keepAliveTimeout = options.keepAliveTimeoutMs;
-  const h2 = http2.createServer(handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  let shortcut: Http2Shortcut | undefined;
+  const h2 = http2.createServer((req, res) => {
+    if (shortcut === undefined || !shortcut(req, res)) handler(req, res);
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
@@ -99,6 +117,10 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
     h2.close();
   });
 
+  outer.setHttp2Shortcut = (s) => {
+    shortcut = s;
+  };
+  outer.http2Shortcut = () => shortcut;
   outer.closeIdleConnections = () => {
     h1.closeIdleConnections();
     for (const session of sessions) session.close();

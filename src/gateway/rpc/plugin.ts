@@ -27,7 +27,9 @@ import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { GatewayError } from "../errors.js";
+import { isDualProtocolServer } from "../server.js";
 import { createCorsPolicy } from "./cors.js";
+import { createDirectRpc, type DirectRpcOptions } from "./direct.js";
 import { withGrpcWebText } from "./grpc-web-text.js";
 import { createHealth, type HealthServer } from "./health.js";
 import { createReflection } from "./reflection.js";
@@ -53,6 +55,12 @@ export interface RpcOptions {
   readonly healthWatchIntervalMs?: number;
   /** Answers a refusal in the gateway's envelope. */
   readonly sendError: (reply: FastifyReply, req: FastifyRequest, e: GatewayError) => FastifyReply;
+  /**
+   * gRPC calls over h2c of the services this takes are served before
+   * Fastify routes them (src/gateway/rpc/direct.ts), when the gateway runs
+   * on the one-port server; unset: every call goes through Fastify.
+   */
+  readonly direct?: Omit<DirectRpcOptions, "handlers" | "varyOrigin">;
 }
 
 /** What the gateway keeps of the RPC side. */
@@ -102,6 +110,20 @@ export async function registerRpc(app: FastifyInstance, options: RpcOptions): Pr
   });
 
   registerConventions(app, router, options);
+  const direct = options.direct;
+  if (direct !== undefined && isDualProtocolServer(app.server)) {
+    app.server.setHttp2Shortcut(
+      createDirectRpc({
+        handlers: router.handlers,
+        varyOrigin: createCorsPolicy(options.corsOrigins).enabled,
+        takes: direct.takes,
+        requestId: direct.requestId,
+        contextValues: direct.contextValues,
+        answered: direct.answered,
+        failed: direct.failed,
+      }),
+    );
+  }
   return { health };
 }
 

@@ -1,0 +1,101 @@
+/**
+ * gRPC calls over h2c that need none of the gateway's per-request work are
+ * served straight from the HTTP/2 server, before Fastify routes them: the
+ * same Connect handler, interceptors and limits, without the framework's
+ * request and reply objects, hooks and routing around a call that uses none
+ * of them (issue #14: about 8 % of an `Authorize` call).
+ *
+ * Taken: a POST of gRPC (`application/grpc`, `application/grpc+…`, not
+ * gRPC-Web) over HTTP/2 to the exact path of a method of a service the
+ * gateway names (the services that need no call facts: Authorize, Envoy's
+ * Check, health, reflection), without an `Origin` header. Everything else
+ * (admin services, whose calls the request log records; Connect and
+ * gRPC-Web; browser calls, which get CORS; unknown paths, which get
+ * UNIMPLEMENTED) goes through Fastify as before. What Fastify would add to a
+ * taken call is added here: the request id (`X-Request-Id`, as
+ * `genReqId` makes it), `Vary: Origin` when CORS is on, and after the answer
+ * the same metrics and access-log line (`answered`). test/e2e/rpc-direct.test.ts checks that both ways answer
+ * every call alike.
+ */
+import type http2 from "node:http2";
+import { performance } from "node:perf_hooks";
+import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { Http2Shortcut } from "../server.js";
+
+/** A call served directly, once answered: what the gateway's onResponse hook would see. */
+export interface DirectCall {
+  readonly id: string;
+  readonly method: string;
+  readonly url: string;
+  /** The route pattern Fastify would have matched (the method's path). */
+  readonly route: string;
+  readonly status: number;
+  readonly ms: number;
+}
+
+/** Options of {@link createDirectRpc}. */
+export interface DirectRpcOptions {
+  /** The router's handlers; those of services `takes` accepts are served directly. */
+  readonly handlers: readonly UniversalHandler[];
+  /** Whether answers carry `Vary: Origin` (CORS is on: the gateway's RPC answers to calls without an Origin do). */
+  readonly varyOrigin: boolean;
+  /** Whether calls of a service (by type name) may skip the gateway. */
+  readonly takes: (service: string) => boolean;
+  /** The request id of a request, as Fastify's `genReqId` makes it. */
+  readonly requestId: (incoming: string | string[] | undefined) => string;
+  /** Context values of a call. */
+  readonly contextValues: () => ContextValues;
+  /** After the answer (or its failure): metrics and access log. */
+  readonly answered: (call: DirectCall) => void;
+  /** A handler failed for another reason than the client going away. */
+  readonly failed: (id: string, rpc: string, err: unknown) => void;
+}
+
+/** Whether a Content-Type names gRPC (not gRPC-Web). */
+function isGrpc(contentType: string | undefined): boolean {
+  return (
+    contentType !== undefined &&
+    contentType.startsWith("application/grpc") &&
+    (contentType.length === 16 || contentType.charCodeAt(16) === 0x2b /* + */ || contentType.charCodeAt(16) === 0x3b /* ; */)
+  );
+}
+
+/** The shortcut to set on the one-port server. */
+export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
+  const byPath = new Map<string, UniversalHandler>();
+  for (const h of options.handlers) if (options.takes(h.service.typeName)) byPath.set(h.requestPath, h);
+
+  const serve = async (handler: UniversalHandler, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, id: string) => {
+    try {
+      const uRes = await handler(universalRequestFromNodeRequest(req, res, undefined, options.contextValues()));
+      await universalResponseToNodeResponse(uRes, res);
+    } catch (err) {
+      if (ConnectError.from(err).code === Code.Aborted) return;
+      options.failed(id, `${handler.service.typeName}/${handler.method.name}`, err);
+    }
+  };
+
+  return (req, res) => {
+    if (req.method !== "POST") return false;
+    const handler = byPath.get(req.url);
+    if (handler === undefined) return false;
+    const headers = req.headers;
+    if (!isGrpc(headers["content-type"]) || headers.origin !== undefined) return false;
+    const started = performance.now();
+    const id = options.requestId(headers["x-request-id"]);
+    res.setHeader("x-request-id", id);
+    if (options.varyOrigin) res.setHeader("vary", "Origin");
+    let done = false;
+    const answered = () => {
+      if (done) return;
+      done = true;
+      options.answered({ id, method: req.method, url: req.url, route: handler.requestPath, status: res.statusCode, ms: performance.now() - started });
+    };
+    res.once("finish", answered);
+    res.once("error", answered);
+    void serve(handler, req, res, id);
+    return true;
+  };
+}
