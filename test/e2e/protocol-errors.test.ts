@@ -82,6 +82,21 @@ errors("a path no route matches: 404 in the envelope (no token needed)", async (
   assertEnvelope(res, 404, "NOT_FOUND", "no route for GET /admin/nothing-here");
 });
 
+errors("a Connect call over HTTP/1.1 whose Host makes no URL: 400 invalid_argument in Connect's error JSON, not an empty 200", async ({ server }) => {
+  const body = JSON.stringify({ apiKey: "erpl_x" });
+  for (const host of ["x:99999", "["]) {
+    const res = await rawHttp(
+      server.port,
+      `POST /erplink.authz.v1.AuthorizationService/Authorize HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}`,
+      body,
+    );
+    assert.is(res.status, 400, host);
+    assert.is(res.headers["content-type"], "application/json", host);
+    assert.match(res.headers["x-request-id"]!, REQ_ID);
+    assert.equal(JSON.parse(res.body), { code: "invalid_argument", message: "the request's authority (:authority or Host) is missing or not a valid host" }, host);
+  }
+});
+
 errors("201 Created carries Location under ERPLINK_PUBLIC_URL (its path prefix included)", async ({ server }) => {
   const auth = { authorization: server.authorization, "content-type": "application/json" };
   const created = await fetch(`${server.baseUrl}/admin/systems`, { method: "POST", headers: auth, body: JSON.stringify({ name: "located" }) });

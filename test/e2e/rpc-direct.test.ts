@@ -288,6 +288,50 @@ Direct("admin calls go through Fastify (the request log records them), as do cal
   );
 });
 
+Direct("a call whose authority makes no URL (Host `x:99999`, `[`, `a%zz`; an empty one nghttp2 resets) is refused INVALID_ARGUMENT, taken or not, not left unanswered", async (ctx) => {
+  const session = http2.connect(ctx.server.baseUrl);
+  session.on("error", () => {});
+  const request = toBinary(AuthorizeRequestSchema, create(AuthorizeRequestSchema, { apiKey: "erpl_x" }));
+  try {
+    for (const host of ["x:99999", "[", "a%zz"]) {
+      for (const shortcut of [true, false]) {
+        const before = ctx.taken;
+        if (!shortcut) ctx.dual.setHttp2Shortcut(undefined);
+        let answer: Exchange;
+        try {
+          answer = await exchange(session, {
+            method: "POST",
+            path: AUTHORIZE,
+            headers: { "content-type": "application/grpc", te: "trailers", host, "x-request-id": "bad-authority" },
+            frames: [{ flags: 0, payload: request, lie: 0, gzip: false }],
+            cut: 0,
+          });
+        } finally {
+          if (!shortcut) ctx.dual.setHttp2Shortcut((req, res) => {
+            const took = ctx.shortcut(req, res);
+            if (took) ctx.taken++;
+            return took;
+          });
+        }
+        const what = `host ${JSON.stringify(host)}, ${shortcut ? "with" : "without"} the shortcut`;
+        assert.is(answer.reset, undefined, what);
+        assert.is(answer.status, 200, what);
+        assert.equal(answer.headers, { "content-type": "application/grpc+proto", "x-request-id": "bad-authority", vary: "Origin" }, what);
+        assert.is(answer.body!.length, 0, what);
+        assert.equal(
+          answer.trailers,
+          // (grpc-message is percent-encoded.)
+          { "grpc-status": "3", "grpc-message": "the%20request's%20authority%20(%3Aauthority%20or%20Host)%20is%20missing%20or%20not%20a%20valid%20host" },
+          what,
+        );
+        assert.is(ctx.taken - before, shortcut ? 1 : 0, what);
+      }
+    }
+  } finally {
+    session.close();
+  }
+});
+
 Direct("differential: every hostile gRPC request is answered alike with the shortcut and without it", async (ctx) => {
   const seed = fuzzSeed();
   const numRuns = envInt("ERPLINK_FUZZ_RUNS", 150);
@@ -323,6 +367,22 @@ Direct("differential: every hostile gRPC request is answered alike with the shor
         { weight: 10, arbitrary: fc.constant(AUTHORIZE) },
         { weight: 4, arbitrary: fc.constantFrom(CHECK, HEALTH, REFLECTION) },
         fc.constantFrom(LIST_SYSTEMS, `${AUTHORIZE}?x=1`, `${AUTHORIZE}/`, "/erplink.authz.v1.AuthorizationService/Nope", AUTHORIZE.toLowerCase(), AUTHORIZE.replace("A", "%41")),
+        // An admin method dressed up (the shortcut takes none of them; Fastify routes some of them), and a served one.
+        fc.constantFrom(
+          LIST_SYSTEMS.replace("/erplink", "/%65rplink"),
+          LIST_SYSTEMS.replace("admin", "%61dmin"),
+          LIST_SYSTEMS.replace("/erplink", "/Erplink"),
+          `/${LIST_SYSTEMS}`,
+          `${LIST_SYSTEMS}?x=${AUTHORIZE}`,
+          `${LIST_SYSTEMS}#`,
+          `${AUTHORIZE}/..${LIST_SYSTEMS}`,
+          `${AUTHORIZE}%2F..%2F..${LIST_SYSTEMS}`,
+          `/${AUTHORIZE}`,
+          `${AUTHORIZE};x`,
+          `${AUTHORIZE}%00`,
+          "*",
+          `http://127.0.0.1${AUTHORIZE}`,
+        ),
       ),
       contentType: fc.option(
         fc.oneof(
@@ -339,6 +399,8 @@ Direct("differential: every hostile gRPC request is answered alike with the shor
       requestId: optional(fc.constantFrom("fixed-id.1", "bad id", "x".repeat(200))),
       origin: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, fc.constantFrom(ORIGIN, "https://evil.example", "null")),
       authorization: optional(fc.constantFrom("Bearer x", "Basic eDp5")),
+      // Sent as `host` (Node's client then sends no `:authority`): well-formed, or making no URL.
+      host: fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, fc.constantFrom("ok.example:8080", "[::1]:1", "x:99999", "[", "a%zz", "")),
       frames: fc.array(frame, { minLength: 0, maxLength: 3 }),
       cut: fc.oneof({ weight: 6, arbitrary: fc.constant(0) }, fc.integer({ min: 1, max: 8 })),
     })
@@ -352,6 +414,7 @@ Direct("differential: every hostile gRPC request is answered alike with the shor
       if (r.requestId !== undefined) headers["x-request-id"] = r.requestId;
       if (r.origin !== undefined) headers.origin = r.origin;
       if (r.authorization !== undefined) headers.authorization = r.authorization;
+      if (r.host !== undefined) headers.host = r.host;
       return { method: r.method, path: r.path, headers, frames: r.frames, cut: r.cut };
     });
 
@@ -403,7 +466,7 @@ Direct.run();
 
 const Logged = suite("e2e: a call served before Fastify routes it writes the same access-log line");
 
-Logged("at debug, one `request` line with the request id, as Fastify's request logger writes it", async () => {
+Logged("at debug, one `request` line per call with the request id, as Fastify's request logger writes it; a malformed authority logs no error", async () => {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _e, done) {
@@ -420,6 +483,20 @@ Logged("at debug, one `request` line with the request id, as Fastify's request l
     const port = (erplink.app.server.address() as { port: number }).port;
     const request = create(AuthorizeRequestSchema, { apiKey: "erpl_x", instance: "prod", service: "API_BP", entity: "A_BusinessPartner", operation: Operation.GET });
     await grpcJsUnary(`127.0.0.1:${port}`, AUTHORIZE, toBinary(AuthorizeRequestSchema, request), { "x-request-id": "logged-call-1" });
+    // A client's malformed authority is its mistake: answered, not logged as a failure of ours.
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const refused = await exchange(session, {
+        method: "POST",
+        path: AUTHORIZE,
+        headers: { "content-type": "application/grpc", te: "trailers", host: "x:99999", "x-request-id": "logged-call-2" },
+        frames: [{ flags: 0, payload: toBinary(AuthorizeRequestSchema, request), lie: 0, gzip: false }],
+        cut: 0,
+      });
+      assert.is(refused.trailers?.["grpc-status"], "3");
+    } finally {
+      session.close();
+    }
     erplink.logger.flush();
     await new Promise((r) => setTimeout(r, 50));
   } finally {
@@ -428,7 +505,15 @@ Logged("at debug, one `request` line with the request id, as Fastify's request l
   const request = lines.filter((l) => l.msg === "request");
   assert.equal(
     request.map((l) => [l.level, l.reqId, l.method, l.url, l.status, typeof l.ms]),
-    [[20, "logged-call-1", "POST", AUTHORIZE, 200, "number"]],
+    [
+      [20, "logged-call-1", "POST", AUTHORIZE, 200, "number"],
+      [20, "logged-call-2", "POST", AUTHORIZE, 200, "number"],
+    ],
+  );
+  assert.equal(
+    lines.filter((l) => (l.level as number) >= 40).map((l) => l.msg),
+    [],
+    "no warning or error",
   );
 });
 

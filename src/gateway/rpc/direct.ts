@@ -21,8 +21,10 @@ import type http2 from "node:http2";
 import { performance } from "node:perf_hooks";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { Http2Shortcut } from "../server.js";
+import { universalRequestOf } from "./node-request.js";
+import { errorResponse, rpcKindOf, type RpcKind } from "./unimplemented.js";
 
 /** A call served directly, once answered: what the gateway's onResponse hook would see. */
 export interface DirectCall {
@@ -62,6 +64,11 @@ function isGrpc(contentType: string | undefined): boolean {
   );
 }
 
+/** How a taken call is framed (gRPC, by {@link isGrpc}), as the Fastify route tells it. */
+function kindOf(req: http2.Http2ServerRequest): RpcKind {
+  return rpcKindOf({ method: req.method, path: req.url, query: new URLSearchParams(), headers: req.headers }) ?? { protocol: "grpc", json: false };
+}
+
 /** The shortcut to set on the one-port server. */
 export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
   const byPath = new Map<string, UniversalHandler>();
@@ -69,7 +76,9 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
 
   const serve = async (handler: UniversalHandler, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, id: string) => {
     try {
-      const uRes = await handler(universalRequestFromNodeRequest(req, res, undefined, options.contextValues()));
+      const uReq = universalRequestOf(req, res, options.contextValues());
+      // A refusal (a malformed authority) is answered as the Fastify route answers it (src/gateway/rpc/plugin.ts).
+      const uRes = uReq instanceof ConnectError ? errorResponse(kindOf(req), uReq) : await handler(uReq);
       await universalResponseToNodeResponse(uRes, res);
     } catch (err) {
       if (ConnectError.from(err).code === Code.Aborted) return;

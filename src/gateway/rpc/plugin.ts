@@ -19,21 +19,22 @@ import {
   type Interceptor,
 } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { file_erplink_errors_v1_bad_request } from "../../gen/erplink/errors/v1/bad_request_pb.js";
 import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { GatewayError } from "../errors.js";
+import { GatewayError, fromConnectError } from "../errors.js";
 import { isDualProtocolServer } from "../server.js";
 import { createCorsPolicy } from "./cors.js";
 import { createDirectRpc, type DirectRpcOptions } from "./direct.js";
 import { withGrpcWebText } from "./grpc-web-text.js";
 import { createHealth, type HealthServer } from "./health.js";
 import { createReflection } from "./reflection.js";
-import { isRpcPath, rpcKindOf, unimplementedMessage, unimplementedResponse } from "./unimplemented.js";
+import { universalRequestOf } from "./node-request.js";
+import { errorResponse, isRpcPath, rpcKindOf, unimplementedMessage, unimplementedResponse } from "./unimplemented.js";
 
 /** Options of {@link registerRpc}. */
 export interface RpcOptions {
@@ -131,7 +132,16 @@ function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, opt
   const handle = withGrpcWebText(uHandler);
   scope.all(uHandler.requestPath, async (req, reply) => {
     try {
-      const uRes = await handle(universalRequestFromNodeRequest(req.raw, reply.raw, undefined, options.contextValues?.(req)));
+      const uReq = universalRequestOf(req.raw, reply.raw, options.contextValues?.(req));
+      let uRes;
+      if (uReq instanceof ConnectError) {
+        // Refused before the handler (a malformed authority): in the protocol's answer, else in the envelope.
+        const kind = rpcKindOf({ method: req.method, path: uHandler.requestPath, query: new URLSearchParams(req.url.split("?")[1] ?? ""), headers: req.headers });
+        if (kind === undefined) return options.sendError(reply, req, fromConnectError(uReq));
+        uRes = errorResponse(kind, uReq);
+      } else {
+        uRes = await handle(uReq);
+      }
       // Headers set by hooks (request id, CORS) live on the reply until sent: copy them to the raw response.
       for (const [key, value] of Object.entries(reply.getHeaders())) {
         if (value !== undefined) reply.raw.setHeader(key, value);

@@ -7,6 +7,9 @@
  * content types). The messages are grpc-go's (`unknown service …`,
  * `unknown method … for service …`), so clients and people recognise them.
  *
+ * The same answers carry other refusals made before a handler runs
+ * ({@link errorResponse}: a malformed authority, src/gateway/rpc/node-request.ts).
+ *
  * Only requests that no route took come here, so a service registered later
  * (by anyone, on any router) is never shadowed; requests that are not RPCs
  * (REST, browsers, the data path) keep their 404s.
@@ -91,7 +94,11 @@ export function unimplementedMessage(path: string, knownServices: ReadonlySet<st
 
 /** The protocol's answer to a call of a method no handler serves. */
 export function unimplementedResponse(kind: RpcKind, message: string): UniversalServerResponse {
-  const error = new ConnectError(message, Code.Unimplemented);
+  return errorResponse(kind, new ConnectError(message, Code.Unimplemented));
+}
+
+/** The protocol's answer to a call refused with `error` before any handler saw it. */
+export function errorResponse(kind: RpcKind, error: ConnectError): UniversalServerResponse {
   switch (kind.protocol) {
     case "grpc":
       return {

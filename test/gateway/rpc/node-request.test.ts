@@ -1,0 +1,48 @@
+/**
+ * A call's Node request as Connect's universal request: an authority that
+ * makes no URL (none at all, a port out of range, a lone bracket, a bad
+ * percent-escape) is the `invalid_argument` refusal, not connect-node's
+ * throw; a well-formed one gives connect-node's request. Over a real port
+ * with both ways of serving a call: test/e2e/rpc-direct.test.ts.
+ */
+import http from "node:http";
+import net from "node:net";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { BAD_AUTHORITY_MESSAGE, universalRequestOf } from "../../../src/gateway/rpc/node-request.js";
+
+const test = suite("universalRequestOf: the request, or the refusal of a malformed authority");
+
+/** An HTTP/1.1 request as Node's server hands it over (nothing read from the socket). */
+function request(host: string | undefined): { req: http.IncomingMessage; res: http.ServerResponse } {
+  const req = new http.IncomingMessage(new net.Socket());
+  req.method = "POST";
+  req.url = "/erplink.authz.v1.AuthorizationService/Authorize";
+  req.headers = host === undefined ? { "content-type": "application/json" } : { host, "content-type": "application/json" };
+  return { req, res: new http.ServerResponse(req) };
+}
+
+test("a well-formed authority: connect-node's request, with its URL and the context values", () => {
+  for (const host of ["erplink.example", "127.0.0.1:8080", "[::1]:1", "ext_authz"]) {
+    const { req, res } = request(host);
+    const values = createContextValues();
+    const uReq = universalRequestOf(req, res, values);
+    assert.not.instance(uReq, ConnectError, host);
+    if (uReq instanceof ConnectError) continue;
+    assert.is(new URL(uReq.url).pathname, "/erplink.authz.v1.AuthorizationService/Authorize", host);
+    assert.is(uReq.contextValues, values, host);
+  }
+});
+
+test("no authority, or one that makes no URL: invalid_argument, not connect-node's error", () => {
+  for (const host of [undefined, "", "x:99999", "[", "a%zz", "a b"]) {
+    const { req, res } = request(host);
+    const uReq = universalRequestOf(req, res, undefined);
+    assert.instance(uReq, ConnectError, String(host));
+    assert.is((uReq as ConnectError).code, Code.InvalidArgument, String(host));
+    assert.is((uReq as ConnectError).rawMessage, BAD_AUTHORITY_MESSAGE, String(host));
+  }
+});
+
+test.run();
