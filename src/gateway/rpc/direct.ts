@@ -14,8 +14,10 @@
  * UNIMPLEMENTED) goes through Fastify as before. What Fastify would add to a
  * taken call is added here: the request id (`X-Request-Id`, as
  * `genReqId` makes it), `Vary: Origin` when CORS is on, and after the answer
- * the same metrics and access-log line (`answered`). test/e2e/rpc-direct.test.ts checks that both ways answer
- * every call alike.
+ * the same metrics and access-log line (`answered`). A call refused before
+ * its handler (a malformed authority, src/gateway/rpc/node-request.ts) is
+ * answered as the Fastify route answers it. test/e2e/rpc-direct.test.ts
+ * checks that both ways answer every call alike.
  */
 import type http2 from "node:http2";
 import { performance } from "node:perf_hooks";
@@ -51,7 +53,7 @@ export interface DirectRpcOptions {
   readonly contextValues: () => ContextValues;
   /** After the answer (or its failure): metrics and access log. */
   readonly answered: (call: DirectCall) => void;
-  /** A handler failed for another reason than the client going away. */
+  /** A handler failed for another reason than the client going away, or `answered` threw. */
   readonly failed: (id: string, rpc: string, err: unknown) => void;
 }
 
@@ -100,7 +102,12 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
     const answered = () => {
       if (done) return;
       done = true;
-      options.answered({ id, method: req.method, url: req.url, route: handler.requestPath, status: res.statusCode, ms: performance.now() - started });
+      try {
+        options.answered({ id, method: req.method, url: req.url, route: handler.requestPath, status: res.statusCode, ms: performance.now() - started });
+      } catch (err) {
+        // Thrown out of the response's event it would end the process; Fastify's hook runner logs an onResponse hook's error.
+        options.failed(id, `${handler.service.typeName}/${handler.method.name}`, err);
+      }
     };
     res.once("finish", answered);
     res.once("error", answered);

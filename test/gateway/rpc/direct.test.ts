@@ -1,0 +1,136 @@
+/**
+ * The h2c shortcut (src/gateway/rpc/direct.ts) on a bare node:http2 server:
+ * which calls it takes, what it adds, and that a failing `answered` callback
+ * (metrics, access log) is reported, not thrown out of the response's
+ * `finish` event (which would end the process). Against the gateway, with
+ * and without it: test/e2e/rpc-direct.test.ts.
+ */
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus } from "../../../src/gen/grpc/health/v1/health_pb.js";
+import { createDirectRpc, type DirectCall, type DirectRpcOptions } from "../../../src/gateway/rpc/direct.js";
+
+const CHECK = `/${Health.typeName}/${Health.method.check.name}`;
+
+interface Served {
+  readonly port: number;
+  /** Requests the shortcut left (answered 404 by the server). */
+  readonly left: string[];
+  close(): Promise<void>;
+}
+
+async function serve(options: Partial<Omit<DirectRpcOptions, "handlers">>): Promise<Served> {
+  const router = createConnectRouter();
+  router.service(Health, { check: async () => ({ status: HealthCheckResponse_ServingStatus.SERVING }) } as never);
+  const shortcut = createDirectRpc({
+    handlers: router.handlers,
+    varyOrigin: false,
+    takes: () => true,
+    requestId: () => "req_fixed",
+    contextValues: createContextValues,
+    answered: () => {},
+    failed: () => {},
+    ...options,
+  });
+  const left: string[] = [];
+  const server = http2.createServer((req, res) => {
+    if (shortcut(req, res)) return;
+    left.push(req.url);
+    res.statusCode = 404;
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    left,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** One gRPC Check; resolves with the status, grpc-status and x-request-id. */
+function check(port: number, path = CHECK): Promise<{ status: number; grpcStatus: string | undefined; id: string | undefined }> {
+  const message = toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, {}));
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(message.length, 1);
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on("error", reject);
+    const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+    let status = 0;
+    let id: string | undefined;
+    let grpcStatus: string | undefined;
+    stream.on("response", (h) => {
+      status = Number(h[":status"]);
+      id = h["x-request-id"] as string | undefined;
+      grpcStatus ??= h["grpc-status"] as string | undefined;
+    });
+    stream.on("trailers", (t) => (grpcStatus = t["grpc-status"] as string | undefined));
+    stream.resume();
+    stream.on("error", reject);
+    stream.on("close", () => {
+      session.close();
+      resolve({ status, grpcStatus, id });
+    });
+    stream.end(Buffer.concat([prefix, message]));
+  });
+}
+
+const test = suite("createDirectRpc: the h2c shortcut");
+
+test("takes a gRPC call of a service `takes` accepts, with the request id; leaves the others", async () => {
+  const calls: DirectCall[] = [];
+  const s = await serve({ answered: (c) => calls.push(c) });
+  try {
+    assert.equal(await check(s.port), { status: 200, grpcStatus: "0", id: "req_fixed" });
+    assert.equal(await check(s.port, `${CHECK}?x`), { status: 404, grpcStatus: undefined, id: undefined });
+    assert.equal(s.left, [`${CHECK}?x`]);
+    assert.equal(
+      calls.map((c) => [c.id, c.method, c.url, c.route, c.status]),
+      [["req_fixed", "POST", CHECK, CHECK, 200]],
+    );
+  } finally {
+    await s.close();
+  }
+  const none = await serve({ takes: () => false });
+  try {
+    assert.is((await check(none.port)).status, 404);
+  } finally {
+    await none.close();
+  }
+});
+
+test("an `answered` callback that throws is reported through `failed`; the process and the server go on", async () => {
+  const failures: [string, string, string][] = [];
+  let uncaught: unknown;
+  const onUncaught = (err: unknown) => (uncaught = err);
+  // Without the guard the throw escapes the response's `finish` event: uvu's process would end.
+  const listeners = process.listeners("uncaughtException");
+  process.removeAllListeners("uncaughtException");
+  process.on("uncaughtException", onUncaught);
+  const s = await serve({
+    answered: () => {
+      throw new Error("metrics broke");
+    },
+    failed: (id, rpc, err) => failures.push([id, rpc, (err as Error).message]),
+  });
+  try {
+    assert.equal(await check(s.port), { status: 200, grpcStatus: "0", id: "req_fixed" });
+    assert.equal(await check(s.port), { status: 200, grpcStatus: "0", id: "req_fixed" });
+    await new Promise((r) => setTimeout(r, 20));
+  } finally {
+    await s.close();
+    process.off("uncaughtException", onUncaught);
+    for (const l of listeners) process.on("uncaughtException", l);
+  }
+  assert.is(uncaught, undefined, "nothing thrown out of an event");
+  assert.equal(failures, [
+    ["req_fixed", "grpc.health.v1.Health/Check", "metrics broke"],
+    ["req_fixed", "grpc.health.v1.Health/Check", "metrics broke"],
+  ]);
+});
+
+test.run();
