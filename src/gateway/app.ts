@@ -276,6 +276,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   const callFacts = new WeakMap<object, CallFacts>();
   const recordMetrics = options.metrics === undefined ? undefined : createRequestRecorder(options.metrics);
   const accessLog = options.accessLog === true;
+  /** The level of an answered request's `request` line: info with the access log on, else debug if written at all. */
+  const requestLineLevel = (log: FastifyBaseLogger): "info" | "debug" | undefined => (accessLog ? "info" : debugEnabled(log) ? "debug" : undefined);
   app.addHook("onResponse", (req, reply, done) => {
     try {
       afterResponse(req, reply);
@@ -285,8 +287,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   });
   function afterResponse(req: FastifyRequest, reply: FastifyReply): void {
     const ms = reply.elapsedTime;
-    if (accessLog) req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
-    else if (debugEnabled(req.log)) req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
+    const level = requestLineLevel(req.log);
+    if (level !== undefined) req.log[level]({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
     const data = dataFacts.get(req);
     // Metrics: every request by route class; a data request's record stage too.
     recordMetrics?.({ route: req.routeOptions.url, method: req.method, status: reply.statusCode, seconds: ms / 1000 }, data);
@@ -419,8 +421,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       requestId: requestIdOf,
       contextValues: createContextValues,
       answered: (call) => {
-        if (accessLog) app.log.info({ reqId: call.id, method: call.method, url: call.url, status: call.status, ms: Math.round(call.ms) }, "request");
-        else if (debugEnabled(app.log)) app.log.debug({ reqId: call.id, method: call.method, url: call.url, status: call.status, ms: Math.round(call.ms) }, "request");
+        // The reqId field in front, where Fastify's request logger writes it.
+        const level = requestLineLevel(app.log);
+        if (level !== undefined) app.log[level]({ reqId: call.id, method: call.method, url: call.url, status: call.status, ms: Math.round(call.ms) }, "request");
         recordMetrics?.({ route: call.route, method: call.method, status: call.status, seconds: call.ms / 1000 }, undefined);
       },
       failed: (id, rpc, err) => app.log.error({ reqId: id, err, rpc }, "RPC handler failed"),
