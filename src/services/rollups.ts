@@ -179,6 +179,29 @@ function add(into: Map<string, number> | Record<string, number>, name: string, n
   else into[name] = (into[name] ?? 0) + n;
 }
 
+/** The latency bucket counters' names, by bucket. */
+const LATENCY_COUNTERS: readonly string[] = Array.from({ length: LATENCY_BOUNDS_MS.length + 1 }, (_, i) => latencyCounter(i));
+
+function increment(into: Map<string, number>, name: string, n: number): void {
+  into.set(name, (into.get(name) ?? 0) + n);
+}
+
+/**
+ * Adds what {@link countersOf} counts for an entry into `into`, in its
+ * order, without making the counters; `histogram: false` leaves out the
+ * latency buckets, as {@link groupCountersOf} does.
+ */
+function addEntry(into: Map<string, number>, o: ReturnType<typeof outcomeOf>, e: RollupEntry, histogram: boolean): void {
+  increment(into, COUNTERS.requests, 1);
+  increment(into, OUTCOME_COUNTERS[o.outcome], 1);
+  if (o.step !== "") increment(into, `${DENIED_STEP_PREFIX}${o.step}`, 1);
+  if (e.upstreamStatus > 0) {
+    increment(into, COUNTERS.latencyCount, 1);
+    increment(into, COUNTERS.latencySumMs, e.upstreamDurationMs);
+    if (histogram) increment(into, LATENCY_COUNTERS[latencyBucket(e.upstreamDurationMs)]!, 1);
+  }
+}
+
 /** One writer's pending counts of one hour or day. */
 interface Bucket {
   readonly totals: Map<string, number>;
@@ -235,25 +258,33 @@ export class RollupBuffer {
    * appear, so that the values kept under {@link MAX_VALUES} are the same).
    */
   fold(entries: readonly RollupEntry[]): void {
-    const same = new Map<string, { hour: number; day: number; groups: Record<GroupKind, string[]>; counters: Map<string, number> }>();
+    // Entries alike in everything their groups come from share one sum; the
+    // key writes each of those fields length-prefixed, so no two differ in it.
+    const same = new Map<string, { hour: number; day: number; entry: RollupEntry; counters: Map<string, number> }>();
+    let hourStart = Number.NaN;
+    let hours: Bucket | undefined;
+    let days: Bucket | undefined;
     for (const e of entries) {
       if (!isDataRequest(e)) continue;
       const t = e.timestamp.getTime();
-      const hour = Math.floor(t / HOUR_MS) * HOUR_MS;
-      const day = Math.floor(t / DAY_MS) * DAY_MS;
-      const counters = countersOf(e);
-      addCounters(bucketOf(this.hours, hour).totals, counters);
-      addCounters(bucketOf(this.days, day).totals, counters);
-      const groups = groupsOf(e);
-      // Group values are well-formed names, "" or OTHER: none holds a line break.
-      let key = String(hour);
-      for (const kind of GROUP_KINDS) key += `\n${groups[kind].join("\t")}`;
+      if (hours === undefined || t < hourStart || t >= hourStart + HOUR_MS) {
+        hourStart = Math.floor(t / HOUR_MS) * HOUR_MS;
+        hours = bucketOf(this.hours, hourStart);
+        days = bucketOf(this.days, Math.floor(t / DAY_MS) * DAY_MS);
+      }
+      // Counted in place, entry by entry (the sums add in the entries' order), without a counters object per entry (issue #14).
+      const outcome = outcomeOf(e);
+      addEntry(hours.totals, outcome, e, true);
+      addEntry(days!.totals, outcome, e, true);
+      let key = `${hourStart}|${e.status}|${e.upstreamStatus}|${e.apiKeyId.length}:${e.apiKeyId}|${e.instance.length}:${e.instance}|${e.service.length}:${e.service}|${e.denialStep.length}:${e.denialStep}`;
+      for (const a of e.accesses) key += `|${a.entity.length}:${a.entity}|${a.operation.length}:${a.operation}`;
       let group = same.get(key);
-      if (group === undefined) same.set(key, (group = { hour, day, groups, counters: new Map() }));
-      for (const name in counters) if (!LATENCY_COUNTER.test(name)) group.counters.set(name, (group.counters.get(name) ?? 0) + counters[name]!);
-      this.latest = Math.max(this.latest, t);
+      if (group === undefined) same.set(key, (group = { hour: hourStart, day: Math.floor(t / DAY_MS) * DAY_MS, entry: e, counters: new Map() }));
+      addEntry(group.counters, outcome, e, false);
+      if (t > this.latest) this.latest = t;
     }
-    for (const { hour, day, groups, counters } of same.values()) {
+    for (const { hour, day, entry, counters } of same.values()) {
+      const groups = groupsOf(entry);
       for (const [buckets, start, grain] of [[this.hours, hour, "h"], [this.days, day, "d"]] as const) {
         const b = bucketOf(buckets, start);
         const doc = this.kindsOf(`${grain}${start}`);

@@ -4,8 +4,11 @@
  * bucket at and around every bound, the groups a request belongs to (each
  * once; `""` for none; malformed names as `(other)`), and the buffer that
  * folds entries per hour and day, gives failed batches back, and caps the
- * distinct values of a bucket.
+ * distinct values of a bucket. Property: folding entries in batches (which
+ * sums alike entries first) counts exactly what folding them one by one
+ * does, hostile names, capping and hour and day boundaries included.
  */
+import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import {
@@ -21,6 +24,7 @@ import {
   type RollupEntry,
 } from "../../src/services/rollups.js";
 import type { RollupDelta } from "../../src/store/index.js";
+import { fuzzSeed } from "../../test-support/fuzz/harness.js";
 
 const test = suite("usage rollups (writer side)");
 
@@ -231,6 +235,55 @@ test("buffer: beyond the cap of distinct values per kind in one hour or day, new
   assert.equal([...third.days[0]!.groups.get("instance")!.keys()], [OTHER]);
   // Totals never lose a request.
   assert.is(first.hours[0]!.totals.n! + second.hours[0]!.totals.n!, 7);
+});
+
+test("property: batches fold to what the same entries folded one by one do (hostile names, caps, hours and days)", () => {
+  // Few values each, so that batches hold entries alike in all but one field; names that run into each other when joined.
+  const text = fc.constantFrom("a", "a|b", "b|c", "c", "a\nb", "", "x".repeat(70));
+  const access = fc.record({ entity: fc.constantFrom("A_BusinessPartner", "B", "B|list"), operation: fc.constantFrom("list", "get", "bogus|") });
+  const anEntry: fc.Arbitrary<RollupEntry> = fc.record({
+    // Mostly one hour; sometimes the hours around a UTC midnight.
+    timestamp: fc
+      .oneof(
+        { weight: 4, arbitrary: fc.integer({ min: Date.parse("2026-01-01T23:00:00Z"), max: Date.parse("2026-01-01T23:59:59Z") }) },
+        fc.integer({ min: Date.parse("2026-01-01T22:30:00Z"), max: Date.parse("2026-01-02T01:30:00Z") }),
+      )
+      .map((t) => new Date(t)),
+    path: fc.oneof({ weight: 5, arbitrary: fc.constant("/odata/prod/API_BP/A") }, fc.constant("/admin/systems")),
+    status: fc.constantFrom(200, 403, 502),
+    apiKeyId: fc.constantFrom(KEY, "key_x|1:y"),
+    instance: text,
+    service: text,
+    accesses: fc.array(access, { maxLength: 2 }),
+    denialStep: fc.constantFrom("", "ENTITY", "RATE_LIMITED", "bad step"),
+    upstreamStatus: fc.constantFrom(0, 200, 503),
+    upstreamDurationMs: fc.integer({ min: 0, max: 40_000_000 }).map((n) => n / 1000),
+  });
+  fc.assert(
+    fc.property(fc.array(fc.array(anEntry, { maxLength: 60 }), { maxLength: 4 }), fc.integer({ min: 1, max: 4 }), (batches, maxValues) => {
+      const batched = new RollupBuffer("w1", maxValues);
+      const single = new RollupBuffer("w1", maxValues);
+      for (const batch of batches) {
+        batched.fold(batch);
+        for (const e of batch) single.fold([e]);
+      }
+      const a = batched.take();
+      const b = single.take();
+      // Latency sums may differ in their last bits: alike entries are summed first.
+      const rounded = (deltas: readonly RollupDelta[]) =>
+        JSON.parse(JSON.stringify(plain(deltas), (k, v: unknown) => (k === "ls" && typeof v === "number" ? Math.round(v * 1000) / 1000 : v)));
+      assert.equal(rounded(a.hours), rounded(b.hours));
+      assert.equal(rounded(a.days), rounded(b.days));
+    }),
+    {
+      seed: fuzzSeed(),
+      numRuns: 300,
+      // Always tried: names that join to the same text, and entries alike but for their accesses.
+      examples: [
+        [[[entry({ instance: "a|b", service: "c" }), entry({ instance: "a", service: "b|c" }), entry({ accesses: [{ entity: "B", operation: "get" }] })]], 4],
+      ],
+    },
+  );
 });
 
 test.run();
