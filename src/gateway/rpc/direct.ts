@@ -19,7 +19,7 @@
  * answered as the Fastify route answers it. test/e2e/rpc-direct.test.ts
  * checks that both ways answer every call alike.
  */
-import type http2 from "node:http2";
+import http2 from "node:http2";
 import { performance } from "node:perf_hooks";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
@@ -71,6 +71,20 @@ function kindOf(req: http2.Http2ServerRequest): RpcKind {
   return rpcKindOf({ method: req.method, path: req.url, query: new URLSearchParams(), headers: req.headers }) ?? { protocol: "grpc", json: false };
 }
 
+/**
+ * After a handler failed (a bug: Connect's handlers answer errors
+ * themselves): `internal` in the protocol's answer if nothing was sent yet,
+ * else the stream reset, so that the client never waits for an end.
+ */
+async function answerFailure(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): Promise<void> {
+  try {
+    if (res.headersSent) res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    else await universalResponseToNodeResponse(errorResponse(kindOf(req), new ConnectError("internal error", Code.Internal)), res);
+  } catch {
+    // The client went away meanwhile.
+  }
+}
+
 /** The shortcut to set on the one-port server. */
 export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
   const byPath = new Map<string, UniversalHandler>();
@@ -85,6 +99,7 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
     } catch (err) {
       if (ConnectError.from(err).code === Code.Aborted) return;
       options.failed(id, `${handler.service.typeName}/${handler.method.name}`, err);
+      await answerFailure(req, res);
     }
   };
 

@@ -130,13 +130,15 @@ export async function registerRpc(app: FastifyInstance, options: RpcOptions): Pr
 
 function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, options: RpcOptions): void {
   const handle = withGrpcWebText(uHandler);
+  const kindOf = (req: FastifyRequest) =>
+    rpcKindOf({ method: req.method, path: uHandler.requestPath, query: new URLSearchParams(req.url.split("?")[1] ?? ""), headers: req.headers });
   scope.all(uHandler.requestPath, async (req, reply) => {
     try {
       const uReq = universalRequestOf(req.raw, reply.raw, options.contextValues?.(req));
       let uRes;
       if (uReq instanceof ConnectError) {
         // Refused before the handler (a malformed authority): in the protocol's answer, else in the envelope.
-        const kind = rpcKindOf({ method: req.method, path: uHandler.requestPath, query: new URLSearchParams(req.url.split("?")[1] ?? ""), headers: req.headers });
+        const kind = kindOf(req);
         if (kind === undefined) return options.sendError(reply, req, fromConnectError(uReq));
         uRes = errorResponse(kind, uReq);
       } else {
@@ -150,6 +152,19 @@ function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, opt
     } catch (err) {
       if (ConnectError.from(err).code === Code.Aborted) return;
       req.log.error({ err, rpc: `${uHandler.service.typeName}/${uHandler.method.name}` }, "RPC handler failed");
+      // A bug (Connect's handlers answer errors themselves): `internal` if nothing was sent yet, else the connection or stream ended.
+      if (reply.raw.headersSent) {
+        reply.raw.destroy();
+        return;
+      }
+      const kind = kindOf(req);
+      const internal = new ConnectError("internal error", Code.Internal);
+      if (kind === undefined) return options.sendError(reply, req, fromConnectError(internal));
+      try {
+        await universalResponseToNodeResponse(errorResponse(kind, internal), reply.raw);
+      } catch {
+        // The client went away meanwhile.
+      }
     }
   });
 }

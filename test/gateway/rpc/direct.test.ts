@@ -23,7 +23,7 @@ interface Served {
   close(): Promise<void>;
 }
 
-async function serve(options: Partial<Omit<DirectRpcOptions, "handlers">>): Promise<Served> {
+async function serve(options: Partial<DirectRpcOptions>): Promise<Served> {
   const router = createConnectRouter();
   router.service(Health, { check: async () => ({ status: HealthCheckResponse_ServingStatus.SERVING }) } as never);
   const shortcut = createDirectRpc({
@@ -71,6 +71,11 @@ function check(port: number, path = CHECK): Promise<{ status: number; grpcStatus
     stream.on("trailers", (t) => (grpcStatus = t["grpc-status"] as string | undefined));
     stream.resume();
     stream.on("error", reject);
+    // A call left open fails the test rather than hanging it.
+    stream.setTimeout(5000, () => {
+      session.destroy();
+      reject(new Error("no answer within 5 s"));
+    });
     stream.on("close", () => {
       session.close();
       resolve({ status, grpcStatus, id });
@@ -131,6 +136,26 @@ test("an `answered` callback that throws is reported through `failed`; the proce
     ["req_fixed", "grpc.health.v1.Health/Check", "metrics broke"],
     ["req_fixed", "grpc.health.v1.Health/Check", "metrics broke"],
   ]);
+});
+
+test("a handler that fails (a bug: Connect's answer errors themselves) is reported, and the call answered internal, not left open", async () => {
+  const router = createConnectRouter();
+  router.service(Health, { check: async () => ({ status: HealthCheckResponse_ServingStatus.SERVING }) } as never);
+  const real = router.handlers.find((h) => h.requestPath === CHECK)!;
+  const failing = Object.assign(
+    async () => {
+      throw new Error("handler bug");
+    },
+    { service: real.service, method: real.method, requestPath: real.requestPath, protocolNames: real.protocolNames, supportedContentType: real.supportedContentType, allowedMethods: real.allowedMethods },
+  ) as unknown as typeof real;
+  const failures: string[] = [];
+  const s = await serve({ handlers: [failing], failed: (_id, rpc, err) => failures.push(`${rpc}: ${(err as Error).message}`) });
+  try {
+    assert.equal(await check(s.port), { status: 200, grpcStatus: "13", id: "req_fixed" });
+  } finally {
+    await s.close();
+  }
+  assert.equal(failures, ["grpc.health.v1.Health/Check: handler bug"]);
 });
 
 test.run();
