@@ -518,3 +518,39 @@ Logged("at debug, one `request` line per call with the request id, as Fastify's 
 });
 
 Logged.run();
+
+const Shutdown = suite("e2e: an idle reflection stream does not hold erplink's close");
+
+Shutdown("closed within a moment, the stream ended with status OK after its answer (shutdown timeout 8 s)", async () => {
+  const server = await startErplink({ ERPLINK_SHUTDOWN_TIMEOUT_MS: "8000" });
+  let closed = false;
+  try {
+    const session = http2.connect(server.baseUrl);
+    session.on("error", () => {});
+    const stream = session.request({ ":method": "POST", ":path": REFLECTION, "content-type": "application/grpc", te: "trailers" });
+    const message = toBinary(ServerReflectionRequestSchema, create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } }));
+    const prefix = Buffer.alloc(5);
+    prefix.writeUInt32BE(message.length, 1);
+    // One request, and the stream left open, as an idle grpcurl session leaves it.
+    stream.write(Buffer.concat([prefix, message]));
+    // As gRPC clients do, the call ends once its status has come.
+    const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) =>
+      stream.on("trailers", (t) => {
+        stream.end();
+        resolve(t);
+      }),
+    );
+    await within(5000, "the first answer", new Promise((resolve) => stream.once("data", resolve)));
+    const started = Date.now();
+    await server.close();
+    closed = true;
+    const took = Date.now() - started;
+    assert.ok(took < 3000, `close took ${took} ms`);
+    assert.is((await within(1000, "trailers", trailers))["grpc-status"], "0");
+    session.destroy();
+  } finally {
+    if (!closed) await server.close();
+  }
+});
+
+Shutdown.run();

@@ -100,8 +100,11 @@ export async function registerRpc(app: FastifyInstance, options: RpcOptions): Pr
   router.service(Health, health.service, infrastructure);
   router.service(ServerReflectionV1, reflection.v1, infrastructure);
   router.service(ServerReflectionV1alpha, reflection.v1alpha, infrastructure);
-  // Watch streams would hold HTTP/2 sessions open through a shutdown.
-  app.addHook("preClose", async () => health.shutdown());
+  // Watch and reflection streams would hold HTTP/2 sessions open through a shutdown.
+  app.addHook("preClose", async () => {
+    health.shutdown();
+    reflection.shutdown();
+  });
 
   await app.register(async (scope) => {
     // Every body is left to Connect, which answers a content type it does not serve with 415.

@@ -35,6 +35,35 @@ export interface ReflectionOptions {
 export interface Reflection {
   readonly v1: ServiceImpl<typeof ServerReflectionV1>;
   readonly v1alpha: ServiceImpl<typeof ServerReflectionV1alpha>;
+  /**
+   * Ends every open stream (status OK, after the answers already given) and
+   * every stream opened from now on: an idle client's stream would
+   * otherwise hold the server's close until its shutdown timeout.
+   */
+  shutdown(): void;
+}
+
+/**
+ * The requests of a stream until `signal` aborts: then it ends, whether or
+ * not the client still sends. Its listener goes with the stream.
+ */
+async function* untilAborted<T>(requests: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
+  const it = requests[Symbol.asyncIterator]();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<IteratorResult<T>>((resolve) => {
+    onAbort = () => resolve({ done: true, value: undefined });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    for (;;) {
+      const next = await Promise.race([it.next(), aborted]);
+      if (next.done === true) return;
+      yield next.value;
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort!);
+  }
 }
 
 /** What one set of services and files answers: built once per set. */
@@ -182,12 +211,14 @@ export function createReflection(options: ReflectionOptions): Reflection {
     if (cached?.key !== key) cached = { key, index: buildIndex(services, options.extraFiles) };
     return cached.index;
   };
+  const stopping = new AbortController();
   return {
+    shutdown: () => stopping.abort(),
     v1: {
       async *serverReflectionInfo(requests) {
         const ix = index();
         const sent = new Set<string>();
-        for await (const req of requests) {
+        for await (const req of untilAborted(requests, stopping.signal)) {
           yield create(ResponseV1, { validHost: req.host, originalRequest: req, messageResponse: answer(ix, req, sent) });
         }
       },
@@ -196,7 +227,7 @@ export function createReflection(options: ReflectionOptions): Reflection {
       async *serverReflectionInfo(requests) {
         const ix = index();
         const sent = new Set<string>();
-        for await (const req of requests) {
+        for await (const req of untilAborted(requests, stopping.signal)) {
           yield create(ResponseV1alpha, { validHost: req.host, originalRequest: req, messageResponse: answer(ix, req, sent) });
         }
       },

@@ -202,4 +202,39 @@ test("a request naming nothing ends the stream with INVALID_ARGUMENT (as grpc-go
   }
 });
 
+test("shutdown ends open streams (status OK, after the answers given) and streams opened later, whatever the client still sends", async () => {
+  const reflection = createReflection({ services: () => SERVICES, extraFiles: [] });
+  const t = createRouterTransport((router) => {
+    router.service(ServerReflection, reflection.v1);
+    router.service(ServerReflectionAlpha, reflection.v1alpha);
+  });
+  // An idle client: one request, then nothing, never the end of its stream.
+  let asked: () => void;
+  const firstAsked = new Promise<void>((r) => (asked = r));
+  async function* idle(): AsyncGenerator<{ messageRequest: { case: "listServices"; value: string } }> {
+    yield { messageRequest: { case: "listServices", value: "" } };
+    asked();
+    await new Promise(() => {});
+  }
+  const answers: string[] = [];
+  const v1 = (async () => {
+    for await (const res of createClient(ServerReflection, t).serverReflectionInfo(idle())) answers.push(res.messageResponse.case ?? "");
+  })();
+  const v1alpha = (async () => {
+    for await (const res of createClient(ServerReflectionAlpha, t).serverReflectionInfo(idle())) answers.push(`alpha ${res.messageResponse.case}`);
+  })();
+  await firstAsked;
+  await new Promise((r) => setTimeout(r, 20));
+  reflection.shutdown();
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([
+    Promise.all([v1, v1alpha]).then(() => "ended"),
+    new Promise((r) => (timer = setTimeout(() => r("still open after 2 s"), 2000))),
+  ]);
+  clearTimeout(timer);
+  assert.is(ended, "ended");
+  assert.equal(answers.sort(), ["alpha listServicesResponse", "listServicesResponse"]);
+  assert.equal(await exchange([{ messageRequest: { case: "listServices", value: "" } }], t), []);
+});
+
 test.run();
