@@ -419,7 +419,11 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     direct: {
       takes: (service) => !service.startsWith(ADMIN_SERVICE_PREFIX),
       requestId: requestIdOf,
-      contextValues: createContextValues,
+      contextValues: (id) => {
+        const values = createContextValues();
+        values.set(kRequestId, id);
+        return values;
+      },
       answered: (call) => {
         // The reqId field in front, where Fastify's request logger writes it.
         const level = requestLineLevel(app.log);
@@ -430,13 +434,13 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     },
     contextValues: (req) => {
       const values = createContextValues();
+      // The services log it with an internal error, and the audit trail records it.
+      values.set(kRequestId, req.id);
       // Admin services only: Authorize is the hot path of internal callers, not an admin request.
       if (routedPath(req).startsWith(ADMIN_RPC_PREFIX)) {
         const call: CallFacts = { principalId: "", code: undefined };
         callFacts.set(req, call);
         values.set(kCallFacts, call);
-        // The audit trail records it, to find the call in the request log.
-        values.set(kRequestId, req.id);
       }
       return values;
     },

@@ -4,6 +4,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { kRequestId } from "../schema/call-facts.js";
 import { BadRequestSchema, FieldViolationSchema } from "../gen/erplink/errors/v1/bad_request_pb.js";
 import { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "../store/index.js";
 
@@ -98,7 +99,8 @@ export function createErrorLogInterceptor(log: ErrorLog): Interceptor {
           {
             err: ce.cause ?? err,
             rpc: `${req.service.typeName}/${req.method.name}`,
-            requestId: req.header.get("x-request-id") ?? undefined,
+            // The id the gateway answered with (a fresh one when the client sent none or a malformed one).
+            requestId: req.contextValues.get(kRequestId) || req.header.get("x-request-id") || undefined,
           },
           "rpc failed",
         );

@@ -49,8 +49,8 @@ export interface DirectRpcOptions {
   readonly takes: (service: string) => boolean;
   /** The request id of a request, as Fastify's `genReqId` makes it. */
   readonly requestId: (incoming: string | string[] | undefined) => string;
-  /** Context values of a call. */
-  readonly contextValues: () => ContextValues;
+  /** Context values of a call, by its request id. */
+  readonly contextValues: (requestId: string) => ContextValues;
   /** After the answer (or its failure): metrics and access log. */
   readonly answered: (call: DirectCall) => void;
   /** A handler failed for another reason than the client going away, or `answered` threw. */
@@ -92,7 +92,7 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
 
   const serve = async (handler: UniversalHandler, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, id: string) => {
     try {
-      const uReq = universalRequestOf(req, res, options.contextValues());
+      const uReq = universalRequestOf(req, res, options.contextValues(id));
       // A refusal (a malformed authority) is answered as the Fastify route answers it (src/gateway/rpc/plugin.ts).
       const uRes = uReq instanceof ConnectError ? errorResponse(kindOf(req), uReq) : await handler(uReq);
       await universalResponseToNodeResponse(uRes, res);
