@@ -19,7 +19,7 @@ import {
   type AuthorizeResponse,
   type RateLimitStatus,
 } from "../gen/erplink/authz/v1/authorization_pb.js";
-import { isWellFormedApiKey } from "./api-key-secret.js";
+import { hashApiKey, isWellFormedApiKey } from "./api-key-secret.js";
 import { dataKeyLimits, isExpired } from "./key-registry.js";
 import type { ServiceDeps } from "./context.js";
 import { translate, validationError, type Violation } from "./errors.js";
@@ -27,6 +27,9 @@ import { evaluate, type DenialStep as Step, type Operation } from "./permissions
 import { tightestWindow, type RateLimitResult } from "./rate-limiter.js";
 
 const names = { singular: "API key" };
+
+/** Longer than any secret erplink issues (`erpl_` and 49 characters). */
+const MAX_SECRET_LENGTH = 64;
 
 const OPERATIONS: Readonly<Partial<Record<OperationEnum, Operation>>> = {
   [OperationEnum.LIST]: "list",
@@ -116,8 +119,15 @@ export class AuthorizationServiceImpl implements ServiceImpl<typeof Authorizatio
       if (operation === undefined) violations.push({ field: "operation", description: "must be LIST, GET, CREATE, UPDATE or DELETE" });
       if (violations.length > 0) throw validationError(violations);
 
-      // Malformed tokens are refused without a lookup.
-      const key = isWellFormedApiKey(req.apiKey) ? await this.deps.keys.lookup(req.apiKey) : undefined;
+      // A key this process holds is found by the hash of the secret alone,
+      // as on the data path; only a miss pays for the format and checksum
+      // check, and a malformed token is refused without a store lookup.
+      // Nothing longer than a key is hashed.
+      const hash = req.apiKey.length <= MAX_SECRET_LENGTH ? hashApiKey(req.apiKey) : undefined;
+      const key =
+        hash === undefined
+          ? undefined
+          : (this.deps.keys.cached(hash) ?? (isWellFormedApiKey(req.apiKey) ? await this.deps.keys.lookupHash(hash) : undefined));
       if (key === undefined) return deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key");
       if (isExpired(key, this.deps.clock())) {
         return deny(DenialStep.KEY_EXPIRED, "UNAUTHORIZED", "API key expired", key.id);
