@@ -49,6 +49,9 @@ const DROPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   "x-csrf-token",
   "sap-contextid",
   "www-authenticate",
+  // Not a header anyone sends: undici hands it over as an own key, and written
+  // into a plain object it would set that object's prototype, not a header.
+  "__proto__",
 ]);
 
 /**

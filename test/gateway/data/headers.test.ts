@@ -117,4 +117,16 @@ Headers("HTTP2-Settings is left out; a repeated single-value header passes its f
   });
 });
 
+// A back end's `__proto__` header (undici: an own key) was written into a plain object: two values made the
+// answer's headers object inherit from an array, one value was silently ignored. Now it is left out, like any
+// other header erplink never passes, and the object is a plain record.
+Headers("a back end's __proto__ header is left out; the headers stay a plain object with their own keys only", () => {
+  const upstream = JSON.parse('{"__proto__": ["a", "b"], "constructor": "c", "content-type": "text/plain"}') as Record<string, string | string[]>;
+  assert.equal(Object.keys(upstream), ["__proto__", "constructor", "content-type"]);
+  const out = clientResponseHeaders(upstream, ROOT, CLIENT);
+  assert.is(Object.getPrototypeOf(out), Object.prototype);
+  assert.equal(Object.keys(out), ["constructor", "content-type", "content-security-policy", "x-content-type-options"]);
+  assert.is(out.constructor, "c");
+});
+
 Headers.run();
