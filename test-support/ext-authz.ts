@@ -34,7 +34,8 @@ export interface EnvoyRequest {
 
 /** A `CheckRequest` for `r`. */
 export function checkRequest(r: EnvoyRequest): CheckRequest {
-  const headers: Record<string, string> = {};
+  // No prototype: a header named `__proto__` stays a header.
+  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [name, value] of Object.entries(r.headers ?? {})) headers[name.toLowerCase()] = value;
   const body = r.body === undefined ? undefined : Buffer.from(r.body);
   if (body !== undefined && body.length > 0) headers["x-envoy-auth-partial-body"] ??= "false";

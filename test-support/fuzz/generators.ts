@@ -918,6 +918,9 @@ const EXTRA_HEADERS: readonly (readonly [string, string])[] = [
   ["sap-client", "200"],
   ["SAP-Client", "100"],
   ["sap-contextid-accept", "header"],
+  // Named like Object's own properties: a plain object of headers loses or misreads them (Envoy's check did).
+  ["__proto__", "x"],
+  ["constructor", "y"],
 ];
 
 // ---------------------------------------------------------------- URLs in bodies and part URLs

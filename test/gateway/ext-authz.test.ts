@@ -157,6 +157,20 @@ ExtAuthz("allowed: the key and every header the data path would not forward are 
   for (const answer of [d, upsert]) assert.not.ok(/erp-pass|Basic |tok-secret|cookie-secret/.test(JSON.stringify(answer)));
 });
 
+// Red team (session 10): headers named like Object's own properties escaped headers_to_remove: `__proto__` was
+// lost writing the check's headers into a plain object, and `constructor` was taken for a header erplink sets
+// (Object's constructor), so Envoy forwarded both to the back end, which the data path never does.
+ExtAuthz("allowed: client headers named __proto__ and constructor are removed like any other the data path would not forward", async (ctx) => {
+  const d = await check(ctx, {
+    method: "GET",
+    path: `${SALES}/SalesOrders`,
+    headers: JSON.parse(`{"authorization": "Bearer ${ctx.keys.app!.key}", "__proto__": "x", "constructor": "y", "accept": "application/json"}`) as Record<string, string>,
+  });
+  assert.is(d.allowed, true);
+  assert.equal([...d.headersToRemove].sort(), ["__proto__", "authorization", "constructor", "x-envoy-auth-partial-body"]);
+  assert.equal(d.headers, { "sap-client": "100" });
+});
+
 ExtAuthz("denied: 401 with WWW-Authenticate, 403 with the step's message, 429 with Retry-After once the key's budget is spent (shared with the data path), Envoy's request id in the envelope", async (ctx) => {
   const none = await check(ctx, { id: "r-401", method: "GET", path: `${SALES}/SalesOrders` });
   assert.equal([none.allowed, none.status, none.code], [false, 401, Code.Unauthenticated]);

@@ -130,7 +130,8 @@ export function readCheck(http: AttributeContext_HttpRequest | undefined, extens
     );
   }
   const all = headersOf(http);
-  const headers: Record<string, string> = {};
+  // No prototype: a client's `__proto__` or `constructor` header must stay a header (and be removed as one).
+  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [name, value] of all) {
     // Pseudo-headers are Envoy's view of the request line; the marker is Envoy's own.
     if (!name.startsWith(":") && name !== PARTIAL_BODY_HEADER) headers[name] = value;

@@ -257,7 +257,8 @@ async function decide<K extends DataKey>(
   // forward: the data path's own self-check first (the same refusals), then Envoy's request.
   upstreamTarget(admitted, port);
   forwardable(admitted, checked, place);
-  const set: Record<string, string> = {};
+  // No prototype: `set[name]` below must not find Object's `constructor` for a client's header of that name.
+  const set: Record<string, string> = Object.create(null) as Record<string, string>;
   if (admitted.ifMatchStar) set["if-match"] = "*";
   if (admitted.instance.sapClient !== undefined && admitted.instance.sapClient !== "") set["sap-client"] = admitted.instance.sapClient;
   if (checked.injectCredentials) Object.assign(set, await credentials(admitted, resources));
