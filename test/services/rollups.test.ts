@@ -237,6 +237,24 @@ test("buffer: beyond the cap of distinct values per kind in one hour or day, new
   assert.is(first.hours[0]!.totals.n! + second.hours[0]!.totals.n!, 7);
 });
 
+test("buffer: an entry without a valid time does not carry the entries after it out of their hour, batched as one by one", () => {
+  // None is made so (the gateway stamps entries from its clock): the batch's hour must still be each entry's own.
+  const entries = [entry({ timestamp: new Date(Number.NaN) }), entry(), entry({ timestamp: new Date("2026-01-02T05:00:00.000Z") })];
+  const batched = new RollupBuffer("w1");
+  batched.fold(entries);
+  const single = new RollupBuffer("w1");
+  for (const e of entries) single.fold([e]);
+  const counts = (deltas: readonly RollupDelta[]) => deltas.map((d) => [String(d.start.getTime()), d.totals.n]);
+  const a = batched.take();
+  const b = single.take();
+  assert.equal(counts(a.hours), counts(b.hours));
+  assert.equal(counts(a.days), counts(b.days));
+  assert.equal(counts(a.hours).slice(1), [
+    [String(Date.parse("2026-01-02T03:00:00.000Z")), 1],
+    [String(Date.parse("2026-01-02T05:00:00.000Z")), 1],
+  ]);
+});
+
 test("property: batches fold to what the same entries folded one by one do (hostile names, caps, hours and days)", () => {
   // Few values each, so that batches hold entries alike in all but one field; names that run into each other when joined.
   const text = fc.constantFrom("a", "a|b", "b|c", "c", "a\nb", "", "x".repeat(70));
