@@ -267,7 +267,8 @@ export class RollupBuffer {
     for (const e of entries) {
       if (!isDataRequest(e)) continue;
       const t = e.timestamp.getTime();
-      if (hours === undefined || t < hourStart || t >= hourStart + HOUR_MS) {
+      // Written so that a time that is no number (NaN) leaves the hour too, as folding it alone would.
+      if (hours === undefined || !(t >= hourStart && t < hourStart + HOUR_MS)) {
         hourStart = Math.floor(t / HOUR_MS) * HOUR_MS;
         hours = bucketOf(this.hours, hourStart);
         days = bucketOf(this.days, Math.floor(t / DAY_MS) * DAY_MS);

@@ -6,7 +6,8 @@
  * folds entries per hour and day, gives failed batches back, and caps the
  * distinct values of a bucket. Property: folding entries in batches (which
  * sums alike entries first) counts exactly what folding them one by one
- * does, hostile names, capping and hour and day boundaries included.
+ * does, hostile names, capping and hour and day boundaries included; and
+ * the buffer counts for an entry what countersOf and groupCountersOf say.
  */
 import fc from "fast-check";
 import { suite } from "uvu";
@@ -235,6 +236,46 @@ test("buffer: beyond the cap of distinct values per kind in one hour or day, new
   assert.equal([...third.days[0]!.groups.get("instance")!.keys()], [OTHER]);
   // Totals never lose a request.
   assert.is(first.hours[0]!.totals.n! + second.hours[0]!.totals.n!, 7);
+});
+
+test("buffer: an entry without a valid time does not carry the entries after it out of their hour, batched as one by one", () => {
+  // None is made so (the gateway stamps entries from its clock): the batch's hour must still be each entry's own.
+  const entries = [entry({ timestamp: new Date(Number.NaN) }), entry(), entry({ timestamp: new Date("2026-01-02T05:00:00.000Z") })];
+  const batched = new RollupBuffer("w1");
+  batched.fold(entries);
+  const single = new RollupBuffer("w1");
+  for (const e of entries) single.fold([e]);
+  const counts = (deltas: readonly RollupDelta[]) => deltas.map((d) => [String(d.start.getTime()), d.totals.n]);
+  const a = batched.take();
+  const b = single.take();
+  assert.equal(counts(a.hours), counts(b.hours));
+  assert.equal(counts(a.days), counts(b.days));
+  assert.equal(counts(a.hours).slice(1), [
+    [String(Date.parse("2026-01-02T03:00:00.000Z")), 1],
+    [String(Date.parse("2026-01-02T05:00:00.000Z")), 1],
+  ]);
+});
+
+test("property: the buffer counts for one entry what countersOf and groupCountersOf say (fold counts in place, apart from them)", () => {
+  const anEntry = fc.record({
+    status: fc.constantFrom(200, 304, 400, 401, 403, 404, 429, 500, 502, 504),
+    upstreamStatus: fc.constantFrom(0, 200, 304, 404, 500, 503),
+    denialStep: fc.constantFrom("", "ENTITY", "KEY_INVALID", "RATE_LIMITED", "bad step"),
+    upstreamDurationMs: fc.oneof(fc.constantFrom(...LATENCY_BOUNDS_MS), fc.integer({ min: 0, max: 40_000_000 }).map((n) => n / 1000)),
+  });
+  fc.assert(
+    fc.property(anEntry, (fields) => {
+      const e = entry(fields);
+      const buffer = new RollupBuffer("w1");
+      buffer.fold([e]);
+      const { hours, days } = buffer.take();
+      for (const d of [hours[0]!, days[0]!]) {
+        assert.equal(d.totals, countersOf(e));
+        for (const [kind, values] of d.groups) for (const [value, c] of values) assert.equal(c, groupCountersOf(e), `${kind} ${value}`);
+      }
+    }),
+    { seed: fuzzSeed(), numRuns: 200 },
+  );
 });
 
 test("property: batches fold to what the same entries folded one by one do (hostile names, caps, hours and days)", () => {

@@ -131,6 +131,13 @@ export async function registerRpc(app: FastifyInstance, options: RpcOptions): Pr
   return { health };
 }
 
+/** Copies the headers hooks set (request id, CORS), which live on the reply until it is sent, to the raw response. */
+function copyHeaders(reply: FastifyReply): void {
+  for (const [key, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) reply.raw.setHeader(key, value);
+  }
+}
+
 function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, options: RpcOptions): void {
   const handle = withGrpcWebText(uHandler);
   const kindOf = (req: FastifyRequest) =>
@@ -147,10 +154,7 @@ function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, opt
       } else {
         uRes = await handle(uReq);
       }
-      // Headers set by hooks (request id, CORS) live on the reply until sent: copy them to the raw response.
-      for (const [key, value] of Object.entries(reply.getHeaders())) {
-        if (value !== undefined) reply.raw.setHeader(key, value);
-      }
+      copyHeaders(reply);
       await universalResponseToNodeResponse(uRes, reply.raw);
     } catch (err) {
       if (ConnectError.from(err).code === Code.Aborted) return;
@@ -164,6 +168,8 @@ function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, opt
       const internal = new ConnectError("internal error", Code.Internal);
       if (kind === undefined) return options.sendError(reply, req, fromConnectError(internal));
       try {
+        // The request id with it, to find the logged error; CORS, for a browser to read it.
+        copyHeaders(reply);
         await universalResponseToNodeResponse(errorResponse(kind, internal), reply.raw);
       } catch {
         // The client went away meanwhile.

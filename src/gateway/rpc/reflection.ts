@@ -41,28 +41,44 @@ export interface Reflection {
    * otherwise hold the server's close until its shutdown timeout.
    */
   shutdown(): void;
+  /** How many streams are open (each ends with its client, its error or shutdown). */
+  openStreams(): number;
+}
+
+/** The reflection streams open now, and whether {@link Reflection.shutdown} was called. */
+interface OpenStreams {
+  stopped: boolean;
+  /** Each open stream's end. */
+  readonly ends: Set<() => void>;
 }
 
 /**
- * The requests of a stream until `signal` aborts: then it ends, whether or
- * not the client still sends. Its listener goes with the stream.
+ * The requests of a stream until shutdown: then it ends, whether or not the
+ * client still sends. Each stream registers its own end, as health's Watch
+ * streams do, rather than listening on one shared AbortSignal (which warns
+ * past 10 listeners: more than 10 open streams are ordinary). Each wait gets
+ * its own promise: racing every next() against one promise that settles only
+ * at shutdown would add a reaction to it per request, each holding that
+ * request, for as long as the stream is open (reflection is unauthenticated).
  */
-async function* untilAborted<T>(requests: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
+async function* untilShutdown<T>(requests: AsyncIterable<T>, open: OpenStreams): AsyncGenerator<T> {
+  if (open.stopped) return;
   const it = requests[Symbol.asyncIterator]();
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<IteratorResult<T>>((resolve) => {
-    onAbort = () => resolve({ done: true, value: undefined });
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
+  let wake: ((result: IteratorResult<T>) => void) | undefined;
+  const end = () => wake?.({ done: true, value: undefined });
+  open.ends.add(end);
   try {
     for (;;) {
-      const next = await Promise.race([it.next(), aborted]);
-      if (next.done === true) return;
+      const next = await new Promise<IteratorResult<T>>((resolve, reject) => {
+        wake = resolve;
+        it.next().then(resolve, reject);
+      });
+      wake = undefined;
+      if (next.done === true || open.stopped) return;
       yield next.value;
     }
   } finally {
-    signal.removeEventListener("abort", onAbort!);
+    open.ends.delete(end);
   }
 }
 
@@ -211,14 +227,18 @@ export function createReflection(options: ReflectionOptions): Reflection {
     if (cached?.key !== key) cached = { key, index: buildIndex(services, options.extraFiles) };
     return cached.index;
   };
-  const stopping = new AbortController();
+  const open: OpenStreams = { stopped: false, ends: new Set() };
   return {
-    shutdown: () => stopping.abort(),
+    shutdown() {
+      open.stopped = true;
+      for (const end of open.ends) end();
+    },
+    openStreams: () => open.ends.size,
     v1: {
       async *serverReflectionInfo(requests) {
         const ix = index();
         const sent = new Set<string>();
-        for await (const req of untilAborted(requests, stopping.signal)) {
+        for await (const req of untilShutdown(requests, open)) {
           yield create(ResponseV1, { validHost: req.host, originalRequest: req, messageResponse: answer(ix, req, sent) });
         }
       },
@@ -227,7 +247,7 @@ export function createReflection(options: ReflectionOptions): Reflection {
       async *serverReflectionInfo(requests) {
         const ix = index();
         const sent = new Set<string>();
-        for await (const req of untilAborted(requests, stopping.signal)) {
+        for await (const req of untilShutdown(requests, open)) {
           yield create(ResponseV1alpha, { validHost: req.host, originalRequest: req, messageResponse: answer(ix, req, sent) });
         }
       },

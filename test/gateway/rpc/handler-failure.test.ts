@@ -65,4 +65,36 @@ test("is logged, and the call answered internal in its protocol (Connect, gRPC-W
   assert.equal(logged, ["RPC handler failed", "RPC handler failed"]);
 });
 
+test("its internal answer carries the headers hooks set (request id, CORS), as every other RPC answer does", async () => {
+  const app = Fastify({ logger: false, genReqId: () => "req_failing" });
+  app.addHook("onRequest", (req, reply, done) => {
+    reply.header("x-request-id", req.id);
+    done();
+  });
+  await registerRpc(app, {
+    routes: (router: ConnectRouter) => void (router.handlers as UniversalHandler[]).push(failingHandler()),
+    interceptors: [],
+    readMaxBytes: 1 << 20,
+    ready: async () => {},
+    corsOrigins: ["https://app.example"],
+    sendError: (reply, _req, e) => reply.code(e.status).send({ error: { code: e.code, message: e.message } }),
+  });
+  try {
+    const web = await app.inject({
+      method: "POST",
+      url: AUTHORIZE,
+      headers: { "content-type": "application/grpc-web+proto", origin: "https://app.example" },
+      payload: Buffer.alloc(5),
+    });
+    assert.is(web.headers["grpc-status"], "13");
+    assert.is(web.headers["x-request-id"], "req_failing");
+    assert.is(web.headers["access-control-allow-origin"], "https://app.example");
+    const connect = await app.inject({ method: "POST", url: AUTHORIZE, headers: { "content-type": "application/json" }, payload: "{}" });
+    assert.is(connect.statusCode, 500);
+    assert.is(connect.headers["x-request-id"], "req_failing");
+  } finally {
+    await app.close();
+  }
+});
+
 test.run();

@@ -2,11 +2,18 @@
  * gRPC server reflection (v1 and v1alpha) over an in-process Connect
  * transport: what grpcurl asks (list, file by symbol, by name, extensions)
  * and that the descriptors it gets back are complete enough to rebuild every
- * served service, its messages and the error detail types.
+ * served service, its messages and the error detail types; that shutdown
+ * ends open streams, that a stream ended any way is no longer counted open,
+ * and that an open stream holds none of the requests it answered.
  */
-import { create, createFileRegistry, fromBinary, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, createFileRegistry, fromBinary, toBinary, type DescService, type MessageInitShape } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Http2SessionManager, connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { SystemService } from "../../../src/gen/erplink/admin/v1/system_pb.js";
@@ -17,10 +24,15 @@ import { file_google_rpc_status } from "../../../src/gen/google/rpc/status_pb.js
 import {
   ServerReflection,
   ServerReflectionRequestSchema,
+  type ServerReflectionRequest,
   type ServerReflectionResponse,
 } from "../../../src/gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionAlpha } from "../../../src/gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createReflection } from "../../../src/gateway/rpc/reflection.js";
+
+setFlagsFromString("--expose-gc");
+/** A full garbage collection (the flag set above holds for functions made after it). */
+const collectGarbage = runInNewContext("gc") as () => void;
 
 const test = suite("gRPC server reflection");
 
@@ -235,6 +247,121 @@ test("shutdown ends open streams (status OK, after the answers given) and stream
   assert.is(ended, "ended");
   assert.equal(answers.sort(), ["alpha listServicesResponse", "listServicesResponse"]);
   assert.equal(await exchange([{ messageRequest: { case: "listServices", value: "" } }], t), []);
+});
+
+test("a long-lived stream keeps none of the requests it answered (reflection is unauthenticated: one stream must not grow the heap per message)", async () => {
+  const reflection = createReflection({ services: () => SERVICES, extraFiles: [] });
+  const requests: WeakRef<object>[] = [];
+  async function* many() {
+    for (let i = 0; i < 50; i++) {
+      const req = create(ServerReflectionRequestSchema, { host: `h${i}`, messageRequest: { case: "listServices", value: "" } });
+      requests.push(new WeakRef(req));
+      yield req;
+    }
+    // An idle client from then on: the stream stays open.
+    await new Promise(() => {});
+  }
+  const stream = reflection.v1.serverReflectionInfo(many(), undefined as never) as AsyncGenerator<ServerReflectionResponse>;
+  for (let i = 0; i < 50; i++) await stream.next();
+  // The answers went out (and were dropped); the stream waits for the next request.
+  const pending = stream.next();
+  for (let i = 0; i < 2; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    collectGarbage();
+  }
+  // The last may live on in a suspended generator's frame (the client's, or the handler's loop variable).
+  assert.is(requests.slice(0, -1).filter((r) => r.deref() !== undefined).length, 0, "requests answered are still held");
+  reflection.shutdown();
+  assert.equal(await pending, { done: true, value: undefined });
+});
+
+test("many streams open at once (more than an EventTarget's 10 listeners) raise no process warning, and shutdown ends them all", async () => {
+  const reflection = createReflection({ services: () => SERVICES, extraFiles: [] });
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+  process.on("warning", onWarning);
+  try {
+    async function* idle() {
+      yield create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } });
+      await new Promise(() => {});
+    }
+    const streams = Array.from({ length: 20 }, () => reflection.v1.serverReflectionInfo(idle(), undefined as never) as AsyncGenerator<ServerReflectionResponse>);
+    for (const s of streams) assert.is((await s.next()).done, false);
+    const pending = streams.map((s) => s.next());
+    await new Promise((r) => setTimeout(r, 20));
+    assert.is(reflection.openStreams(), 20);
+    reflection.shutdown();
+    assert.equal((await Promise.all(pending)).map((r) => r.done), streams.map(() => true));
+    assert.is(reflection.openStreams(), 0);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(warnings, []);
+  } finally {
+    process.off("warning", onWarning);
+  }
+});
+
+test("over HTTP/2, a stream ended any way is no longer open (client half-close, server error, client cancel, reset); after shutdown one ends at once", async () => {
+  const reflection = createReflection({ services: () => SERVICES, extraFiles: [] });
+  const server = http2.createServer(connectNodeAdapter({ routes: (router) => router.service(ServerReflection, reflection.v1) }));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const sessions = new Http2SessionManager(baseUrl);
+  const client = createClient(ServerReflection, createGrpcTransport({ baseUrl, sessionManager: sessions }));
+  const raw = http2.connect(baseUrl);
+  const list = () => create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } });
+  async function* idle() {
+    yield list();
+    await new Promise(() => {});
+  }
+  const settle = () => new Promise((r) => setTimeout(r, 50));
+  /** The answers' cases, then the error's code if the call failed. */
+  const answers = async (requests: AsyncIterable<ServerReflectionRequest>, signal?: AbortSignal) => {
+    const cases: string[] = [];
+    try {
+      for await (const res of client.serverReflectionInfo(requests, { signal })) cases.push(res.messageResponse.case ?? "");
+    } catch (err) {
+      cases.push(Code[ConnectError.from(err).code]!);
+    }
+    return cases;
+  };
+  try {
+    for (let i = 0; i < 12; i++) {
+      assert.equal(await answers((async function* () { yield list(); })()), ["listServicesResponse"], "half-close");
+      async function* naming() {
+        yield create(ServerReflectionRequestSchema, {});
+        await new Promise(() => {});
+      }
+      assert.equal(await answers(naming()), ["InvalidArgument"], "server error");
+      const cancel = new AbortController();
+      const cancelled = answers(idle(), cancel.signal);
+      await settle();
+      cancel.abort();
+      assert.equal(await cancelled, ["listServicesResponse", "Canceled"], "client cancel");
+      // Reset (CANCEL) after the first answer, the request side never ended.
+      const message = toBinary(ServerReflectionRequestSchema, list());
+      const frame = Buffer.alloc(5 + message.length);
+      frame.writeUInt32BE(message.length, 1);
+      frame.set(message, 5);
+      const stream = raw.request({ ":method": "POST", ":path": `/${ServerReflection.typeName}/ServerReflectionInfo`, "content-type": "application/grpc", te: "trailers" });
+      stream.write(frame);
+      await new Promise<void>((resolve) => stream.once("data", () => resolve()));
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+    }
+    await settle();
+    assert.is(reflection.openStreams(), 0);
+    const open = Array.from({ length: 12 }, () => answers(idle()));
+    await settle();
+    assert.is(reflection.openStreams(), 12);
+    reflection.shutdown();
+    assert.equal(await Promise.all(open), open.map(() => ["listServicesResponse"]));
+    assert.is(reflection.openStreams(), 0);
+    assert.equal(await answers(idle()), []);
+    assert.is(reflection.openStreams(), 0);
+  } finally {
+    raw.close();
+    sessions.abort();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
 
 test.run();
