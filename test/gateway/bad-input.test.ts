@@ -54,6 +54,14 @@ Bad("malformed JSON is 400", async (ctx) => {
   await assertNothingWritten(ctx);
 });
 
+Bad("a body with a member named __proto__ (or constructor.prototype) is 400 (Fastify's parser refuses it, with its message for any unparsable body)", async (ctx) => {
+  for (const body of ['{"name": "x", "__proto__": {"admin": true}}', '{"name": "x", "constructor": {"prototype": {"admin": true}}}']) {
+    const res = await raw(ctx.world, "POST", "/admin/systems", body);
+    assertError(res, 400, "VALIDATION_ERROR", "request body is not valid JSON");
+  }
+  await assertNothingWritten(ctx);
+});
+
 Bad("an empty JSON body is 400", async (ctx) => {
   const res = await raw(ctx.world, "POST", "/admin/systems", "");
   assertError(res, 400, "VALIDATION_ERROR", "request body is empty; send a JSON object");
