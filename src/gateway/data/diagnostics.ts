@@ -124,8 +124,9 @@ function refusalOf(err: unknown): GatewayError {
 async function explain<K extends DataKey>(input: ExplainInput<K>, options: DiagnosticsOptions<K>, publicUrl: URL | undefined): Promise<Explanation> {
   const { port, resources } = options;
   const target = originForm(input, publicUrl);
-  const q = target.indexOf("?");
-  const segments = (q < 0 ? target : target.slice(0, q)).split("/");
+  // The path the router reads: up to the first `?` or `#` (find-my-way's sanitizeUrlPath).
+  const routed = /^[^?#]*/.exec(target)![0];
+  const segments = routed.split("/");
   const [instanceRaw = "", serviceRaw = ""] = segments.slice(2, 4);
   if (serviceRaw === "") throw invalid("url", "must name a service: /odata/<instance>/<service>/…");
   const out = create(ExplanationSchema, {
@@ -137,10 +138,10 @@ async function explain<K extends DataKey>(input: ExplainInput<K>, options: Diagn
   const refuse = (e: GatewayError, step: string): Explanation =>
     Object.assign(out, { allowed: false, status: e.status, code: e.code, message: e.message, denialStep: step });
 
-  // The router decodes the whole path once; a path that is not valid percent-encoding is refused before any stage.
+  // The router decodes that path once; one that is not valid percent-encoding is refused before any stage.
   const instanceName = decodeSegment(instanceRaw);
   const serviceName = decodeSegment(serviceRaw);
-  if (decodeSegment(q < 0 ? target : target.slice(0, q)) === undefined || instanceName === undefined || serviceName === undefined) {
+  if (decodeSegment(routed) === undefined || instanceName === undefined || serviceName === undefined) {
     return refuse(new GatewayError(400, "the request path is not valid percent-encoding"), "");
   }
   if (instanceName !== input.instance) throw invalid("url", `names instance '${instanceName}', not '${input.instance}'`);

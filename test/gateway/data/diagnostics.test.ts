@@ -84,6 +84,18 @@ Diag("explain gives exactly the data path's decision on every case of the data p
   assert.ok(forwarded >= 15 && refused >= 50, `both outcomes are covered (${forwarded} forwarded, ${refused} refused)`);
 });
 
+// Explain differential (seed 112510): the router reads the path up to the first `?` or `#`; explain checked
+// the percent-encoding up to `?` only, and refused a malformed escape after a `#` as the router would, where the
+// data path's analyzer answered it with its own message.
+Diag("a malformed escape after a '#' in the target: explain answers as the data path does (its analyzer, not the router)", async (ctx) => {
+  const c: Case = { key: "reader", method: "GET", url: `${SALES}/SalesOrders('a#%2e%2.')` };
+  const { res } = await send(ctx, c, "diff-fragment");
+  const ex = await explain(ctx, c);
+  assert.is(res.status, 400);
+  assert.match(JSON.parse(res.body).error.message, /^malformed percent-encoding in path segment/);
+  assert.equal([ex.allowed, ex.status, ex.code, ex.message], [false, 400, "VALIDATION_ERROR", JSON.parse(res.body).error.message]);
+});
+
 Diag("explaining forwards nothing, counts nothing and writes no data-request log entry", async (ctx) => {
   const app = ctx.world.app;
   const limited = json(
