@@ -177,6 +177,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 function requestIdOf(incoming: string | string[] | undefined): string {
   return typeof incoming === "string" && REQUEST_ID.test(incoming) ? incoming : `req_${randomUUID()}`;
 }
+
 /** Longest path parameter the router takes; longer ones are 414 `URI_TOO_LONG`. */
 const MAX_PARAM_LENGTH = 256;
 /** Most field details one error lists (as the services do). */

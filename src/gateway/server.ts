@@ -27,7 +27,6 @@ export interface DualProtocolServerOptions {
   readonly http2SessionTimeoutMs: number;
 }
 
-
 /**
  * Offered every HTTP/2 request before the gateway's handler: returns true if
  * it took the request (and answers it), false to leave it to the gateway.
