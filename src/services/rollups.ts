@@ -107,15 +107,9 @@ export function latencyBucket(ms: number): number {
 
 /** The counters one request adds. */
 export function countersOf(e: RollupEntry): Record<string, number> {
-  const { outcome, step } = outcomeOf(e);
-  const c: Record<string, number> = { [COUNTERS.requests]: 1, [OUTCOME_COUNTERS[outcome]]: 1 };
-  if (step !== "") c[`${DENIED_STEP_PREFIX}${step}`] = 1;
-  if (e.upstreamStatus > 0) {
-    c[COUNTERS.latencyCount] = 1;
-    c[COUNTERS.latencySumMs] = e.upstreamDurationMs;
-    c[latencyCounter(latencyBucket(e.upstreamDurationMs))] = 1;
-  }
-  return c;
+  const c = new Map<string, number>();
+  addEntry(c, outcomeOf(e), e, true);
+  return Object.fromEntries(c);
 }
 
 /**
@@ -124,13 +118,10 @@ export function countersOf(e: RollupEntry): Record<string, number> {
  * which would make the group rollups several times larger.
  */
 export function groupCountersOf(e: RollupEntry): Record<string, number> {
-  const c = countersOf(e);
-  for (const name of Object.keys(c)) if (LATENCY_COUNTER.test(name)) delete c[name];
-  return c;
+  const c = new Map<string, number>();
+  addEntry(c, outcomeOf(e), e, false);
+  return Object.fromEntries(c);
 }
-
-/** The latency bucket counters (`l0` … `l12`), which groups do not keep. */
-const LATENCY_COUNTER = /^l[0-9]+$/;
 
 /** Names as the request log's filters accept them; anything else counts as {@link OTHER}. */
 const WELL_FORMED: Readonly<Record<Exclude<GroupKind, "outcome">, RegExp>> = {
@@ -182,23 +173,20 @@ function add(into: Map<string, number> | Record<string, number>, name: string, n
 /** The latency bucket counters' names, by bucket. */
 const LATENCY_COUNTERS: readonly string[] = Array.from({ length: LATENCY_BOUNDS_MS.length + 1 }, (_, i) => latencyCounter(i));
 
-function increment(into: Map<string, number>, name: string, n: number): void {
-  into.set(name, (into.get(name) ?? 0) + n);
-}
-
 /**
- * Adds what {@link countersOf} counts for an entry into `into`, in its
- * order, without making the counters; `histogram: false` leaves out the
- * latency buckets, as {@link groupCountersOf} does.
+ * Adds the counters of one request into `into` (the one definition of what a
+ * request counts: {@link countersOf} and the buffer's in-place folding both
+ * use it); `histogram: false` leaves out the latency buckets, which groups do
+ * not keep.
  */
 function addEntry(into: Map<string, number>, o: ReturnType<typeof outcomeOf>, e: RollupEntry, histogram: boolean): void {
-  increment(into, COUNTERS.requests, 1);
-  increment(into, OUTCOME_COUNTERS[o.outcome], 1);
-  if (o.step !== "") increment(into, `${DENIED_STEP_PREFIX}${o.step}`, 1);
+  add(into, COUNTERS.requests, 1);
+  add(into, OUTCOME_COUNTERS[o.outcome], 1);
+  if (o.step !== "") add(into, `${DENIED_STEP_PREFIX}${o.step}`, 1);
   if (e.upstreamStatus > 0) {
-    increment(into, COUNTERS.latencyCount, 1);
-    increment(into, COUNTERS.latencySumMs, e.upstreamDurationMs);
-    if (histogram) increment(into, LATENCY_COUNTERS[latencyBucket(e.upstreamDurationMs)]!, 1);
+    add(into, COUNTERS.latencyCount, 1);
+    add(into, COUNTERS.latencySumMs, e.upstreamDurationMs);
+    if (histogram) add(into, LATENCY_COUNTERS[latencyBucket(e.upstreamDurationMs)]!, 1);
   }
 }
 
