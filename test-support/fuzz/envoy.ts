@@ -156,7 +156,8 @@ export function envoyCheckRequest(
     partial = length !== wire.body.length ? "true" : "false";
   }
   const authority = lines.find(([n]) => n === ":authority")![1];
-  const headers: Record<string, string> = {};
+  // No prototype: Envoy's map holds a `__proto__` or `constructor` header as any other.
+  const headers: Record<string, string> = Object.create(null) as Record<string, string>;
   let headerMap: { key: string; raw: Buffer }[] | undefined;
   if (setup.rawHeaders) {
     headerMap = lines.map(([key, value]) => ({ key, raw: Buffer.from(value, "latin1") }));
