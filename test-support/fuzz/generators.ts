@@ -64,7 +64,8 @@ export function snippets(u: Universe): string[] {
   const { sets, navs, roots } = aims(u);
   const out: string[] = [];
   for (const s of sets) {
-    out.push(`\\..\\${s}#`, `\\..\\${s}`, `/../${s}`, `%2F..%2F${s}`, `%5C..%5C${s}`, `/..%2F${s}`, `#/../${s}`, `%2e%2e/${s}`, `..%5C${s}%23`);
+    // `$id` names an entity (of any set) outside the path: only a `$ref` delete may carry it.
+    out.push(`&$id=${s}(1)`, `?id=${s}('x')`, `\\..\\${s}#`, `\\..\\${s}`, `/../${s}`, `%2F..%2F${s}`, `%5C..%5C${s}`, `/..%2F${s}`, `#/../${s}`, `%2e%2e/${s}`, `..%5C${s}%23`);
     for (const r of roots) out.push(`\\..\\..\\${r}\\${s}#`, `%5C..%5C..%5C${r}%5C${s}%23`, `/../../${r}/${s}`, `%2F..%2F..%2F${r}%2F${s}`);
   }
   for (const n of navs) {

@@ -428,6 +428,8 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
   }
   const ctx: QueryContext = { model, aliases: query.aliases, accesses, work: 0, applied: new Set() };
   applyOptions(ctx, scope, query.options);
+  const id = query.options.get("id");
+  if (id !== undefined) idOption(id, state, method, input, accesses);
   // Aliases used by keys and function parameters in the path are expressions too.
   for (const alias of aliasesIn(segments.join("/"))) scanAliasValue(ctx, scope, alias);
 
@@ -596,6 +598,31 @@ function walkReference(path: string, model: ServiceModel | undefined, entityStep
   const state = walkPath(segments, model, entityStep, reason);
   if (state.tail !== undefined || state.property || state.shape !== "entity") invalid(`'${excerpt(path)}' does not address one entity`);
   return state.hops;
+}
+
+/**
+ * `$id`: the entity whose link a `DELETE` of a collection-valued
+ * navigation's `$ref` removes. It means nothing on any other request
+ * (`$entity` is refused), so there it is refused: a back end that honoured it
+ * would read an entity nobody authorized. The entity it names is read, as a
+ * body reference is (`get` on every entity set its path passes); an absolute
+ * URL or path must lie below the service root, a `$<Content-ID>` refer to an
+ * earlier part of the batch (`resolveReference`).
+ */
+function idOption(value: string, state: PathState, method: string, input: RequestInput, accesses: AccessList): void {
+  if (method !== "DELETE" || state.tail?.kind !== "ref" || state.shape !== "collection") {
+    denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref");
+  }
+  let path = value;
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(value) || value.startsWith("/") || value.startsWith("$")) {
+    const resolved = input.resolveReference?.(value);
+    if (resolved === undefined) {
+      denied(`'${excerpt(value)}' in $id ${value.startsWith("$") ? "does not refer to an earlier request of this batch" : "leaves the service root"}`);
+    }
+    path = resolved.startsWith("/") ? resolved.slice(1) : resolved;
+  }
+  if (path.includes("?") || path.includes("#")) invalid(`'${excerpt(value)}' in $id must not have a query or fragment`);
+  for (const entitySet of walkReference(path, input.model, input.entityStep, "$id")) accesses.add(entitySet, "get", "$id");
 }
 
 /** See `entityPath` in {@link Analysis}. */

@@ -193,6 +193,20 @@ Fwd("regression (option names the back end normalizes): names that are not plain
   );
 });
 
+// Red team 12: $id was a system option accepted on any request and never analyzed: `GET /SalesOrders?$id=Products(1)`
+// was authorized as a list of SalesOrders and forwarded with an $id naming an entity the key may not read (the
+// forwarding fuzzer's oracle reads it as a read of Products under every reading). It is refused but on the DELETE
+// of a collection's $ref, where the entity it names is authorized as read (test/gateway/odata/request.test.ts).
+Fwd("regression (red team 12): $id is refused outside the DELETE of a collection's $ref, in any spelling; nothing is forwarded", async (ctx) => {
+  const message = "$id is only allowed on a DELETE of a collection-valued navigation's $ref";
+  for (const query of ["$id=Products(1)", "ID=Products(1)", "%24id=Products('P1')", "$id=SalesOrders(2)"]) {
+    assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?${query} HTTP/1.1`), 403, "FORBIDDEN", message);
+    assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders(1)?${query} HTTP/1.1`), 403, "FORBIDDEN", message);
+  }
+  assertEnvelope(await raw(ctx, `DELETE ${SALES}/SalesOrders(1)?$id=Products(1) HTTP/1.1`), 403, "FORBIDDEN", message);
+  assert.is(ctx.seen.length, 0, "nothing reached the back end");
+});
+
 Fwd("regression (option names the back end normalizes): in $batch part URLs too, multipart and JSON", async (ctx) => {
   const part = (url: string) =>
     ["--b", "Content-Type: application/http", "", `GET ${url} HTTP/1.1`, "", "", "--b--", ""].join("\r\n");

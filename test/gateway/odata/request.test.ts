@@ -441,6 +441,36 @@ table("request: navigation in the path", [
     expect: ok("PUT", acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "update", "link change"), acc("Customers", "get", "link target")),
   },
   { model: "v4", method: "POST", path: "/SalesOrders/$ref", expect: invalid("a link can only be changed through a navigation property") },
+  // Red team (session 12): $id was accepted as a system option on any request and never analyzed, so
+  // `GET /Orders?$id=Products('x')` was authorized as a list of Orders and forwarded with the $id, which names
+  // an entity of another set. It means something only on the DELETE of a collection's $ref (the link removed),
+  // where the entity it names is read like a body reference; elsewhere it is refused.
+  { model: "v4", path: "/SalesOrders", query: "$id=Products(1)", expect: denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref") },
+  { model: "v4", path: "/SalesOrders(1)", query: "$id=Products(1)", expect: denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref") },
+  { model: "v4", method: "DELETE", path: "/Customers('A')/Orders(1)/$ref", query: "$id=Products(1)", expect: denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref") },
+  {
+    model: "v4",
+    method: "DELETE",
+    path: "/Customers('A')/Orders/$ref",
+    query: "$id=Products(1)",
+    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "get", "link target"), acc("Products", "get", "$id")),
+  },
+  {
+    model: "v4",
+    method: "DELETE",
+    path: "/Customers('A')/Orders/$ref",
+    query: "$id=Products(2)/Category",
+    expect: ok(
+      "DELETE",
+      acc("Customers", "get", SOURCE),
+      acc("Customers", "update", "link change"),
+      acc("SalesOrders", "get", "link target"),
+      acc("Products", "get", "$id"),
+      acc("Categories", "get", "$id"),
+    ),
+  },
+  { model: "v4", method: "DELETE", path: "/Customers('A')/Orders/$ref", query: "$id=../../Products(1)", expect: invalid("dot segments are not allowed in the path") },
+  { model: "v4", method: "DELETE", path: "/Customers('A')/Orders/$ref", query: "$id=Products", expect: invalid("'Products' does not address one entity") },
   {
     model: "v2",
     path: "/SalesOrderSet('1')/ToItems",
