@@ -118,19 +118,18 @@ export function createRpcMetricsInterceptor(metrics: RpcMetrics): Interceptor {
     const started = performance.now();
     const service = req.service.typeName;
     const method = req.method.name;
-    const done = (code: string) => metrics.call(service, method, code, (performance.now() - started) / 1000);
     let res;
     try {
       res = await next(req);
     } catch (err) {
-      done(codeName(err));
+      metrics.call(service, method, codeName(err), (performance.now() - started) / 1000);
       throw err;
     }
     if (!res.stream) {
-      done("ok");
+      metrics.call(service, method, "ok", (performance.now() - started) / 1000);
       return res;
     }
-    return { ...res, message: observed(res.message, done) };
+    return { ...res, message: observed(res.message, (code) => metrics.call(service, method, code, (performance.now() - started) / 1000)) };
   };
 }
 

@@ -25,8 +25,8 @@ export interface UpstreamInstance {
   readonly name: string;
   /** The back end's OData root, without a trailing `/`. */
   readonly baseUrl: string;
-  /** Path of a service under `baseUrl` (its name unless the instance maps it). */
-  servicePath(service: string): string;
+  /** Path of a service under `baseUrl` (its name unless the instance maps it); a function property, callable unbound. */
+  readonly servicePath: (service: string) => string;
   /** The back-end credentials, secrets opened. */
   readonly credentials: BackendCredentials;
   /**

@@ -95,6 +95,15 @@ interface Local {
 /** Subjects whose window definitions are kept for reuse (see `RateLimiter.windows`). */
 const MAX_CACHED_SUBJECTS = 10_000;
 
+/** The start (s since the epoch) of the window of `seconds` holding `nowMs`. */
+function windowStart(nowMs: number, seconds: number): number {
+  return Math.floor(nowMs / 1000 / seconds) * seconds;
+}
+
+function windowDef(subject: string, name: "minute" | "day", limit: number, start: number, seconds: number): WindowDef {
+  return { name, limit, seconds, id: `${subject}|${name}|${start}|${seconds}`, end: new Date((start + seconds) * 1000) };
+}
+
 /** Rate limiter over the store's windows. */
 export class RateLimiter {
   private readonly locals = new Map<string, Local>();
@@ -114,25 +123,15 @@ export class RateLimiter {
   private readonly defsBySubject = new Map<string, { readonly limits: Limits; readonly minute: number; readonly day: number; readonly defs: readonly WindowDef[] }>();
 
   private windows(subject: string, limits: Limits, now: Date): readonly WindowDef[] {
-    const startOf = (seconds: number) => Math.floor(now.getTime() / 1000 / seconds) * seconds;
-    const minute = startOf(60);
-    const day = startOf(86_400);
+    // Module functions, not arrows bound here: tsx's keepNames would rename them on every call (see src/gateway/data/analyze.ts).
+    const nowMs = now.getTime();
+    const minute = windowStart(nowMs, 60);
+    const day = windowStart(nowMs, 86_400);
     const hit = this.defsBySubject.get(subject);
     if (hit !== undefined && hit.minute === minute && hit.day === day && hit.limits.perMinute === limits.perMinute && hit.limits.perDay === limits.perDay) return hit.defs;
     const defs: WindowDef[] = [];
-    const add = (name: "minute" | "day", limit: number | undefined, seconds: number) => {
-      if (limit === undefined) return;
-      const start = startOf(seconds);
-      defs.push({
-        name,
-        limit,
-        seconds,
-        id: `${subject}|${name}|${start}|${seconds}`,
-        end: new Date((start + seconds) * 1000),
-      });
-    };
-    add("minute", limits.perMinute, 60);
-    add("day", limits.perDay, 86_400);
+    if (limits.perMinute !== undefined) defs.push(windowDef(subject, "minute", limits.perMinute, minute, 60));
+    if (limits.perDay !== undefined) defs.push(windowDef(subject, "day", limits.perDay, day, 86_400));
     if (this.defsBySubject.size >= MAX_CACHED_SUBJECTS) this.defsBySubject.clear();
     this.defsBySubject.set(subject, { limits: { perMinute: limits.perMinute, perDay: limits.perDay }, minute, day, defs });
     return defs;

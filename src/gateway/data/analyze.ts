@@ -65,9 +65,10 @@ export async function analyze<K extends DataKey>(
   const model = isServiceRoot ? undefined : await metadata.model(r.instance, r.root);
   const isBatch = /^\/?\$batch$/.test(r.rawPath);
   const analyzedBody = isBatch ? undefined : bodyOf(raw, contentType);
-  const resolveReference = (url: string) => bodyUrlRelative(url, r.client.path);
+  // Closures made per request come from helpers (see `referenceResolverOf`).
+  const resolveReference = referenceResolverOf(r.client.path);
   const decide = decisionOf(r, port);
-  const mayCreate = (entity: string) => decide(entity, "create").allowed;
+  const mayCreate = mayCreateOf(decide);
   const entityStep = entityStepOf(decide);
   const cacheKey =
     analyses === undefined || model === undefined || declared || isBatch
@@ -167,6 +168,22 @@ function canonical(s: Shared, v: Omit<CanonicalRequest, keyof Shared>): Canonica
     model: s.model,
     cached: v.cached,
   };
+}
+
+/**
+ * Resolves a body's reference against where the client addressed the service.
+ * A closure returned by a helper rather than an arrow bound to a `const` in
+ * the request's function: tsx compiles with esbuild's `keepNames`, which
+ * renames every such arrow (an `Object.defineProperty`) each time it is
+ * made, about 0.5 µs a closure (issue #14).
+ */
+function referenceResolverOf(clientPath: string): (url: string) => string | undefined {
+  return (url) => bodyUrlRelative(url, clientPath);
+}
+
+/** Whether the key may create in an entity set (`$batch` asks, for an upsert); see `referenceResolverOf` for why a helper. */
+function mayCreateOf(decide: (entity: string, operation: "create") => Decision): (entity: string) => boolean {
+  return (entity) => decide(entity, "create").allowed;
 }
 
 /** The key's entity step, from its decisions: the instance and service steps have passed, so only the entity step is operation-free. */

@@ -93,19 +93,21 @@ function decodeSegment(raw: string): string | undefined {
 /** The request's headers: from `headers`, or from `header_map` when Envoy sends raw headers. */
 function headersOf(http: AttributeContext_HttpRequest): Map<string, string> {
   const out = new Map<string, string>();
-  const add = (name: string, value: string) => {
-    const key = name.toLowerCase();
-    const seen = out.get(key);
-    out.set(key, seen === undefined ? value : `${seen}, ${value}`);
-  };
   const raw = http.headerMap?.headers ?? [];
   if (raw.length > 0) {
     // Raw values are bytes, read as Node reads header bytes (latin1).
-    for (const h of raw) add(h.key, h.rawValue.length > 0 ? Buffer.from(h.rawValue).toString("latin1") : h.value);
+    for (const h of raw) addHeader(out, h.key, h.rawValue.length > 0 ? Buffer.from(h.rawValue).toString("latin1") : h.value);
   } else {
-    for (const [name, value] of Object.entries(http.headers)) add(name, value);
+    for (const [name, value] of Object.entries(http.headers)) addHeader(out, name, value);
   }
   return out;
+}
+
+/** Adds a header to `out`, joining repeated names with `, `. (A module function: see `referenceResolverOf` in src/gateway/data/analyze.ts.) */
+function addHeader(out: Map<string, string>, name: string, value: string): void {
+  const key = name.toLowerCase();
+  const seen = out.get(key);
+  out.set(key, seen === undefined ? value : `${seen}, ${value}`);
 }
 
 /**

@@ -282,6 +282,11 @@ async function decide<K extends DataKey>(
   });
 }
 
+/** A check erplink refuses for Envoy (400, as the data path's self-check). */
+function cannotAuthorize(why: string): GatewayError {
+  return new GatewayError(400, `erplink cannot authorize this request for Envoy: ${why}`);
+}
+
 /**
  * What Envoy will forward must be what was authorized: the client's method
  * (no tunnel), its request target (spelt as erplink writes it, and read
@@ -292,33 +297,32 @@ async function decide<K extends DataKey>(
  */
 function forwardable<K extends DataKey>(a: Admitted<K>, checked: CheckedRequest, place: { rawPath: string; rawQuery: string; clientPath: string }): void {
   const { request } = a;
-  const cannot = (why: string) => new GatewayError(400, `erplink cannot authorize this request for Envoy: ${why}`);
   if (request.method !== checked.method) {
-    throw cannot(`Envoy forwards the method the client sent (${checked.method}), not the one X-HTTP-Method names: send ${request.method} itself`);
+    throw cannotAuthorize(`Envoy forwards the method the client sent (${checked.method}), not the one X-HTTP-Method names: send ${request.method} itself`);
   }
   if (request.kind === "batch") {
     const sent = a.req.body;
     const same = Buffer.isBuffer(sent) && request.body !== undefined && sent.equals(request.body.bytes) && checked.headers["content-type"] === request.body.contentType;
-    if (!same) throw cannot("a $batch reaches the back end as erplink writes it, and Envoy forwards the client's: send $batch requests to erplink's /odata path");
+    if (!same) throw cannotAuthorize("a $batch reaches the back end as erplink writes it, and Envoy forwards the client's: send $batch requests to erplink's /odata path");
   }
   // The client's spelling reaches the back end: it must be erplink's (./spelling.ts), which no back end reads otherwise.
   if (spelledOtherwise(request.method, place.rawPath, place.rawQuery, request.forward, a.instance.sapClient)) {
-    throw cannot(
+    throw cannotAuthorize(
       "its request target is not written as erplink writes it (a ';' or '+' in the query, an option name, or a character that " +
         `some back end reads as structure, spelt otherwise): send ${place.clientPath}/${request.forward}`,
     );
   }
   // The back end's URL as Envoy sends it (an /odata target once the route has rewritten its prefix to the
   // service root), without the instance's query options: the SAP client goes in a header instead.
-  const root = new ServiceRoot({ baseUrl: a.instance.baseUrl, servicePath: (s) => a.instance.servicePath(s), sapClient: undefined }, a.serviceName);
+  const root = new ServiceRoot({ baseUrl: a.instance.baseUrl, servicePath: a.instance.servicePath, sapClient: undefined }, a.serviceName);
   let url: URL;
   try {
     // The service root itself is its document, with or without the `/` (`pathOf("")` writes it with).
     url = new URL(`${root.origin}${root.path}${place.rawPath === "" ? "/" : place.rawPath}${place.rawQuery === "" ? "" : `?${place.rawQuery}`}`);
   } catch {
-    throw cannot("its request target does not parse as a URL");
+    throw cannotAuthorize("its request target does not parse as a URL");
   }
-  if (url.origin !== root.origin) throw cannot("its request target leaves the back end");
+  if (url.origin !== root.origin) throw cannotAuthorize("its request target leaves the back end");
   const headers: Record<string, string> = Object.assign({}, request.headers);
   if (a.ifMatchStar) headers["if-match"] = "*";
   // The client may name the instance's own SAP client, as on the data path: the back end then reads the same one.

@@ -85,6 +85,33 @@ async function answerFailure(req: http2.Http2ServerRequest, res: http2.Http2Serv
   }
 }
 
+/**
+ * Tells `options.answered` of a call once, when its response finishes or
+ * fails. A helper's closure rather than an arrow bound to a `const` per
+ * call: tsx's keepNames would rename it on every call (see
+ * src/gateway/data/analyze.ts).
+ */
+function answeredOnce(
+  options: DirectRpcOptions,
+  handler: UniversalHandler,
+  req: http2.Http2ServerRequest,
+  res: http2.Http2ServerResponse,
+  id: string,
+  started: number,
+): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    try {
+      options.answered({ id, method: req.method, url: req.url, route: handler.requestPath, status: res.statusCode, ms: performance.now() - started });
+    } catch (err) {
+      // Thrown out of the response's event it would end the process; Fastify's hook runner logs an onResponse hook's error.
+      options.failed(id, `${handler.service.typeName}/${handler.method.name}`, err);
+    }
+  };
+}
+
 /** The shortcut to set on the one-port server. */
 export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
   const byPath = new Map<string, UniversalHandler>();
@@ -113,17 +140,7 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
     const id = options.requestId(headers["x-request-id"]);
     res.setHeader("x-request-id", id);
     if (options.varyOrigin) res.setHeader("vary", "Origin");
-    let done = false;
-    const answered = () => {
-      if (done) return;
-      done = true;
-      try {
-        options.answered({ id, method: req.method, url: req.url, route: handler.requestPath, status: res.statusCode, ms: performance.now() - started });
-      } catch (err) {
-        // Thrown out of the response's event it would end the process; Fastify's hook runner logs an onResponse hook's error.
-        options.failed(id, `${handler.service.typeName}/${handler.method.name}`, err);
-      }
-    };
+    const answered = answeredOnce(options, handler, req, res, id, started);
     res.once("finish", answered);
     res.once("error", answered);
     void serve(handler, req, res, id);
