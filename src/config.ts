@@ -18,6 +18,12 @@ export interface Config {
   readonly logLevel: string;
   /** One `request` line per request at `info` (ERPLINK_ACCESS_LOG=on); off by default, when the line is written at `debug`. */
   readonly accessLog: boolean;
+  /**
+   * The embedded store's request log in a worker thread of its own
+   * (`ERPLINK_LOG_THREAD=on`, the default; see src/store/request-log-worker.ts);
+   * off: in the thread that serves requests.
+   */
+  readonly logThread: boolean;
   readonly bodyLimitBytes: number;
   readonly shutdownTimeoutMs: number;
   readonly publicUrl: string | undefined;
@@ -140,6 +146,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}`);
   const accessLog = env.ERPLINK_ACCESS_LOG || "off";
   if (accessLog !== "on" && accessLog !== "off") problems.push(`ERPLINK_ACCESS_LOG must be on or off (got "${accessLog}")`);
+  const logThread = env.ERPLINK_LOG_THREAD || "on";
+  if (logThread !== "on" && logThread !== "off") problems.push(`ERPLINK_LOG_THREAD must be on or off (got "${logThread}")`);
   const publicUrl = env.ERPLINK_PUBLIC_URL || undefined;
   if (publicUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(publicUrl)) {
     problems.push("ERPLINK_PUBLIC_URL must be an http(s) URL");
@@ -202,6 +210,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
       : { kind: "embedded", dataDir: env.ERPLINK_DATA_DIR || "./data" },
     logLevel,
     accessLog: accessLog === "on",
+    logThread: logThread === "on",
     bodyLimitBytes: int("ERPLINK_BODY_LIMIT_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     shutdownTimeoutMs: int("ERPLINK_SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     publicUrl,

@@ -2,7 +2,8 @@
  * Configuration (src/config.ts): the request log's cap,
  * ERPLINK_LOG_MAX_ENTRIES: 50,000 by default on the embedded store, none on
  * MongoDB, 0 for none, else 1,000 to 10⁹; anything else refused at start
- * with a message naming the variable and the value.
+ * with a message naming the variable and the value. And ERPLINK_LOG_THREAD
+ * (the embedded log in a worker thread): on by default, on or off.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -64,3 +65,26 @@ Cap("a bad value is listed with the other problems, not instead of them", () => 
 });
 
 Cap.run();
+
+const Thread = suite("config: ERPLINK_LOG_THREAD");
+
+Thread("unset or empty: on; on and off as given", () => {
+  assert.equal(
+    [{}, { ERPLINK_LOG_THREAD: "" }, { ERPLINK_LOG_THREAD: "on" }, { ERPLINK_LOG_THREAD: "off" }].map((env) => loadConfig(env).logThread),
+    [true, true, true, false],
+  );
+});
+
+for (const bad of ["true", "1", "ON", "no", " on"]) {
+  Thread(`"${bad}" is refused at start, naming the variable and the value`, () => {
+    try {
+      loadConfig({ ERPLINK_LOG_THREAD: bad });
+      assert.unreachable("accepted");
+    } catch (err) {
+      assert.instance(err, ConfigError);
+      assert.is((err as Error).message, `invalid configuration:\n  - ERPLINK_LOG_THREAD must be on or off (got "${bad}")`);
+    }
+  });
+}
+
+Thread.run();

@@ -50,21 +50,20 @@ function underApiReference(url: string): boolean {
 
 /**
  * The security headers of an answer to `url`: the API reference's for a URL
- * under /api-reference, else none. Also for answers sent before routing,
- * which skip the hooks.
+ * under /api-reference, else undefined. Set by the gateway's root onSend hook,
+ * and by its framework-error handler on answers sent before routing, which
+ * skip the hooks.
  */
-export function apiReferenceHeaders(url: string): Readonly<Record<string, string>> {
-  return underApiReference(url) ? SECURITY_HEADERS : {};
+export function apiReferenceHeaders(url: string): Readonly<Record<string, string>> | undefined {
+  return underApiReference(url) ? SECURITY_HEADERS : undefined;
 }
 
 /** Registers the OpenAPI document and Swagger UI under `/api-reference`. */
 export async function registerApiReference(app: FastifyInstance, openapi: object): Promise<void> {
-  // At the root, before the plugins: Swagger UI's routes inherit it, and the
-  // gateway's 404 and 405 answers for paths below /api-reference get it too.
-  app.addHook("onSend", (req, reply, _payload, done) => {
-    if (underApiReference(req.url)) reply.headers(SECURITY_HEADERS);
-    done();
-  });
+  // The security headers are set by the gateway's one root onSend hook
+  // (`apiReferenceHeaders`, src/gateway/app.ts), registered before these
+  // plugins: Swagger UI's routes get them, and so do the gateway's 404 and
+  // 405 answers for paths below /api-reference.
   app.get("/api-reference/openapi.json", async () => openapi);
   await app.register(fastifySwagger, { mode: "static", specification: { document: openapi as never } });
   await app.register(fastifySwaggerUi, {

@@ -263,10 +263,15 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   app.addHook("preClose", async () => {
     draining = true;
   });
+  // One root onSend hook for what every answer may need (Fastify runs each
+  // root hook on every request: one rather than three, issue #14).
   app.addHook("onSend", (req, reply, _payload, done) => {
     if (draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
     // Admin answers hold configuration, secrets shown once and session tokens: never cached.
     if (isAdminRequest(req)) reply.header("cache-control", "no-store");
+    // The dashboard's and the API reference's page policies, on their routes' answers and on the 404s and 405s below them.
+    const page = dashboardHeaders(req.url) ?? apiReferenceHeaders(req.url);
+    if (page !== undefined) reply.headers(page);
     done();
   });
   // At most one access-log line per request, and one request-log entry per /admin

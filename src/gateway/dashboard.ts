@@ -123,11 +123,12 @@ function underDashboard(url: string): boolean {
 
 /**
  * The security headers of an answer to `url`: the dashboard's for a URL
- * under /dashboard, else none. Also for answers sent before routing (a path
- * that is not valid percent-encoding), which skip the hooks.
+ * under /dashboard, else undefined. The gateway's root onSend hook sets them on
+ * every answer, and its framework-error handler on answers sent before
+ * routing (a path that is not valid percent-encoding), which skip the hooks.
  */
-export function dashboardHeaders(url: string): Readonly<Record<string, string>> {
-  return underDashboard(url) ? SECURITY_HEADERS : {};
+export function dashboardHeaders(url: string): Readonly<Record<string, string>> | undefined {
+  return underDashboard(url) ? SECURITY_HEADERS : undefined;
 }
 
 /** Registers `/dashboard`, `/dashboard/` and everything under it. */
@@ -150,14 +151,9 @@ export async function registerDashboard(app: FastifyInstance): Promise<void> {
       .send(index);
   };
 
-  // On every answer under /dashboard, its own routes' and the gateway's 404
-  // and 405 answers alike (a path under /dashboard that no route serves is
-  // answered by the root's not-found handler, outside the scope below).
-  // A callback, not a promise: it runs on every request (issue #14).
-  app.addHook("onSend", (req, reply, _payload, done) => {
-    if (underDashboard(req.url)) reply.headers(SECURITY_HEADERS);
-    done();
-  });
+  // The security headers of every answer under /dashboard, its own routes'
+  // and the gateway's 404 and 405 answers alike, are set by the gateway's
+  // one root onSend hook (`dashboardHeaders`, src/gateway/app.ts).
   await app.register(async (scope) => {
     scope.get("/dashboard", async (req, reply) => {
       const query = req.url.indexOf("?");

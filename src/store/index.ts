@@ -11,6 +11,7 @@ import { instrumentBackend, instrumentRequestLog } from "./instrumented.js";
 import { createMongoBackend } from "./mongodb.js";
 import { openRateWindowStore, type RateWindowStore } from "./rate-windows.js";
 import { openMemoryRequestLog } from "./memory-request-log.js";
+import { openRequestLogWorker } from "./request-log-worker.js";
 import { openRequestLogStore, type RequestLogPort } from "./request-logs.js";
 import { openSessionStore, type SessionStore } from "./sessions.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
@@ -64,6 +65,8 @@ export type StoreOptions =
       readonly logMaxEntries?: number;
       /** Where the request log's file problems are reported (see MemoryRequestLogOptions.onProblem). */
       readonly onProblem?: (fields: Record<string, unknown>, message: string) => void;
+      /** The request log in a worker thread of its own (./request-log-worker.ts); not for a `:memory:` store. Default: off. */
+      readonly logThread?: boolean;
     }
   | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
 
@@ -73,6 +76,8 @@ export interface OpenStoreOptions {
   readonly logMaxEntries?: number;
   /** Embedded: where the request log's file problems are reported. */
   readonly onProblem?: (fields: Record<string, unknown>, message: string) => void;
+  /** Embedded: the request log in a worker thread of its own (./request-log-worker.ts); a `:memory:` store keeps it in this thread. */
+  readonly logThread?: boolean;
   /** Embedded: the request log (not a collection) reports its operations here, as the instrumented collections do. */
   readonly metrics?: StoreMetrics | undefined;
 }
@@ -84,11 +89,13 @@ export interface OpenStoreOptions {
  * MongoDB a collection.
  */
 function openLogs(backend: StoreBackend, options: OpenStoreOptions): Promise<RequestLogPort & { close?(): Promise<void> }> {
-  return backend.kind === "embedded"
-    ? openMemoryRequestLog({ dataDir: backend.dataDir, maxEntries: options.logMaxEntries, onProblem: options.onProblem }).then((log) =>
-        options.metrics === undefined ? log : instrumentRequestLog(log, options.metrics),
-      )
-    : openRequestLogStore(backend);
+  if (backend.kind !== "embedded") return openRequestLogStore(backend);
+  const logOptions = { dataDir: backend.dataDir, maxEntries: options.logMaxEntries, onProblem: options.onProblem };
+  // In memory only (no data directory), a worker started again after a failure would have lost the log: kept in this thread.
+  const dir = backend.dataDir;
+  const opened: Promise<RequestLogPort & { close?(): Promise<void> }> =
+    options.logThread === true && dir !== undefined && dir !== ":memory:" ? openRequestLogWorker({ ...logOptions, dataDir: dir }) : openMemoryRequestLog(logOptions);
+  return opened.then((log) => (options.metrics === undefined ? log : instrumentRequestLog(log, options.metrics)));
 }
 
 /** Opens every aggregate on a backend. */
@@ -135,7 +142,7 @@ export async function createStore(options: StoreOptions, metrics?: StoreMetrics)
       : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000 });
   try {
     return await openStore(metrics === undefined ? backend : instrumentBackend(backend, metrics), {
-      ...(options.kind === "embedded" ? { logMaxEntries: options.logMaxEntries, onProblem: options.onProblem } : {}),
+      ...(options.kind === "embedded" ? { logMaxEntries: options.logMaxEntries, onProblem: options.onProblem, logThread: options.logThread } : {}),
       metrics,
     });
   } catch (err) {

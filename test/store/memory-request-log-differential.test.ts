@@ -6,11 +6,14 @@
  * alone and together, time and status ranges, `beforeId` on held and
  * unheld ids, limits from 0), gets, purges (expiries in and out of id
  * order), trims to a smaller cap and, for a file-backed log, close and
- * reopen; both must answer alike. The cap is mirrored on the nedb side by removing the oldest
+ * reopen; both must answer alike. The same runs (fewer) on the log in its
+ * worker thread (src/store/request-log-worker.ts), every answer and error
+ * having crossed between the threads. The cap is mirrored on the nedb side by removing the oldest
  * entries beyond it after each append (nedb has none), and what the cap
  * removed must be what the log counts.
  *
- * Environment: ERPLINK_FUZZ_SEED (default fixed), ERPLINK_LOG_DIFF_RUNS (300).
+ * Environment: ERPLINK_FUZZ_SEED (default fixed), ERPLINK_LOG_DIFF_RUNS (300),
+ * ERPLINK_LOG_THREAD_DIFF_RUNS (20).
  */
 import { rmSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
@@ -24,6 +27,7 @@ import type { DocumentCollection } from "../../src/store/collection.js";
 import { createEmbeddedBackend } from "../../src/store/embedded.js";
 import type { LogQuery, RequestLogRecord } from "../../src/store/index.js";
 import { MemoryRequestLog, openMemoryRequestLog } from "../../src/store/memory-request-log.js";
+import { openRequestLogWorker, type RequestLogWorker } from "../../src/store/request-log-worker.js";
 import { openRequestLogStore, type RequestLogStore } from "../../src/store/request-logs.js";
 import { envInt, fuzzSeed } from "../../test-support/fuzz/harness.js";
 import { logRecord } from "../../test-support/log-entries.js";
@@ -175,12 +179,14 @@ let runs = 0;
 const seen = { nonEmptyAnswers: 0, morePages: 0, evictions: 0, outOfOrderBatches: 0, purged: 0, reopens: 0, trims: 0 };
 
 /** Runs `ops` on a capped log and on nedb (capped by hand), comparing every answer. */
-async function differential(maxEntries: number, persisted: boolean, ops: Op[]): Promise<void> {
-  const dir = persisted ? join(root, `run${runs++}`) : undefined;
-  const openMine = (minute: number) =>
+async function differential(maxEntries: number, persisted: boolean, ops: Op[], threaded = false): Promise<void> {
+  const dir = persisted || threaded ? join(root, `run${runs++}`) : undefined;
+  const openMine = (minute: number): Promise<MemoryRequestLog | RequestLogWorker> =>
     dir === undefined
       ? Promise.resolve(new MemoryRequestLog({ maxEntries }))
-      : openMemoryRequestLog({ dataDir: dir, maxEntries, clock: () => new Date(T0 + minute * MINUTE) });
+      : threaded
+        ? openRequestLogWorker({ dataDir: dir, maxEntries, clock: () => new Date(T0 + minute * MINUTE) })
+        : openMemoryRequestLog({ dataDir: dir, maxEntries, clock: () => new Date(T0 + minute * MINUTE) });
   let mine = await openMine(0);
   const backend = await createEmbeddedBackend({ dataDir: ":memory:" });
   const nedb: RequestLogStore = await openRequestLogStore(backend);
@@ -227,8 +233,8 @@ async function differential(maxEntries: number, persisted: boolean, ops: Op[]): 
             evictedSinceTrim++;
             seen.evictions++;
           }
-          assert.is(mine.stats().evicted, evicted, `evicted\n${trace.join("\n")}`);
-          assert.is(mine.stats().entries, held.length, `entries\n${trace.join("\n")}`);
+          assert.is((await mine.stats()).evicted, evicted, `evicted\n${trace.join("\n")}`);
+          assert.is((await mine.stats()).entries, held.length, `entries\n${trace.join("\n")}`);
           break;
         }
         case "query": {
@@ -277,7 +283,7 @@ async function differential(maxEntries: number, persisted: boolean, ops: Op[]): 
           evicted = 0;
           evictedSinceTrim = 0;
           assert.equal(await mine.query({ limit: 1000 }), await nedb.query({ limit: 1000 }), `after reopen\n${trace.join("\n")}`);
-          assert.is(mine.stats().entries, held.length);
+          assert.is((await mine.stats()).entries, held.length);
           break;
         }
       }
@@ -306,6 +312,24 @@ test(`random appends, queries, gets, purges, trims and reopens: the same answers
   assert.ok(Date.now() - started < 60_000, `took ${Date.now() - started} ms`);
   // Each at least once every other run on average (most come to several times a run).
   for (const [what, n] of Object.entries(seen)) assert.ok(n >= RUNS / 2, `${what}: only ${n} in ${RUNS} runs (${JSON.stringify(seen)})`);
+});
+
+const THREAD_RUNS = envInt("ERPLINK_LOG_THREAD_DIFF_RUNS", 20);
+
+test(`the same log in a worker thread (src/store/request-log-worker.ts): the same answers (${THREAD_RUNS} runs)`, async () => {
+  const before = { ...seen };
+  await fc.assert(
+    fc.asyncProperty(
+      fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(10_000)),
+      fc.array(opArb, { minLength: 10, maxLength: 40, size: "max" }),
+      (maxEntries, ops) => differential(maxEntries, true, ops, true),
+    ),
+    { seed: fuzzSeed() + 1, numRuns: THREAD_RUNS, includeErrorInReport: true },
+  );
+  for (const [what, n] of Object.entries(seen)) {
+    const here = n - before[what as keyof typeof seen];
+    assert.ok(here >= THREAD_RUNS / 4, `${what}: only ${here} in ${THREAD_RUNS} runs`);
+  }
 });
 
 test.run();

@@ -82,11 +82,15 @@ export function newFacts(instance: string, service: string): DataLogFacts {
  */
 export function splitTarget(rawUrl: string, publicUrl?: URL): { rawPath: string; rawQuery: string; clientPath: string } {
   const q = rawUrl.indexOf("?");
-  const segments = (q < 0 ? rawUrl : rawUrl.slice(0, q)).split("/");
-  const prefix = publicUrl?.pathname.replace(/\/+$/, "") ?? "";
+  const end = q < 0 ? rawUrl.length : q;
+  // The fourth `/` (the first is the target's own) ends `/odata/<instance>/<service>`.
+  let slash = 0;
+  for (let n = 1; n < 4 && slash !== -1; n++) slash = rawUrl.indexOf("/", slash + 1);
+  const split = slash === -1 || slash >= end ? end : slash;
+  const prefix = publicUrl === undefined ? "" : publicUrl.pathname.replace(/\/+$/, "");
   return {
-    rawPath: segments.length > 4 ? `/${segments.slice(4).join("/")}` : "",
+    rawPath: rawUrl.slice(split, end),
     rawQuery: q < 0 ? "" : rawUrl.slice(q + 1),
-    clientPath: `${prefix}${segments.slice(0, 4).join("/")}`,
+    clientPath: prefix === "" ? rawUrl.slice(0, split) : `${prefix}${rawUrl.slice(0, split)}`,
   };
 }
