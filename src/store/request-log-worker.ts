@@ -46,7 +46,12 @@ export interface WireError {
 
 /** A call of the port, as the worker receives it. */
 export type LogCall = { readonly seq: number } & (
-  | { readonly op: "append"; readonly records: readonly RequestLogRecord[] }
+  | {
+      readonly op: "append";
+      readonly records: readonly RequestLogRecord[];
+      /** Ids of `records` that were under way when a worker stopped: those the log holds are not added again. */
+      readonly again?: readonly string[];
+    }
   | { readonly op: "get"; readonly id: string }
   | { readonly op: "query"; readonly query: LogQuery }
   | { readonly op: "purge"; readonly now: Date }
@@ -119,6 +124,8 @@ type Unsequenced<C> = C extends unknown ? Omit<C, "seq"> : never;
 interface Pending {
   readonly resolve: (value: unknown) => void;
   readonly reject: (err: Error) => void;
+  /** An append's entries: if its worker stops before answering, they may be in the file all the same. */
+  readonly records?: readonly RequestLogRecord[];
 }
 
 /** The request log's port, served by a worker thread; see the module comment. */
@@ -128,6 +135,15 @@ export class RequestLogWorker implements RequestLogPort {
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
   private closed = false;
+  /**
+   * Ids of entries whose append was under way when a worker stopped. Written
+   * before it is answered, such a batch may be in the file (wholly, or up to
+   * a torn line) that the next worker reads back; the caller sends it again
+   * (the log writer keeps a failed batch), and the entries read back must
+   * not fail it as duplicates: the writer would retry it forever and hold
+   * every later entry behind it. Ids leave it once sent again and answered.
+   */
+  private readonly inDoubt = new Set<string>();
   private readonly onProblem: (fields: Record<string, unknown>, message: string) => void;
 
   constructor(private readonly options: RequestLogWorkerOptions) {
@@ -182,7 +198,10 @@ export class RequestLogWorker implements RequestLogPort {
             "request log: its worker thread stopped; it is started again at the next call",
           );
         }
-        for (const p of this.pending.values()) p.reject(new StoreUnavailableError({ cause: new Error(`the request log's worker thread stopped (exit code ${code})`) }));
+        for (const p of this.pending.values()) {
+          for (const r of p.records ?? []) this.inDoubt.add(r.id);
+          p.reject(new StoreUnavailableError({ cause: new Error(`the request log's worker thread stopped (exit code ${code})`) }));
+        }
         this.pending.clear();
       });
     });
@@ -197,14 +216,14 @@ export class RequestLogWorker implements RequestLogPort {
     else p.resolve(m.value);
   }
 
-  private async call<T>(call: Unsequenced<LogCall>): Promise<T> {
+  private async call<T>(call: Unsequenced<LogCall>, records?: readonly RequestLogRecord[]): Promise<T> {
     if (this.closed) throw new StoreUnavailableError({ cause: new Error("the request log is closed") });
     await this.started();
     const worker = this.worker;
     if (worker === undefined) throw new StoreUnavailableError({ cause: new Error("the request log's worker thread stopped") });
     const seq = ++this.seq;
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject });
+      this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject, records });
       if (this.pending.size === 1) worker.ref();
       try {
         worker.postMessage({ ...call, seq });
@@ -219,7 +238,12 @@ export class RequestLogWorker implements RequestLogPort {
 
   append(records: readonly RequestLogRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
-    return this.call({ op: "append", records });
+    if (this.inDoubt.size === 0) return this.call({ op: "append", records }, records);
+    const again = records.filter((r) => this.inDoubt.has(r.id)).map((r) => r.id);
+    if (again.length === 0) return this.call({ op: "append", records }, records);
+    return this.call<void>({ op: "append", records, again }, records).then(() => {
+      for (const id of again) this.inDoubt.delete(id);
+    });
   }
 
   get(id: string): Promise<RequestLogRecord | undefined> {
