@@ -144,6 +144,8 @@ export class RequestLogWorker implements RequestLogPort {
    * every later entry behind it. Ids leave it once sent again and answered.
    */
   private readonly inDoubt = new Set<string>();
+  /** Whether a worker has opened the log: a start after that is a restart. */
+  private hasOpened = false;
   private readonly onProblem: (fields: Record<string, unknown>, message: string) => void;
 
   constructor(private readonly options: RequestLogWorkerOptions) {
@@ -158,20 +160,23 @@ export class RequestLogWorker implements RequestLogPort {
 
   private start(): Promise<void> {
     const data: LogThreadData = { dataDir: this.options.dataDir, maxEntries: this.options.maxEntries, openedAtMs: (this.options.clock?.() ?? new Date()).getTime() };
+    const restart = this.hasOpened;
     const worker = newThread(data);
     this.worker = worker;
-    return new Promise<void>((resolve, reject) => {
+    const opening = new Promise<void>((resolve, reject) => {
       let opened = false;
+      let openError: Error | undefined;
       worker.on("message", (m: FromLogThread) => {
         switch (m.kind) {
           case "ready":
             opened = true;
+            this.hasOpened = true;
             // Kept alive only while a call waits for its answer (see `call`).
             if (this.pending.size === 0) worker.unref();
             resolve();
             return;
           case "failed":
-            reject(errorOf(m.error));
+            openError = errorOf(m.error);
             return;
           case "problem":
             this.onProblem(m.fields, m.message);
@@ -184,14 +189,15 @@ export class RequestLogWorker implements RequestLogPort {
       let failure: Error | undefined;
       worker.on("error", (err) => {
         failure = err;
-        if (!opened) reject(err);
       });
       worker.on("exit", (code) => {
         if (this.worker === worker) {
           this.worker = undefined;
           this.ready = undefined;
         }
-        if (!opened) reject(new Error(`the request log's worker thread stopped (exit code ${code}) before its log was open`));
+        // A failed open is told once its worker is gone (and `ready` cleared):
+        // a call after it starts a new worker, never one beside this one.
+        if (!opened) reject(openError ?? failure ?? new Error(`the request log's worker thread stopped (exit code ${code}) before its log was open`));
         else if (!this.closed) {
           this.onProblem(
             { exitCode: code, ...(failure === undefined ? {} : { err: wireError(failure) }), failedCalls: this.pending.size },
@@ -204,6 +210,14 @@ export class RequestLogWorker implements RequestLogPort {
         }
         this.pending.clear();
       });
+    });
+    if (!restart) return opening;
+    // The first open fails the start with its own error (as in this thread); a
+    // restart that fails leaves the store unavailable to the calls waiting for
+    // it (a 503 to GET /admin/logs, not a 500), and the operator is told.
+    return opening.catch((err: unknown) => {
+      this.onProblem({ err: wireError(err) }, "request log: its worker thread could not be started again; the next call tries again");
+      throw new StoreUnavailableError({ cause: err });
     });
   }
 
@@ -279,6 +293,11 @@ export class RequestLogWorker implements RequestLogPort {
     if (worker !== undefined) {
       try {
         await this.call({ op: "idle" });
+      } catch (err) {
+        // A worker that stopped, or could not start again, has no file work
+        // under way (every entry it answered for is in the file): the stop
+        // goes on rather than fail the process's shutdown.
+        if (!(err instanceof StoreUnavailableError)) throw err;
       } finally {
         this.closed = true;
         await worker.terminate();

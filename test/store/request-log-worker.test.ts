@@ -12,7 +12,7 @@
  */
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
-import { appendFile, mkdir, mkdtemp, stat, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -133,6 +133,42 @@ test("a worker that stops fails the calls under way, is reported, and the next c
     assert.equal((await log.query({ limit: 5 })).items.map((r) => r.id), [IDS[1], IDS[0]], "read again from the file");
     await log.append([entry(2)]);
     assert.equal((await log.query({ limit: 5 })).items.map((r) => r.id), [IDS[2], IDS[1], IDS[0]]);
+  } finally {
+    await log.close();
+  }
+});
+
+test("a worker that cannot be started again (its data directory gone, a file in its place): calls fail with StoreUnavailableError, reported once per attempt", async () => {
+  const problems: [Record<string, unknown>, string][] = [];
+  const dir = freshDir();
+  const log = await openRequestLogWorker({ dataDir: dir, onProblem: (fields, message) => problems.push([fields, message]), clock: () => new Date(T0) });
+  try {
+    await log.append([entry(0)]);
+    await threadOf(log).terminate();
+    await rm(dir, { recursive: true });
+    await writeFile(dir, "not a directory");
+    const calls = await Promise.all([rejection(() => log.query({ limit: 5 })), rejection(() => log.append([entry(1)]))]);
+    for (const err of calls) {
+      assert.instance(err, StoreUnavailableError);
+      assert.match(String((err as Error).cause), `EEXIST: file already exists, mkdir '${dir}'`);
+    }
+    assert.equal(problems, [
+      [{ exitCode: 1, failedCalls: 0 }, "request log: its worker thread stopped; it is started again at the next call"],
+      [
+        { err: { name: "Error", message: `EEXIST: file already exists, mkdir '${dir}'` } },
+        "request log: its worker thread could not be started again; the next call tries again",
+      ],
+    ]);
+    // Once the directory is back, the next call starts a worker that reads it.
+    await rm(dir);
+    assert.equal((await log.query({ limit: 5 })).items, []);
+    // Closed while its worker cannot start: nothing is under way to wait for, and the stop goes on.
+    await threadOf(log).terminate();
+    await rm(dir, { recursive: true });
+    await writeFile(dir, "not a directory");
+    const starting = rejection(() => log.query({ limit: 5 }));
+    await log.close();
+    assert.instance(await starting, StoreUnavailableError);
   } finally {
     await log.close();
   }
