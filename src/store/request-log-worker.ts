@@ -18,7 +18,10 @@
  * every call under way with {@link StoreUnavailableError}, is reported
  * through `onProblem`, and is started again at the next call: it reads its
  * file again, where every entry it acknowledged is (an append is written
- * before it is answered).
+ * before it is answered). A batch under way at the stop may be there too:
+ * sent again, the entries read back are skipped, not refused as duplicates.
+ * A restart that fails is reported and is StoreUnavailableError to its
+ * callers; the next call tries again.
  */
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
