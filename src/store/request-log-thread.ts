@@ -7,6 +7,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openMemoryRequestLog, type MemoryRequestLog } from "./memory-request-log.js";
 import { wireError, type LogCall, type LogThreadData, type FromLogThread } from "./request-log-worker.js";
+import type { RequestLogRecord } from "./request-logs.js";
 
 const port = parentPort;
 if (port === null) throw new Error("request-log-thread.ts runs as a worker thread (see ./request-log-worker.ts)");
@@ -22,10 +23,21 @@ function cloneable(fields: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/**
+ * `records` but those of `again` the log holds: read back from the file,
+ * where a worker that stopped before answering had written them (see
+ * RequestLogWorker's `inDoubt`).
+ */
+async function notHeld(log: MemoryRequestLog, records: readonly RequestLogRecord[], again: readonly string[]): Promise<readonly RequestLogRecord[]> {
+  const held = new Set<string>();
+  for (const id of again) if ((await log.get(id)) !== undefined) held.add(id);
+  return held.size === 0 ? records : records.filter((r) => !held.has(r.id));
+}
+
 async function run(log: MemoryRequestLog, call: LogCall): Promise<unknown> {
   switch (call.op) {
     case "append":
-      return log.append(call.records);
+      return log.append(call.again === undefined ? call.records : await notHeld(log, call.records, call.again));
     case "get":
       return log.get(call.id);
     case "query":

@@ -18,7 +18,10 @@
  * every call under way with {@link StoreUnavailableError}, is reported
  * through `onProblem`, and is started again at the next call: it reads its
  * file again, where every entry it acknowledged is (an append is written
- * before it is answered).
+ * before it is answered). A batch under way at the stop may be there too:
+ * sent again, the entries read back are skipped, not refused as duplicates.
+ * A restart that fails is reported and is StoreUnavailableError to its
+ * callers; the next call tries again.
  */
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,7 +49,12 @@ export interface WireError {
 
 /** A call of the port, as the worker receives it. */
 export type LogCall = { readonly seq: number } & (
-  | { readonly op: "append"; readonly records: readonly RequestLogRecord[] }
+  | {
+      readonly op: "append";
+      readonly records: readonly RequestLogRecord[];
+      /** Ids of `records` that were under way when a worker stopped: those the log holds are not added again. */
+      readonly again?: readonly string[];
+    }
   | { readonly op: "get"; readonly id: string }
   | { readonly op: "query"; readonly query: LogQuery }
   | { readonly op: "purge"; readonly now: Date }
@@ -119,6 +127,8 @@ type Unsequenced<C> = C extends unknown ? Omit<C, "seq"> : never;
 interface Pending {
   readonly resolve: (value: unknown) => void;
   readonly reject: (err: Error) => void;
+  /** An append's entries: if its worker stops before answering, they may be in the file all the same. */
+  readonly records?: readonly RequestLogRecord[];
 }
 
 /** The request log's port, served by a worker thread; see the module comment. */
@@ -128,6 +138,17 @@ export class RequestLogWorker implements RequestLogPort {
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
   private closed = false;
+  /**
+   * Ids of entries whose append was under way when a worker stopped. Written
+   * before it is answered, such a batch may be in the file (wholly, or up to
+   * a torn line) that the next worker reads back; the caller sends it again
+   * (the log writer keeps a failed batch), and the entries read back must
+   * not fail it as duplicates: the writer would retry it forever and hold
+   * every later entry behind it. Ids leave it once sent again and answered.
+   */
+  private readonly inDoubt = new Set<string>();
+  /** Whether a worker has opened the log: a start after that is a restart. */
+  private hasOpened = false;
   private readonly onProblem: (fields: Record<string, unknown>, message: string) => void;
 
   constructor(private readonly options: RequestLogWorkerOptions) {
@@ -142,20 +163,23 @@ export class RequestLogWorker implements RequestLogPort {
 
   private start(): Promise<void> {
     const data: LogThreadData = { dataDir: this.options.dataDir, maxEntries: this.options.maxEntries, openedAtMs: (this.options.clock?.() ?? new Date()).getTime() };
+    const restart = this.hasOpened;
     const worker = newThread(data);
     this.worker = worker;
-    return new Promise<void>((resolve, reject) => {
+    const opening = new Promise<void>((resolve, reject) => {
       let opened = false;
+      let openError: Error | undefined;
       worker.on("message", (m: FromLogThread) => {
         switch (m.kind) {
           case "ready":
             opened = true;
+            this.hasOpened = true;
             // Kept alive only while a call waits for its answer (see `call`).
             if (this.pending.size === 0) worker.unref();
             resolve();
             return;
           case "failed":
-            reject(errorOf(m.error));
+            openError = errorOf(m.error);
             return;
           case "problem":
             this.onProblem(m.fields, m.message);
@@ -168,23 +192,35 @@ export class RequestLogWorker implements RequestLogPort {
       let failure: Error | undefined;
       worker.on("error", (err) => {
         failure = err;
-        if (!opened) reject(err);
       });
       worker.on("exit", (code) => {
         if (this.worker === worker) {
           this.worker = undefined;
           this.ready = undefined;
         }
-        if (!opened) reject(new Error(`the request log's worker thread stopped (exit code ${code}) before its log was open`));
+        // A failed open is told once its worker is gone (and `ready` cleared):
+        // a call after it starts a new worker, never one beside this one.
+        if (!opened) reject(openError ?? failure ?? new Error(`the request log's worker thread stopped (exit code ${code}) before its log was open`));
         else if (!this.closed) {
           this.onProblem(
             { exitCode: code, ...(failure === undefined ? {} : { err: wireError(failure) }), failedCalls: this.pending.size },
             "request log: its worker thread stopped; it is started again at the next call",
           );
         }
-        for (const p of this.pending.values()) p.reject(new StoreUnavailableError({ cause: new Error(`the request log's worker thread stopped (exit code ${code})`) }));
+        for (const p of this.pending.values()) {
+          for (const r of p.records ?? []) this.inDoubt.add(r.id);
+          p.reject(new StoreUnavailableError({ cause: new Error(`the request log's worker thread stopped (exit code ${code})`) }));
+        }
         this.pending.clear();
       });
+    });
+    if (!restart) return opening;
+    // The first open fails the start with its own error (as in this thread); a
+    // restart that fails leaves the store unavailable to the calls waiting for
+    // it (a 503 to GET /admin/logs, not a 500), and the operator is told.
+    return opening.catch((err: unknown) => {
+      this.onProblem({ err: wireError(err) }, "request log: its worker thread could not be started again; the next call tries again");
+      throw new StoreUnavailableError({ cause: err });
     });
   }
 
@@ -197,14 +233,14 @@ export class RequestLogWorker implements RequestLogPort {
     else p.resolve(m.value);
   }
 
-  private async call<T>(call: Unsequenced<LogCall>): Promise<T> {
+  private async call<T>(call: Unsequenced<LogCall>, records?: readonly RequestLogRecord[]): Promise<T> {
     if (this.closed) throw new StoreUnavailableError({ cause: new Error("the request log is closed") });
     await this.started();
     const worker = this.worker;
     if (worker === undefined) throw new StoreUnavailableError({ cause: new Error("the request log's worker thread stopped") });
     const seq = ++this.seq;
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject });
+      this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject, records });
       if (this.pending.size === 1) worker.ref();
       try {
         worker.postMessage({ ...call, seq });
@@ -219,7 +255,12 @@ export class RequestLogWorker implements RequestLogPort {
 
   append(records: readonly RequestLogRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
-    return this.call({ op: "append", records });
+    if (this.inDoubt.size === 0) return this.call({ op: "append", records }, records);
+    const again = records.filter((r) => this.inDoubt.has(r.id)).map((r) => r.id);
+    if (again.length === 0) return this.call({ op: "append", records }, records);
+    return this.call<void>({ op: "append", records, again }, records).then(() => {
+      for (const id of again) this.inDoubt.delete(id);
+    });
   }
 
   get(id: string): Promise<RequestLogRecord | undefined> {
@@ -255,6 +296,11 @@ export class RequestLogWorker implements RequestLogPort {
     if (worker !== undefined) {
       try {
         await this.call({ op: "idle" });
+      } catch (err) {
+        // A worker that stopped, or could not start again, has no file work
+        // under way (every entry it answered for is in the file): the stop
+        // goes on rather than fail the process's shutdown.
+        if (!(err instanceof StoreUnavailableError)) throw err;
       } finally {
         this.closed = true;
         await worker.terminate();

@@ -1,11 +1,16 @@
 /**
  * Store faults seen through the REST facade: an unreachable store is 503
  * UNAVAILABLE (and /readyz says so), an unexpected error is a masked 500;
- * neither leaks driver messages or stack traces.
+ * neither leaks driver messages or stack traces. The embedded request log's
+ * worker thread that cannot be started again is an unavailable store too.
  */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { StoreUnavailableError } from "../../src/store/index.js";
+import { openRequestLogWorker } from "../../src/store/request-log-worker.js";
 import { AUTH, createWorld } from "../../test-support/world.js";
 import { json, post } from "../../test-support/http.js";
 
@@ -55,6 +60,29 @@ Faults("an unexpected store error is a masked 500; the cause is logged, not sent
   });
   assert.not.match(res.body, /hunter2|boom|TypeError|at /);
   assert.equal(world.errors, [cause]);
+});
+
+Faults("the request log's worker thread that cannot be started again: GET /admin/logs is 503 UNAVAILABLE, no path or errno sent", async ({ world }) => {
+  const root = await mkdtemp(join(tmpdir(), "erplink-faults-"));
+  const dir = join(root, "data");
+  const worker = await openRequestLogWorker({ dataDir: dir });
+  try {
+    await (worker as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await rm(dir, { recursive: true });
+    await writeFile(dir, "not a directory");
+    // The world's log, answering from the worker.
+    world.store.logs.query = (q) => worker.query(q);
+    const res = await world.app.inject({ method: "GET", url: "/admin/logs", headers: AUTH });
+    assert.is(res.statusCode, 503, res.body);
+    assert.equal(json(res), {
+      error: { code: "UNAVAILABLE", message: "the store is unavailable; try again later", requestId: res.headers["x-request-id"] },
+    });
+    assert.not.match(res.body, /EEXIST|mkdir|erplink-faults/);
+    assert.equal(world.errors, []);
+  } finally {
+    await worker.close();
+    await rm(root, { recursive: true, force: true });
+  }
 });
 
 Faults.run();

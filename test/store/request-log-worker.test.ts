@@ -12,7 +12,7 @@
  */
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
-import { appendFile, mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { suite } from "uvu";
@@ -133,6 +133,69 @@ test("a worker that stops fails the calls under way, is reported, and the next c
     assert.equal((await log.query({ limit: 5 })).items.map((r) => r.id), [IDS[1], IDS[0]], "read again from the file");
     await log.append([entry(2)]);
     assert.equal((await log.query({ limit: 5 })).items.map((r) => r.id), [IDS[2], IDS[1], IDS[0]]);
+  } finally {
+    await log.close();
+  }
+});
+
+test("a worker that cannot be started again (its data directory gone, a file in its place): calls fail with StoreUnavailableError, reported once per attempt", async () => {
+  const problems: [Record<string, unknown>, string][] = [];
+  const dir = freshDir();
+  const log = await openRequestLogWorker({ dataDir: dir, onProblem: (fields, message) => problems.push([fields, message]), clock: () => new Date(T0) });
+  try {
+    await log.append([entry(0)]);
+    await threadOf(log).terminate();
+    await rm(dir, { recursive: true });
+    await writeFile(dir, "not a directory");
+    const calls = await Promise.all([rejection(() => log.query({ limit: 5 })), rejection(() => log.append([entry(1)]))]);
+    for (const err of calls) {
+      assert.instance(err, StoreUnavailableError);
+      assert.match(String((err as Error).cause), `EEXIST: file already exists, mkdir '${dir}'`);
+    }
+    assert.equal(problems, [
+      [{ exitCode: 1, failedCalls: 0 }, "request log: its worker thread stopped; it is started again at the next call"],
+      [
+        { err: { name: "Error", message: `EEXIST: file already exists, mkdir '${dir}'` } },
+        "request log: its worker thread could not be started again; the next call tries again",
+      ],
+    ]);
+    // Once the directory is back, the next call starts a worker that reads it.
+    await rm(dir);
+    assert.equal((await log.query({ limit: 5 })).items, []);
+    // Closed while its worker cannot start: nothing is under way to wait for, and the stop goes on.
+    await threadOf(log).terminate();
+    await rm(dir, { recursive: true });
+    await writeFile(dir, "not a directory");
+    const starting = rejection(() => log.query({ limit: 5 }));
+    await log.close();
+    assert.instance(await starting, StoreUnavailableError);
+  } finally {
+    await log.close();
+  }
+});
+
+test("a batch under way when the worker stopped, part of it already in the file: sent again, it is written (no DuplicateKeyError) and read back once", async () => {
+  const dir = freshDir();
+  const file = join(dir, REQUEST_LOG_FILE);
+  const log = await openRequestLogWorker({ dataDir: dir, clock: () => new Date(T0) });
+  try {
+    await log.append([entry(0)]);
+    // Large enough to be written in several chunks: the worker is stopped once
+    // the first is in the file, before it can answer (as a crash would).
+    const batch = Array.from({ length: 4000 }, (_, i) => logRecord({ id: newId("log"), requestId: `big-${i}`, path: `/admin/systems/${"x".repeat(600)}`, expiresAt: entry(0).expiresAt }));
+    const before = (await stat(file)).size;
+    const underWay = log.append(batch);
+    while ((await stat(file)).size === before) await new Promise((resolve) => setImmediate(resolve));
+    await threadOf(log).terminate();
+    assert.instance(await rejection(() => underWay, "the batch under way"), StoreUnavailableError);
+    // As the log writer does: the same batch again, to a worker that read the file back.
+    await log.append(batch);
+    assert.ok((await log.stats()).load.lines > 1, "the new worker read some of the batch from the file");
+    const ids = [entry(0).id, ...batch.map((r) => r.id)];
+    assert.equal((await log.query({ limit: 5000 })).items.map((r) => r.id).reverse(), ids);
+    await log.close();
+    const again = await openMemoryRequestLog({ dataDir: dir, clock: () => new Date(T0) });
+    assert.equal((await again.query({ limit: 5000 })).items.map((r) => r.id).reverse(), ids, "the file, read back: each entry once");
   } finally {
     await log.close();
   }
