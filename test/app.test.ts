@@ -1,8 +1,8 @@
 /**
  * The composition root (src/app.ts), where a setting must reach the part it
- * configures: ERPLINK_LOG_THREAD (on by default) puts the embedded store's
- * request log in a worker thread of its own (src/store/request-log-worker.ts),
- * `off` keeps it in the serving thread, and either way a request is listed
+ * configures: ERPLINK_LOG_THREAD=on puts the embedded store's request log in a
+ * worker thread of its own (src/store/request-log-worker.ts), `off` (the
+ * default) keeps it in the serving thread, and either way a request is listed
  * by GET /admin/logs once the writer has flushed.
  */
 import { rmSync } from "node:fs";
@@ -24,7 +24,7 @@ let dirs = 0;
 const LogThread = suite("composition: ERPLINK_LOG_THREAD");
 
 for (const [setting, env, kind] of [
-  ["unset (on by default)", {}, RequestLogWorker],
+  ["unset (off by default)", {}, MemoryRequestLog],
   ["on", { ERPLINK_LOG_THREAD: "on" }, RequestLogWorker],
   ["off", { ERPLINK_LOG_THREAD: "off" }, MemoryRequestLog],
 ] as const) {

@@ -3,7 +3,7 @@
  * ERPLINK_LOG_MAX_ENTRIES: 50,000 by default on the embedded store, none on
  * MongoDB, 0 for none, else 1,000 to 10⁹; anything else refused at start
  * with a message naming the variable and the value. And ERPLINK_LOG_THREAD
- * (the embedded log in a worker thread): on by default, on or off.
+ * (the embedded log in a worker thread): off by default, on or off.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -68,10 +68,10 @@ Cap.run();
 
 const Thread = suite("config: ERPLINK_LOG_THREAD");
 
-Thread("unset or empty: on; on and off as given", () => {
+Thread("unset or empty: off; on and off as given", () => {
   assert.equal(
     [{}, { ERPLINK_LOG_THREAD: "" }, { ERPLINK_LOG_THREAD: "on" }, { ERPLINK_LOG_THREAD: "off" }].map((env) => loadConfig(env).logThread),
-    [true, true, true, false],
+    [false, false, true, false],
   );
 });
 

@@ -1,6 +1,6 @@
 /**
  * The embedded store's request log in a worker thread of its own
- * (`ERPLINK_LOG_THREAD`, on by default when erplink runs from its config).
+ * (`ERPLINK_LOG_THREAD=on`; off by default, see src/config.ts).
  *
  * The log (./memory-request-log.ts) holds up to 50,000 entries, writes each
  * as a JSON line to its file and rewrites the file when it has grown: on
