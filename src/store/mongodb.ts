@@ -243,7 +243,17 @@ class MongoCollection implements DocumentCollection {
   }
 
   async insertMany(docs: readonly Document[]): Promise<void> {
-    if (docs.length > 0) await guard(() => this.coll.insertMany([...docs], { ordered: false }));
+    if (docs.length === 0) return;
+    try {
+      await guard(() => this.coll.insertMany([...docs], { ordered: false }));
+    } catch (err) {
+      // The ids are fresh (the port's contract), so a duplicate is a document
+      // of this batch an earlier attempt wrote: an insert the server took in
+      // part before the answer was lost, sent again by the request log's
+      // writer. Unordered, every other document went in. Refused as an error
+      // it would be sent again for ever, every later entry queued behind it.
+      if (duplicateIndexes(err) === undefined) throw err;
+    }
   }
 
   async findNewest(query: NewestQuery): Promise<Document[]> {

@@ -1,7 +1,8 @@
 /**
  * The MongoDB adapter: URL handling and failing fast without a server (no
  * server needed); named indexes and idempotent opening against the test
- * server when ERPLINK_TEST_MONGODB_URL is set. The store contract itself
+ * server when ERPLINK_TEST_MONGODB_URL is set, and a request-log batch sent
+ * again after an insert the server took in part. The store contract itself
  * runs on MongoDB from contract.test.ts.
  */
 import { MongoClient } from "mongodb";
@@ -9,6 +10,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createStore, DuplicateKeyError, openStore, StoreUnavailableError, type Store } from "../../src/store/index.js";
 import { createMongoBackend, databaseName } from "../../src/store/mongodb.js";
+import { logRecord } from "../../test-support/log-entries.js";
 import { dropMongoDatabase, freshMongoUrl, testMongoUrl } from "../../test-support/world.js";
 
 const T0 = new Date("2026-01-02T03:04:05.678Z");
@@ -106,6 +108,17 @@ if (base !== undefined) {
     ],
     system_deletions: [{ name: "system_deletions_systemId", key: { systemId: 1 }, unique: false }],
   };
+
+  server("a request-log batch sent again after an insert taken in part is written once, whole: the duplicates are not an error", async (ctx) => {
+    const store = await open(ctx);
+    const ids = ["log_01KDYAK3SECDGET9P81C8CQPQA", "log_01KDYAK3SECDGET9P81C8CQPQB", "log_01KDYAK3SECDGET9P81C8CQPQC"];
+    const record = (id: string, i: number) => logRecord({ id, requestId: `r${i}`, timestamp: new Date(T0.getTime() + i * 1000) });
+    const batch = ids.map(record);
+    // What the server took of the first attempt before its answer was lost.
+    await store.logs.append([batch[0]!, batch[2]!]);
+    await store.logs.append(batch);
+    assert.equal((await store.logs.query({ limit: 10 })).items, [...batch].reverse());
+  });
 
   server("opening creates the named indexes: systems_name_unique, instances_name_unique, instances_systemId", async (ctx) => {
     const store = await open(ctx);
