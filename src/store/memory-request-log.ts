@@ -25,7 +25,8 @@
  * costs about 0.3 µs per entry in memory and 8 µs with the file (JSON and
  * the write), against 22 µs and 29 µs for nedb (bench/memory-request-log.ts).
  */
-import { appendFile, mkdir, open, rename, rm, stat } from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
+import { access, appendFile, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import nedbModule from "@seald-io/nedb";
@@ -677,18 +678,26 @@ async function readLines(file: string, onLine: (line: string) => void): Promise<
 
 /** The entries of a nedb request-log file, or undefined when there is none. */
 async function readLegacy(file: string): Promise<Document[] | undefined> {
+  const unreadable = (cause: unknown) =>
+    new Error(`cannot read the request log of an earlier release (${file}); move it away to start without it`, { cause });
+  let found;
   try {
-    await stat(file);
+    found = await stat(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
+    throw unreadable(err);
   }
   try {
+    // nedb reads what it cannot through a stream without an error listener,
+    // which ends the process with a stack (a directory of that name, a file
+    // it may not read): checked here first, and refused as any unreadable file.
+    if (!found.isFile()) throw new Error("not a regular file");
+    await access(file, fsConstants.R_OK);
     const ds = new Datastore({ filename: file });
     await ds.loadDatabaseAsync();
     return ds.getAllData() as Document[];
   } catch (err) {
-    throw new Error(`cannot read the request log of an earlier release (${file}); move it away to start without it`, { cause: err });
+    throw unreadable(err);
   }
 }
 

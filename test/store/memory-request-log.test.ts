@@ -676,6 +676,19 @@ file(
   },
 );
 
+file("a request_logs.db that cannot be read (a directory of that name) fails the open with the earlier release's message, not a crash", async () => {
+  const dir = await freshDir();
+  await mkdir(join(dir, "request_logs.db"), { recursive: true });
+  // Before the check, nedb's read stream emitted an unhandled 'error' (EISDIR) and ended this process.
+  const err = await rejection(() => open(dir), "opening beside a directory named request_logs.db");
+  assert.instance(err, Error);
+  assert.is(
+    (err as Error).message,
+    `cannot read the request log of an earlier release (${join(dir, "request_logs.db")}); move it away to start without it`,
+  );
+  assert.is(((err as Error).cause as Error).message, "not a regular file");
+});
+
 file("the embedded store keeps its request log in request_logs.jsonl of its data directory, read back by the next store", async () => {
   const dir = await freshDir();
   const store = await createStore({ kind: "embedded", dataDir: dir, logMaxEntries: 3 });
