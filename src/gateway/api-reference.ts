@@ -12,6 +12,7 @@
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
+import { pagePathOf } from "./page-path.js";
 
 /**
  * The style element Swagger UI's standalone preset renders in its top bar
@@ -32,20 +33,13 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "referrer-policy": "no-referrer",
 };
 
-/** Whether a request URL is `/api-reference` or below it, as the router reads paths (percent-decoded). */
+/** Whether a request URL is `/api-reference` or below it, as the router reads paths (up to the first `?` or `#`, percent-decoded). */
 function underApiReference(url: string): boolean {
   // Most requests: a path whose first character decodes to anything but `a` (only `a` or a percent-escape can).
   const first = url.charCodeAt(1);
   if (first !== 97 /* a */ && first !== 37 /* % */) return false;
   if (!url.startsWith("/api-reference") && !url.includes("%")) return false;
-  const path = url.split("?")[0]!;
-  let decoded = path;
-  try {
-    decoded = decodeURIComponent(path);
-  } catch {
-    // Not valid percent-encoding: the raw path is what is compared.
-  }
-  return /^\/api-reference(?:\/|$)/.test(decoded);
+  return /^\/api-reference(?:\/|$)/.test(pagePathOf(url));
 }
 
 /**

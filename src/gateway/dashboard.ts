@@ -14,6 +14,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { GatewayError } from "./errors.js";
+import { pagePathOf } from "./page-path.js";
 
 /** The dashboard's Content-Security-Policy: its own scripts, styles and API only. */
 export const DASHBOARD_CSP =
@@ -105,20 +106,14 @@ async function build(): Promise<Bundle> {
 
 /**
  * Whether a request URL is `/dashboard` or below it, as the router reads
- * paths (percent-decoded: `/%64ashboard/` is served the page too).
+ * paths (up to the first `?` or `#`, percent-decoded: `/%64ashboard/` is
+ * served the page too, and so is `/%64ashboard/x#%zz`).
  */
 function underDashboard(url: string): boolean {
   // Most requests: a path whose first character decodes to anything but `d` (only `d` or a percent-escape can).
   const first = url.charCodeAt(1);
   if (first !== 100 /* d */ && first !== 37 /* % */) return false;
-  const path = url.split("?")[0]!;
-  let decoded = path;
-  try {
-    decoded = decodeURIComponent(path);
-  } catch {
-    // Not valid percent-encoding: the raw path is what is compared.
-  }
-  return /^\/dashboard(?:\/|$)/.test(decoded);
+  return /^\/dashboard(?:\/|$)/.test(pagePathOf(url));
 }
 
 /**
