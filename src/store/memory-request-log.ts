@@ -676,16 +676,19 @@ async function readLines(file: string, onLine: (line: string) => void): Promise<
   }
 }
 
+/** Why an earlier release's file stops the start. */
+function unreadableLegacy(file: string, cause: unknown): Error {
+  return new Error(`cannot read the request log of an earlier release (${file}); move it away to start without it`, { cause });
+}
+
 /** The entries of a nedb request-log file, or undefined when there is none. */
 async function readLegacy(file: string): Promise<Document[] | undefined> {
-  const unreadable = (cause: unknown) =>
-    new Error(`cannot read the request log of an earlier release (${file}); move it away to start without it`, { cause });
   let found;
   try {
     found = await stat(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw unreadable(err);
+    throw unreadableLegacy(file, err);
   }
   try {
     // nedb reads what it cannot through a stream without an error listener,
@@ -697,7 +700,7 @@ async function readLegacy(file: string): Promise<Document[] | undefined> {
     await ds.loadDatabaseAsync();
     return ds.getAllData() as Document[];
   } catch (err) {
-    throw unreadable(err);
+    throw unreadableLegacy(file, err);
   }
 }
 
