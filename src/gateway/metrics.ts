@@ -122,15 +122,20 @@ export function createRpcMetricsInterceptor(metrics: RpcMetrics): Interceptor {
     try {
       res = await next(req);
     } catch (err) {
-      metrics.call(service, method, codeName(err), (performance.now() - started) / 1000);
+      recordCall(metrics, service, method, codeName(err), started);
       throw err;
     }
     if (!res.stream) {
-      metrics.call(service, method, "ok", (performance.now() - started) / 1000);
+      recordCall(metrics, service, method, "ok", started);
       return res;
     }
-    return { ...res, message: observed(res.message, (code) => metrics.call(service, method, code, (performance.now() - started) / 1000)) };
+    return { ...res, message: observed(res.message, (code) => recordCall(metrics, service, method, code, started)) };
   };
+}
+
+/** Counts a call that began at `started` (performance.now()) and ended now with `code`. */
+function recordCall(metrics: RpcMetrics, service: string, method: string, code: string, started: number): void {
+  metrics.call(service, method, code, (performance.now() - started) / 1000);
 }
 
 /** A response stream that reports its code when it ends: ok, the error's, or canceled when the client left. */

@@ -233,14 +233,14 @@ export class RequestLogWorker implements RequestLogPort {
     else p.resolve(m.value);
   }
 
-  private async call<T>(call: Unsequenced<LogCall>, records?: readonly RequestLogRecord[]): Promise<T> {
+  private async call<T>(call: Unsequenced<LogCall>): Promise<T> {
     if (this.closed) throw new StoreUnavailableError({ cause: new Error("the request log is closed") });
     await this.started();
     const worker = this.worker;
     if (worker === undefined) throw new StoreUnavailableError({ cause: new Error("the request log's worker thread stopped") });
     const seq = ++this.seq;
     return new Promise<T>((resolve, reject) => {
-      this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject, records });
+      this.pending.set(seq, { resolve: resolve as (value: unknown) => void, reject, records: call.op === "append" ? call.records : undefined });
       if (this.pending.size === 1) worker.ref();
       try {
         worker.postMessage({ ...call, seq });
@@ -255,10 +255,9 @@ export class RequestLogWorker implements RequestLogPort {
 
   append(records: readonly RequestLogRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
-    if (this.inDoubt.size === 0) return this.call({ op: "append", records }, records);
-    const again = records.filter((r) => this.inDoubt.has(r.id)).map((r) => r.id);
-    if (again.length === 0) return this.call({ op: "append", records }, records);
-    return this.call<void>({ op: "append", records, again }, records).then(() => {
+    const again = this.inDoubt.size === 0 ? [] : records.filter((r) => this.inDoubt.has(r.id)).map((r) => r.id);
+    if (again.length === 0) return this.call({ op: "append", records });
+    return this.call<void>({ op: "append", records, again }).then(() => {
       for (const id of again) this.inDoubt.delete(id);
     });
   }
