@@ -28,10 +28,11 @@ export interface DualProtocolServerOptions {
 }
 
 /**
- * Offered every HTTP/2 request before the gateway's handler: returns true if
- * it took the request (and answers it), false to leave it to the gateway.
+ * Offered every HTTP/2 stream before Node's compatibility layer makes its
+ * request and response objects for the gateway's handler: returns true if it
+ * took the stream (and answers it), false to leave it to the gateway.
  */
-export type Http2Shortcut = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => boolean;
+export type Http2Shortcut = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
 
 /** The server, with the connection controls Fastify calls on close. */
 export interface DualProtocolServer extends net.Server {
@@ -55,8 +56,13 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
   const h1 = http.createServer(handler as http.RequestListener);
   h1.keepAliveTimeout = options.keepAliveTimeoutMs;
   let shortcut: Http2Shortcut | undefined;
-  const h2 = http2.createServer((req, res) => {
-    if (shortcut === undefined || !shortcut(req, res)) handler(req, res);
+  // The streams the shortcut leaves get Node's compat objects, made as Node
+  // makes them (CONNECT, Expect) by a server of their own that never
+  // listens: it only turns a stream into the handler's request and response.
+  const compat = http2.createServer(handler);
+  const h2 = http2.createServer();
+  h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (shortcut === undefined || !shortcut(stream, headers)) compat.emit("stream", stream, headers, flags, rawHeaders);
   });
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {

@@ -34,8 +34,7 @@ const HOT: Readonly<Record<string, readonly string[]>> = {
   "src/gateway/ext-authz/attributes.ts": [],
   "src/gateway/ext-authz/service.ts": [],
   "src/gateway/metrics.ts": [],
-  // The shortcut's server function, made once.
-  "src/gateway/rpc/direct.ts": ["serve"],
+  "src/gateway/rpc/direct.ts": [],
   "src/services/authorization-service.ts": [],
   "src/services/batched-uses.ts": [],
   // An instance's service paths, made when the instance is read from the store.

@@ -1,31 +1,41 @@
 /**
  * gRPC calls over h2c that need none of the gateway's per-request work are
- * served straight from the HTTP/2 server, before Fastify routes them: the
+ * served straight from the HTTP/2 stream, before Node's compatibility layer
+ * (`Http2ServerRequest`/`Http2ServerResponse`) and Fastify see them: the
  * same Connect handler, interceptors and limits, without the framework's
- * request and reply objects, hooks and routing around a call that uses none
- * of them (issue #14: about 8 % of an `Authorize` call).
+ * request and reply objects, hooks and routing (issue #14: about 8 % of an
+ * `Authorize` call), and without the compat objects, connect-node's
+ * adapter around them and the work neither needs for a finished call
+ * (about 13 % more).
  *
  * Taken: a POST of gRPC (`application/grpc`, `application/grpc+…`, not
- * gRPC-Web) over HTTP/2 to the exact path of a method of a service the
- * gateway names (the services that need no call facts: Authorize, Envoy's
- * Check, health, reflection), without an `Origin` header. Everything else
- * (admin services, whose calls the request log records; Connect and
- * gRPC-Web; browser calls, which get CORS; unknown paths, which get
- * UNIMPLEMENTED) goes through Fastify as before. What Fastify would add to a
- * taken call is added here: the request id (`X-Request-Id`, as
- * `genReqId` makes it), `Vary: Origin` when CORS is on, and after the answer
- * the same metrics and access-log line (`answered`). A call refused before
- * its handler (a malformed authority, src/gateway/rpc/node-request.ts) is
- * answered as the Fastify route answers it. test/e2e/rpc-direct.test.ts
- * checks that both ways answer every call alike.
+ * gRPC-Web) to the exact path of a method of a service the gateway names
+ * (the services that need no call facts: Authorize, Envoy's Check, health,
+ * reflection), without an `Origin` header. Everything else (admin services,
+ * whose calls the request log records; Connect and gRPC-Web; browser calls,
+ * which get CORS; unknown paths, which get UNIMPLEMENTED) goes to the compat
+ * layer and Fastify as before. What Fastify would add to a taken call is
+ * added here: the request id (`X-Request-Id`, as `genReqId` makes it),
+ * `Vary: Origin` when CORS is on, and after the answer the same metrics and
+ * access-log line (`answered`). A call refused before its handler (a
+ * malformed authority, src/gateway/rpc/node-request.ts) is answered as the
+ * Fastify route answers it. test/e2e/rpc-direct.test.ts checks that both
+ * ways answer every call alike.
+ *
+ * The answer is written as connect-node's `universalResponseToNodeResponse`
+ * writes it to a compat response: the headers after the handler's first
+ * chunk (so that it can still set some), each chunk with backpressure, the
+ * trailers when the body ends. Two things are left out for a call that
+ * ended normally, both of which only make a `DOMException` (with a stack)
+ * on Node 20: aborting the request's signal when the stream closes (nothing
+ * listens any more), and `return()` on the answer's finished iterator.
  */
 import http2 from "node:http2";
 import { performance } from "node:perf_hooks";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Http2Shortcut } from "../server.js";
-import { universalRequestOf } from "./node-request.js";
+import { universalRequestOfStream } from "./node-request.js";
 import { errorResponse, rpcKindOf, type RpcKind } from "./unimplemented.js";
 
 /** A call served directly, once answered: what the gateway's onResponse hook would see. */
@@ -67,8 +77,209 @@ function isGrpc(contentType: string | undefined): boolean {
 }
 
 /** How a taken call is framed (gRPC, by {@link isGrpc}), as the Fastify route tells it. */
-function kindOf(req: http2.Http2ServerRequest): RpcKind {
-  return rpcKindOf({ method: req.method, path: req.url, query: new URLSearchParams(), headers: req.headers }) ?? { protocol: "grpc", json: false };
+function kindOf(headers: http2.IncomingHttpHeaders): RpcKind {
+  return rpcKindOf({ method: "POST", path: headers[":path"] ?? "", query: new URLSearchParams(), headers }) ?? { protocol: "grpc", json: false };
+}
+
+/**
+ * What the client's reset of a stream tells the handler (the abort reason of
+ * the request's signal), as connect-node maps it: undefined for the codes it
+ * leaves unmapped (NO_ERROR, STREAM_CLOSED, unknown ones).
+ */
+function resetReason(rstCode: number | undefined): ConnectError | undefined {
+  const c = http2.constants;
+  let code: Code;
+  switch (rstCode) {
+    case c.NGHTTP2_PROTOCOL_ERROR:
+    case c.NGHTTP2_INTERNAL_ERROR:
+    case c.NGHTTP2_FLOW_CONTROL_ERROR:
+    case c.NGHTTP2_SETTINGS_TIMEOUT:
+    case c.NGHTTP2_FRAME_SIZE_ERROR:
+    case c.NGHTTP2_COMPRESSION_ERROR:
+    case c.NGHTTP2_CONNECT_ERROR:
+      code = Code.Internal;
+      break;
+    case c.NGHTTP2_REFUSED_STREAM:
+      code = Code.Unavailable;
+      break;
+    case c.NGHTTP2_CANCEL:
+      code = Code.Canceled;
+      break;
+    case c.NGHTTP2_ENHANCE_YOUR_CALM:
+      code = Code.ResourceExhausted;
+      break;
+    case c.NGHTTP2_INADEQUATE_SECURITY:
+    case c.NGHTTP2_HTTP_1_1_REQUIRED:
+      code = Code.PermissionDenied;
+      break;
+    default:
+      return undefined;
+  }
+  return new ConnectError(`http/2 stream closed with error code 0x${rstCode.toString(16)}`, code);
+}
+
+/** Node headers of web headers, as connect-node's `webHeaderToNodeHeaders` makes them (repeated names as arrays), added to `out`. */
+function addHeaders(out: http2.OutgoingHttpHeaders, headers: Headers | undefined): http2.OutgoingHttpHeaders {
+  headers?.forEach(addHeader, out);
+  return out;
+}
+
+function addHeader(this: http2.OutgoingHttpHeaders, value: string, name: string): void {
+  const existing = this[name];
+  if (existing === undefined) this[name] = value;
+  else if (Array.isArray(existing)) existing.push(value);
+  else this[name] = [String(existing), value];
+}
+
+/** Why a write could not go on: the stream went away (the client reset it, or the session ended). */
+function goneError(): ConnectError {
+  return new ConnectError("the stream was closed before the answer was written", Code.Aborted);
+}
+
+/** A stream error nobody else listens to: the compat layer ignores them too (its request's `onStreamError`); the call ends by `close`. */
+function ignoreStreamError(): void {}
+
+/** One call taken from a stream: its state, and the stream's `close` listener. */
+class DirectStream {
+  /** The answer's HTTP status as the compat response would report it (200 until headers are sent). */
+  status = 200;
+  /** Set once the answer has been written to its end (the request's signal then needs no abort). */
+  ended = false;
+  private reported = false;
+  /** The trailers, once the answer is ended. */
+  trailers: http2.OutgoingHttpHeaders | undefined;
+  /** A write waiting for `drain`. */
+  private waiting: { resolve(): void; reject(err: unknown): void } | undefined;
+  readonly abort = new AbortController();
+  readonly started = performance.now();
+
+  constructor(
+    readonly options: DirectRpcOptions,
+    readonly handler: UniversalHandler,
+    readonly stream: http2.ServerHttp2Stream,
+    readonly headers: http2.IncomingHttpHeaders,
+    readonly id: string,
+  ) {}
+
+  /** The RPC's name, for `failed`. */
+  rpc(): string {
+    return `${this.handler.service.typeName}/${this.handler.method.name}`;
+  }
+
+  /** The stream closed: fail a write waiting, abort a call still running (the client went away), and report the call once. */
+  closed(): void {
+    if (this.waiting !== undefined) this.drained(goneError());
+    if (!this.ended) this.abort.abort(resetReason(this.stream.rstCode));
+    if (this.reported) return;
+    this.reported = true;
+    try {
+      this.options.answered({
+        id: this.id,
+        method: "POST",
+        url: this.headers[":path"]!,
+        route: this.handler.requestPath,
+        status: this.status,
+        ms: performance.now() - this.started,
+      });
+    } catch (err) {
+      // Thrown out of the stream's event it would end the process; Fastify's hook runner logs an onResponse hook's error.
+      this.options.failed(this.id, this.rpc(), err);
+    }
+  }
+
+  /** Sends the answer's headers, with the request id and `Vary` the gateway's hooks would have set. */
+  respond(res: UniversalServerResponse): void {
+    const out = addHeaders({ ":status": res.status }, res.header);
+    // The handler's own headers win, as a compat response's writeHead overrides headers set before it.
+    if (out["x-request-id"] === undefined) out["x-request-id"] = this.id;
+    if (this.options.varyOrigin && out.vary === undefined) out.vary = "Origin";
+    this.stream.respond(out, { waitForTrailers: true });
+    this.status = res.status;
+  }
+
+  /** Writes one chunk; resolves when the stream can take more, fails when it closes first. */
+  write(chunk: Uint8Array): Promise<void> | undefined {
+    const stream = this.stream;
+    if (stream.destroyed || !stream.writable) throw goneError();
+    if (stream.write(chunk)) return undefined;
+    return new Promise<void>((resolve, reject) => {
+      this.waiting = { resolve, reject };
+      stream.once("drain", onDrain);
+    });
+  }
+
+  /** The stream drained (`err` undefined) or closed (`err` the reason): a write waiting goes on or fails. */
+  drained(err: ConnectError | undefined): void {
+    const waiting = this.waiting;
+    if (waiting === undefined) return;
+    this.waiting = undefined;
+    this.stream.off("drain", onDrain);
+    if (err === undefined) waiting.resolve();
+    else waiting.reject(err);
+  }
+
+  /** Ends the answer with its trailers (none: an empty trailers frame, as the compat response sends). */
+  end(trailer: Headers | undefined): void {
+    const stream = this.stream;
+    if (stream.destroyed) throw goneError();
+    this.trailers = addHeaders({}, trailer);
+    stream.once("wantTrailers", onWantTrailers);
+    this.ended = true;
+    stream.end();
+  }
+}
+
+/** The `drain` listener of a taken stream that waits to write more. */
+function onDrain(this: http2.ServerHttp2Stream): void {
+  (this as StreamWithCall)[kCall]?.drained(undefined);
+}
+
+/** The `wantTrailers` listener of a taken stream whose answer has ended. */
+function onWantTrailers(this: http2.ServerHttp2Stream): void {
+  this.sendTrailers((this as StreamWithCall)[kCall]?.trailers ?? {});
+}
+
+/** The `close` listener of a taken stream (a module function: nothing is made per call). */
+function onClose(this: http2.ServerHttp2Stream): void {
+  (this as StreamWithCall)[kCall]?.closed();
+}
+
+const kCall = Symbol("erplink.directCall");
+type StreamWithCall = http2.ServerHttp2Stream & { [kCall]?: DirectStream };
+
+/**
+ * Writes a universal response to the stream: the headers once the body's
+ * first chunk is there (or it has none), the chunks with backpressure, then
+ * the trailers. An error while writing is given to the handler's body (its
+ * `throw`), as connect-node does, and thrown.
+ */
+async function writeResponse(call: DirectStream, res: UniversalServerResponse): Promise<void> {
+  const it = res.body?.[Symbol.asyncIterator]();
+  let finished = it === undefined;
+  let writing = false;
+  try {
+    if (it !== undefined) {
+      let chunk = await it.next();
+      writing = true;
+      call.respond(res);
+      writing = false;
+      for (; chunk.done !== true; chunk = await it.next()) {
+        writing = true;
+        await call.write(chunk.value);
+        writing = false;
+      }
+      finished = true;
+    }
+    writing = true;
+    if (!call.stream.headersSent) call.respond(res);
+    call.end(res.trailer);
+  } catch (err) {
+    if (writing) it?.throw?.(err).catch(ignoreStreamError);
+    throw err;
+  } finally {
+    // A body read to its end needs no return(); Connect's would only abort its finished context again.
+    if (!finished) it?.return?.().catch(ignoreStreamError);
+  }
 }
 
 /**
@@ -76,40 +287,28 @@ function kindOf(req: http2.Http2ServerRequest): RpcKind {
  * themselves): `internal` in the protocol's answer if nothing was sent yet,
  * else the stream reset, so that the client never waits for an end.
  */
-async function answerFailure(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): Promise<void> {
+async function answerFailure(call: DirectStream): Promise<void> {
   try {
-    if (res.headersSent) res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-    else await universalResponseToNodeResponse(errorResponse(kindOf(req), new ConnectError("internal error", Code.Internal)), res);
+    if (call.stream.headersSent) call.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    else await writeResponse(call, errorResponse(kindOf(call.headers), new ConnectError("internal error", Code.Internal)));
   } catch {
     // The client went away meanwhile.
   }
 }
 
-/**
- * Tells `options.answered` of a call once, when its response finishes or
- * fails. A helper's closure rather than an arrow bound to a `const` per
- * call: tsx's keepNames would rename it on every call (see
- * src/gateway/data/analyze.ts).
- */
-function answeredOnce(
-  options: DirectRpcOptions,
-  handler: UniversalHandler,
-  req: http2.Http2ServerRequest,
-  res: http2.Http2ServerResponse,
-  id: string,
-  started: number,
-): () => void {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    try {
-      options.answered({ id, method: req.method, url: req.url, route: handler.requestPath, status: res.statusCode, ms: performance.now() - started });
-    } catch (err) {
-      // Thrown out of the response's event it would end the process; Fastify's hook runner logs an onResponse hook's error.
-      options.failed(id, `${handler.service.typeName}/${handler.method.name}`, err);
-    }
-  };
+/** Serves one taken call. */
+async function serve(call: DirectStream): Promise<void> {
+  try {
+    const uReq = universalRequestOfStream(call.stream, call.headers, call.abort.signal, call.options.contextValues(call.id));
+    // A refusal (a malformed authority) is answered as the Fastify route answers it (src/gateway/rpc/plugin.ts).
+    const uRes = uReq instanceof ConnectError ? errorResponse(kindOf(call.headers), uReq) : await call.handler(uReq);
+    await writeResponse(call, uRes);
+  } catch (err) {
+    // The client went away (connect-node's adapter reports its write errors as aborted): nothing to answer, nothing of ours failed.
+    if ((err instanceof ConnectError && err.code === Code.Aborted) || call.stream.destroyed) return;
+    call.options.failed(call.id, call.rpc(), err);
+    await answerFailure(call);
+  }
 }
 
 /** The shortcut to set on the one-port server. */
@@ -117,33 +316,17 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
   const byPath = new Map<string, UniversalHandler>();
   for (const h of options.handlers) if (options.takes(h.service.typeName)) byPath.set(h.requestPath, h);
 
-  const serve = async (handler: UniversalHandler, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, id: string) => {
-    try {
-      const uReq = universalRequestOf(req, res, options.contextValues(id));
-      // A refusal (a malformed authority) is answered as the Fastify route answers it (src/gateway/rpc/plugin.ts).
-      const uRes = uReq instanceof ConnectError ? errorResponse(kindOf(req), uReq) : await handler(uReq);
-      await universalResponseToNodeResponse(uRes, res);
-    } catch (err) {
-      if (ConnectError.from(err).code === Code.Aborted) return;
-      options.failed(id, `${handler.service.typeName}/${handler.method.name}`, err);
-      await answerFailure(req, res);
-    }
-  };
-
-  return (req, res) => {
-    if (req.method !== "POST") return false;
-    const handler = byPath.get(req.url);
+  return (stream, headers) => {
+    if (headers[":method"] !== "POST") return false;
+    const path = headers[":path"];
+    const handler = path === undefined ? undefined : byPath.get(path);
     if (handler === undefined) return false;
-    const headers = req.headers;
     if (!isGrpc(headers["content-type"]) || headers.origin !== undefined) return false;
-    const started = performance.now();
-    const id = options.requestId(headers["x-request-id"]);
-    res.setHeader("x-request-id", id);
-    if (options.varyOrigin) res.setHeader("vary", "Origin");
-    const answered = answeredOnce(options, handler, req, res, id, started);
-    res.once("finish", answered);
-    res.once("error", answered);
-    void serve(handler, req, res, id);
+    const call = new DirectStream(options, handler, stream, headers, options.requestId(headers["x-request-id"]));
+    (stream as StreamWithCall)[kCall] = call;
+    stream.on("error", ignoreStreamError);
+    stream.once("close", onClose);
+    void serve(call);
     return true;
   };
 }

@@ -42,3 +42,58 @@ function makesUrl(req: http.IncomingMessage | http2.Http2ServerRequest): boolean
   const authority = "authority" in req ? req.authority : req.headers.host;
   return authority !== undefined && URL.canParse(req.url ?? "", `http://${authority}`);
 }
+
+/**
+ * The universal request of a call taken from a node:http2 stream (the h2c
+ * shortcut, src/gateway/rpc/direct.ts), as connect-node makes it from the
+ * compat request over the same stream: the authority is `:authority`, else
+ * `Host` (Node's compat `authority`), the URL is `new URL(path,
+ * scheme://authority)`, the headers are the stream's without pseudo-headers,
+ * and the body is the stream's data. A call whose authority makes no URL is
+ * the same `invalid_argument` refusal as {@link universalRequestOf}'s.
+ */
+export function universalRequestOfStream(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  signal: AbortSignal,
+  contextValues: ContextValues | undefined,
+): UniversalServerRequest | ConnectError {
+  const authority = headers[":authority"] ?? headers.host;
+  if (authority === undefined) return new ConnectError(BAD_AUTHORITY_MESSAGE, Code.InvalidArgument);
+  let url: string;
+  try {
+    url = new URL(headers[":path"] ?? "", `${stream.session?.encrypted === true ? "https" : "http"}://${authority}`).toString();
+  } catch {
+    return new ConnectError(BAD_AUTHORITY_MESSAGE, Code.InvalidArgument);
+  }
+  return {
+    httpVersion: "2.0",
+    method: headers[":method"] ?? "",
+    url,
+    header: nodeHeaderToWebHeader(headers),
+    // A handler that stops reading early (a malformed message, a body over
+    // the limit) must not destroy the stream it still answers on: the
+    // compat request connect-node reads from leaves its stream alone too.
+    body: stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>,
+    signal,
+    contextValues,
+  };
+}
+
+/**
+ * The request's headers as web headers, without pseudo-headers: what
+ * connect-node's (unexported) `nodeHeaderToWebHeader` makes of the same
+ * object.
+ */
+function nodeHeaderToWebHeader(headers: http2.IncomingHttpHeaders): Headers {
+  const out = new Headers();
+  for (const name in headers) {
+    if (name.charCodeAt(0) === 0x3a /* : */) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (typeof value === "string") out.append(name, value);
+    else if (typeof value === "number") out.append(name, String(value));
+    else for (const v of value) out.append(name, v);
+  }
+  return out;
+}

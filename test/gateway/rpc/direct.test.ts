@@ -8,13 +8,15 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter } from "@connectrpc/connect";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus } from "../../../src/gen/grpc/health/v1/health_pb.js";
+import { ServerReflection, ServerReflectionRequestSchema, ServerReflectionResponseSchema } from "../../../src/gen/grpc/reflection/v1/reflection_pb.js";
 import { createDirectRpc, type DirectCall, type DirectRpcOptions } from "../../../src/gateway/rpc/direct.js";
 
 const CHECK = `/${Health.typeName}/${Health.method.check.name}`;
+const REFLECT = `/${ServerReflection.typeName}/${ServerReflection.method.serverReflectionInfo.name}`;
 
 interface Served {
   readonly port: number;
@@ -23,9 +25,10 @@ interface Served {
   close(): Promise<void>;
 }
 
-async function serve(options: Partial<DirectRpcOptions>): Promise<Served> {
+async function serve(options: Partial<DirectRpcOptions>, routes?: (router: ConnectRouter) => void): Promise<Served> {
   const router = createConnectRouter();
   router.service(Health, { check: async () => ({ status: HealthCheckResponse_ServingStatus.SERVING }) } as never);
+  routes?.(router);
   const shortcut = createDirectRpc({
     handlers: router.handlers,
     varyOrigin: false,
@@ -37,11 +40,11 @@ async function serve(options: Partial<DirectRpcOptions>): Promise<Served> {
     ...options,
   });
   const left: string[] = [];
-  const server = http2.createServer((req, res) => {
-    if (shortcut(req, res)) return;
-    left.push(req.url);
-    res.statusCode = 404;
-    res.end();
+  const server = http2.createServer();
+  server.on("stream", (stream, headers) => {
+    if (shortcut(stream, headers)) return;
+    left.push(headers[":path"]!);
+    stream.respond({ ":status": 404 }, { endStream: true });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
@@ -156,6 +159,119 @@ test("a handler that fails (a bug: Connect's answer errors themselves) is report
     await s.close();
   }
   assert.equal(failures, ["grpc.health.v1.Health/Check: handler bug"]);
+});
+
+/** A gRPC message frame. */
+function frame(message: Uint8Array): Buffer {
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(message.length, 1);
+  return Buffer.concat([prefix, message]);
+}
+
+/** A reflection service whose every answer carries `size` bytes, and what its handler saw of its signal. */
+function bigAnswers(size: number, seen: { reason?: unknown; answered: number }) {
+  return (router: ConnectRouter) =>
+    router.service(ServerReflection, {
+      async *serverReflectionInfo(requests, ctx) {
+        ctx.signal.addEventListener("abort", () => (seen.reason = ctx.signal.reason));
+        for await (const _ of requests) {
+          seen.answered++;
+          yield create(ServerReflectionResponseSchema, {
+            messageResponse: { case: "fileDescriptorResponse", value: { fileDescriptorProto: [new Uint8Array(size).fill(7)] } },
+          });
+        }
+      },
+    });
+}
+
+const REQUEST = frame(toBinary(ServerReflectionRequestSchema, create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } })));
+
+test("an answer larger than the client's window waits for it to read, then arrives whole with its trailers", async () => {
+  const seen = { answered: 0 } as { reason?: unknown; answered: number };
+  const calls: DirectCall[] = [];
+  const failures: string[] = [];
+  // Four times HTTP/2's initial window of 64 KiB: the write waits for drain.
+  const s = await serve({ answered: (c) => calls.push(c), failed: (_i, _r, e) => failures.push(String(e)) }, bigAnswers(256 * 1024, seen));
+  const session = http2.connect(`http://127.0.0.1:${s.port}`);
+  try {
+    const result = await new Promise<{ bytes: number; grpcStatus?: string }>((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ":path": REFLECT, "content-type": "application/grpc", te: "trailers" });
+      let bytes = 0;
+      let grpcStatus: string | undefined;
+      stream.pause();
+      // Read nothing for a while: the server's write is held by flow control meanwhile.
+      setTimeout(() => stream.resume(), 150);
+      stream.on("data", (d: Buffer) => {
+        bytes += d.length;
+        // The whole first answer read: the client ends its side, and the server its stream.
+        if (bytes === 5 + 256 * 1024 + 8) stream.end();
+      });
+      stream.on("trailers", (t) => (grpcStatus = t["grpc-status"] as string));
+      stream.on("error", reject);
+      stream.on("close", () => resolve({ bytes, grpcStatus }));
+      stream.write(REQUEST);
+    });
+    // The answer: a 5-byte prefix and the message (field 4, its length, field 1 with the 256 KiB).
+    assert.is(result.grpcStatus, "0");
+    assert.ok(result.bytes > 256 * 1024, `read ${result.bytes} bytes`);
+  } finally {
+    session.close();
+    await s.close();
+  }
+  assert.is(seen.answered, 1);
+  assert.equal(failures, []);
+  assert.equal(calls.map((c) => [c.url, c.status]), [[REFLECT, 200]]);
+});
+
+test("a client that resets its stream while the answer waits for its window: the handler's signal says canceled, nothing is reported failed, the call is reported once", async () => {
+  const seen = { answered: 0 } as { reason?: unknown; answered: number };
+  const calls: DirectCall[] = [];
+  const failures: string[] = [];
+  const s = await serve({ answered: (c) => calls.push(c), failed: (_i, _r, e) => failures.push(String(e)) }, bigAnswers(256 * 1024, seen));
+  const session = http2.connect(`http://127.0.0.1:${s.port}`);
+  try {
+    await new Promise<void>((resolve) => {
+      const stream = session.request({ ":method": "POST", ":path": REFLECT, "content-type": "application/grpc", te: "trailers" });
+      stream.pause();
+      stream.on("response", () => setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), 50));
+      stream.on("error", () => {});
+      stream.on("close", () => resolve());
+      stream.write(REQUEST);
+    });
+    for (let i = 0; i < 50 && calls.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+  } finally {
+    session.close();
+    await s.close();
+  }
+  assert.instance(seen.reason, ConnectError);
+  assert.is((seen.reason as ConnectError).code, Code.Canceled);
+  assert.equal(failures, []);
+  assert.is(calls.length, 1);
+});
+
+test("a handler that stops reading early (a malformed message) still answers on the stream: not destroyed with the body", async () => {
+  const s = await serve({});
+  const session = http2.connect(`http://127.0.0.1:${s.port}`);
+  try {
+    const answer = await new Promise<{ status?: string; message?: string; rst: number }>((resolve) => {
+      const stream = session.request({ ":method": "POST", ":path": CHECK, "content-type": "application/grpc", te: "trailers" });
+      let status: string | undefined;
+      let message: string | undefined;
+      stream.on("trailers", (t) => {
+        status = t["grpc-status"] as string;
+        message = t["grpc-message"] as string;
+      });
+      stream.resume();
+      stream.on("error", () => {});
+      stream.on("close", () => resolve({ status, message, rst: stream.rstCode ?? 0 }));
+      // Field 3 with wire type 7: no such wire type. The rest of the body is never read.
+      stream.end(Buffer.concat([frame(Uint8Array.of(0x1f)), Buffer.alloc(1000)]));
+    });
+    assert.equal(answer, { status: "13", message: "parse%20binary%3A%20illegal%20tag%3A%20field%20no%203%20wire%20type%207", rst: 0 });
+  } finally {
+    session.close();
+    await s.close();
+  }
 });
 
 test.run();
