@@ -178,7 +178,12 @@ export function createHealth(options: HealthOptions): HealthServer {
           yield response(status);
         }
         // Ended by shutdown: the last word is NOT_SERVING.
-        if (stopped && last !== ServingStatus.NOT_SERVING) yield response(ServingStatus.NOT_SERVING);
+        if (stopped) {
+          if (last !== ServingStatus.NOT_SERVING) yield response(ServingStatus.NOT_SERVING);
+        } else if (ctx.signal.aborted) {
+          // Ended by the call's deadline (or the client going away): its status, DEADLINE_EXCEEDED, not OK.
+          throw ConnectError.from(ctx.signal.reason);
+        }
       } finally {
         stream.close();
       }

@@ -29,7 +29,9 @@ export function universalRequestOf(
   contextValues: ContextValues | undefined,
 ): UniversalServerRequest | ConnectError {
   try {
-    return universalRequestFromNodeRequest(req, res, undefined, contextValues);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, contextValues);
+    clampTimeouts(uReq.header);
+    return uReq;
   } catch (err) {
     // Checked only after a failure: the hot path parses the URL once, in connect-node.
     if (makesUrl(req)) throw err;
@@ -66,11 +68,13 @@ export function universalRequestOfStream(
   } catch {
     return new ConnectError(BAD_AUTHORITY_MESSAGE, Code.InvalidArgument);
   }
+  const header = nodeHeaderToWebHeader(headers);
+  if (headers["grpc-timeout"] !== undefined) clampTimeouts(header);
   return {
     httpVersion: "2.0",
     method: headers[":method"] ?? "",
     url,
-    header: nodeHeaderToWebHeader(headers),
+    header,
     // A handler that stops reading early (a malformed message, a body over
     // the limit) must not destroy the stream it still answers on: the
     // compat request connect-node reads from leaves its stream alone too.
@@ -96,4 +100,30 @@ function nodeHeaderToWebHeader(headers: http2.IncomingHttpHeaders): Headers {
     else for (const v of value) out.append(name, v);
   }
   return out;
+}
+
+/** The longest delay a Node timer holds (2³¹ − 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** A gRPC timeout at that bound: 2,147,483 s. */
+const MAX_GRPC_TIMEOUT = "2147483S";
+/** Milliseconds per unit of a `grpc-timeout` (gRPC over HTTP/2: `H M S m u n`). */
+const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+/**
+ * Caps a deadline longer than a Node timer can hold (`grpc-timeout`, of
+ * gRPC and gRPC-Web; `connect-timeout-ms`, of Connect) at that bound, about
+ * 24.8 days. Connect sets its deadline timer with the client's timeout as it
+ * is, and Node fires a timer set beyond the bound after 1 ms: a client with
+ * a deadline of a month (`720H`, as grpc-go sends it) had every call end
+ * DEADLINE_EXCEEDED at once, a health Watch stream within a millisecond. A
+ * malformed value is left for Connect to refuse.
+ */
+export function clampTimeouts(header: Headers): void {
+  const grpc = header.get("grpc-timeout");
+  if (grpc !== null) {
+    const m = /^(\d{1,8})([HMSmun])$/.exec(grpc);
+    if (m !== null && Number(m[1]) * GRPC_TIMEOUT_UNIT_MS[m[2]!]! > MAX_TIMER_MS) header.set("grpc-timeout", MAX_GRPC_TIMEOUT);
+  }
+  const connect = header.get("connect-timeout-ms");
+  if (connect !== null && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS) header.set("connect-timeout-ms", String(MAX_TIMER_MS));
 }

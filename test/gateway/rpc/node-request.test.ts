@@ -10,7 +10,7 @@ import net from "node:net";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { BAD_AUTHORITY_MESSAGE, universalRequestOf } from "../../../src/gateway/rpc/node-request.js";
+import { BAD_AUTHORITY_MESSAGE, clampTimeouts, universalRequestOf } from "../../../src/gateway/rpc/node-request.js";
 
 const test = suite("universalRequestOf: the request, or the refusal of a malformed authority");
 
@@ -43,6 +43,36 @@ test("no authority, or one that makes no URL: invalid_argument, not connect-node
     assert.is((uReq as ConnectError).code, Code.InvalidArgument, String(host));
     assert.is((uReq as ConnectError).rawMessage, BAD_AUTHORITY_MESSAGE, String(host));
   }
+});
+
+test("a deadline beyond a Node timer's bound (2^31 - 1 ms) is capped at it; others, and malformed ones, are left as sent", () => {
+  const cases: [string, string, string][] = [
+    // [header, sent, seen by Connect]
+    ["grpc-timeout", "1S", "1S"],
+    ["grpc-timeout", "596H", "596H"], // 2,145,600,000 ms: under the bound
+    ["grpc-timeout", "597H", "2147483S"], // 2,149,200,000 ms: over it
+    ["grpc-timeout", "720H", "2147483S"],
+    ["grpc-timeout", "99999999H", "2147483S"],
+    ["grpc-timeout", "35791M", "35791M"], // 2,147,460,000 ms
+    ["grpc-timeout", "35792M", "2147483S"],
+    ["grpc-timeout", "2147483647m", "2147483647m"], // ten digits: malformed, Connect refuses it
+    ["grpc-timeout", "99999999n", "99999999n"],
+    ["grpc-timeout", "99999999u", "99999999u"],
+    ["grpc-timeout", "abc", "abc"],
+    ["connect-timeout-ms", "2147483647", "2147483647"],
+    ["connect-timeout-ms", "2147483648", "2147483647"],
+    ["connect-timeout-ms", "9999999999", "2147483647"],
+    ["connect-timeout-ms", "99999999999", "99999999999"], // eleven digits: malformed
+    ["connect-timeout-ms", "-1", "-1"],
+  ];
+  for (const [name, sent, seen] of cases) {
+    const header = new Headers({ [name]: sent });
+    clampTimeouts(header);
+    assert.is(header.get(name), seen, `${name}: ${sent}`);
+  }
+  const none = new Headers({ "content-type": "application/grpc" });
+  clampTimeouts(none);
+  assert.equal([...none.keys()], ["content-type"]);
 });
 
 test.run();
