@@ -128,7 +128,10 @@ async function explain<K extends DataKey>(input: ExplainInput<K>, options: Diagn
   const routed = /^[^?#]*/.exec(target)![0];
   const segments = routed.split("/");
   const [instanceRaw = "", serviceRaw = ""] = segments.slice(2, 4);
-  if (serviceRaw === "") throw invalid("url", "must name a service: /odata/<instance>/<service>/…");
+  // The router routes any path with a segment after the instance, an empty one too
+  // (`/odata/prod//x`: service ""), which the data path then refuses; only a path
+  // that ends at the instance has no route.
+  if (segments.length < 4) throw invalid("url", "must name a service: /odata/<instance>/<service>/…");
   const out = create(ExplanationSchema, {
     keyId: input.key.id,
     instance: input.instance,

@@ -96,6 +96,20 @@ Diag("a malformed escape after a '#' in the target: explain answers as the data 
   assert.equal([ex.allowed, ex.status, ex.code, ex.message], [false, 400, "VALIDATION_ERROR", JSON.parse(res.body).error.message]);
 });
 
+// Explain differential (seed 1125222): the router routes a path with an empty service segment
+// (`/odata/prodv2//…`, service ""), which the data path refuses by the service name's rule;
+// explain refused the call itself ("url: must name a service").
+Diag("an empty service segment: explain answers as the data path does (the service name's refusal), not as a call that names no service", async (ctx) => {
+  for (const url of ["/odata/prod//SalesOrders", "/odata/prod/", "/odata/prodv2//..%2FCustomersSALES/$batch"]) {
+    const c: Case = { key: "reader", method: "GET", url };
+    const { res } = await send(ctx, c, "diff-empty-service");
+    const ex = await explain(ctx, c);
+    assert.is(res.status, 400, url);
+    assert.match(JSON.parse(res.body).error.message, /^the service name may only contain/, url);
+    assert.equal([ex.allowed, ex.status, ex.code, ex.message], [false, 400, "VALIDATION_ERROR", JSON.parse(res.body).error.message], url);
+  }
+});
+
 Diag("explaining forwards nothing, counts nothing and writes no data-request log entry", async (ctx) => {
   const app = ctx.world.app;
   const limited = json(
