@@ -13,7 +13,7 @@
  * land on one scenario only. The table compares each scenario to the
  * baseline.
  *
- * Usage: npm run bench [-- --count 20000 --warmup 2000 --concurrency 32 --rounds 4]
+ * Usage: npm run bench [-- --count 20000 --warmup 2000 --concurrency 32 --rounds 8]
  * See bench/README.md for how to read the output.
  */
 import http2 from "node:http2";
@@ -27,7 +27,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { createErplink } from "../src/app.js";
-import { intOption, type PhaseRequest, type PhaseResult, percentile, runBench } from "./lib.js";
+import { intOption, median, type PhaseRequest, type PhaseResult, percentile, runBench } from "./lib.js";
 import { loadConfig } from "../src/config.js";
 import {
   ApiKeySchema,
@@ -243,6 +243,8 @@ interface Scenario {
   readonly latencies: Float64Array[];
   done: number;
   elapsedMs: number;
+  /** Throughput of each measured round (calls ÷ the round's time). */
+  readonly roundRps: number[];
   /** Event-loop time (ms) of the servers' thread and of the client's, over the measured rounds. */
   serverActiveMs: number;
   clientActiveMs: number;
@@ -260,7 +262,7 @@ async function main(started: number): Promise<void> {
       count: { type: "string", default: "20000" },
       warmup: { type: "string", default: "2000" },
       concurrency: { type: "string", default: "32" },
-      rounds: { type: "string", default: "4" },
+      rounds: { type: "string", default: "8" },
     },
   });
   const count = intOption("count", values.count!, 200_000);
@@ -305,6 +307,7 @@ async function main(started: number): Promise<void> {
       name,
       setup: { address: addr, request: req, expect, concurrency },
       latencies: [],
+      roundRps: [],
       done: 0,
       elapsedMs: 0,
       serverActiveMs: 0,
@@ -344,6 +347,7 @@ async function main(started: number): Promise<void> {
         fail(s.name, r);
         if (r.done < perRound) cutShort = true;
         s.latencies.push(r.latencies);
+        s.roundRps.push(r.done / (r.elapsedMs / 1000));
         s.done += r.done;
         s.elapsedMs += r.elapsedMs;
         s.serverActiveMs += serverElu.active;
@@ -371,15 +375,19 @@ async function main(started: number): Promise<void> {
       };
     });
     const base = rows[0]!;
-    const header = ["scenario", "calls", "req/s", "p50 ms", "p99 ms", "req/s ÷ base", "p50 ÷ base", "server busy", "client busy"];
+    const baseRounds = scenarios[0]!.roundRps;
+    // Each round's throughput against the baseline's round of the same pass (seconds apart): a slow spell moves both.
+    const roundRatio = (s: Scenario) => median(s.roundRps.map((rps, i) => rps / baseRounds[i]!));
+    const header = ["scenario", "calls", "req/s", "p50 ms", "p99 ms", "req/s ÷ base", "median round ÷ base", "p50 ÷ base", "server busy", "client busy"];
     const pct = (x: number) => `${Math.round(x * 100)}%`;
-    const table = rows.map((r) => [
+    const table = rows.map((r, i) => [
       r.name,
       String(r.done),
       Math.round(r.rps).toString(),
       r.p50.toFixed(2),
       r.p99.toFixed(2),
       (r.rps / base.rps).toFixed(2),
+      roundRatio(scenarios[i]!).toFixed(2),
       (r.p50 / base.p50).toFixed(2),
       pct(r.serverBusy),
       pct(r.clientBusy),

@@ -65,10 +65,15 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
     if (shortcut === undefined || !shortcut(stream, headers)) compat.emit("stream", stream, headers, flags, rawHeaders);
   });
   const sessions = new Set<http2.ServerHttp2Session>();
+  // Set once a close has begun: a session that starts after it (its client
+  // connected just before, its preface came just after) is asked to go away
+  // at once, or it would hold the close until its timeout.
+  let closing = false;
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     session.setTimeout(options.http2SessionTimeoutMs, () => session.close());
+    if (closing) session.close();
   });
   const sockets = new Set<net.Socket>();
 
@@ -127,6 +132,7 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
   };
   outer.http2Shortcut = () => shortcut;
   outer.closeIdleConnections = () => {
+    closing = true;
     h1.closeIdleConnections();
     for (const session of sessions) session.close();
   };

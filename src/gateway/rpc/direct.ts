@@ -11,7 +11,7 @@
  * Taken: a POST of gRPC (`application/grpc`, `application/grpc+…`, not
  * gRPC-Web) to the exact path of a method of a service the gateway names
  * (the services that need no call facts: Authorize, Envoy's Check, health,
- * reflection), without an `Origin` header. Everything else (admin services,
+ * reflection), without an `Origin` or an `Expect` header. Everything else (admin services,
  * whose calls the request log records; Connect and gRPC-Web; browser calls,
  * which get CORS; unknown paths, which get UNIMPLEMENTED) goes to the compat
  * layer and Fastify as before. What Fastify would add to a taken call is
@@ -234,9 +234,52 @@ function onDrain(this: http2.ServerHttp2Stream): void {
   (this as StreamWithCall)[kCall]?.drained(undefined);
 }
 
-/** The `wantTrailers` listener of a taken stream whose answer has ended. */
+/** The `wantTrailers` listener of a taken stream whose answer has ended: sends the trailers, then drains what is left unread. */
 function onWantTrailers(this: http2.ServerHttp2Stream): void {
   this.sendTrailers((this as StreamWithCall)[kCall]?.trailers ?? {});
+  drainUnread(this, this);
+}
+
+/**
+ * After an answer's trailers: if the client is still sending (`stream`'s
+ * readable side has not ended; the handler answered before reading it all:
+ * a body over the limit, a malformed message, a stream ended by shutdown),
+ * lets `reader` (the stream, or the compat request reading it) discard the
+ * rest, and then resets the stream NO_ERROR, as RFC 9113 §8.1 lets a server
+ * that has sent its complete response and as grpc-go does. Without it the
+ * unread data kept the stream from ever closing (Node waits for the
+ * readable side to end), so the call was never reported, its session never
+ * released, and a shutdown waited for its timeout; a client that never ends
+ * its side held its stream open. Both ways a call is served
+ * (src/gateway/rpc/plugin.ts for the Fastify route).
+ *
+ * The reset waits for the next turn of the event loop: submitted at once,
+ * nghttp2 sends it before the trailers still queued beside it, and the
+ * client never sees the status. By then Node has handed the trailers to
+ * the socket, and the reset follows them there.
+ */
+export function drainUnread(stream: http2.ServerHttp2Stream, reader: { resume(): unknown }): void {
+  if (stream.readableEnded || stream.destroyed) return;
+  reader.resume();
+  setImmediate(resetUnended, stream);
+}
+
+/** Resets a stream whose answer is complete and whose client has still not ended its side. */
+function resetUnended(stream: http2.ServerHttp2Stream): void {
+  if (!stream.readableEnded && !stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
+}
+
+/**
+ * The `aborted` listener of a taken stream: the client reset it (or its
+ * session went away) before the answer was complete. Node closes such a
+ * stream only once its readable side has been read to its end, and after a
+ * reset with NO_ERROR that may never happen (a handler waiting to write
+ * reads nothing, and no `drain` comes): the call is over, so the stream is
+ * destroyed, which closes it (`close`: the call is reported, a waiting write
+ * fails, the handler's signal is aborted).
+ */
+function onAborted(this: http2.ServerHttp2Stream): void {
+  this.destroy();
 }
 
 /** The `close` listener of a taken stream (a module function: nothing is made per call). */
@@ -321,11 +364,14 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
     const path = headers[":path"];
     const handler = path === undefined ? undefined : byPath.get(path);
     if (handler === undefined) return false;
-    if (!isGrpc(headers["content-type"]) || headers.origin !== undefined) return false;
+    // A call with an Expect header is left to Node's compat layer, which answers it (100 Continue, or 417).
+    if (!isGrpc(headers["content-type"]) || headers.origin !== undefined || headers.expect !== undefined) return false;
     const call = new DirectStream(options, handler, stream, headers, options.requestId(headers["x-request-id"]));
     (stream as StreamWithCall)[kCall] = call;
     stream.on("error", ignoreStreamError);
-    stream.once("close", onClose);
+    // `on`, not `once`: each fires at most once, and `once` wraps its listener per call.
+    stream.on("close", onClose);
+    stream.on("aborted", onAborted);
     void serve(call);
     return true;
   };

@@ -134,9 +134,13 @@ export function createHealth(options: HealthOptions): HealthServer {
         timer = undefined;
       }
     };
-    signal.addEventListener("abort", close, { once: true });
-    watchers.add(watcher);
-    schedule();
+    // A Watch that arrives during a shutdown ends with NOT_SERVING at once, as the open ones did.
+    if (stopped) ended = true;
+    else {
+      signal.addEventListener("abort", close, { once: true });
+      watchers.add(watcher);
+      schedule();
+    }
     return {
       close,
       async *[Symbol.asyncIterator]() {

@@ -141,4 +141,16 @@ test("shutdown: Watch streams get NOT_SERVING and end; Check answers NOT_SERVING
   assert.is((await ctx.client.check({ service: "grpc.health.v1.Health" })).status, S.NOT_SERVING);
 });
 
+test("a Watch that arrives after shutdown gets NOT_SERVING and ends at once; nothing is left watching", async (ctx) => {
+  ctx.health.shutdown();
+  const seen: string[] = [];
+  // Before the fix the watcher was added after shutdown had ended the others, and nothing ended it.
+  const done = (async () => {
+    for await (const res of ctx.client.watch({ service: "" })) seen.push(S[res.status]);
+    return "ended";
+  })();
+  const outcome = await Promise.race([done, new Promise((r) => setTimeout(() => r("open"), 500))]);
+  assert.equal([outcome, seen, ctx.health.watchers()], ["ended", ["NOT_SERVING"], 0]);
+});
+
 test.run();
