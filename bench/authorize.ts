@@ -40,6 +40,7 @@ import {
   AuthorizationService,
   AuthorizeRequestSchema,
   AuthorizeResponseSchema,
+  type AuthorizeResponse,
   DenialStep,
   Operation,
 } from "../src/gen/erplink/authz/v1/authorization_pb.js";
@@ -184,9 +185,15 @@ class LoadWorker {
   }
 }
 
-/** The stub baseline: AuthorizationService on a bare connect-node h2c server, answering at once. */
-async function startBaseline(): Promise<{ address: string; close(): Promise<void> }> {
-  const allowed = create(AuthorizeResponseSchema, { allowed: true });
+/**
+ * A stub AuthorizationService on a bare connect-node h2c server, answering
+ * `answer` at once: the baseline (`allowed: true`), or, for the informative
+ * row, an answer as large as erplink's (key id, rate-limit status and both
+ * windows), so that what its encoding and the client's decoding cost shows
+ * apart from erplink's work.
+ */
+async function startBaseline(answer: AuthorizeResponse = create(AuthorizeResponseSchema, { allowed: true })): Promise<{ address: string; close(): Promise<void> }> {
+  const allowed = answer;
   const routes = (router: ConnectRouter) => router.service(AuthorizationService, { authorize: () => allowed });
   const server = http2.createServer(connectNodeAdapter({ routes }));
   const sessions = new Set<http2.ServerHttp2Session>();
@@ -231,6 +238,27 @@ async function createDataKey(address: string): Promise<string> {
       ),
     );
     return fromBinary(CreateApiKeyResponseSchema, res).key;
+  } finally {
+    client.close();
+  }
+}
+
+/** One Authorize call over grpc-js: erplink's decoded answer. */
+async function authorizeOnce(address: string, request: Uint8Array): Promise<AuthorizeResponse> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  try {
+    const res = await new Promise<Buffer>((resolve, reject) =>
+      client.makeUnaryRequest(
+        AUTHORIZE_PATH,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.from(request),
+        new grpc.Metadata(),
+        { deadline: Date.now() + 5000 },
+        (err, value) => (err || !value ? reject(err ?? new Error("no response")) : resolve(value)),
+      ),
+    );
+    return fromBinary(AuthorizeResponseSchema, res);
   } finally {
     client.close();
   }
@@ -284,6 +312,7 @@ async function main(started: number): Promise<void> {
     }),
   );
   const baseline = await startBaseline();
+  let fullStub: Awaited<ReturnType<typeof startBaseline>> | undefined;
   const scenarios: Scenario[] = [];
   try {
     await erplink.app.listen({ host: "127.0.0.1", port: 0 });
@@ -303,6 +332,9 @@ async function main(started: number): Promise<void> {
         }),
       );
     const allowed = { allowed: true, denialStep: DenialStep.UNSPECIFIED };
+    // erplink's own answer to the warm key, for the stub that answers as much.
+    const sample = await authorizeOnce(address, request());
+    fullStub = await startBaseline(sample);
     const scenario = (name: string, addr: string, req: Uint8Array, expect: WorkerSetup["expect"]): Scenario => ({
       name,
       setup: { address: addr, request: req, expect, concurrency },
@@ -315,6 +347,7 @@ async function main(started: number): Promise<void> {
     });
     scenarios.push(
       scenario("baseline: stub Authorize, bare connect-node", baseline.address, request(), allowed),
+      scenario("stub answering erplink's full answer", fullStub.address, request(), allowed),
       scenario("erplink Authorize, warm key", address, request(), allowed),
       scenario("erplink Authorize, warm key, dry_run", address, request({ dryRun: true }), allowed),
       // Refused before any lookup: what erplink's stack costs around the check.
@@ -403,6 +436,7 @@ async function main(started: number): Promise<void> {
   } finally {
     await Promise.all(scenarios.map((s) => s.worker?.close()));
     await baseline.close();
+    await fullStub?.close();
     await erplink.close();
   }
 }

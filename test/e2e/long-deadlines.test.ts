@@ -37,8 +37,8 @@ test.after(async (ctx) => {
   await ctx.server?.close();
 });
 
-/** A gRPC Watch over h2c with `timeout`; what it saw after `waitMs`. */
-function grpcWatch(baseUrl: string, timeout: string, waitMs: number): Promise<Seen> {
+/** A gRPC Watch over h2c with `timeout` (its message sent after `sendAfterMs`); what it saw after `waitMs`. */
+function grpcWatch(baseUrl: string, timeout: string, waitMs: number, sendAfterMs = 0): Promise<Seen> {
   return new Promise((resolve) => {
     const session = http2.connect(baseUrl);
     session.on("error", () => {});
@@ -51,7 +51,8 @@ function grpcWatch(baseUrl: string, timeout: string, waitMs: number): Promise<Se
     stream.on("error", () => {});
     stream.on("end", () => (ended = true));
     stream.resume();
-    stream.end(EMPTY_FRAME);
+    if (sendAfterMs === 0) stream.end(EMPTY_FRAME);
+    else setTimeout(() => stream.end(EMPTY_FRAME), sendAfterMs);
     setTimeout(() => {
       stream.close(http2.constants.NGHTTP2_CANCEL);
       session.close();
@@ -94,6 +95,12 @@ test("gRPC-Web over HTTP/1.1 (the Fastify route): a health Watch with a month's 
 test("a short deadline still ends the Watch DEADLINE_EXCEEDED, both ways", async (ctx) => {
   assert.equal(await grpcWatch(ctx.server.baseUrl, "50m", 300), { firstFlag: 0, ended: true, grpcStatus: "4" });
   assert.equal(await grpcWebWatch(ctx.server.port, "50m", 300), { firstFlag: 0, ended: true, grpcStatus: "4" });
+});
+
+test("a Watch whose deadline passed before its message came ends DEADLINE_EXCEEDED at once (its call's signal was already aborted)", async (ctx) => {
+  // Seen open for good before the fix (review of 7a097fa): an abort listener added to an aborted signal never runs.
+  // The current status first (the Watch answers before it looks at its stream), then the deadline.
+  assert.equal(await grpcWatch(ctx.server.baseUrl, "100m", 600, 250), { firstFlag: 0, ended: true, grpcStatus: "4" });
 });
 
 test.run();

@@ -268,7 +268,7 @@ async function both<T>(c: Counted, fn: (session: http2.ClientHttp2Session) => Pr
  */
 async function stoppedEarly(
   session: http2.ClientHttp2Session,
-  trigger: "over-limit" | "malformed",
+  trigger: Trigger,
   extra: number,
   finish: "end" | "rst-no-error",
 ): Promise<{ grpcStatus?: string; clientClosed: boolean }> {
@@ -284,7 +284,13 @@ async function stoppedEarly(
   );
   const closed = new Promise<boolean>((resolve) => stream.on("close", () => resolve(true)));
   // Field 3 with wire type 7: no such wire type (the parse fails on the first byte).
-  stream.write(trigger === "over-limit" ? Buffer.concat([OVER_LIMIT_PREFIX, Buffer.alloc(100)]) : frame(Uint8Array.of(0x1f, 0, 0, 0)));
+  stream.write(
+    trigger === "over-limit"
+      ? Buffer.concat([OVER_LIMIT_PREFIX, Buffer.alloc(100)])
+      : trigger === "two-messages"
+        ? Buffer.concat([AUTHZ_MSG, AUTHZ_MSG])
+        : frame(Uint8Array.of(0x1f, 0, 0, 0)),
+  );
   await within(2000, "the answer", trailers);
   for (let i = 0; i < extra; i++) {
     await sleep(20);
@@ -303,7 +309,7 @@ async function stoppedEarly(
  * once the client left, and whether `close()` finished well within its
  * shutdown timeout.
  */
-async function stuckScenario(direct: boolean, trigger: "over-limit" | "malformed", extra: number, finish: "end" | "rst-no-error") {
+async function stuckScenario(direct: boolean, trigger: Trigger, extra: number, finish: "end" | "rst-no-error") {
   const c = await startCounted();
   let closeMs: number | undefined;
   try {
@@ -343,6 +349,13 @@ const expectedUnstuck = (grpcStatus: string, taken: number) => ({
 
 // ------------------------------------------------------------------ findings: a handler that stopped reading early
 
+/**
+ * What makes the handler stop reading: a body over the limit, a malformed first message, or a second
+ * message to a unary method (Connect then stops without returning the body's iterator, which stays
+ * attached to the stream: found by the review of 7a097fa).
+ */
+type Trigger = "over-limit" | "malformed" | "two-messages";
+
 const Stuck = suite("e2e attack: a call whose handler stopped reading its body early, while the client sends more of it");
 
 Stuck("shortcut: over the body limit, one more DATA frame, then END_STREAM: the stream closes, the call is reported, the connection is released when the client leaves, close() does not wait for its shutdown timeout", async () => {
@@ -358,6 +371,14 @@ Stuck("shortcut: over the body limit, one more DATA frame, then RST_STREAM(NO_ER
 
 Stuck("shortcut: a malformed first message (INTERNAL), one more DATA frame, then END_STREAM: closed and reported, the connection released", async () => {
   assert.equal(await stuckScenario(true, "malformed", 1, "end"), expectedUnstuck("13", 1));
+});
+
+Stuck("shortcut: two messages to a unary method (a client-streaming stub), three more DATA frames, then END_STREAM: closed and reported, the connection released", async () => {
+  assert.equal(await stuckScenario(true, "two-messages", 3, "end"), expectedUnstuck("12", 1));
+});
+
+Stuck("Fastify path: two messages to a unary method, twenty more DATA frames (past the compat request's buffer), then END_STREAM: closed and reported, the connection released", async () => {
+  assert.equal(await stuckScenario(false, "two-messages", 20, "end"), expectedUnstuck("12", 0));
 });
 
 Stuck("Fastify path, for comparison: over the body limit, one more DATA frame, then END_STREAM is closed and reported (the compat request drains that frame)", async () => {

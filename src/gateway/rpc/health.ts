@@ -134,8 +134,10 @@ export function createHealth(options: HealthOptions): HealthServer {
         timer = undefined;
       }
     };
-    // A Watch that arrives during a shutdown ends with NOT_SERVING at once, as the open ones did.
-    if (stopped) ended = true;
+    // A Watch that arrives during a shutdown ends with NOT_SERVING at once, as the open ones did;
+    // one whose call has already ended (its deadline passed before its message came) ends too:
+    // an abort listener added now would never run.
+    if (stopped || signal.aborted) ended = true;
     else {
       signal.addEventListener("abort", close, { once: true });
       watchers.add(watcher);

@@ -69,7 +69,8 @@ export function universalRequestOfStream(
     return new ConnectError(BAD_AUTHORITY_MESSAGE, Code.InvalidArgument);
   }
   const header = nodeHeaderToWebHeader(headers);
-  if (headers["grpc-timeout"] !== undefined) clampTimeouts(header);
+  const timeout = headers["grpc-timeout"];
+  if (timeout !== undefined && mayOverflow(timeout)) clampTimeouts(header);
   return {
     httpVersion: "2.0",
     method: headers[":method"] ?? "",
@@ -108,6 +109,18 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const MAX_GRPC_TIMEOUT = "2147483S";
 /** Milliseconds per unit of a `grpc-timeout` (gRPC over HTTP/2: `H M S m u n`). */
 const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+/**
+ * Whether a `grpc-timeout` as sent can exceed a Node timer's bound: only
+ * hours of 3 digits or more (597H), minutes of 5 or more (35792M) and
+ * seconds of 7 or more (2147484S) can; the rest is never looked at again.
+ */
+function mayOverflow(value: string | string[]): boolean {
+  if (typeof value !== "string") return true;
+  const digits = value.length - 1;
+  const unit = value.charCodeAt(digits);
+  return (unit === 0x48 /* H */ && digits >= 3) || (unit === 0x4d /* M */ && digits >= 5) || (unit === 0x53 /* S */ && digits >= 7);
+}
 
 /**
  * Caps a deadline longer than a Node timer can hold (`grpc-timeout`, of

@@ -30,7 +30,7 @@ import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/refl
 import { GatewayError, fromConnectError } from "../errors.js";
 import { isDualProtocolServer } from "../server.js";
 import { createCorsPolicy } from "./cors.js";
-import { createDirectRpc, drainUnread, type DirectRpcOptions } from "./direct.js";
+import { createDirectRpc, destroyStream, drainUnread, type DirectRpcOptions } from "./direct.js";
 import { withGrpcWebText } from "./grpc-web-text.js";
 import { createHealth, type HealthServer } from "./health.js";
 import { createReflection } from "./reflection.js";
@@ -190,14 +190,9 @@ function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, opt
  */
 function afterTrailers(req: http2.Http2ServerRequest): void {
   const stream = req.stream;
-  stream.once("wantTrailers", () => {
-    // A compat request that connect-node stopped reading early is destroyed; its
-    // `data` listener on the stream would pause the stream at the next frame.
-    if (req.destroyed && !stream.readableEnded) stream.removeAllListeners("data");
-    drainUnread(stream, stream);
-  });
+  stream.once("wantTrailers", () => drainUnread(stream));
   // Reset by the client before the answer was complete: over (see direct.ts's onAborted).
-  stream.once("aborted", () => stream.destroy());
+  stream.once("aborted", () => process.nextTick(destroyStream, stream));
 }
 
 /**
