@@ -184,15 +184,23 @@ function bigAnswers(size: number, seen: { reason?: unknown; answered: number }) 
     });
 }
 
-const REQUEST = frame(toBinary(ServerReflectionRequestSchema, create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } })));
-
-test("an answer larger than the client's window waits for it to read, then arrives whole with its trailers", async () => {
+/**
+ * A shortcut whose reflection answers carry 256 KiB, four times HTTP/2's
+ * initial window of 64 KiB (a write waits for drain), recording what it
+ * reports; and a client session to it.
+ */
+async function bigAnswerServer() {
   const seen = { answered: 0 } as { reason?: unknown; answered: number };
   const calls: DirectCall[] = [];
   const failures: string[] = [];
-  // Four times HTTP/2's initial window of 64 KiB: the write waits for drain.
   const s = await serve({ answered: (c) => calls.push(c), failed: (_i, _r, e) => failures.push(String(e)) }, bigAnswers(256 * 1024, seen));
-  const session = http2.connect(`http://127.0.0.1:${s.port}`);
+  return { seen, calls, failures, s, session: http2.connect(`http://127.0.0.1:${s.port}`) };
+}
+
+const REQUEST = frame(toBinary(ServerReflectionRequestSchema, create(ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } })));
+
+test("an answer larger than the client's window waits for it to read, then arrives whole with its trailers", async () => {
+  const { seen, calls, failures, s, session } = await bigAnswerServer();
   try {
     const result = await new Promise<{ bytes: number; grpcStatus?: string }>((resolve, reject) => {
       const stream = session.request({ ":method": "POST", ":path": REFLECT, "content-type": "application/grpc", te: "trailers" });
@@ -224,11 +232,7 @@ test("an answer larger than the client's window waits for it to read, then arriv
 });
 
 test("a client that resets its stream while the answer waits for its window: the handler's signal says canceled, nothing is reported failed, the call is reported once", async () => {
-  const seen = { answered: 0 } as { reason?: unknown; answered: number };
-  const calls: DirectCall[] = [];
-  const failures: string[] = [];
-  const s = await serve({ answered: (c) => calls.push(c), failed: (_i, _r, e) => failures.push(String(e)) }, bigAnswers(256 * 1024, seen));
-  const session = http2.connect(`http://127.0.0.1:${s.port}`);
+  const { seen, calls, failures, s, session } = await bigAnswerServer();
   try {
     await new Promise<void>((resolve) => {
       const stream = session.request({ ":method": "POST", ":path": REFLECT, "content-type": "application/grpc", te: "trailers" });
