@@ -352,7 +352,7 @@ const expectedUnstuck = (grpcStatus: string, taken: number) => ({
 /**
  * What makes the handler stop reading: a body over the limit, a malformed first message, or a second
  * message to a unary method (Connect then stops without returning the body's iterator, which stays
- * attached to the stream: found by the review of 7a097fa).
+ * attached to the stream: found by the review of 4a3c640).
  */
 type Trigger = "over-limit" | "malformed" | "two-messages";
 
