@@ -8,6 +8,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { settleStream } from "./h2-stream.js";
 
 /** Fastify's request handler, as a server factory receives it (HTTP/1.1 or HTTP/2 compat objects). */
 export type RequestHandler = (
@@ -62,7 +63,12 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
   const compat = http2.createServer(handler);
   const h2 = http2.createServer();
   h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
-    if (shortcut === undefined || !shortcut(stream, headers)) compat.emit("stream", stream, headers, flags, rawHeaders);
+    if (shortcut !== undefined && shortcut(stream, headers)) return;
+    compat.emit("stream", stream, headers, flags, rawHeaders);
+    // As the shortcut does for its own: the unread rest drained after the answer, the stream
+    // ended when its client resets it (src/gateway/h2-stream.ts). After the compat objects are
+    // made, so that their `wantTrailers` listener (which sends the trailers) runs before ours.
+    settleStream(stream);
   });
   const sessions = new Set<http2.ServerHttp2Session>();
   // Set once a close has begun: a session that starts after it (its client

@@ -32,6 +32,7 @@ const HOT: Readonly<Record<string, readonly string[]>> = {
   "src/gateway/data/route.ts": ["handler"],
   "src/gateway/data/verify.ts": [],
   "src/gateway/ext-authz/attributes.ts": [],
+  "src/gateway/h2-stream.ts": [],
   "src/gateway/ext-authz/service.ts": [],
   "src/gateway/metrics.ts": [],
   "src/gateway/rpc/direct.ts": [],

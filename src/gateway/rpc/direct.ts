@@ -34,6 +34,7 @@ import http2 from "node:http2";
 import { performance } from "node:perf_hooks";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { discardUnread, drainUnread, onStreamAborted } from "../h2-stream.js";
 import type { Http2Shortcut } from "../server.js";
 import { universalRequestOfStream } from "./node-request.js";
 import { errorResponse, rpcKindOf, type RpcKind } from "./unimplemented.js";
@@ -256,71 +257,6 @@ function onWantTrailers(this: http2.ServerHttp2Stream): void {
   drainUnread(this);
 }
 
-/**
- * Discards what the client still sends on a stream whose answer has ended
- * (the handler answered before reading it all: a body over the limit, a
- * malformed message, more messages than a unary method takes, a stream
- * ended by shutdown). Whatever read it before (the body's iterator, left
- * suspended when Connect stops reading early, or the compat request's
- * `data` listener, which pauses the stream when its own buffer is full) is
- * detached first: while a `readable` listener is attached, `resume()` does
- * nothing. Without this, the unread data kept the stream from ever closing
- * (Node waits for the readable side to end before it does), so the call was
- * never reported, its session never released, and a shutdown waited for its
- * timeout.
- */
-export function discardUnread(stream: http2.ServerHttp2Stream): void {
-  stream.removeAllListeners("readable");
-  stream.removeAllListeners("data");
-  stream.resume();
-}
-
-/**
- * After an answer's trailers: if the client is still sending, discards the
- * rest ({@link discardUnread}) and resets the stream NO_ERROR, as RFC 9113
- * §8.1 lets a server that has sent its complete response and as grpc-go
- * does: a client that never ends its side no longer holds its stream. Both
- * ways a call is served (src/gateway/rpc/plugin.ts for the Fastify route).
- *
- * The reset waits for the next turn of the event loop: submitted at once,
- * nghttp2 sends it before the trailers still queued beside it, and the
- * client never sees the status. By then Node has handed the trailers to
- * the socket, and the reset follows them there.
- */
-export function drainUnread(stream: http2.ServerHttp2Stream): void {
-  if (stream.readableEnded || stream.destroyed) return;
-  discardUnread(stream);
-  setImmediate(resetUnended, stream);
-}
-
-/** Resets a stream whose answer is complete and whose client has still not ended its side; destroys it if that does not close it. */
-function resetUnended(stream: http2.ServerHttp2Stream): void {
-  if (stream.readableEnded || stream.destroyed) return;
-  if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
-  // The reset is submitted; a stream still open after it (data left unread) is let go.
-  if (!stream.destroyed && !stream.readableEnded) stream.destroy();
-}
-
-/**
- * The `aborted` listener of a taken stream: the client reset it (or its
- * session went away) before the answer was complete. Node closes such a
- * stream only once its readable side has been read to its end, and after a
- * reset with NO_ERROR that may never happen (a handler waiting to write
- * reads nothing, and no `drain` comes): the call is over, so the stream is
- * destroyed, which closes it (`close`: the call is reported, a waiting write
- * fails, the handler's signal is aborted).
- */
-function onAborted(this: http2.ServerHttp2Stream): void {
-  // On the next tick: `aborted` is emitted before Node submits the reset of a close() of
-  // our own (answerFailure's INTERNAL_ERROR), which a destroyed stream would drop.
-  process.nextTick(destroyStream, this);
-}
-
-/** Destroys a stream (a module function, for `process.nextTick`). */
-export function destroyStream(stream: http2.ServerHttp2Stream): void {
-  if (!stream.destroyed) stream.destroy();
-}
-
 /** The `close` listener of a taken stream (a module function: nothing is made per call). */
 function onClose(this: http2.ServerHttp2Stream): void {
   (this as StreamWithCall)[kCall]?.closed();
@@ -410,7 +346,7 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
     stream.on("error", ignoreStreamError);
     // `on`, not `once`: each fires at most once, and `once` wraps its listener per call.
     stream.on("close", onClose);
-    stream.on("aborted", onAborted);
+    stream.on("aborted", onStreamAborted);
     void serve(call);
     return true;
   };

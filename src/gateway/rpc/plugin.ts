@@ -9,7 +9,6 @@
  * (Apache-2.0; one route per RPC, content types left unparsed for Connect to
  * read), with each handler wrapped for gRPC-Web text.
  */
-import type http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -30,7 +29,7 @@ import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/refl
 import { GatewayError, fromConnectError } from "../errors.js";
 import { isDualProtocolServer } from "../server.js";
 import { createCorsPolicy } from "./cors.js";
-import { createDirectRpc, destroyStream, drainUnread, type DirectRpcOptions } from "./direct.js";
+import { createDirectRpc, type DirectRpcOptions } from "./direct.js";
 import { withGrpcWebText } from "./grpc-web-text.js";
 import { createHealth, type HealthServer } from "./health.js";
 import { createReflection } from "./reflection.js";
@@ -144,8 +143,6 @@ function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, opt
   const kindOf = (req: FastifyRequest) =>
     rpcKindOf({ method: req.method, path: uHandler.requestPath, query: new URLSearchParams(req.url.split("?")[1] ?? ""), headers: req.headers });
   scope.all(uHandler.requestPath, async (req, reply) => {
-    // Over HTTP/2, what the client still sends once the answer has ended is drained (see drainUnread).
-    if ("stream" in req.raw) afterTrailers(req.raw as unknown as http2.Http2ServerRequest);
     try {
       const uReq = universalRequestOf(req.raw, reply.raw, options.contextValues?.(req));
       let uRes;
@@ -179,20 +176,6 @@ function registerHandler(scope: FastifyInstance, uHandler: UniversalHandler, opt
       }
     }
   });
-}
-
-/**
- * Drains an HTTP/2 call's unread request once the compat response has sent
- * its trailers (its own `wantTrailers` listener, registered before this one,
- * sends them), and destroys a stream the client reset before the answer was
- * complete: without them, data the handler left unread, or a write waiting
- * for a window that never comes, kept the stream from ever closing.
- */
-function afterTrailers(req: http2.Http2ServerRequest): void {
-  const stream = req.stream;
-  stream.once("wantTrailers", () => drainUnread(stream));
-  // Reset by the client before the answer was complete: over (see direct.ts's onAborted).
-  stream.once("aborted", () => process.nextTick(destroyStream, stream));
 }
 
 /**
