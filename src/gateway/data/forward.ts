@@ -66,6 +66,10 @@ export function upstreamTarget<K extends DataKey>(a: Authorized<K>, port: DataPo
 
 export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDeps<K>, reply: FastifyReply): Promise<void> {
   const { req, request, root, instance, fact } = a;
+  // A client that reset its request (or lost its session) before anything was sent: nothing is.
+  // Over HTTP/2 with no Content-Length, Node ends the request at the reset, so a body cut short
+  // would pass for a whole one; and a client that sent END_STREAM, then reset, has given up.
+  if ((reply.request.raw as { aborted?: boolean }).aborted === true) throw new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
   const { path, headers } = upstreamTarget(a, deps.port);
 
   if (request.body !== undefined) headers["content-type"] = request.body.contentType;
