@@ -306,6 +306,8 @@ export function ApiKeys() {
     try {
       await keysApi.revoke(key.id);
       if (editing?.id === key.id) closeEditor();
+      // The server confirmed: the row goes with the message, not one list round trip later.
+      setKeys((ks) => ks?.filter((k) => k.id !== key.id));
       setStatus(`Key ${key.name} revoked.`);
       await load();
     } catch (err) {

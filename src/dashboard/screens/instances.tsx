@@ -157,6 +157,7 @@ export function Instances({ system }: { readonly system: System }) {
     setStatus("");
     try {
       await instancesApi.remove(instance.id);
+      setInstances((all) => all?.filter((i) => i.id !== instance.id));
       setStatus(`Instance ${instance.name} deleted.`);
       if (testing?.id === instance.id) setTesting(undefined);
       await load();
