@@ -11,6 +11,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { DataRequestFacts, HttpRoute, Metrics, RpcMetrics } from "../metrics/port.js";
 import { GatewayError } from "./errors.js";
+import { settled } from "../schema/settled.js";
 
 /** How `GET /metrics` is served. */
 export interface MetricsEndpoint {
@@ -114,22 +115,24 @@ function codeName(err: unknown): string {
  * rate limits) count too. A streaming call counts when its stream ends.
  */
 export function createRpcMetricsInterceptor(metrics: RpcMetrics): Interceptor {
-  return (next) => async (req) => {
+  return (next) => (req) => {
     const started = performance.now();
     const service = req.service.typeName;
     const method = req.method.name;
-    let res;
-    try {
-      res = await next(req);
-    } catch (err) {
-      recordCall(metrics, service, method, codeName(err), started);
-      throw err;
-    }
-    if (!res.stream) {
-      recordCall(metrics, service, method, "ok", started);
-      return res;
-    }
-    return { ...res, message: observed(res.message, (code) => recordCall(metrics, service, method, code, started)) };
+    // Handlers, not an async frame: this wraps every call (Authorize's hot path included).
+    return settled(next, req).then(
+      (res) => {
+        if (!res.stream) {
+          recordCall(metrics, service, method, "ok", started);
+          return res;
+        }
+        return { ...res, message: observed(res.message, (code) => recordCall(metrics, service, method, code, started)) };
+      },
+      (err: unknown) => {
+        recordCall(metrics, service, method, codeName(err), started);
+        throw err;
+      },
+    );
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import { hash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
-import { PRINCIPAL_METADATA, kCallFacts } from "../schema/call-facts.js";
+import { PRINCIPAL_METADATA, kCallFacts, type CallFacts } from "../schema/call-facts.js";
 import { isWellFormedApiKey } from "./api-key-secret.js";
 import { translate } from "./errors.js";
 import { isExpired, type KeyRegistry } from "./key-registry.js";
@@ -207,14 +207,19 @@ export interface AdminInterceptorOptions {
   readonly publicServices: ReadonlySet<string>;
 }
 
+/** What an interceptor calls on, and the request it passes. */
+type Next = Parameters<Interceptor>[0];
+type InterceptedRequest = Parameters<Next>[0];
+
 /**
  * A server-side interceptor that admits every call to an admin service from
  * its `authorization` header, stores the caller under {@link kPrincipal} and
  * returns the rate-limit headers with the response (or the error).
  */
 export function createAdminInterceptor(gate: AdminGate, options: AdminInterceptorOptions): Interceptor {
-  return (next) => async (req) => {
-    if (options.publicServices.has(req.service.typeName)) return next(req);
+  // A call of a public service is passed on as it is (no async frame of ours on Authorize's path).
+  return (next) => (req) => (options.publicServices.has(req.service.typeName) ? next(req) : admitted(next, req));
+  async function admitted(next: Next, req: InterceptedRequest) {
     const admission = await gate.admit(req.header.get("authorization"), { count: options.count });
     req.contextValues.set(kPrincipal, admission.principal);
     try {
@@ -226,7 +231,7 @@ export function createAdminInterceptor(gate: AdminGate, options: AdminIntercepto
       for (const [name, value] of Object.entries(admission.headers)) ce.metadata.set(name, value);
       throw ce;
     }
-  };
+  }
 }
 
 /**
@@ -234,9 +239,12 @@ export function createAdminInterceptor(gate: AdminGate, options: AdminIntercepto
  * outcome to the gateway through {@link kCallFacts}, for the request log.
  */
 export function createCallFactsInterceptor(): Interceptor {
-  return (next) => async (req) => {
+  // A call without facts (the calls the gateway does not log: Authorize, Check) is passed on as it is.
+  return (next) => (req) => {
     const facts = req.contextValues.get(kCallFacts);
-    if (facts === undefined) return next(req);
+    return facts === undefined ? next(req) : reported(next, req, facts);
+  };
+  async function reported(next: Next, req: InterceptedRequest, facts: CallFacts) {
     try {
       return await next(req);
     } catch (err) {
@@ -252,5 +260,5 @@ export function createCallFactsInterceptor(): Interceptor {
         if (principal.sessionId !== undefined) facts.sessionId = principal.sessionId;
       }
     }
-  };
+  }
 }

@@ -5,7 +5,7 @@
  * rate-limit counters (shared by every process) are written.
  */
 import { create } from "@bufbuild/protobuf";
-import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { durationFromMs, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { AuthorizationOutcome } from "../metrics/port.js";
 import {
@@ -22,7 +22,7 @@ import {
 import { hashApiKey, isWellFormedApiKey } from "./api-key-secret.js";
 import { dataKeyLimits, isExpired } from "./key-registry.js";
 import type { ServiceDeps } from "./context.js";
-import { translate, validationError, type Violation } from "./errors.js";
+import { toConnectError, validationError, type Violation } from "./errors.js";
 import { evaluate, type DenialStep as Step, type Operation } from "./permissions.js";
 import { tightestWindow, type RateLimitResult } from "./rate-limiter.js";
 
@@ -46,6 +46,21 @@ const STEPS: Readonly<Record<Step, DenialStep>> = {
   operation: DenialStep.OPERATION,
 };
 
+/**
+ * A window's end as a Timestamp, made once per window: the limiter hands out
+ * the same Date for a window until it ends. Frozen, since every answer of
+ * the window shares it.
+ */
+const resetTimes = new WeakMap<Date, Timestamp>();
+function resetTimeOf(end: Date): Timestamp {
+  let t = resetTimes.get(end);
+  if (t === undefined) {
+    t = Object.freeze(timestampFromDate(end));
+    resetTimes.set(end, t);
+  }
+  return t;
+}
+
 /** The rate-limit state of a result, as the response carries it. */
 export function rateLimitStatus(result: RateLimitResult): RateLimitStatus | undefined {
   const tightest = tightestWindow(result);
@@ -53,7 +68,7 @@ export function rateLimitStatus(result: RateLimitResult): RateLimitStatus | unde
   return create(RateLimitStatusSchema, {
     limit: BigInt(tightest.limit),
     remaining: BigInt(tightest.remaining),
-    resetTime: timestampFromDate(tightest.resetAt),
+    resetTime: resetTimeOf(tightest.resetAt),
     retryAfter:
       !result.allowed && result.retryAfterSeconds !== undefined ? durationFromMs(result.retryAfterSeconds * 1000) : undefined,
     windows: result.windows.map((w) =>
@@ -61,7 +76,7 @@ export function rateLimitStatus(result: RateLimitResult): RateLimitStatus | unde
         name: w.name,
         limit: BigInt(w.limit),
         remaining: BigInt(w.remaining),
-        resetTime: timestampFromDate(w.resetAt),
+        resetTime: resetTimeOf(w.resetAt),
       }),
     ),
   });
@@ -102,65 +117,63 @@ export class AuthorizationServiceImpl implements ServiceImpl<typeof Authorizatio
       return res;
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.InvalidArgument) outcome = "invalid_request";
-      throw err;
+      // A store failure (a key lookup, a lease) as the services report it.
+      throw toConnectError(err, names);
     } finally {
       this.deps.metrics.authorization.decided("authorize", outcome);
     }
   }
 
-  private decide(req: AuthorizeRequest) {
-    return translate(names, async () => {
-      const violations: Violation[] = [];
-      if (req.apiKey === "") violations.push({ field: "api_key", description: "is required" });
-      checkName("instance", req.instance, violations);
-      checkName("service", req.service, violations);
-      checkName("entity", req.entity, violations);
-      const operation = OPERATIONS[req.operation];
-      if (operation === undefined) violations.push({ field: "operation", description: "must be LIST, GET, CREATE, UPDATE or DELETE" });
-      if (violations.length > 0) throw validationError(violations);
+  /** The decision; a warm key's is made without an async step of its own besides the limiter's. */
+  private async decide(req: AuthorizeRequest): Promise<AuthorizeResponse> {
+    const violations: Violation[] = [];
+    if (req.apiKey === "") violations.push({ field: "api_key", description: "is required" });
+    checkName("instance", req.instance, violations);
+    checkName("service", req.service, violations);
+    checkName("entity", req.entity, violations);
+    const operation = OPERATIONS[req.operation];
+    if (operation === undefined) violations.push({ field: "operation", description: "must be LIST, GET, CREATE, UPDATE or DELETE" });
+    if (violations.length > 0) throw validationError(violations);
 
-      // A key this process holds is found by the hash of the secret alone,
-      // as on the data path; only a miss pays for the format and checksum
-      // check, and a malformed token is refused without a store lookup.
-      // Nothing longer than a key is hashed.
-      const hash = req.apiKey.length <= MAX_SECRET_LENGTH ? hashApiKey(req.apiKey) : undefined;
-      const key =
-        hash === undefined
-          ? undefined
-          : (this.deps.keys.cached(hash) ?? (isWellFormedApiKey(req.apiKey) ? await this.deps.keys.lookupHash(hash) : undefined));
-      if (key === undefined) return deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key");
-      if (isExpired(key, this.deps.clock())) {
-        return deny(DenialStep.KEY_EXPIRED, "UNAUTHORIZED", "API key expired", key.id);
-      }
-      if (key.type !== "data") {
-        return deny(DenialStep.KEY_INVALID, "FORBIDDEN", "API key is not a data key: data access needs a data key", key.id);
-      }
-      const decision = evaluate(key.permissions, {
-        instance: req.instance,
-        service: req.service,
-        entity: req.entity,
-        operation: operation!,
-      });
-      if (!decision.allowed) return deny(STEPS[decision.step], "FORBIDDEN", decision.message, key.id);
-
-      this.deps.usage.touch(key.id);
-      const limits = dataKeyLimits(key, this.deps.dataLimits);
-      const subject = `data:${key.id}`;
-      const result = req.dryRun
-        ? await this.deps.limiter.peek(subject, limits)
-        : await this.deps.limiter.consume(subject, limits);
-      const rateLimit = rateLimitStatus(result);
-      if (!result.allowed) {
-        const exhausted = result.windows.find((w) => w.remaining === 0);
-        return deny(
-          DenialStep.RATE_LIMITED,
-          "RATE_LIMITED",
-          `rate limit exceeded: ${exhausted?.limit ?? 0} requests per ${exhausted?.name ?? "window"}`,
-          key.id,
-          rateLimit,
-        );
-      }
-      return create(AuthorizeResponseSchema, { allowed: true, keyId: key.id, rateLimit });
+    // A key this process holds is found by the hash of the secret alone,
+    // as on the data path; only a miss pays for the format and checksum
+    // check, and a malformed token is refused without a store lookup.
+    // Nothing longer than a key is hashed.
+    const hash = req.apiKey.length <= MAX_SECRET_LENGTH ? hashApiKey(req.apiKey) : undefined;
+    const key =
+      hash === undefined
+        ? undefined
+        : (this.deps.keys.cached(hash) ?? (isWellFormedApiKey(req.apiKey) ? await this.deps.keys.lookupHash(hash) : undefined));
+    if (key === undefined) return deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key");
+    if (isExpired(key, this.deps.clock())) {
+      return deny(DenialStep.KEY_EXPIRED, "UNAUTHORIZED", "API key expired", key.id);
+    }
+    if (key.type !== "data") {
+      return deny(DenialStep.KEY_INVALID, "FORBIDDEN", "API key is not a data key: data access needs a data key", key.id);
+    }
+    const decision = evaluate(key.permissions, {
+      instance: req.instance,
+      service: req.service,
+      entity: req.entity,
+      operation: operation!,
     });
+    if (!decision.allowed) return deny(STEPS[decision.step], "FORBIDDEN", decision.message, key.id);
+
+    this.deps.usage.touch(key.id);
+    const limits = dataKeyLimits(key, this.deps.dataLimits);
+    const subject = `data:${key.id}`;
+    const result = req.dryRun ? await this.deps.limiter.peek(subject, limits) : await this.deps.limiter.consume(subject, limits);
+    const rateLimit = rateLimitStatus(result);
+    if (!result.allowed) {
+      const exhausted = result.windows.find((w) => w.remaining === 0);
+      return deny(
+        DenialStep.RATE_LIMITED,
+        "RATE_LIMITED",
+        `rate limit exceeded: ${exhausted?.limit ?? 0} requests per ${exhausted?.name ?? "window"}`,
+        key.id,
+        rateLimit,
+      );
+    }
+    return create(AuthorizeResponseSchema, { allowed: true, keyId: key.id, rateLimit });
   }
 }

@@ -4,6 +4,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { settled } from "../schema/settled.js";
 import { kRequestId } from "../schema/call-facts.js";
 import { BadRequestSchema, FieldViolationSchema } from "../gen/erplink/errors/v1/bad_request_pb.js";
 import { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "../store/index.js";
@@ -89,10 +90,9 @@ export interface ErrorLog {
  * `unknown` error (the client sees only "internal error").
  */
 export function createErrorLogInterceptor(log: ErrorLog): Interceptor {
-  return (next) => async (req) => {
-    try {
-      return await next(req);
-    } catch (err) {
+  // A rejection handler, not an async frame: a call that succeeds passes through untouched.
+  return (next) => (req) =>
+    settled(next, req).catch((err: unknown) => {
       const ce = ConnectError.from(err);
       if (ce.code === Code.Internal || ce.code === Code.Unknown) {
         log.error(
@@ -106,6 +106,5 @@ export function createErrorLogInterceptor(log: ErrorLog): Interceptor {
         );
       }
       throw err;
-    }
-  };
+    });
 }

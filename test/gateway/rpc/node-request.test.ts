@@ -10,7 +10,8 @@ import net from "node:net";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { BAD_AUTHORITY_MESSAGE, clampTimeouts, universalRequestOf } from "../../../src/gateway/rpc/node-request.js";
+import fc from "fast-check";
+import { BAD_AUTHORITY_MESSAGE, callUrl, clampTimeouts, universalRequestOf } from "../../../src/gateway/rpc/node-request.js";
 
 const test = suite("universalRequestOf: the request, or the refusal of a malformed authority");
 
@@ -73,6 +74,39 @@ test("a deadline beyond a Node timer's bound (2^31 - 1 ms) is capped at it; othe
   const none = new Headers({ "content-type": "application/grpc" });
   clampTimeouts(none);
   assert.equal([...none.keys()], ["content-type"]);
+});
+
+test("callUrl is new URL(path, origin) as a string, or undefined where that throws, for hostile authorities and paths (property)", () => {
+  const whatwg = (path: string, origin: string): string | undefined => {
+    try {
+      return new URL(path, origin).toString();
+    } catch {
+      return undefined;
+    }
+  };
+  // Pieces of authorities that the WHATWG parser rewrites or refuses: case, IPv4 forms, default ports, userinfo, escapes, delimiters.
+  const piece = fc.constantFrom(
+    "a", "A", "erplink.example", "EXAMPLE.com", "127.0.0.1", "127.1", "0x7f.1", "017.0.0.1", "4294967295", "4294967296", "1.2.3.4.5",
+    "[::1]", "[::ffff:127.0.0.1]", "[", "]", ":", ":80", ":443", ":8080", ":0", ":65535", ":65536", ":99999", ":x",
+    "@", "user:pw@", "%", "%41", "%zz", "%00", "/", "?", "#", "\\", " ", "\t", "xn--nxasmq6b", "ümlaut", "ß", ".", "..", "_", "-", "*", "|", "^", "\u0000",
+  );
+  const authority = fc.oneof(fc.array(piece, { maxLength: 5 }).map((p) => p.join("")), fc.string({ maxLength: 12 }), fc.string({ unit: "binary", maxLength: 6 }));
+  const path = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom("/erplink.authz.v1.AuthorizationService/Authorize", "/grpc.health.v1.Health/Check", "/envoy.service.auth.v3.Authorization/Check") },
+    fc.constantFrom("", "/", "//x/y", "/a/../b", "/a/./b", "/%2e%2e/x", "/a b/c", "/ü/x", "/a/b?x", "/a/b#x", "*", "http://evil.example/a/b"),
+    fc.string({ maxLength: 10 }).map((s) => `/${s}`),
+  );
+  const scheme = fc.constantFrom("http", "https");
+  // Twice per origin: the second answer comes from what the first remembered.
+  fc.assert(
+    fc.property(scheme, authority, path, (s, a, p) => {
+      const origin = `${s}://${a}`;
+      const want = whatwg(p, origin);
+      assert.is(callUrl(p, origin), want, JSON.stringify([origin, p]));
+      assert.is(callUrl(p, origin), want, JSON.stringify([origin, p, "again"]));
+    }),
+    { numRuns: 3000 },
+  );
 });
 
 test.run();
