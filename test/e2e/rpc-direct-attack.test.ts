@@ -557,6 +557,7 @@ async function flood(base: string, kind: Kind, n: number): Promise<void> {
     const session = http2.connect(base);
     session.on("error", () => {});
     const closes: Promise<void>[] = [];
+    const written: Promise<void>[] = [];
     for (let i = 0; i < Math.min(100, n - done); i++) {
       const path = kind === "watch-rst" ? WATCH : kind === "reflect-unread-rst" ? REFLECTION : i % 2 === 0 ? AUTHORIZE : HEALTH;
       const msg = path === AUTHORIZE ? AUTHZ_MSG : HEALTH_MSG;
@@ -595,11 +596,15 @@ async function flood(base: string, kind: Kind, n: number): Promise<void> {
           }, 100);
           break;
         case "session-destroyed":
-          s.write(msg);
+          written.push(new Promise((r) => s.write(msg, () => r())));
           break;
       }
     }
-    if (kind === "session-destroyed") setTimeout(() => session.destroy(), 5);
+    // Torn down 5 ms after every message has been written to the socket (a write's callback), so that
+    // each stream reaches the server: 5 ms from the requests alone was sometimes too short on a loaded
+    // machine (a whole batch of 100 never sent, 200 of 300 reported). (A PING does not order: nghttp2
+    // sends it ahead of queued HEADERS and DATA.)
+    if (kind === "session-destroyed") void Promise.all(written).then(() => setTimeout(() => session.destroy(), 5));
     try {
       await within(5000, `${kind}: the client's streams closed (batch ${done / 100})`, Promise.all(closes));
     } finally {
