@@ -22,6 +22,7 @@ import {
 import { hashApiKey, isWellFormedApiKey } from "./api-key-secret.js";
 import { dataKeyLimits, isExpired } from "./key-registry.js";
 import type { ServiceDeps } from "./context.js";
+import type { ApiKeyRecord } from "../store/index.js";
 import { toConnectError, validationError, type Violation } from "./errors.js";
 import { evaluate, type DenialStep as Step, type Operation } from "./permissions.js";
 import { tightestWindow, type RateLimitResult } from "./rate-limiter.js";
@@ -108,24 +109,40 @@ function checkName(field: string, value: string, out: Violation[]): void {
 export class AuthorizationServiceImpl implements ServiceImpl<typeof AuthorizationService> {
   constructor(private readonly deps: ServiceDeps) {}
 
-  /** Decides, and counts the outcome: one call, one outcome. */
-  async authorize(req: AuthorizeRequest): Promise<AuthorizeResponse> {
-    let outcome: AuthorizationOutcome = "error";
+  /**
+   * Decides, and counts the outcome: one call, one outcome. A warm key's
+   * call with places to spend is answered without a promise (Connect awaits
+   * the answer either way); one that needs the store returns one.
+   */
+  authorize(req: AuthorizeRequest): AuthorizeResponse | Promise<AuthorizeResponse> {
+    let res: AuthorizeResponse | Promise<AuthorizeResponse>;
     try {
-      const res = await this.decide(req);
-      outcome = res.allowed ? "allowed" : OUTCOMES[res.denialStep];
-      return res;
+      res = this.decide(req);
     } catch (err) {
-      if (err instanceof ConnectError && err.code === Code.InvalidArgument) outcome = "invalid_request";
-      // A store failure (a key lookup, a lease) as the services report it.
-      throw toConnectError(err, names);
-    } finally {
-      this.deps.metrics.authorization.decided("authorize", outcome);
+      throw this.failed(err);
     }
+    if (!(res instanceof Promise)) return this.decided(res);
+    return res.then(
+      (r) => this.decided(r),
+      (err: unknown) => {
+        throw this.failed(err);
+      },
+    );
   }
 
-  /** The decision; a warm key's is made without an async step of its own besides the limiter's. */
-  private async decide(req: AuthorizeRequest): Promise<AuthorizeResponse> {
+  private decided(res: AuthorizeResponse): AuthorizeResponse {
+    this.deps.metrics.authorization.decided("authorize", res.allowed ? "allowed" : OUTCOMES[res.denialStep]);
+    return res;
+  }
+
+  /** Counts a call that failed, and gives its error as the services report it (a store failure: a key lookup, a lease). */
+  private failed(err: unknown): ConnectError {
+    const invalid = err instanceof ConnectError && err.code === Code.InvalidArgument;
+    this.deps.metrics.authorization.decided("authorize", invalid ? "invalid_request" : "error");
+    return toConnectError(err, names);
+  }
+
+  private decide(req: AuthorizeRequest): AuthorizeResponse | Promise<AuthorizeResponse> {
     const violations: Violation[] = [];
     if (req.apiKey === "") violations.push({ field: "api_key", description: "is required" });
     checkName("instance", req.instance, violations);
@@ -140,11 +157,19 @@ export class AuthorizationServiceImpl implements ServiceImpl<typeof Authorizatio
     // check, and a malformed token is refused without a store lookup.
     // Nothing longer than a key is hashed.
     const hash = req.apiKey.length <= MAX_SECRET_LENGTH ? hashApiKey(req.apiKey) : undefined;
-    const key =
-      hash === undefined
-        ? undefined
-        : (this.deps.keys.cached(hash) ?? (isWellFormedApiKey(req.apiKey) ? await this.deps.keys.lookupHash(hash) : undefined));
-    if (key === undefined) return deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key");
+    const cached = hash === undefined ? undefined : this.deps.keys.cached(hash);
+    if (cached !== undefined) return this.decideFor(cached, req, operation!);
+    if (hash === undefined || !isWellFormedApiKey(req.apiKey)) return deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key");
+    const found = this.deps.keys.lookupHash(hash);
+    return found instanceof Promise ? found.then((key) => this.decideFound(key, req, operation!)) : this.decideFound(found, req, operation!);
+  }
+
+  private decideFound(key: ApiKeyRecord | undefined, req: AuthorizeRequest, operation: Operation): AuthorizeResponse | Promise<AuthorizeResponse> {
+    return key === undefined ? deny(DenialStep.KEY_INVALID, "UNAUTHORIZED", "invalid API key") : this.decideFor(key, req, operation);
+  }
+
+  /** The decision for a key found: expiry, type, permissions, then the rate limits. */
+  private decideFor(key: ApiKeyRecord, req: AuthorizeRequest, operation: Operation): AuthorizeResponse | Promise<AuthorizeResponse> {
     if (isExpired(key, this.deps.clock())) {
       return deny(DenialStep.KEY_EXPIRED, "UNAUTHORIZED", "API key expired", key.id);
     }
@@ -155,25 +180,30 @@ export class AuthorizationServiceImpl implements ServiceImpl<typeof Authorizatio
       instance: req.instance,
       service: req.service,
       entity: req.entity,
-      operation: operation!,
+      operation,
     });
     if (!decision.allowed) return deny(STEPS[decision.step], "FORBIDDEN", decision.message, key.id);
 
     this.deps.usage.touch(key.id);
     const limits = dataKeyLimits(key, this.deps.dataLimits);
     const subject = `data:${key.id}`;
-    const result = req.dryRun ? await this.deps.limiter.peek(subject, limits) : await this.deps.limiter.consume(subject, limits);
-    const rateLimit = rateLimitStatus(result);
-    if (!result.allowed) {
-      const exhausted = result.windows.find((w) => w.remaining === 0);
-      return deny(
-        DenialStep.RATE_LIMITED,
-        "RATE_LIMITED",
-        `rate limit exceeded: ${exhausted?.limit ?? 0} requests per ${exhausted?.name ?? "window"}`,
-        key.id,
-        rateLimit,
-      );
-    }
-    return create(AuthorizeResponseSchema, { allowed: true, keyId: key.id, rateLimit });
+    const result = req.dryRun ? this.deps.limiter.peek(subject, limits) : this.deps.limiter.consume(subject, limits);
+    return result instanceof Promise ? result.then((r) => limited(key.id, r)) : limited(key.id, result);
   }
+}
+
+/** The answer once the rate limits are counted: allowed with their state, or refused by the exhausted window. */
+function limited(keyId: string, result: RateLimitResult): AuthorizeResponse {
+  const rateLimit = rateLimitStatus(result);
+  if (!result.allowed) {
+    const exhausted = result.windows.find((w) => w.remaining === 0);
+    return deny(
+      DenialStep.RATE_LIMITED,
+      "RATE_LIMITED",
+      `rate limit exceeded: ${exhausted?.limit ?? 0} requests per ${exhausted?.name ?? "window"}`,
+      keyId,
+      rateLimit,
+    );
+  }
+  return create(AuthorizeResponseSchema, { allowed: true, keyId, rateLimit });
 }

@@ -253,27 +253,55 @@ export class RateLimiter {
     return Math.max(0, st.issued - st.spare);
   }
 
-  /** Counts one request against every window of `subject`. */
-  async consume(subject: string, limits: Limits): Promise<RateLimitResult> {
+  /**
+   * Counts one request against every window of `subject`. Answered at once
+   * (no promise) when every window has a spare place, as for a busy key
+   * between leases; a promise when a window needs the store.
+   */
+  consume(subject: string, limits: Limits): RateLimitResult | Promise<RateLimitResult> {
     const now = this.clock();
     const nowMs = now.getTime();
     const defs = this.windows(subject, limits, now);
     const locals = defs.map((d) => this.local(d, nowMs));
     const used: number[] = [];
     for (let i = 0; i < defs.length; i++) {
-      const def = defs[i]!;
-      const taken = this.take(def, locals[i]!, nowMs);
-      const n = typeof taken === "number" ? taken : await taken;
-      if (n >= 0) {
-        used.push(n);
-        continue;
-      }
-      for (let j = 0; j < i; j++) await this.giveBackOne(defs[j]!, locals[j]!);
-      const windows: WindowState[] = [];
-      for (let j = 0; j < defs.length; j++) windows.push(this.state(defs[j]!, j === i ? defs[j]!.limit : this.used(locals[j]!)));
-      return { allowed: false, windows, retryAfterSeconds: this.retryAfter(def, now) };
+      const taken = this.take(defs[i]!, locals[i]!, nowMs);
+      if (typeof taken !== "number") return this.consumeRest(defs, locals, used, i, taken, now);
+      if (taken < 0) return this.refuse(defs, locals, i, now);
+      used.push(taken);
     }
+    return this.admitted(defs, used);
+  }
+
+  /** The rest of {@link consume} from window `i`, whose place `pending` waits for the store. */
+  private async consumeRest(
+    defs: readonly WindowDef[],
+    locals: readonly Local[],
+    used: number[],
+    i: number,
+    pending: Promise<number>,
+    now: Date,
+  ): Promise<RateLimitResult> {
+    const nowMs = now.getTime();
+    for (let n = await pending; ; ) {
+      if (n < 0) return this.refuse(defs, locals, i, now);
+      used.push(n);
+      if (++i === defs.length) return this.admitted(defs, used);
+      const taken = this.take(defs[i]!, locals[i]!, nowMs);
+      n = typeof taken === "number" ? taken : await taken;
+    }
+  }
+
+  private admitted(defs: readonly WindowDef[], used: readonly number[]): RateLimitResult {
     return { allowed: true, windows: defs.map((d, i) => this.state(d, used[i]!)) };
+  }
+
+  /** Refused by window `i`: the places taken in the earlier windows are given back. */
+  private async refuse(defs: readonly WindowDef[], locals: readonly Local[], i: number, now: Date): Promise<RateLimitResult> {
+    for (let j = 0; j < i; j++) await this.giveBackOne(defs[j]!, locals[j]!);
+    const windows: WindowState[] = [];
+    for (let j = 0; j < defs.length; j++) windows.push(this.state(defs[j]!, j === i ? defs[j]!.limit : this.used(locals[j]!)));
+    return { allowed: false, windows, retryAfterSeconds: this.retryAfter(defs[i]!, now) };
   }
 
   /** Reports the windows of `subject` without counting a request. */
