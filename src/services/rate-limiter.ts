@@ -283,13 +283,37 @@ export class RateLimiter {
     now: Date,
   ): Promise<RateLimitResult> {
     const nowMs = now.getTime();
-    for (let n = await pending; ; ) {
+    let n: number;
+    try {
+      n = await pending;
+    } catch (err) {
+      throw await this.givenBack(defs, locals, used.length, err);
+    }
+    for (;;) {
       if (n < 0) return this.refuse(defs, locals, i, now);
       used.push(n);
       if (++i === defs.length) return this.admitted(defs, used);
       const taken = this.take(defs[i]!, locals[i]!, nowMs);
-      n = typeof taken === "number" ? taken : await taken;
+      if (typeof taken === "number") n = taken;
+      else {
+        try {
+          n = await taken;
+        } catch (err) {
+          throw await this.givenBack(defs, locals, used.length, err);
+        }
+      }
     }
+  }
+
+  /**
+   * A window's lease failed (the store): the places this request took in
+   * the `count` earlier windows go back, as for a refusal, so that a failed
+   * request does not keep them. Best effort (the store may be failing for
+   * them too); returns `err`, to be thrown.
+   */
+  private async givenBack(defs: readonly WindowDef[], locals: readonly Local[], count: number, err: unknown): Promise<unknown> {
+    for (let j = 0; j < count; j++) await this.giveBackOne(defs[j]!, locals[j]!).catch(() => undefined);
+    return err;
   }
 
   private admitted(defs: readonly WindowDef[], used: readonly number[]): RateLimitResult {

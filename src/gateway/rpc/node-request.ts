@@ -81,8 +81,12 @@ export function universalRequestOfStream(
   };
 }
 
-/** A method's path (`/package.Service/Method`): WHATWG URL parsing leaves it as it is. */
-const METHOD_PATH = /^\/[A-Za-z0-9_.]+\/[A-Za-z0-9_]+$/;
+/**
+ * A method's path (`/package.Service/Method`): WHATWG URL parsing leaves it
+ * as it is. Each segment starts with a letter or `_`, so that neither is a
+ * dot segment (`.`, `..`), which the parser removes.
+ */
+const METHOD_PATH = /^\/[A-Za-z_][A-Za-z0-9_.]*\/[A-Za-z_][A-Za-z0-9_]*$/;
 /** Most origins remembered (a client sends one authority; a hostile one many). */
 const MAX_ORIGINS = 64;
 /** `new URL("/", origin)` without its final `/`, by the origin as sent (undefined: it makes no URL). */
