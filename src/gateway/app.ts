@@ -306,7 +306,9 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       if (failed !== undefined) facts.errorCodes.set(req, failed.code);
     }
     const isAdmin = isAdminRequest(req);
-    if (record !== undefined && (data !== undefined || isAdmin || call !== undefined)) {
+    // A data request answered before its route's handler ran (refused while its body was read: over
+    // the limit) has no data facts, and is logged all the same.
+    if (record !== undefined && (data !== undefined || isAdmin || call !== undefined || isDataRoute(req))) {
       const ua = req.headers["user-agent"];
       record({
         requestId: req.id,
@@ -460,6 +462,11 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
  */
 function routedPath(req: FastifyRequest): string {
   return req.routeOptions.url ?? req.url;
+}
+
+/** Whether a request was routed to the OData data path (by its route, not the path it sent). */
+function isDataRoute(req: FastifyRequest): boolean {
+  return req.routeOptions.url?.startsWith("/odata/") === true;
 }
 
 /** Whether a request is an `/admin` request (answered no-store, and logged). */

@@ -657,6 +657,57 @@ Data("each data request produces one log entry with its instance, service, acces
   assert.ok(first.upstreamDurationMs > 0);
 });
 
+Data("a data request refused while its body is read (over the limit) is logged too: its status and error, no key, nothing sent", async (ctx) => {
+  const send = (headers: Record<string, string>, payload: string) =>
+    ctx.world.app.inject({
+      method: "POST",
+      url: "/odata/prod/SALES/SalesOrders",
+      headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json", "user-agent": "big-writer/1", ...headers },
+      payload,
+    });
+  const big = await send({}, `{"Note":"${"x".repeat(1024 * 1024)}"}`);
+  assertEnvelope(big, 413, "PAYLOAD_TOO_LARGE", "request body is larger than the limit");
+  const seenBefore = ctx.seen.length;
+  await ctx.world.layer.logWriter.flush();
+  const entry = (await ctx.world.store.logs.query({ limit: 10 })).items.find((e) => e.requestId === big.headers["x-request-id"]);
+  assert.ok(entry !== undefined, "the 413 has a log entry");
+  assert.equal(
+    {
+      method: entry.method,
+      path: entry.path,
+      status: entry.status,
+      errorCode: entry.errorCode,
+      errorMessage: entry.errorMessage,
+      // The body was never read, so the key was never checked.
+      apiKeyId: entry.apiKeyId,
+      instance: entry.instance,
+      accesses: entry.accesses,
+      upstreamStatus: entry.upstreamStatus,
+      upstreamUrl: entry.upstreamUrl,
+      userAgent: entry.userAgent,
+    },
+    {
+      method: "POST",
+      path: "/odata/prod/SALES/SalesOrders",
+      status: 413,
+      errorCode: "PAYLOAD_TOO_LARGE",
+      errorMessage: "request body is larger than the limit",
+      apiKeyId: "",
+      instance: "",
+      accesses: [],
+      upstreamStatus: 0,
+      upstreamUrl: "",
+      userAgent: "big-writer/1",
+    },
+  );
+  assert.is(ctx.seen.length, seenBefore, "nothing reached the back end");
+  // Exactly one entry per request: a request the handler served is not logged twice.
+  const ok = await get(ctx, "/odata/prod/SALES/SalesOrders(1)");
+  await ctx.world.layer.logWriter.flush();
+  const mine = (await ctx.world.store.logs.query({ limit: 50 })).items.filter((e) => e.requestId === big.headers["x-request-id"] || e.requestId === ok.headers["x-request-id"]);
+  assert.equal(mine.map((e) => e.status).sort(), [200, 413]);
+});
+
 Data("a service name with ';' sent unencoded: the resource path is taken raw and forwarded as received", async (ctx) => {
   const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4b" })).data.id;
   await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
