@@ -47,6 +47,24 @@ export async function startSalesWorld(keys: Record<string, Record<string, string
   return { world, upstream, seen, keys: secrets };
 }
 
+/**
+ * On a running world: the system `S4`, its instance `prod` at `base` (an
+ * upstream's `/odata/` root) with the service `SALES` at `sap/sales/0001`
+ * and basic credentials, and the data key `app` with `sales` as its
+ * permissions on `prod/SALES`. Returns the key's secret.
+ */
+export async function addProdSales(app: World["app"], base: string, sales: Record<string, string[]>): Promise<string> {
+  const sys = json(await post(app, "/admin/systems", { name: "S4" })).data.id;
+  const ins = await post(app, `/admin/systems/${sys}/instances`, {
+    name: "prod",
+    base_url: base,
+    services: { SALES: { path: "sap/sales/0001" } },
+    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
+  });
+  assert.is(ins.statusCode, 201, ins.body);
+  return json(await post(app, "/admin/api-keys", { name: "app", permissions: { prod: { SALES: sales } } })).data.key;
+}
+
 export async function stopSalesWorld(w: SalesWorld): Promise<void> {
   await w.world.close();
   w.upstream.closeAllConnections();

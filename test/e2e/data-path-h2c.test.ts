@@ -18,7 +18,7 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { V4_METADATA } from "../../test-support/odata/fixtures.js";
-import { json, post } from "../../test-support/http.js";
+import { addProdSales } from "../../test-support/sales-world.js";
 import { createWorld, type World } from "../../test-support/world.js";
 
 interface Ctx {
@@ -79,16 +79,7 @@ Answers.before.each(async (ctx) => {
   ctx.world = await createWorld({ dualProtocol: true, upstreamTimeoutMs: 300 });
   await ctx.world.app.listen({ port: 0, host: "127.0.0.1" });
   ctx.baseUrl = `http://127.0.0.1:${(ctx.world.app.server.address() as AddressInfo).port}`;
-  const app = ctx.world.app;
-  const sys = json(await post(app, "/admin/systems", { name: "S4" })).data.id;
-  const ins = await post(app, `/admin/systems/${sys}/instances`, {
-    name: "prod",
-    base_url: `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/odata/`,
-    services: { SALES: { path: "sap/sales/0001" } },
-    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
-  });
-  assert.is(ins.statusCode, 201, ins.body);
-  ctx.key = json(await post(app, "/admin/api-keys", { name: "app", permissions: { prod: { SALES: { SalesOrders: ["list", "get"] } } } })).data.key;
+  ctx.key = await addProdSales(ctx.world.app, `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/odata/`, { SalesOrders: ["list", "get"] });
 });
 
 Answers.after.each(async (ctx) => {
