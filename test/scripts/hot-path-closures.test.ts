@@ -36,6 +36,8 @@ const HOT: Readonly<Record<string, readonly string[]>> = {
   "src/gateway/ext-authz/service.ts": [],
   "src/gateway/metrics.ts": [],
   "src/gateway/rpc/direct.ts": [],
+  // The router's recording of each method, once at start.
+  "src/gateway/rpc/unary.ts": ["add", "parse", "serialize"],
   "src/services/authorization-service.ts": [],
   "src/services/batched-uses.ts": [],
   // An instance's service paths, made when the instance is read from the store.

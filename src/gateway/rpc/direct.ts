@@ -22,6 +22,14 @@
  * Fastify route answers it. test/e2e/rpc-direct.test.ts checks that both
  * ways answer every call alike.
  *
+ * A plain unary call (binary protobuf, not compressed, one message: most
+ * `Authorize` and `Check` calls) is answered without Connect's streaming
+ * pipeline ({@link serveUnary}, src/gateway/rpc/unary.ts): the same
+ * implementation, interceptors, serialization and trailers, about a fifth
+ * of the server's CPU. Any other call of these services, and a call that
+ * turns out not to be plain while its body is read, goes to Connect's
+ * handler with what has been read.
+ *
  * The answer is written as connect-node's `universalResponseToNodeResponse`
  * writes it to a compat response: the headers after the handler's first
  * chunk (so that it can still set some), each chunk with backpressure, the
@@ -30,13 +38,16 @@
  * on Node 20: aborting the request's signal when the stream closes (nothing
  * listens any more), and `return()` on the answer's finished iterator.
  */
+import { getEventListeners } from "node:events";
 import http2 from "node:http2";
 import { performance } from "node:perf_hooks";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { discardUnread, drainUnread, onStreamAborted } from "../h2-stream.js";
 import type { Http2Shortcut } from "../server.js";
-import { universalRequestOfStream } from "./node-request.js";
+import { nodeHeaderToWebHeader, universalRequestOfStream, urlOfStream } from "./node-request.js";
+import { answerUnary, declaredLength, handlerContext, plainCall, PREFIX_BYTES, type UnaryMethod } from "./unary.js";
 import { errorResponse, rpcKindOf, type RpcKind } from "./unimplemented.js";
 
 /** A call served directly, once answered: what the gateway's onResponse hook would see. */
@@ -54,6 +65,8 @@ export interface DirectCall {
 export interface DirectRpcOptions {
   /** The router's handlers; those of services `takes` accepts are served directly. */
   readonly handlers: readonly UniversalHandler[];
+  /** Unary methods (by request path) whose plain calls are answered without Connect's handler (src/gateway/rpc/unary.ts). */
+  readonly unary?: ReadonlyMap<string, UnaryMethod>;
   /** Whether answers carry `Vary: Origin` (CORS is on: the gateway's RPC answers to calls without an Origin do). */
   readonly varyOrigin: boolean;
   /** Whether calls of a service (by type name) may skip the gateway. */
@@ -158,6 +171,8 @@ class DirectStream {
   private waiting: { resolve(): void; reject(err: unknown): void } | undefined;
   readonly abort = new AbortController();
   readonly started = performance.now();
+  /** The body's read while a plain unary call's is read ({@link readBody}). */
+  reading: BodyReader | undefined;
 
   constructor(
     readonly options: DirectRpcOptions,
@@ -194,14 +209,14 @@ class DirectStream {
   }
 
   /** Sends the answer's headers, with the request id and `Vary` the gateway's hooks would have set. */
-  respond(res: UniversalServerResponse): void {
-    const out = nodeHeaders(res.header);
-    out[":status"] = res.status;
+  respond(status: number, header: Headers | undefined): void {
+    const out = nodeHeaders(header);
+    out[":status"] = status;
     // The handler's own headers win, as a compat response's writeHead overrides headers set before it.
     if (out["x-request-id"] === undefined) out["x-request-id"] = this.id;
     if (this.options.varyOrigin && out.vary === undefined) out.vary = "Origin";
     this.stream.respond(out, { waitForTrailers: true });
-    this.status = res.status;
+    this.status = status;
   }
 
   /** Writes one chunk; resolves when the stream can take more, fails when it closes first. */
@@ -279,7 +294,7 @@ async function writeResponse(call: DirectStream, res: UniversalServerResponse): 
     if (it !== undefined) {
       let chunk = await it.next();
       writing = true;
-      call.respond(res);
+      call.respond(res.status, res.header);
       writing = false;
       for (; chunk.done !== true; chunk = await it.next()) {
         writing = true;
@@ -289,7 +304,7 @@ async function writeResponse(call: DirectStream, res: UniversalServerResponse): 
       finished = true;
     }
     writing = true;
-    if (!call.stream.headersSent) call.respond(res);
+    if (!call.stream.headersSent) call.respond(res.status, res.header);
     call.end(res.trailer);
   } catch (err) {
     if (writing) it?.throw?.(err).catch(ignoreStreamError);
@@ -314,25 +329,177 @@ async function answerFailure(call: DirectStream): Promise<void> {
   }
 }
 
-/** Serves one taken call. */
-async function serve(call: DirectStream): Promise<void> {
+/** Serves one taken call with Connect's handler; `body`: what is left of the request, when some of it has been read. */
+async function serve(call: DirectStream, body?: AsyncIterable<Uint8Array>): Promise<void> {
   try {
-    const uReq = universalRequestOfStream(call.stream, call.headers, call.abort.signal, call.options.contextValues(call.id));
+    const uReq = universalRequestOfStream(call.stream, call.headers, call.abort.signal, call.options.contextValues(call.id), body);
     // A refusal (a malformed authority) is answered as the Fastify route answers it (src/gateway/rpc/plugin.ts).
     const uRes = uReq instanceof ConnectError ? errorResponse(kindOf(call.headers), uReq) : await call.handler(uReq);
     await writeResponse(call, uRes);
   } catch (err) {
-    // The client went away (connect-node's adapter reports its write errors as aborted): nothing to answer, nothing of ours failed.
-    if ((err instanceof ConnectError && err.code === Code.Aborted) || call.stream.destroyed) return;
-    call.options.failed(call.id, call.rpc(), err);
-    await answerFailure(call);
+    await callFailed(call, err);
   }
+}
+
+/** A call's serving threw: unless the client went away, a failure of ours, logged and answered `internal`. */
+async function callFailed(call: DirectStream, err: unknown): Promise<void> {
+  // The client went away (connect-node's adapter reports its write errors as aborted): nothing to answer, nothing of ours failed.
+  if ((err instanceof ConnectError && err.code === Code.Aborted) || call.stream.destroyed) return;
+  call.options.failed(call.id, call.rpc(), err);
+  await answerFailure(call);
+}
+
+/**
+ * Serves a plain unary call (src/gateway/rpc/unary.ts): reads its body,
+ * and answers it itself when the body is one message that parses, else
+ * hands it to Connect's handler with what has been read. A call whose
+ * authority makes no URL is refused by {@link serve} before its body is read.
+ */
+async function serveUnary(call: DirectStream, method: UnaryMethod, timeoutMs: number | undefined): Promise<void> {
+  // As Connect's handler does: the deadline runs from the headers, and `timeoutMs()` counts in whole milliseconds.
+  const deadline = timeoutMs === undefined ? undefined : Math.trunc(Date.now() + timeoutMs);
+  let timer = timeoutMs === undefined ? undefined : setTimeout(deadlineExceeded, timeoutMs, call.abort);
+  try {
+    const url = urlOfStream(call.stream, call.headers);
+    const read = url === undefined ? undefined : await readBody(call, method);
+    if (url === undefined || (read !== undefined && read.input === undefined)) {
+      // Connect's handler takes over with its own deadline (from now: a call that is not plain has a little longer).
+      clearTimeout(timer);
+      timer = undefined;
+      return await serve(call, read === undefined ? undefined : bodyAfter(read, call.stream));
+    }
+    // The stream closed first: nothing to answer (its close reported the call).
+    if (read === undefined) return;
+    const signal = call.abort.signal;
+    const ctx = handlerContext(method, {
+      url,
+      header: nodeHeaderToWebHeader(call.headers),
+      abort: call.abort,
+      values: call.options.contextValues(call.id),
+      deadline,
+    });
+    const answer = await answerUnary(method, ctx, read.input!);
+    call.respond(200, ctx.responseHeader);
+    const wait = answer.message === undefined ? undefined : call.write(answer.message);
+    if (wait !== undefined) await wait;
+    call.end(ctx.responseTrailer);
+    // Connect aborts the handler's signal once the call is over (with the error, if it failed), which
+    // only makes a DOMException when no one listens: the abort is left out then.
+    if (!signal.aborted && getEventListeners(signal, "abort").length > 0) call.abort.abort(answer.error);
+  } catch (err) {
+    await callFailed(call, err);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A unary call's deadline passed: its handler's signal is aborted as Connect's deadline aborts it. */
+function deadlineExceeded(abort: AbortController): void {
+  abort.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+}
+
+/** What {@link readBody} read of a request. */
+interface BodyRead {
+  readonly chunks: Buffer[];
+  /** Whether that is the whole body (else the stream is paused where reading stopped). */
+  readonly ended: boolean;
+  /** The one message, parsed, when the whole body was exactly that. */
+  readonly input: MessageShape<DescMessage> | undefined;
+}
+
+/**
+ * Reads a unary call's body as Connect's handler reads it, up to where
+ * Connect would answer or call the method: to its end when it is one
+ * message that parses (the method is called once the client has ended its
+ * side), and otherwise no further than where it can no longer be one (a
+ * flag, a declared length over the limit, a message that does not parse,
+ * more bytes than declared), where Connect's handler takes over.
+ * Undefined when the stream closes first, or is reset (a reset stream ends
+ * too, once destroyed: the client cancelled the call, which is not served).
+ */
+function readBody(call: DirectStream, method: UnaryMethod): Promise<BodyRead | undefined> {
+  return new Promise((resolve) => {
+    call.reading = new BodyReader(method, resolve);
+    const stream = call.stream;
+    stream.on("data", onBodyData);
+    stream.on("end", onBodyEnd);
+    stream.on("close", onBodyGone);
+  });
+}
+
+/** The state of {@link readBody}. */
+class BodyReader {
+  readonly chunks: Buffer[] = [];
+  size = 0;
+  /** The envelope's size, once its prefix is read. */
+  expected = -1;
+  input: MessageShape<DescMessage> | undefined;
+
+  constructor(
+    readonly method: UnaryMethod,
+    readonly resolve: (read: BodyRead | undefined) => void,
+  ) {}
+
+  /** Reading stops: at the end (`true`), where Connect takes over (`false`), or with nothing to serve. */
+  stop(stream: http2.ServerHttp2Stream, ended: boolean | undefined): void {
+    stream.off("data", onBodyData);
+    stream.off("end", onBodyEnd);
+    stream.off("close", onBodyGone);
+    (stream as StreamWithCall)[kCall]!.reading = undefined;
+    if (ended === undefined) return this.resolve(undefined);
+    if (!ended) stream.pause();
+    this.resolve({ chunks: this.chunks, ended, input: ended ? this.input : undefined });
+  }
+
+  data(stream: http2.ServerHttp2Stream, chunk: Buffer): void {
+    const chunks = this.chunks;
+    chunks.push(chunk);
+    this.size += chunk.byteLength;
+    if (this.expected === -1 && this.size >= PREFIX_BYTES) {
+      const prefix = chunks.length === 1 ? chunk : Buffer.concat(chunks);
+      const length = declaredLength(prefix);
+      if (prefix[0] !== 0 || length > this.method.readMaxBytes) return this.stop(stream, false);
+      this.expected = PREFIX_BYTES + length;
+    }
+    if (this.expected === -1 || this.size < this.expected) return;
+    if (this.size > this.expected || this.input !== undefined) return this.stop(stream, false);
+    this.input = parsed(this.method, chunks.length === 1 ? chunk : Buffer.concat(chunks));
+    if (this.input === undefined) this.stop(stream, false);
+  }
+}
+
+function onBodyData(this: http2.ServerHttp2Stream, chunk: Buffer): void {
+  (this as StreamWithCall)[kCall]?.reading?.data(this, chunk);
+}
+
+function onBodyEnd(this: http2.ServerHttp2Stream): void {
+  (this as StreamWithCall)[kCall]?.reading?.stop(this, this.destroyed ? undefined : true);
+}
+
+function onBodyGone(this: http2.ServerHttp2Stream): void {
+  (this as StreamWithCall)[kCall]?.reading?.stop(this, undefined);
+}
+
+/** The message of an envelope (read whole), parsed; undefined when it does not parse (Connect's handler answers it). */
+function parsed(method: UnaryMethod, envelope: Buffer): MessageShape<DescMessage> | undefined {
+  try {
+    return method.parse(envelope.subarray(PREFIX_BYTES));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The body of a call handed to Connect after {@link readBody}: what was read, then the rest of the stream. */
+async function* bodyAfter(read: BodyRead, stream: http2.ServerHttp2Stream): AsyncGenerator<Uint8Array> {
+  yield* read.chunks;
+  if (!read.ended) yield* stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
 }
 
 /** The shortcut to set on the one-port server. */
 export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
   const byPath = new Map<string, UniversalHandler>();
   for (const h of options.handlers) if (options.takes(h.service.typeName)) byPath.set(h.requestPath, h);
+  const unary = options.unary ?? new Map<string, UnaryMethod>();
 
   return (stream, headers) => {
     if (headers[":method"] !== "POST") return false;
@@ -347,7 +514,10 @@ export function createDirectRpc(options: DirectRpcOptions): Http2Shortcut {
     // `on`, not `once`: each fires at most once, and `once` wraps its listener per call.
     stream.on("close", onClose);
     stream.on("aborted", onStreamAborted);
-    void serve(call);
+    const method = unary.get(path!);
+    const timeoutMs = method === undefined ? false : plainCall(headers, method);
+    if (timeoutMs === false) void serve(call);
+    else void serveUnary(call, method!, timeoutMs);
     return true;
   };
 }

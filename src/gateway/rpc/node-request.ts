@@ -59,10 +59,9 @@ export function universalRequestOfStream(
   headers: http2.IncomingHttpHeaders,
   signal: AbortSignal,
   contextValues: ContextValues | undefined,
+  body?: AsyncIterable<Uint8Array>,
 ): UniversalServerRequest | ConnectError {
-  const authority = headers[":authority"] ?? headers.host;
-  if (authority === undefined) return new ConnectError(BAD_AUTHORITY_MESSAGE, Code.InvalidArgument);
-  const url = callUrl(headers[":path"] ?? "", `${stream.session?.encrypted === true ? "https" : "http"}://${authority}`);
+  const url = urlOfStream(stream, headers);
   if (url === undefined) return new ConnectError(BAD_AUTHORITY_MESSAGE, Code.InvalidArgument);
   const header = nodeHeaderToWebHeader(headers);
   const timeout = headers["grpc-timeout"];
@@ -75,10 +74,20 @@ export function universalRequestOfStream(
     // A handler that stops reading early (a malformed message, a body over
     // the limit) must not destroy the stream it still answers on: the
     // compat request connect-node reads from leaves its stream alone too.
-    body: stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>,
+    body: body ?? (stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>),
     signal,
     contextValues,
   };
+}
+
+/**
+ * A call's URL as connect-node makes it from a stream (its authority is
+ * `:authority`, else `Host`), or undefined when it makes none.
+ */
+export function urlOfStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): string | undefined {
+  const authority = headers[":authority"] ?? headers.host;
+  if (authority === undefined) return undefined;
+  return callUrl(headers[":path"] ?? "", `${stream.session?.encrypted === true ? "https" : "http"}://${authority}`);
 }
 
 /**
@@ -122,7 +131,7 @@ function parsedUrl(path: string, origin: string): string | undefined {
  * connect-node's (unexported) `nodeHeaderToWebHeader` makes of the same
  * object.
  */
-function nodeHeaderToWebHeader(headers: http2.IncomingHttpHeaders): Headers {
+export function nodeHeaderToWebHeader(headers: http2.IncomingHttpHeaders): Headers {
   const out = new Headers();
   for (const name in headers) {
     if (name.charCodeAt(0) === 0x3a /* : */) continue;

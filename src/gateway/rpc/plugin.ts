@@ -33,6 +33,7 @@ import { createDirectRpc, type DirectRpcOptions } from "./direct.js";
 import { withGrpcWebText } from "./grpc-web-text.js";
 import { createHealth, type HealthServer } from "./health.js";
 import { createReflection } from "./reflection.js";
+import { recordingRouter } from "./unary.js";
 import { universalRequestOf } from "./node-request.js";
 import { errorResponse, isRpcPath, rpcKindOf, unimplementedMessage, unimplementedResponse } from "./unimplemented.js";
 
@@ -74,11 +75,13 @@ const INFRASTRUCTURE: ReadonlySet<string> = new Set([Health.typeName, ServerRefl
 
 /** Registers the RPC side on the gateway (call once, before `listen`). */
 export async function registerRpc(app: FastifyInstance, options: RpcOptions): Promise<RpcServer> {
-  const router = createConnectRouter({
+  const routerOptions = {
     interceptors: [...(options.observers ?? []), ...options.interceptors],
     readMaxBytes: options.readMaxBytes,
     acceptCompression: [compressionGzip, compressionBrotli],
-  });
+  };
+  // Every service is registered through it, so that the h2c shortcut knows the unary methods it may answer itself.
+  const { router, unary } = recordingRouter(createConnectRouter(routerOptions), routerOptions);
   options.routes(router);
 
   // Read at call time: services registered on the router later are served, listed and described too.
@@ -119,6 +122,7 @@ export async function registerRpc(app: FastifyInstance, options: RpcOptions): Pr
     app.server.setHttp2Shortcut(
       createDirectRpc({
         handlers: router.handlers,
+        unary,
         varyOrigin: createCorsPolicy(options.corsOrigins).enabled,
         takes: direct.takes,
         requestId: direct.requestId,
