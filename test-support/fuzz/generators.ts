@@ -675,6 +675,13 @@ function expressionText(idx: TypeIndex, t: TypeDef, picks: readonly number[], li
     forms.push(() => `${nn}/any(d:d/${tp} eq ${value})`);
     forms.push(() => `${nn}/$count gt 0`);
   }
+  // Calls no key's grants cover (red team 14): the model's functions and actions, qualified or not, bound or not,
+  // beside built-ins in other spellings.
+  for (const op of idx.def.ops) {
+    forms.push(() => `${idx.def.namespace}.${op.name}() gt ${value}`);
+    forms.push(() => `${op.name}(${pn}) ne null`);
+  }
+  forms.push(() => `TOLOWER(${pn}) eq ${value}`);
   // One slot (of 5 to 9) for SAP CAP's own grammar.
   forms.push(() => capExpressionText(idx, t, picks, lit, aliases));
   return pick(forms, picks[0]!)();

@@ -467,6 +467,17 @@ const IDENT = /[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]*/gu;
 const SPECIALS = /(?:^|[/\s(,=;&?])\$(?:crossjoin|all|entity|each|query|apply)(?![\p{L}\p{Nl}\p{Nd}_.])|\$root\s*\//giu;
 /** `$root/…` in an expression: a path from the service root, to any entity set. */
 const ROOT = /\$root\s*\//giu;
+/** A name called in an expression: `name(` (a qualified name included), not `@alias(`. */
+const CALL = /(?<![@\p{L}\p{Nl}\p{Nd}_.])(\$?[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}.]*)\s*\(/gu;
+/** OData's built-in functions (V4, 4.01, V2), lower case. */
+const BUILT_INS = new Set([
+  "concat", "contains", "endswith", "indexof", "length", "startswith", "substring", "matchespattern", "tolower", "toupper", "trim",
+  "substringof", "replace", "date", "day", "fractionalseconds", "hour", "maxdatetime", "mindatetime", "minute", "month", "now",
+  "second", "time", "totaloffsetminutes", "totalseconds", "year", "ceiling", "floor", "round", "cast", "isof",
+  "geo.distance", "geo.intersects", "geo.length", "case", "hassubset", "hassubsequence",
+]);
+/** Operators that may stand before `(`. */
+const EXPRESSION_WORDS = new Set(["and", "or", "not", "in", "eq", "ne", "gt", "ge", "lt", "le", "has", "add", "sub", "mul", "div", "divby", "mod"]);
 
 /** Text with the `'…'` literals blanked; undefined when a literal is unterminated. */
 function withoutLiterals(s: string): string | undefined {
@@ -572,6 +583,15 @@ function expression(ctx: Ctx, type: TypeDef, text: string, why: string, depth: n
   }
   // In an expression only `$root` reaches beyond the current entity (the other specials are path segments).
   for (const m of bare.matchAll(ROOT)) ctx.out.anything.push(`${why}: '${m[0]}'`);
+  // A call of anything but a built-in function (or a lambda after a path) runs what no grant covers.
+  for (const m of bare.matchAll(CALL)) {
+    const name = m[1]!;
+    const lower = name.toLowerCase();
+    if (BUILT_INS.has(lower) || EXPRESSION_WORDS.has(lower)) continue;
+    if ((lower === "any" || lower === "all") && /\/\s*$/.test(bare.slice(0, m.index))) continue;
+    if (lower === "$count") continue;
+    ctx.out.anything.push(`${why}: calls '${name}'`);
+  }
   for (const m of bare.matchAll(/@[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}_]*/gu)) {
     const values = ctx.aliases.get(m[0].toLowerCase()) ?? [];
     if (depth > 6) {

@@ -493,6 +493,21 @@ type Token =
   | { readonly t: "path"; readonly segs: string[]; readonly start: number; readonly end: number }
   | { readonly t: "(" | ")" | ":" | "/" | "other"; readonly start: number; readonly end: number };
 
+/**
+ * OData's built-in functions (V4 and 4.01's, and V2's `substringof` and
+ * `replace`), in lower case: the only calls an expression may make.
+ */
+const BUILT_IN_FUNCTIONS: ReadonlySet<string> = new Set([
+  "concat", "contains", "endswith", "indexof", "length", "startswith", "substring", "matchespattern", "tolower", "toupper", "trim",
+  "substringof", "replace",
+  "date", "day", "fractionalseconds", "hour", "maxdatetime", "mindatetime", "minute", "month", "now", "second", "time",
+  "totaloffsetminutes", "totalseconds", "year",
+  "ceiling", "floor", "round",
+  "cast", "isof",
+  "geo.distance", "geo.intersects", "geo.length",
+  "case", "hassubset", "hassubsequence",
+]);
+
 const KEYWORDS = new Set([
   "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "has", "in", "add", "sub", "mul", "div", "divby", "mod",
   "asc", "desc", "true", "false", "null", "inf", "nan", "as",
@@ -741,12 +756,15 @@ function scanTokens(
       i = close;
       continue;
     }
-    if (rest.length === 0 || (rest.length === 1 && start === scope && !rest[0].includes("."))) {
+    if (segs.length === 1 && BUILT_IN_FUNCTIONS.has(first.toLowerCase())) {
       // A built-in function (contains, cast, isof, …): its arguments are scanned in turn.
       continue;
     }
-    // A bound function on a path (`Customer/NS.Rating()`): the path is read.
-    walk(ctx, start, rest, what, lenient);
+    if (last === "$count") invalid(`'${excerpt(segs.join("/"))}(…)': $count with options is not supported in ${what}`);
+    // Any other call runs what the model declares (a function bound to a path or a type, an
+    // unbound one, or an action a back end might run anyway) or what a back end passes on
+    // to its database: what it reads cannot be authorized from the expression.
+    denied(`'${excerpt(segs.join("/"))}(…)' in ${what} calls a function erplink cannot authorize: only OData's built-in functions may be called in an expression`);
   }
 }
 
