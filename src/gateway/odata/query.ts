@@ -682,7 +682,14 @@ function scanTokens(
     if (tok.t !== "path") continue;
     const segs = tok.segs;
     const first = segs[0];
-    if (segs.length === 1 && KEYWORDS.has(first.toLowerCase())) continue;
+    if (segs.length === 1 && KEYWORDS.has(first.toLowerCase())) {
+      // An operator's name, unless the model declares a navigation so named where a lone name is read:
+      // a back end may read it as that navigation (`$filter=In eq null`), so it is authorized as one.
+      for (const at of [scope, lambda?.collection]) {
+        if (at?.position !== undefined && ctx.model!.step(at.position, first).kind === "navigation") walk(ctx, at, segs, what, true);
+      }
+      continue;
+    }
     if (first.startsWith("@")) {
       if (segs.length > 1) invalid(`parameter alias '${excerpt(first)}' cannot start a path in ${what}`);
       const value = ctx.aliases.get(first);

@@ -1,0 +1,48 @@
+/**
+ * Navigations that bear an operator's name (`In`, `has`, `Not`, `desc`, …,
+ * any case): in an expression, a lone name the tokenizer would take for the
+ * operator is still a navigation a back end may read (`$filter=In eq
+ * null` reads whether the related entity exists), so where the model
+ * declares one it is authorized like any lone navigation (session 14's
+ * red team, a note: the analysis skipped every such name). The tokens do
+ * not tell the operator from the name, so on such a model the operator's
+ * use needs the navigation too: a refusal too many, never a read too few.
+ */
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { parseMetadata } from "../../../src/gateway/odata/metadata.js";
+import { analyzeRequest } from "../../../src/gateway/odata/request.js";
+import { acc, ok, PATH, withoutTarget } from "../../../test-support/odata/analysis.js";
+
+const METADATA = `<?xml version="1.0"?><edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0"><edmx:DataServices>
+<Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="P">
+<EntityType Name="Order"><Key><PropertyRef Name="ID"/></Key><Property Name="ID" Type="Edm.Int32"/><Property Name="Name" Type="Edm.String"/>
+<NavigationProperty Name="In" Type="P.Secret"/><NavigationProperty Name="has" Type="Collection(P.Secret)"/><NavigationProperty Name="desc" Type="P.Secret"/></EntityType>
+<EntityType Name="Secret"><Key><PropertyRef Name="ID"/></Key><Property Name="ID" Type="Edm.Int32"/></EntityType>
+<EntityContainer Name="C">
+<EntitySet Name="Orders" EntityType="P.Order"><NavigationPropertyBinding Path="In" Target="Secrets"/><NavigationPropertyBinding Path="has" Target="Secrets"/><NavigationPropertyBinding Path="desc" Target="Secrets"/></EntitySet>
+<EntitySet Name="Secrets" EntityType="P.Secret"/>
+</EntityContainer></Schema></edmx:DataServices></edmx:Edmx>`;
+
+const model = parseMetadata(METADATA);
+const test = suite("OData expressions: navigations named like operators are authorized");
+
+const cases: readonly [string, ReturnType<typeof ok>][] = [
+  ["$filter=In eq null", ok("GET", acc("Orders", "list", PATH), acc("Secrets", "get", "$filter In"))],
+  ["$filter=IN eq null", ok("GET", acc("Orders", "list", PATH), acc("Secrets", "get", "$filter In"))],
+  ["$filter=not (In eq null)", ok("GET", acc("Orders", "list", PATH), acc("Secrets", "get", "$filter In"))],
+  // The operator: read as the navigation too, on this model.
+  ["$filter=Name in ('a','b')", ok("GET", acc("Orders", "list", PATH), acc("Secrets", "get", "$filter In"))],
+  ["$orderby=desc desc", ok("GET", acc("Orders", "list", PATH), acc("Secrets", "get", "$orderby desc"))],
+  ["$orderby=Name desc", ok("GET", acc("Orders", "list", PATH), acc("Secrets", "get", "$orderby desc"))],
+  ["$orderby=Name asc", ok("GET", acc("Orders", "list", PATH))],
+  ["$filter=has ne null and Name eq 'x'", ok("GET", acc("Orders", "list", PATH), acc("Secrets", "list", "$filter has"))],
+];
+
+for (const [query, expected] of cases) {
+  test(`GET /Orders?${query}`, () => {
+    assert.equal(withoutTarget(analyzeRequest({ method: "GET", path: "/Orders", query, headers: {}, model })), expected);
+  });
+}
+
+test.run();
