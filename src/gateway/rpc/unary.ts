@@ -85,7 +85,8 @@ export function recordingRouter(router: ConnectRouter, routerOptions: ConnectRou
   const base = { ...routerOptions, ...validateUniversalHandlerOptions(routerOptions) };
   const unary = new Map<string, UnaryMethod>();
   const add = (spec: MethodImplSpec, options: ServiceOptions | undefined): void => {
-    if (spec.kind !== "unary" || options?.grpc === false) return;
+    // As Connect's router picks the protocols: a service's options replace the router's.
+    if (spec.kind !== "unary" || (options === undefined ? routerOptions.grpc === false : options.grpc === false)) return;
     // As Connect's router merges them and its gRPC handler factory validates the result.
     const opt = validateUniversalHandlerOptions(options === undefined ? base : { ...validateUniversalHandlerOptions(base), ...options });
     // A call of a server that can shut down has its signal linked to that: left to Connect.
@@ -157,8 +158,10 @@ export function declaredLength(prefix: Uint8Array): number {
 export interface UnaryCall {
   readonly url: string;
   readonly header: Headers;
-  /** The call's own: aborted when the client goes away or the deadline passes. */
+  /** The handler's signal's: aborted when the client goes away, the deadline passes, or the call is over. */
   readonly abort: AbortController;
+  /** The request's: aborted when the client goes away. */
+  readonly requestSignal: AbortSignal;
   readonly values: ContextValues;
   /** When the call's deadline passes (epoch ms), if it has one. */
   readonly deadline: number | undefined;
@@ -178,7 +181,7 @@ export function handlerContext(method: UnaryMethod, call: UnaryCall): HandlerCon
     protocolName: "grpc",
     url: call.url,
     signal,
-    requestSignal: signal,
+    requestSignal: call.requestSignal,
     shutdownSignal: undefined,
     timeoutMs: call.deadline === undefined ? noTimeout : remaining(call.deadline),
     requestHeader: call.header,
@@ -204,32 +207,27 @@ function noTimeout(): undefined {
   return undefined;
 }
 
-/** What {@link answerUnary} made: the enveloped message, or the error that replaced it (its status set in the trailers). */
-export interface UnaryAnswer {
-  readonly message: Uint8Array | undefined;
-  readonly error: unknown;
-}
-
 /**
  * Runs the implementation through the interceptors and makes the answer as
  * Connect's handler does: the response compression named in its headers
- * (negotiated from `grpc-accept-encoding`), the one message enveloped (and
- * compressed past the threshold), or, when anything failed, no message and
- * the error's status in the trailers (an error that is not a
- * `ConnectError` as `internal`; `undefined` thrown leaves the status OK, as
- * Connect's handler leaves it).
+ * (negotiated from `grpc-accept-encoding`), and the one message enveloped
+ * (and compressed past the threshold); or, when anything failed, no message
+ * (undefined), the context aborted with the error, and the error's status
+ * in the trailers (an error that is not a `ConnectError` as `internal`;
+ * `undefined` thrown leaves the status OK, as Connect's handler leaves it).
  */
-export async function answerUnary(method: UnaryMethod, ctx: HandlerContext, input: MessageShape<DescMessage>): Promise<UnaryAnswer> {
+export async function answerUnary(method: UnaryMethod, ctx: HandlerContext, input: MessageShape<DescMessage>): Promise<Uint8Array | undefined> {
   const compression = compressionNegotiate(method.acceptCompression, null, ctx.requestHeader.get("Grpc-Accept-Encoding"), "Grpc-Accept-Encoding").response;
   if (compression !== null) ctx.responseHeader.set("Grpc-Encoding", compression.name);
   try {
     const output = await invokeUnaryImplementation(method.spec, ctx, input, method.interceptors);
     const data = method.serialize(output);
     const envelope = compression === null || data.byteLength < method.compressMinBytes ? { flags: 0, data } : await envelopeCompress({ flags: 0, data }, compression, method.compressMinBytes);
-    return { message: enveloped(envelope.flags, envelope.data), error: undefined };
+    return enveloped(envelope.flags, envelope.data);
   } catch (err) {
+    (ctx as HandlerContext & { abort(reason?: unknown): void }).abort(err);
     if (err !== undefined) setTrailerStatus(ctx.responseTrailer, err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err));
-    return { message: undefined, error: err };
+    return undefined;
   }
 }
 
