@@ -32,6 +32,7 @@ import { ServerReflection, ServerReflectionRequestSchema } from "../../src/gen/g
 import { isDualProtocolServer, type DualProtocolServer, type Http2Shortcut } from "../../src/gateway/server.js";
 import { httpRequest, startErplink, within, type RunningErplink } from "../../test-support/e2e.js";
 import { Exposition } from "../../test-support/metrics.js";
+import { h2Frame, headerBlock } from "../../test-support/raw-h2.js";
 
 const AUTHORIZE = `/${AuthorizationService.typeName}/${AuthorizationService.method.authorize.name}`;
 const HEALTH = `/${Health.typeName}/${Health.method.check.name}`;
@@ -720,37 +721,6 @@ Edge("CONNECT reaches the compat layer (405), as before", async ({ c }) => {
 });
 
 // A minimal raw HTTP/2 client: HEADERS without `:authority` or `host` (node's client always sends one).
-
-function hpackInt(value: number, prefixBits: number, first: number): number[] {
-  const max = (1 << prefixBits) - 1;
-  if (value < max) return [first | value];
-  const out = [first | max];
-  value -= max;
-  while (value >= 128) {
-    out.push((value % 128) + 128);
-    value = Math.floor(value / 128);
-  }
-  out.push(value);
-  return out;
-}
-
-/** A header block of literal fields without indexing (no Huffman). */
-function headerBlock(fields: [string, string][]): Buffer {
-  const bytes: number[] = [];
-  for (const [name, value] of fields) {
-    bytes.push(0x00, ...hpackInt(name.length, 7, 0), ...Buffer.from(name, "latin1"), ...hpackInt(value.length, 7, 0), ...Buffer.from(value, "latin1"));
-  }
-  return Buffer.from(bytes);
-}
-
-function h2Frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
-}
 
 /** The frames the server sent on stream 1 (type:flags, DATA payloads, RST code), and whether a GOAWAY came. */
 function rawCall(port: number, fields: [string, string][], body: Buffer): Promise<{ frames: string[]; data: string; goaway: boolean }> {

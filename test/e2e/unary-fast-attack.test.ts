@@ -14,26 +14,23 @@
  * are probes that held from the start.
  */
 import http2 from "node:http2";
-import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, createContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { Code, ConnectError, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createDirectRpc, type DirectCall } from "../../src/gateway/rpc/direct.js";
 import { isDualProtocolServer, type DualProtocolServer } from "../../src/gateway/server.js";
 import { httpRequest, startErplink } from "../../test-support/e2e.js";
 import { Exposition } from "../../test-support/metrics.js";
-import { recordingRouter } from "../../src/gateway/rpc/unary.js";
+import { grpcCallHeaders, rawData, rawHeaders, rawRst, rawSend } from "../../test-support/raw-h2.js";
 import {
   AuthorizationService,
   type AuthorizeRequest,
   AuthorizeRequestSchema,
   AuthorizeResponseSchema,
 } from "../../src/gen/erplink/authz/v1/authorization_pb.js";
+import { envelope, type PairServer, startShortcut, strip } from "../../test-support/shortcut-pair.js";
 
 const PATH = `/${AuthorizationService.typeName}/${AuthorizationService.method.authorize.name}`;
 const READ_MAX_BYTES = 600;
@@ -43,24 +40,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Impl = (req: AuthorizeRequest, ctx: HandlerContext) => unknown;
 
-interface Seen {
-  /** Each run of the implementation: its input, as JSON. */
-  readonly calls: string[];
-  /** Each `answered` report: status. */
-  readonly reported: number[];
-  /** Each `failed` report. */
-  readonly failed: string[];
-  /** Calls that reached Connect's handler. */
-  connect: number;
-}
-
-interface Server {
-  readonly fast: boolean;
-  readonly port: number;
-  readonly seen: Seen;
-  readonly session: http2.ClientHttp2Session;
-  close(): Promise<void>;
-}
+type Server = PairServer;
 
 interface StartOptions {
   readonly interceptors?: Interceptor[];
@@ -68,62 +48,21 @@ interface StartOptions {
   readonly serviceOptions?: Record<string, unknown>;
 }
 
-async function start(fast: boolean, impl: Impl, opts: StartOptions = {}): Promise<Server> {
-  const seen: Seen = { calls: [], reported: [], failed: [], connect: 0 };
-  const options = { interceptors: opts.interceptors ?? [], readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip, compressionBrotli] };
-  const { router, unary } = recordingRouter(createConnectRouter(options), options);
-  router.service(
-    AuthorizationService,
-    {
-      authorize: (req: AuthorizeRequest, ctx: HandlerContext) => {
-        seen.calls.push(JSON.stringify(toJson(AuthorizeRequestSchema, req)));
-        return impl(req, ctx);
-      },
-    } as never,
-    opts.serviceOptions as never,
-  );
-  const handlers = router.handlers.map((h) =>
-    Object.assign((req: Parameters<UniversalHandler>[0]) => {
-      seen.connect++;
-      return h(req);
-    }, h) as UniversalHandler,
-  );
-  const shortcut = createDirectRpc({
-    handlers,
-    unary: fast ? unary : undefined,
-    varyOrigin: false,
-    takes: () => true,
-    requestId: () => "req_fixed",
-    contextValues: createContextValues,
-    answered: (c: DirectCall) => seen.reported.push(c.status),
-    failed: (_id, rpc, err) => seen.failed.push(`${rpc}: ${String(err)}`),
+function start(fast: boolean, impl: Impl, opts: StartOptions = {}): Promise<Server> {
+  return startShortcut(fast, {
+    router: () => ({ interceptors: opts.interceptors ?? [], readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip, compressionBrotli] }),
+    routes: (router, seen) =>
+      router.service(
+        AuthorizationService,
+        {
+          authorize: (req: AuthorizeRequest, ctx: HandlerContext) => {
+            seen.calls.push(JSON.stringify(toJson(AuthorizeRequestSchema, req)));
+            return impl(req, ctx);
+          },
+        } as never,
+        opts.serviceOptions as never,
+      ),
   });
-  const server = http2.createServer();
-  const sockets = new Set<net.Socket>();
-  server.on("connection", (s: net.Socket) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  server.on("stream", (stream, headers) => {
-    if (shortcut(stream, headers)) return;
-    stream.on("error", () => {});
-    stream.respond({ ":status": 404 }, { endStream: true });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on("error", () => {});
-  return {
-    fast,
-    port,
-    seen,
-    session,
-    close: async () => {
-      session.destroy();
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** Runs `body` against a fast-path server and a Connect-only server over the same implementation. */
@@ -142,13 +81,6 @@ async function both<T>(impl: Impl, body: (s: Server) => Promise<T>, opts: StartO
 
 // ------------------------------------------------------------------ clients
 
-function envelope(flags: number, message: Uint8Array, declared = message.length): Buffer {
-  const prefix = Buffer.alloc(5);
-  prefix[0] = flags;
-  prefix.writeUInt32BE(declared >>> 0, 1);
-  return Buffer.concat([prefix, message]);
-}
-
 function request(fields: Omit<Partial<AuthorizeRequest>, "$typeName" | "$unknown"> = {}): Buffer {
   return envelope(0, toBinary(AuthorizeRequestSchema, create(AuthorizeRequestSchema, { instance: "plain", ...fields })));
 }
@@ -160,12 +92,6 @@ interface Answer {
   rstCode: number;
   /** ms from the request to the response headers (-1: none). */
   headersAt: number;
-}
-
-function strip(h: http2.IncomingHttpHeaders): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(h)) if (k !== "date" && k !== "x-request-id") out[k] = v;
-  return out;
 }
 
 interface Send {
@@ -233,79 +159,7 @@ async function until(cond: () => boolean): Promise<void> {
 
 // ------------------------------------------------------------------ raw HTTP/2 (frames as written)
 
-/** HPACK integer with a 7-bit prefix (string lengths, H bit 0). */
-function hpackLength(n: number): Buffer {
-  if (n < 127) return Buffer.from([n]);
-  const out = [127];
-  n -= 127;
-  while (n >= 128) {
-    out.push((n % 128) + 128);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return Buffer.from(out);
-}
-
-/** A header block of literals without indexing, new names (no Huffman): any decoder reads it. */
-function hpack(headers: [string, string][]): Buffer {
-  const parts: Buffer[] = [];
-  for (const [name, value] of headers) {
-    parts.push(Buffer.from([0]), hpackLength(name.length), Buffer.from(name, "latin1"), hpackLength(value.length), Buffer.from(value, "latin1"));
-  }
-  return Buffer.concat(parts);
-}
-
-function rawFrame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
-}
-
-const END_STREAM = 0x1;
-const END_HEADERS = 0x4;
-const rawHeaders = (id: number, headers: [string, string][], end: boolean) => rawFrame(0x1, END_HEADERS | (end ? END_STREAM : 0), id, hpack(headers));
-const rawData = (id: number, data: Buffer, end: boolean) => rawFrame(0x0, end ? END_STREAM : 0, id, data);
-const rawRst = (id: number, code: number) => {
-  const p = Buffer.alloc(4);
-  p.writeUInt32BE(code, 0);
-  return rawFrame(0x3, 0, id, p);
-};
-const PREFACE = Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"), rawFrame(0x4, 0, 0, Buffer.alloc(0))]);
-
-function callHeaders(port: number, extra: [string, string][] = []): [string, string][] {
-  return [
-    [":method", "POST"],
-    [":scheme", "http"],
-    [":path", PATH],
-    [":authority", `127.0.0.1:${port}`],
-    ["content-type", "application/grpc"],
-    ["te", "trailers"],
-    ...extra,
-  ];
-}
-
-/** Writes `bytes` (after the preface) in one socket write, keeps the connection `holdMs`, then closes it. */
-async function rawSend(port: number, bytes: Buffer, holdMs = 100, later?: { afterMs: number; bytes: Buffer }): Promise<Buffer> {
-  const socket = net.connect(port, "127.0.0.1");
-  const received: Buffer[] = [];
-  socket.on("data", (d: Buffer) => received.push(d));
-  socket.on("error", () => {});
-  await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
-  // The preface first, on its own: the one-port server sniffs it before handing the socket to node:http2.
-  socket.write(PREFACE);
-  await sleep(15);
-  socket.write(bytes);
-  if (later !== undefined) {
-    await sleep(later.afterMs);
-    socket.write(later.bytes);
-  }
-  await sleep(holdMs);
-  socket.destroy();
-  return Buffer.concat(received);
-}
+const callHeaders = (port: number): [string, string][] => grpcCallHeaders(port, PATH);
 
 // ------------------------------------------------------------------ tests
 

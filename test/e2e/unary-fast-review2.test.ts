@@ -17,23 +17,20 @@
  * which shows that each failure comes from the fast path.
  */
 import http2 from "node:http2";
-import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { setTimeout as sleepSignal } from "node:timers/promises";
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, createContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { Code, ConnectError, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createDirectRpc, type DirectCall } from "../../src/gateway/rpc/direct.js";
 import { isDualProtocolServer, type DualProtocolServer } from "../../src/gateway/server.js";
 import { Health, HealthCheckRequestSchema } from "../../src/gen/grpc/health/v1/health_pb.js";
 import { httpRequest, startErplink } from "../../test-support/e2e.js";
 import { Exposition } from "../../test-support/metrics.js";
-import { recordingRouter } from "../../src/gateway/rpc/unary.js";
+import { grpcCallHeaders, rawData, rawHeaders, rawRst, rawSend } from "../../test-support/raw-h2.js";
 import { AuthorizationService, type AuthorizeRequest, AuthorizeRequestSchema, AuthorizeResponseSchema } from "../../src/gen/erplink/authz/v1/authorization_pb.js";
+import { envelope, type PairSeen, type PairServer, startShortcut, strip } from "../../test-support/shortcut-pair.js";
 
 const PATH = `/${AuthorizationService.typeName}/${AuthorizationService.method.authorize.name}`;
 const READ_MAX_BYTES = 600;
@@ -43,80 +40,26 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Impl = (req: AuthorizeRequest, ctx: HandlerContext) => unknown;
 
-interface Seen {
-  readonly calls: string[];
-  readonly reported: number[];
-  readonly failed: string[];
-  /** Free-form notes of implementations and interceptors. */
-  readonly notes: string[];
-  connect: number;
-}
-
-interface Server {
-  readonly fast: boolean;
-  readonly port: number;
-  readonly seen: Seen;
-  readonly session: http2.ClientHttp2Session;
-  close(): Promise<void>;
-}
+type Seen = PairSeen;
+type Server = PairServer;
 
 interface StartOptions {
   readonly interceptors?: (seen: Seen) => Interceptor[];
 }
 
-async function start(fast: boolean, impl: (seen: Seen) => Impl, opts: StartOptions = {}): Promise<Server> {
-  const seen: Seen = { calls: [], reported: [], failed: [], notes: [], connect: 0 };
-  const options = { interceptors: opts.interceptors?.(seen) ?? [], readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip, compressionBrotli] };
-  const { router, unary } = recordingRouter(createConnectRouter(options), options);
-  const run = impl(seen);
-  router.service(AuthorizationService, {
-    authorize: (req: AuthorizeRequest, ctx: HandlerContext) => {
-      seen.calls.push(JSON.stringify(toJson(AuthorizeRequestSchema, req)));
-      return run(req, ctx);
+function start(fast: boolean, impl: (seen: Seen) => Impl, opts: StartOptions = {}): Promise<Server> {
+  return startShortcut(fast && process.env.REVIEW2_SANITY === undefined, {
+    router: (seen) => ({ interceptors: opts.interceptors?.(seen) ?? [], readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip, compressionBrotli] }),
+    routes: (router, seen) => {
+      const run = impl(seen);
+      router.service(AuthorizationService, {
+        authorize: (req: AuthorizeRequest, ctx: HandlerContext) => {
+          seen.calls.push(JSON.stringify(toJson(AuthorizeRequestSchema, req)));
+          return run(req, ctx);
+        },
+      } as never);
     },
-  } as never);
-  const handlers = router.handlers.map((h) =>
-    Object.assign((req: Parameters<UniversalHandler>[0]) => {
-      seen.connect++;
-      return h(req);
-    }, h) as UniversalHandler,
-  );
-  const shortcut = createDirectRpc({
-    handlers,
-    unary: fast && process.env.REVIEW2_SANITY === undefined ? unary : undefined,
-    varyOrigin: false,
-    takes: () => true,
-    requestId: () => "req_fixed",
-    contextValues: createContextValues,
-    answered: (c: DirectCall) => seen.reported.push(c.status),
-    failed: (_id, rpc, err) => seen.failed.push(`${rpc}: ${String(err)}`),
   });
-  const server = http2.createServer();
-  const sockets = new Set<net.Socket>();
-  server.on("connection", (s: net.Socket) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  server.on("stream", (stream, headers) => {
-    if (shortcut(stream, headers)) return;
-    stream.on("error", () => {});
-    stream.respond({ ":status": 404 }, { endStream: true });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on("error", () => {});
-  return {
-    fast,
-    port,
-    seen,
-    session,
-    close: async () => {
-      session.destroy();
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** Runs `body` against a fast-path server, then a Connect-only server, over the same implementation. */
@@ -135,12 +78,6 @@ async function both<T>(impl: (seen: Seen) => Impl, body: (s: Server) => Promise<
 
 // ------------------------------------------------------------------ clients
 
-function envelope(flags: number, message: Uint8Array, declared = message.length): Buffer {
-  const prefix = Buffer.alloc(5);
-  prefix[0] = flags;
-  prefix.writeUInt32BE(declared >>> 0, 1);
-  return Buffer.concat([prefix, message]);
-}
 
 function request(fields: Omit<Partial<AuthorizeRequest>, "$typeName" | "$unknown"> = {}): Buffer {
   return envelope(0, toBinary(AuthorizeRequestSchema, create(AuthorizeRequestSchema, { instance: "plain", ...fields })));
@@ -153,12 +90,6 @@ interface Answer {
   data: string;
   trailers: Record<string, unknown> | undefined;
   rstCode: number;
-}
-
-function strip(h: http2.IncomingHttpHeaders): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(h)) if (k !== "date" && k !== "x-request-id") out[k] = v;
-  return out;
 }
 
 interface Send {
@@ -214,74 +145,7 @@ const reasonOf = (r: unknown) => (r instanceof ConnectError ? `ConnectError(${Co
 
 // ------------------------------------------------------------------ raw HTTP/2 (frames as written; as in unary-fast-attack)
 
-function hpackLength(n: number): Buffer {
-  if (n < 127) return Buffer.from([n]);
-  const out = [127];
-  n -= 127;
-  while (n >= 128) {
-    out.push((n % 128) + 128);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return Buffer.from(out);
-}
-
-function hpack(headers: [string, string][]): Buffer {
-  const parts: Buffer[] = [];
-  for (const [name, value] of headers) {
-    parts.push(Buffer.from([0]), hpackLength(name.length), Buffer.from(name, "latin1"), hpackLength(value.length), Buffer.from(value, "latin1"));
-  }
-  return Buffer.concat(parts);
-}
-
-function rawFrame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
-}
-
-const rawHeaders = (id: number, headers: [string, string][], end: boolean) => rawFrame(0x1, 0x4 | (end ? 0x1 : 0), id, hpack(headers));
-const rawData = (id: number, data: Buffer, end: boolean) => rawFrame(0x0, end ? 0x1 : 0, id, data);
-const rawRst = (id: number, code: number) => {
-  const p = Buffer.alloc(4);
-  p.writeUInt32BE(code, 0);
-  return rawFrame(0x3, 0, id, p);
-};
-const PREFACE = Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1"), rawFrame(0x4, 0, 0, Buffer.alloc(0))]);
-
-function callHeaders(port: number, path = PATH, extra: [string, string][] = []): [string, string][] {
-  return [
-    [":method", "POST"],
-    [":scheme", "http"],
-    [":path", path],
-    [":authority", `127.0.0.1:${port}`],
-    ["content-type", "application/grpc"],
-    ["te", "trailers"],
-    ...extra,
-  ];
-}
-
-/** Writes `bytes` after the preface in one socket write (then `later` after a pause), holds the connection `holdMs`, closes it. */
-async function rawSend(port: number, bytes: Buffer, holdMs = 60, later?: { afterMs: number; bytes: Buffer }): Promise<Buffer> {
-  const socket = net.connect(port, "127.0.0.1");
-  const received: Buffer[] = [];
-  socket.on("data", (d: Buffer) => received.push(d));
-  socket.on("error", () => {});
-  await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
-  socket.write(PREFACE);
-  await sleep(15);
-  socket.write(bytes);
-  if (later !== undefined) {
-    await sleep(later.afterMs);
-    socket.write(later.bytes);
-  }
-  await sleep(holdMs);
-  socket.destroy();
-  return Buffer.concat(received);
-}
+const callHeaders = (port: number, path = PATH, extra: [string, string][] = []): [string, string][] => grpcCallHeaders(port, path, extra);
 
 // ------------------------------------------------------------------ tests
 
@@ -505,38 +369,21 @@ test("found in review 2 (minor): ctx.requestSignal is the request's signal with 
 test("found in review 2 (latent): a router made with { grpc: false }: Connect's handler of a service registered without options has no gRPC protocol (Connect answers HTTP 415 and never runs the method); the fast path answers the call and runs it", async () => {
   const answers: Record<string, unknown> = {};
   for (const fast of [true, false]) {
-    const options = { grpc: false, readMaxBytes: READ_MAX_BYTES };
-    const { router, unary } = recordingRouter(createConnectRouter(options), options);
-    let runs = 0;
-    router.service(AuthorizationService, {
-      authorize: (req: AuthorizeRequest) => {
-        runs++;
-        return { keyId: req.instance };
-      },
-    } as never);
-    const shortcut = createDirectRpc({
-      handlers: router.handlers,
-      unary: fast && process.env.REVIEW2_SANITY === undefined ? unary : undefined,
-      varyOrigin: false,
-      takes: () => true,
-      requestId: () => "req_fixed",
-      contextValues: createContextValues,
-      answered: () => {},
-      failed: () => {},
+    const s = await startShortcut(fast && process.env.REVIEW2_SANITY === undefined, {
+      router: () => ({ grpc: false, readMaxBytes: READ_MAX_BYTES }),
+      routes: (router, seen) =>
+        router.service(AuthorizationService, {
+          authorize: (req: AuthorizeRequest) => {
+            seen.calls.push(req.instance);
+            return { keyId: req.instance };
+          },
+        } as never),
     });
-    const server = http2.createServer();
-    server.on("stream", (stream, headers) => {
-      if (!shortcut(stream, headers)) stream.respond({ ":status": 404 }, { endStream: true });
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    session.on("error", () => {});
     try {
-      const a = await send(session, { chunks: [MESSAGE] });
-      answers[fast ? "fast" : "connect"] = { status: a.headers[":status"], grpcStatus: a.trailers?.["grpc-status"], runs };
+      const a = await send(s.session, { chunks: [MESSAGE] });
+      answers[fast ? "fast" : "connect"] = { status: a.headers[":status"], grpcStatus: a.trailers?.["grpc-status"], runs: s.seen.calls.length };
     } finally {
-      session.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await s.close();
     }
   }
   assert.equal(answers.connect, { status: 415, grpcStatus: undefined, runs: 0 });

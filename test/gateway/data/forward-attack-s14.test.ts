@@ -12,14 +12,11 @@
  * refused every call but OData's built-in functions. The others are
  * probes that held and are kept as regressions.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
+import { type ForwardWorld, startForwardWorld, stopForwardWorld } from "../../../test-support/forward-world.js";
 import { rawHttp, type RawResponse } from "../../../test-support/raw-http.js";
-import { createWorld, type World } from "../../../test-support/world.js";
-import { json, post } from "../../../test-support/http.js";
 
 /**
  * The fixture's V4 service plus an unbound function that returns a
@@ -39,20 +36,7 @@ const METADATA = V4_METADATA.replace(
         <FunctionImport Name="Salary" Function="Sales.Salary"/>`,
 );
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-interface Ctx {
-  world: World;
-  upstream: http.Server;
-  /** Data requests that reached the back end ($metadata and CSRF fetches left out). */
-  seen: Seen[];
-  origin: string;
-  port: number;
+interface Ctx extends ForwardWorld {
   /** `list` on SalesOrders, nothing else. */
   narrow: string;
   /** `list` and `get` on SalesOrders and Customers. */
@@ -65,50 +49,23 @@ const UP = "/erp/sap/sales/0001";
 const Attack = suite<Ctx>("data path: red team 14 (narrow key against the forwarder)");
 
 Attack.before.each(async (ctx) => {
-  ctx.seen = [];
-  ctx.upstream = http.createServer(async (req, res) => {
-    const rec: Seen = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: "" };
-    for await (const chunk of req) rec.body += String(chunk);
-    const path = rec.url.split("?")[0]!;
-    if (path.endsWith("/$metadata")) {
-      res.writeHead(200, { "content-type": "application/xml" }).end(METADATA);
-      return;
-    }
-    if (req.headers["x-csrf-token"] === "Fetch") {
-      res.writeHead(200, { "x-csrf-token": "tok-1" }).end("{}");
-      return;
-    }
-    ctx.seen.push(rec);
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ value: [] }));
-  });
-  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
-  ctx.origin = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}`;
-  ctx.world = await createWorld();
-  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4" })).data.id;
-  const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
-    name: "prod",
-    base_url: `${ctx.origin}/erp/`,
-    services: { SALES: { path: "sap/sales/0001" } },
-    sap_client: "100",
-    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
-  });
-  assert.is(ins.statusCode, 201, ins.body);
-  const keyOf = async (name: string, permissions: unknown) => {
-    const res = await post(ctx.world.app, "/admin/api-keys", { name, permissions });
-    assert.is(res.statusCode, 201, res.body);
-    return json(res).data.key as string;
-  };
-  ctx.narrow = await keyOf("narrow", { prod: { SALES: { SalesOrders: ["list"] } } });
-  ctx.wide = await keyOf("wide", { prod: { SALES: { SalesOrders: ["list", "get"], Customers: ["list", "get"] } } });
-  await ctx.world.app.listen({ port: 0, host: "127.0.0.1" });
-  ctx.port = (ctx.world.app.server.address() as AddressInfo).port;
+  Object.assign(
+    ctx,
+    await startForwardWorld({
+      metadata: () => METADATA,
+      services: { SALES: "sap/sales/0001" },
+      keys: {
+        narrow: { prod: { SALES: { SalesOrders: ["list"] } } },
+        wide: { prod: { SALES: { SalesOrders: ["list", "get"], Customers: ["list", "get"] } } },
+      },
+      answer: (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ value: [] })),
+    }),
+  );
+  ctx.narrow = ctx.keys.narrow!.key;
+  ctx.wide = ctx.keys.wide!.key;
 });
 
-Attack.after.each(async (ctx) => {
-  await ctx.world.close();
-  ctx.upstream.closeAllConnections();
-  await new Promise<void>((r) => ctx.upstream.close(() => r()));
-});
+Attack.after.each((ctx) => stopForwardWorld(ctx));
 
 /** Sends a request line as written with `key` (the narrow key by default). */
 function raw(ctx: Ctx, requestLine: string, opts: { key?: string; headers?: string[]; body?: string } = {}): Promise<RawResponse> {

@@ -9,31 +9,15 @@
  * for byte; raw request lines go over a real socket (`app.inject()` would
  * normalize them first).
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 import { rawHttp } from "../../../test-support/raw-http.js";
-import { createWorld, type World } from "../../../test-support/world.js";
+import { createWorld } from "../../../test-support/world.js";
+import { type ForwardWorld, startForwardWorld, stopForwardWorld } from "../../../test-support/forward-world.js";
 import { json, post } from "../../../test-support/http.js";
 
-interface Seen {
-  method: string;
-  /** The request target exactly as it arrived. */
-  url: string;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-interface Ctx {
-  world: World;
-  upstream: http.Server;
-  seen: Seen[];
-  /** Every request, `$metadata` and CSRF fetches included. */
-  all: Seen[];
-  origin: string;
-  port: number;
+interface Ctx extends ForwardWorld {
   key: string;
   keyId: string;
 }
@@ -44,64 +28,36 @@ const UP = "/erp/sap/sales/0001";
 const Fwd = suite<Ctx>("data path: forward exactly what was authorized");
 
 Fwd.before.each(async (ctx) => {
-  ctx.seen = [];
-  ctx.all = [];
-  ctx.upstream = http.createServer(async (req, res) => {
-    const rec: Seen = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: "" };
-    for await (const chunk of req) rec.body += String(chunk);
-    ctx.all.push(rec);
-    const path = rec.url.split("?")[0]!;
-    if (path.endsWith("/$metadata")) {
-      res.writeHead(200, { "content-type": "application/xml" }).end(path.includes("/v2/") ? V2_METADATA : V4_METADATA);
-      return;
-    }
-    if (req.headers["x-csrf-token"] === "Fetch") {
-      res.writeHead(200, { "x-csrf-token": "tok-1", "set-cookie": "SAP_SESSIONID=s1; path=/" }).end("{}");
-      return;
-    }
-    ctx.seen.push(rec);
-    res.writeHead(201, {
-      "content-type": "application/json",
-      location: `http://${req.headers["x-forwarded-host"]}${UP}/SalesOrders(7)?sap-client=100`,
-      "content-location": `${ctx.origin}${UP}/SalesOrders(7)`,
-      "odata-entityid": `https://elsewhere.example${UP}/SalesOrders(7)`,
-    });
-    res.end(JSON.stringify({ echo: rec.url }));
-  });
-  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
-  ctx.origin = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}`;
-  ctx.world = await createWorld();
-  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4" })).data.id;
-  const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
-    name: "prod",
-    base_url: `${ctx.origin}/erp/`,
-    services: { SALES: { path: "sap/sales/0001" }, SALES2: { path: "v2/ZSALES_SRV" } },
-    sap_client: "100",
-    auth: { type: "basic", username: "erp-user", password: "erp-pass" },
-  });
-  assert.is(ins.statusCode, 201, ins.body);
-  const key = json(
-    await post(ctx.world.app, "/admin/api-keys", {
-      name: "app",
-      permissions: {
-        prod: {
-          SALES: { SalesOrders: ["list", "get", "update", "delete"], Customers: ["get"] },
-          SALES2: { SalesOrderSet: ["list", "get", "update"] },
+  Object.assign(
+    ctx,
+    await startForwardWorld({
+      metadata: (path) => (path.includes("/v2/") ? V2_METADATA : V4_METADATA),
+      csrfHeaders: { "set-cookie": "SAP_SESSIONID=s1; path=/" },
+      services: { SALES: "sap/sales/0001", SALES2: "v2/ZSALES_SRV" },
+      keys: {
+        app: {
+          prod: {
+            SALES: { SalesOrders: ["list", "get", "update", "delete"], Customers: ["get"] },
+            SALES2: { SalesOrderSet: ["list", "get", "update"] },
+          },
         },
       },
+      answer: (req, res, origin) => {
+        res.writeHead(201, {
+          "content-type": "application/json",
+          location: `http://${req.headers["x-forwarded-host"]}${UP}/SalesOrders(7)?sap-client=100`,
+          "content-location": `${origin}${UP}/SalesOrders(7)`,
+          "odata-entityid": `https://elsewhere.example${UP}/SalesOrders(7)`,
+        });
+        res.end(JSON.stringify({ echo: req.url }));
+      },
     }),
-  ).data;
-  ctx.key = key.key;
-  ctx.keyId = key.id;
-  await ctx.world.app.listen({ port: 0, host: "127.0.0.1" });
-  ctx.port = (ctx.world.app.server.address() as AddressInfo).port;
+  );
+  ctx.key = ctx.keys.app!.key;
+  ctx.keyId = ctx.keys.app!.id;
 });
 
-Fwd.after.each(async (ctx) => {
-  await ctx.world.close();
-  ctx.upstream.closeAllConnections();
-  await new Promise<void>((r) => ctx.upstream.close(() => r()));
-});
+Fwd.after.each((ctx) => stopForwardWorld(ctx));
 
 /** Sends a request line as written; returns erplink's answer. */
 const raw = (ctx: Ctx, requestLine: string, headers: string[] = [], body = "") =>

@@ -14,24 +14,19 @@
  * Connect, so that it cannot pass by comparing Connect with itself.
  */
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
-  createConnectRouter,
   createContextKey,
   createContextValues,
   type HandlerContext,
   type Interceptor,
 } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { createDirectRpc, type DirectCall } from "../../../src/gateway/rpc/direct.js";
-import { recordingRouter } from "../../../src/gateway/rpc/unary.js";
 import {
   AuthorizationService,
   type AuthorizeRequest,
@@ -39,21 +34,14 @@ import {
   AuthorizeResponseSchema,
 } from "../../../src/gen/erplink/authz/v1/authorization_pb.js";
 import { fuzzSeed } from "../../../test-support/fuzz/harness.js";
+import { envelope, type PairSeen, type PairServer, startShortcut, strip } from "../../../test-support/shortcut-pair.js";
 
 const PATH = `/${AuthorizationService.typeName}/${AuthorizationService.method.authorize.name}`;
 /** Small, so that generated messages cross it. */
 const READ_MAX_BYTES = 600;
 const kTag = createContextKey<string>("none", { description: "test tag" });
 
-/** What one shortcut's implementation and reports saw. */
-interface Seen {
-  /** Each call of the implementation: its input (JSON) and what it read of its context. */
-  readonly calls: string[];
-  readonly reported: string[];
-  readonly failed: string[];
-  /** Calls Connect's handler served. */
-  connect: number;
-}
+type Seen = PairSeen;
 
 /** How the implementation answers, by the request's `instance`. */
 async function authorize(seen: Seen, req: AuthorizeRequest, ctx: HandlerContext) {
@@ -96,61 +84,17 @@ const intercept: Interceptor = (next) => async (req) => {
   return res;
 };
 
-interface Shortcut {
-  readonly port: number;
-  readonly seen: Seen;
-  readonly session: http2.ClientHttp2Session;
-  close(): Promise<void>;
-}
-
-/** An h2c server whose every stream goes to a shortcut serving the test service; `fast`: with the fast path. */
-async function start(fast: boolean): Promise<Shortcut> {
-  const seen: Seen = { calls: [], reported: [], failed: [], connect: 0 };
-  const options = { interceptors: [intercept], readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip, compressionBrotli] };
-  const { router, unary } = recordingRouter(createConnectRouter(options), options);
-  router.service(AuthorizationService, { authorize: (req, ctx) => authorize(seen, req, ctx) });
-  // Connect's handler, counted.
-  const handlers = router.handlers.map((h) =>
-    Object.assign((req: Parameters<UniversalHandler>[0]) => {
-      seen.connect++;
-      return h(req);
-    }, h) as UniversalHandler,
-  );
-  const shortcut = createDirectRpc({
-    handlers,
-    unary: fast ? unary : undefined,
-    varyOrigin: false,
-    takes: () => true,
-    requestId: () => "req_fixed",
+/** A server over the test service (`fast`: with the fast path). */
+function start(fast: boolean): Promise<PairServer> {
+  return startShortcut(fast, {
+    router: () => ({ interceptors: [intercept], readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip, compressionBrotli] }),
+    routes: (router, seen) => router.service(AuthorizationService, { authorize: (req, ctx) => authorize(seen, req, ctx) }),
     contextValues: () => {
       const values = createContextValues();
       values.set(kTag, "tagged");
       return values;
     },
-    answered: (c: DirectCall) => seen.reported.push(`${c.method} ${c.url} ${c.route} ${c.status}`),
-    failed: (_id, rpc, err) => seen.failed.push(`${rpc}: ${String(err)}`),
   });
-  const server = http2.createServer();
-  server.on("stream", (stream, headers) => {
-    if (shortcut(stream, headers)) return;
-    // Calls the shortcut does not take (a content type it leaves): the same 404 from both, reported too.
-    stream.on("error", () => {});
-    stream.on("close", () => seen.reported.push("left"));
-    stream.respond({ ":status": 404 }, { endStream: true });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on("error", () => {});
-  return {
-    port,
-    seen,
-    session,
-    close: async () => {
-      session.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** A call as sent: its headers, its body's chunks (none: the headers end the stream). */
@@ -167,12 +111,6 @@ interface Answer {
   readonly data: string;
   readonly trailers: Record<string, unknown> | undefined;
   readonly rstCode: number;
-}
-
-function strip(h: http2.IncomingHttpHeaders): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(h)) if (k !== "date" && k !== "x-request-id") out[k] = v;
-  return out;
 }
 
 /** Sends a call on a session and collects its answer (a call left open fails after 3 s). */
@@ -206,13 +144,6 @@ function send(session: http2.ClientHttp2Session, call: Call): Promise<Answer> {
   });
 }
 
-/** One gRPC envelope. */
-function envelope(flags: number, message: Uint8Array, declared = message.length): Buffer {
-  const prefix = Buffer.alloc(5);
-  prefix[0] = flags;
-  prefix.writeUInt32BE(declared >>> 0, 1);
-  return Buffer.concat([prefix, message]);
-}
 
 const instances = fc.constantFrom("big", "fail", "throw", "headers", "context", "later", "refuse", "plain", "");
 const requestMessage = fc
@@ -300,17 +231,20 @@ test("hostile calls (fast-check): the same answer, the same implementation calls
       fc.asyncProperty(headers, chunked, tails, async (h, chunks, tail) => {
         runs++;
         const before = { fast: fast.seen.calls.length, connect: connect.seen.calls.length, handed: fast.seen.connect };
-        const reportedBefore = { fast: fast.seen.reported.length, connect: connect.seen.reported.length };
+        const reportedBefore = { fast: fast.seen.reported.length, connect: connect.seen.reported.length, fastLeft: fast.seen.left, connectLeft: connect.seen.left };
+        // Every stream ends reported (taken by the shortcut) or left (its 404).
+        const settled = (s: PairServer, reported: number, left: number) => s.seen.reported.length > reported || s.seen.left > left;
         const call = { headers: h, chunks, tail: tail === undefined ? undefined : Buffer.from(tail) };
         const [a, b] = await Promise.all([send(fast.session, call), send(connect.session, call)]);
         assert.equal(a, b, "the answer");
         // Reports come with the stream's close, which the client may see first.
-        for (let i = 0; i < 100 && (fast.seen.reported.length === reportedBefore.fast || connect.seen.reported.length === reportedBefore.connect); i++) {
+        for (let i = 0; i < 100 && !(settled(fast, reportedBefore.fast, reportedBefore.fastLeft) && settled(connect, reportedBefore.connect, reportedBefore.connectLeft)); i++) {
           await new Promise((r) => setTimeout(r, 2));
         }
         assert.equal(fast.seen.calls.slice(before.fast), connect.seen.calls.slice(before.connect), "what the implementation saw");
         assert.equal(fast.seen.reported.slice(reportedBefore.fast), connect.seen.reported.slice(reportedBefore.connect), "what was reported");
-        if (fast.seen.connect === before.handed && fast.seen.reported.at(-1) !== "left") answeredFast++;
+        assert.is(fast.seen.left - reportedBefore.fastLeft, connect.seen.left - reportedBefore.connectLeft, "calls the shortcut left");
+        if (fast.seen.connect === before.handed && fast.seen.left === reportedBefore.fastLeft) answeredFast++;
         if (fast.seen.connect > before.handed) handedOver++;
       }),
       { seed: fuzzSeed(), numRuns: 400 },
@@ -354,44 +288,20 @@ test("a plain call never reaches Connect's handler; a compressed, JSON or oversi
   }
 });
 
-/** A shortcut whose implementation waits for its signal and answers with the abort reason's code. */
-async function waiting(fast: boolean) {
-  const options = { interceptors: [], readMaxBytes: READ_MAX_BYTES };
-  const { router, unary } = recordingRouter(createConnectRouter(options), options);
-  const reasons: number[] = [];
-  router.service(AuthorizationService, {
-    authorize: async (_req, ctx) => {
-      if (!ctx.signal.aborted) await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
-      const code = ConnectError.from(ctx.signal.reason).code;
-      reasons.push(code);
-      return { code: Code[code] };
-    },
+/** A server whose implementation waits for its signal and answers with the abort reason's code (noted in `seen.notes`). */
+function waiting(fast: boolean): Promise<PairServer> {
+  return startShortcut(fast, {
+    router: () => ({ interceptors: [], readMaxBytes: READ_MAX_BYTES }),
+    routes: (router, seen) =>
+      router.service(AuthorizationService, {
+        authorize: async (_req, ctx) => {
+          if (!ctx.signal.aborted) await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+          const code = ConnectError.from(ctx.signal.reason).code;
+          seen.notes.push(Code[code]);
+          return { code: Code[code] };
+        },
+      }),
   });
-  const shortcut = createDirectRpc({
-    handlers: router.handlers,
-    unary: fast ? unary : undefined,
-    varyOrigin: false,
-    takes: () => true,
-    requestId: () => "req_fixed",
-    contextValues: createContextValues,
-    answered: () => {},
-    failed: () => {},
-  });
-  const server = http2.createServer();
-  server.on("stream", (stream, h) => {
-    if (!shortcut(stream, h)) stream.respond({ ":status": 404 }, { endStream: true });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-  session.on("error", () => {});
-  return {
-    reasons,
-    session,
-    close: async () => {
-      session.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 test("the deadline: the handler's signal aborts with deadline_exceeded at the client's timeout, and the answer follows, as with Connect", async () => {
@@ -402,7 +312,7 @@ test("the deadline: the handler's signal aborts with deadline_exceeded at the cl
       const answer = await send(s.session, plain("any", { "grpc-timeout": "40m" }));
       const took = Date.now() - started;
       assert.ok(took >= 35, `answered after ${took} ms (fast: ${fast})`);
-      assert.equal(s.reasons, [Code.DeadlineExceeded], `fast: ${fast}`);
+      assert.equal(s.seen.notes, ["DeadlineExceeded"], `fast: ${fast}`);
       assert.equal(answer.trailers, { "grpc-status": "0" });
       const expected = envelope(0, toBinary(AuthorizeResponseSchema, create(AuthorizeResponseSchema, { code: "DeadlineExceeded" })));
       assert.is(answer.data, expected.toString("hex"), `fast: ${fast}`);
@@ -423,8 +333,8 @@ test("a client that resets its stream while the handler runs: the handler's sign
         stream.end(plain("any").chunks[0]);
         setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), 30);
       });
-      for (let i = 0; i < 100 && s.reasons.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
-      assert.equal(s.reasons, [Code.Canceled], `fast: ${fast}`);
+      for (let i = 0; i < 100 && s.seen.notes.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+      assert.equal(s.seen.notes, ["Canceled"], `fast: ${fast}`);
     } finally {
       await s.close();
     }
