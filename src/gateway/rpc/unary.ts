@@ -130,9 +130,9 @@ const SHORT_TIMEOUT = /^(?:\d{1,2}H|\d{1,4}M|\d{1,6}S|\d{1,8}[mun])$/;
  * Whether the fast path may take a call, by its headers: binary protobuf,
  * not compressed, and a deadline it can hold. The deadline (ms), undefined
  * when there is none; `false` when Connect's handler serves the call.
- * Timeouts of a day or more (which src/gateway/rpc/node-request.ts clamps
- * for Node's timers), past the router's maximum, zero, or malformed are
- * left to Connect.
+ * Timeouts with more digits than {@link SHORT_TIMEOUT} allows (some of
+ * which src/gateway/rpc/node-request.ts clamps for Node's timers), past
+ * the router's maximum, zero, or malformed are left to Connect.
  */
 export function plainCall(headers: http2.IncomingHttpHeaders, method: UnaryMethod): number | undefined | false {
   const type = headers["content-type"];
