@@ -685,9 +685,8 @@ function scanTokens(
     if (segs.length === 1 && KEYWORDS.has(first.toLowerCase())) {
       // An operator's name, unless the model declares a navigation so named where a lone name is read:
       // a back end may read it as that navigation (`$filter=In eq null`), so it is authorized as one.
-      for (const at of [scope, lambda?.collection]) {
-        if (at?.position !== undefined && ctx.model!.step(at.position, first).kind === "navigation") walk(ctx, at, segs, what, true);
-      }
+      readNamedNavigation(ctx, scope, segs, what);
+      if (lambda !== undefined) readNamedNavigation(ctx, lambda.collection, segs, what);
       continue;
     }
     if (first.startsWith("@")) {
@@ -773,6 +772,11 @@ function scanTokens(
     // to its database: what it reads cannot be authorized from the expression.
     denied(`'${excerpt(segs.join("/"))}(…)' in ${what} calls a function erplink cannot authorize: only OData's built-in functions may be called in an expression`);
   }
+}
+
+/** A lone name that is a navigation of `scope` (one that also names an operator): read as that navigation. */
+function readNamedNavigation(ctx: QueryContext, scope: Scope, segs: readonly string[], what: string): void {
+  if (scope.position !== undefined && ctx.model!.step(scope.position, segs[0]).kind === "navigation") walk(ctx, scope, segs, what, true);
 }
 
 /**

@@ -156,7 +156,7 @@ const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M
  * hours of 3 digits or more (597H), minutes of 5 or more (35792M) and
  * seconds of 7 or more (2147484S) can; the rest is never looked at again.
  */
-function mayOverflow(value: string | string[]): boolean {
+export function mayOverflow(value: string | string[]): boolean {
   if (typeof value !== "string") return true;
   const digits = value.length - 1;
   const unit = value.charCodeAt(digits);

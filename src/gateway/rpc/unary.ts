@@ -56,6 +56,7 @@ import {
   type UniversalHandlerOptions,
 } from "@connectrpc/connect/protocol";
 import { contentTypeProto, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { mayOverflow } from "./node-request.js";
 
 type UnarySpec = MethodImplSpec<DescMessage, DescMessage> & { kind: "unary"; method: DescMethodUnary };
 
@@ -123,16 +124,13 @@ export function recordingRouter(router: ConnectRouter, routerOptions: ConnectRou
   return { router: recording, unary };
 }
 
-/** gRPC's own timeout syntax; a value the shortcut's deadline can hold (below 2³¹ ms: {@link plainCall}). */
-const SHORT_TIMEOUT = /^(?:\d{1,2}H|\d{1,4}M|\d{1,6}S|\d{1,8}[mun])$/;
-
 /**
  * Whether the fast path may take a call, by its headers: binary protobuf,
  * not compressed, and a deadline it can hold. The deadline (ms), undefined
  * when there is none; `false` when Connect's handler serves the call.
- * Timeouts with more digits than {@link SHORT_TIMEOUT} allows (some of
- * which src/gateway/rpc/node-request.ts clamps for Node's timers), past
- * the router's maximum, zero, or malformed are left to Connect.
+ * Timeouts that may exceed a Node timer as written (which
+ * src/gateway/rpc/node-request.ts clamps), past the router's maximum,
+ * zero, or malformed (Connect's `parseTimeout` says) are left to Connect.
  */
 export function plainCall(headers: http2.IncomingHttpHeaders, method: UnaryMethod): number | undefined | false {
   const type = headers["content-type"];
@@ -141,7 +139,7 @@ export function plainCall(headers: http2.IncomingHttpHeaders, method: UnaryMetho
   if (encoding !== undefined && encoding !== "identity") return false;
   const timeout = headers["grpc-timeout"];
   if (timeout === undefined) return undefined;
-  if (typeof timeout !== "string" || !SHORT_TIMEOUT.test(timeout)) return false;
+  if (typeof timeout !== "string" || mayOverflow(timeout)) return false;
   const parsed = parseTimeout(timeout, method.maxTimeoutMs);
   return parsed.error !== undefined || parsed.timeoutMs === undefined || !(parsed.timeoutMs > 0) ? false : parsed.timeoutMs;
 }
