@@ -680,6 +680,7 @@ function expressionText(idx: TypeIndex, t: TypeDef, picks: readonly number[], li
   for (const op of idx.def.ops) {
     forms.push(() => `${idx.def.namespace}.${op.name}() gt ${value}`);
     forms.push(() => `${op.name}(${pn}) ne null`);
+    forms.push(() => `${idx.def.namespace}.${op.name} gt ${value}`);
   }
   forms.push(() => `TOLOWER(${pn}) eq ${value}`);
   // One slot (of 5 to 9) for SAP CAP's own grammar.

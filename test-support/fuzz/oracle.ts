@@ -469,6 +469,8 @@ const SPECIALS = /(?:^|[/\s(,=;&?])\$(?:crossjoin|all|entity|each|query|apply)(?
 const ROOT = /\$root\s*\//giu;
 /** A name called in an expression: `name(` (a qualified name included), not `@alias(`. */
 const CALL = /(?<![@\p{L}\p{Nl}\p{Nd}_.])(\$?[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}.]*)\s*\(/gu;
+/** A namespace-qualified name in an expression (`NS.Name`), not part of a longer one. */
+const QUALIFIED = /(?<![@\p{L}\p{Nl}\p{Nd}_.])[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}_]*(?:\.[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}_]*)+/gu;
 /** OData's built-in functions (V4, 4.01, V2), lower case. */
 const BUILT_INS = new Set([
   "concat", "contains", "endswith", "indexof", "length", "startswith", "substring", "matchespattern", "tolower", "toupper", "trim",
@@ -583,6 +585,16 @@ function expression(ctx: Ctx, type: TypeDef, text: string, why: string, depth: n
   }
   // In an expression only `$root` reaches beyond the current entity (the other specials are path segments).
   for (const m of bare.matchAll(ROOT)) ctx.out.anything.push(`${why}: '${m[0]}'`);
+  // An operation bound to the entity, named without parentheses, is called too (OData's dotted-identifier binding).
+  const family = ctx.svc.family(type).map((t) => t.name);
+  for (const m of bare.matchAll(QUALIFIED)) {
+    const q = ctx.svc.qualified(type, m[0]);
+    if (q === undefined || q.kind === "cast" || q.collection) continue;
+    const local = m[0].slice(m[0].lastIndexOf(".") + 1).toLowerCase();
+    if (ctx.svc.def.ops.some((o) => o.name.toLowerCase() === local && !o.collection && family.includes(o.binding))) {
+      ctx.out.anything.push(`${why}: names operation '${m[0]}'`);
+    }
+  }
   // A call of anything but a built-in function (or a lambda after a path) runs what no grant covers.
   for (const m of bare.matchAll(CALL)) {
     const name = m[1]!;

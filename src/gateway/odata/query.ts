@@ -731,7 +731,10 @@ function scanTokens(
     // the tokenizer cannot tell from a name; a path must resolve.
     const lenient = segs.length === 1;
     if (!call) {
-      if (rest.length > 0) walk(ctx, start, rest, what, lenient);
+      // A bound operation named without parentheses is called too (OData's dotted-identifier binding).
+      if (rest.length > 0 && (walk(ctx, start, rest, what, lenient).scope.missing === "function" || namesOperation(ctx, start, rest))) {
+        denied(uncallable(segs, what, false));
+      }
       continue;
     }
     const close = matchingParen(tokens, i + 1);
@@ -770,13 +773,35 @@ function scanTokens(
     // Any other call runs what the model declares (a function bound to a path or a type, an
     // unbound one, or an action a back end might run anyway) or what a back end passes on
     // to its database: what it reads cannot be authorized from the expression.
-    denied(`'${excerpt(segs.join("/"))}(…)' in ${what} calls a function erplink cannot authorize: only OData's built-in functions may be called in an expression`);
+    denied(uncallable(segs, what, true));
   }
 }
 
-/** A lone name that is a navigation of `scope` (one that also names an operator): read as that navigation. */
+/**
+ * A lone name that is a navigation of `scope` (one that also names an
+ * operator): read as that navigation; a derived type's is refused as any
+ * uncast one is.
+ */
 function readNamedNavigation(ctx: QueryContext, scope: Scope, segs: readonly string[], what: string): void {
-  if (scope.position !== undefined && ctx.model!.step(scope.position, segs[0]).kind === "navigation") walk(ctx, scope, segs, what, true);
+  if (scope.position === undefined) return;
+  const step = ctx.model!.step(scope.position, segs[0]);
+  if (step.kind === "navigation" || (step.kind === "unknown" && step.derivedNavigation !== undefined)) walk(ctx, scope, segs, what, true);
+}
+
+/**
+ * Whether a lone name is an operation bound to the entity an expression is
+ * evaluated on (`$filter=Sales.GetTotal gt 1` on a collection: the walk
+ * looks for operations bound to the collection).
+ */
+function namesOperation(ctx: QueryContext, scope: Scope, rest: readonly string[]): boolean {
+  if (rest.length !== 1 || scope.position === undefined || !scope.position.collection) return false;
+  const kind = ctx.model!.step(Object.assign({}, scope.position, { collection: false }), rest[0]).kind;
+  return kind === "function" || kind === "action";
+}
+
+/** Why a call of anything but a built-in function in an expression is refused. */
+function uncallable(segs: readonly string[], what: string, parenthesized: boolean): string {
+  return `'${excerpt(segs.join("/"))}${parenthesized ? "(…)" : ""}' in ${what} calls a function erplink cannot authorize: only OData's built-in functions may be called in an expression`;
 }
 
 /**
