@@ -11,6 +11,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as assert from "uvu/assert";
 import { json, post } from "./http.js";
+import { rawHttp, type RawResponse } from "./raw-http.js";
 import { createWorld, type World } from "./world.js";
 
 /** A request as the upstream received it. */
@@ -99,4 +100,22 @@ export async function stopForwardWorld(w: ForwardWorld): Promise<void> {
   await w.world.close();
   w.upstream.closeAllConnections();
   await new Promise<void>((r) => w.upstream.close(() => r()));
+}
+
+/** Sends a request line as written to erplink, with `key` as the bearer token (a body with its length). */
+export function rawRequest(w: ForwardWorld, requestLine: string, key: string, opts: { headers?: string[]; body?: string } = {}): Promise<RawResponse> {
+  const head = [requestLine, `Host: 127.0.0.1:${w.port}`, `Authorization: Bearer ${key}`, ...(opts.headers ?? [])];
+  if (opts.body !== undefined) head.push(`Content-Length: ${Buffer.byteLength(opts.body)}`);
+  return rawHttp(w.port, head.join("\r\n"), opts.body ?? "");
+}
+
+/** Sends each target (under `base`) as a GET with `key`; returns those the upstream received, as `status target -> what it received`. */
+export async function forwardedWith(w: ForwardWorld, key: string, base: string, targets: readonly string[]): Promise<string[]> {
+  const reached: string[] = [];
+  for (const target of targets) {
+    const before = w.seen.length;
+    const res = await rawRequest(w, `GET ${base}/${target} HTTP/1.1`, key);
+    if (w.seen.length > before) reached.push(`${res.status} ${target} -> ${w.seen[w.seen.length - 1]!.url}`);
+  }
+  return reached;
 }

@@ -16,8 +16,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
-import { type ForwardWorld, startForwardWorld, stopForwardWorld } from "../../../test-support/forward-world.js";
-import { rawHttp, type RawResponse } from "../../../test-support/raw-http.js";
+import { type ForwardWorld, forwardedWith, rawRequest, startForwardWorld, stopForwardWorld } from "../../../test-support/forward-world.js";
 
 /**
  * The fixture's V4 service, where the derived type SpecialOrder also has two
@@ -60,22 +59,10 @@ Attack.before.each(async (ctx) => {
 
 Attack.after.each((ctx) => stopForwardWorld(ctx));
 
-function raw(ctx: Ctx, requestLine: string, opts: { headers?: string[]; body?: string } = {}): Promise<RawResponse> {
-  const head = [requestLine, `Host: 127.0.0.1:${ctx.port}`, `Authorization: Bearer ${ctx.narrow}`, ...(opts.headers ?? [])];
-  if (opts.body !== undefined) head.push(`Content-Length: ${Buffer.byteLength(opts.body)}`);
-  return rawHttp(ctx.port, head.join("\r\n"), opts.body ?? "");
-}
+const raw = (ctx: Ctx, requestLine: string, opts: { headers?: string[]; body?: string } = {}) => rawRequest(ctx, requestLine, ctx.narrow, opts);
 
 /** Sends each target as a GET; returns those the back end received, as it received them. */
-async function forwardedOf(ctx: Ctx, targets: readonly string[]): Promise<string[]> {
-  const reached: string[] = [];
-  for (const target of targets) {
-    const before = ctx.seen.length;
-    const res = await raw(ctx, `GET ${SALES}/${target} HTTP/1.1`);
-    if (ctx.seen.length > before) reached.push(`${res.status} ${target} -> ${ctx.seen[ctx.seen.length - 1]!.url}`);
-  }
-  return reached;
-}
+const forwardedOf = (ctx: Ctx, targets: readonly string[]) => forwardedWith(ctx, ctx.narrow, SALES, targets);
 
 // ---------------------------------------------------------------------------------------------
 // Bound operations named in an expression without parentheses.
