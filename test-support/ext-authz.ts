@@ -128,7 +128,7 @@ export function decision(res: CheckResponse): Decision {
  * a key or a value, an option name in upper case.
  */
 export const RESPELT_CASES: ReadonlySet<string> = new Set([
-  "/odata/prod/SALES/SalesOrders('a%20b;c&e+f..g')",
+  "/odata/prod/SALES/Customers('a%20b;c&e+f..g')",
   "/odata/prod/SALES/SalesOrders?$EXPAND=Customer&expand-me=1",
   "/odata/prod/SALES/SalesOrders?$filter=Note+eq+'a;b%2Bc'&sap-language=EN&flag&$top=2",
 ]);

@@ -5,8 +5,12 @@
  * publishes it as JSON Schema in the OpenAPI document).
  */
 
-/** Every operation a permission can grant, in the order normalized lists use. */
-export const OPERATIONS = ["list", "get", "create", "update", "delete"] as const;
+/**
+ * Every operation a permission can grant, in the order normalized lists use.
+ * `invoke` calls a function or action; it is granted only on an entry that
+ * names the operation, never on `*`.
+ */
+export const OPERATIONS = ["list", "get", "create", "update", "delete", "invoke"] as const;
 
 /** Names every service and every entity set at its level. */
 export const WILDCARD = "*";
@@ -15,8 +19,11 @@ export const WILDCARD = "*";
 export const INSTANCE_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$";
 /** A service name. */
 export const SERVICE_NAME_PATTERN = "^[A-Za-z0-9_][A-Za-z0-9_.;=-]{0,127}$";
-/** An entity set name: an OData identifier. */
-export const ENTITY_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]{0,127}$";
+/**
+ * An entity set name (an OData identifier), or an operation's: an import's
+ * name, or a bound operation's namespace-qualified name (`Sales.Approve`).
+ */
+export const ENTITY_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]{0,127}(?:\\.[A-Za-z_][A-Za-z0-9_]{0,127}){0,7}$";
 
 /** Most (instance, service, entity) entries one key may hold. */
 export const MAX_PERMISSION_ENTRIES = 10_000;

@@ -38,6 +38,7 @@ const OPERATIONS: Readonly<Partial<Record<OperationEnum, Operation>>> = {
   [OperationEnum.CREATE]: "create",
   [OperationEnum.UPDATE]: "update",
   [OperationEnum.DELETE]: "delete",
+  [OperationEnum.INVOKE]: "invoke",
 };
 
 const STEPS: Readonly<Record<Step, DenialStep>> = {

@@ -87,14 +87,15 @@ export function evaluate(permissions: Permissions, request: AccessRequest): Deci
 
   // Up to four (service entry, entity entry) pairs can apply; each is looked
   // up in place rather than collected, to keep the hot path allocation-free.
-  const entityIsWild = entity === WILDCARD;
+  // A function or action is granted only by an entry naming it: `*` never invokes.
+  const entityIsWild = entity === WILDCARD || operation === "invoke";
   const namedNamed = named !== undefined && Object.hasOwn(named, entity) ? named[entity] : undefined;
   const namedWild =
     named !== undefined && !entityIsWild && Object.hasOwn(named, WILDCARD) ? named[WILDCARD] : undefined;
   const wildNamed = wild !== undefined && Object.hasOwn(wild, entity) ? wild[entity] : undefined;
   const wildWild = wild !== undefined && !entityIsWild && Object.hasOwn(wild, WILDCARD) ? wild[WILDCARD] : undefined;
   if (namedNamed === undefined && namedWild === undefined && wildNamed === undefined && wildWild === undefined) {
-    return deny("entity", `API key has no access to entity '${entity}'`);
+    return deny("entity", operation === "invoke" ? `API key has no access to operation '${entity}'` : `API key has no access to entity '${entity}'`);
   }
 
   if (
@@ -105,12 +106,12 @@ export function evaluate(permissions: Permissions, request: AccessRequest): Deci
   ) {
     return ALLOWED;
   }
-  return deny("operation", `API key lacks permission '${operation}' for entity '${entity}'`);
+  return deny("operation", operation === "invoke" ? `API key lacks permission 'invoke' for operation '${entity}'` : `API key lacks permission '${operation}' for entity '${entity}'`);
 }
 
 /** Whether `s` names one of the {@link OPERATIONS} (exact, case-sensitive). */
 export function isOperation(s: string): s is Operation {
-  return s === "list" || s === "get" || s === "create" || s === "update" || s === "delete";
+  return s === "list" || s === "get" || s === "create" || s === "update" || s === "delete" || s === "invoke";
 }
 
 /** Most (instance, service, entity) entries one key may hold; bounds the work of every check. */
@@ -171,7 +172,7 @@ function emptyMap<T>(): Record<string, T> {
 
 function parseOperations(path: string, value: unknown, out: Violation[]): readonly Operation[] | undefined {
   if (!Array.isArray(value)) {
-    out.push({ field: path, description: "must be an array of operations (list, get, create, update, delete)" });
+    out.push({ field: path, description: "must be an array of operations (list, get, create, update, delete, invoke)" });
     return undefined;
   }
   if (value.length === 0) {
@@ -185,7 +186,7 @@ function parseOperations(path: string, value: unknown, out: Violation[]): readon
     if (typeof element === "string" && isOperation(element)) {
       seen.add(element);
     } else {
-      out.push({ field: `${path}[${i}]`, description: "must be one of list, get, create, update, delete" });
+      out.push({ field: `${path}[${i}]`, description: "must be one of list, get, create, update, delete, invoke" });
       valid = false;
     }
   }
@@ -203,7 +204,7 @@ function parseEntities(path: string, value: unknown, out: Violation[]): Entities
   for (const key of Object.keys(value)) {
     const entryPath = `${path}.${key}`;
     if (key !== WILDCARD && !ENTITY_NAME.test(key)) {
-      out.push({ field: entryPath, description: "must be an entity set name or '*'" });
+      out.push({ field: entryPath, description: "must be an entity set name, an operation's name or '*'" });
       continue;
     }
     if (key === RESERVED_NAME) {
@@ -211,6 +212,10 @@ function parseEntities(path: string, value: unknown, out: Violation[]): Entities
       continue;
     }
     const ops = parseOperations(entryPath, value[key], out);
+    if (ops !== undefined && key === WILDCARD && ops.includes("invoke")) {
+      out.push({ field: entryPath, description: "'invoke' must name the operation: '*' never includes functions or actions" });
+      continue;
+    }
     if (ops !== undefined) entities[key] = ops;
   }
   return Object.freeze(entities);

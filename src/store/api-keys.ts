@@ -15,7 +15,7 @@ import { plainIndex, uniqueIndex, type CollectionSpec, type StoreBackend } from 
 import { NotFoundError } from "./errors.js";
 
 /** Operations a grant may list. */
-export type StoredOperation = "list" | "get" | "create" | "update" | "delete";
+export type StoredOperation = "list" | "get" | "create" | "update" | "delete" | "invoke";
 
 /** instance -> service or "*" -> entity or "*" -> operations. */
 export type StoredPermissions = Readonly<Record<string, Readonly<Record<string, Readonly<Record<string, readonly StoredOperation[]>>>>>>;

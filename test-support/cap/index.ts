@@ -37,6 +37,14 @@ export interface CapBackend {
    * (its correlation id), each statement with the service entities it names.
    */
   ledger(requestId: string): Promise<readonly LedgerStatement[]>;
+  /**
+   * What the database really did for the request that carried
+   * `X-Request-Id: requestId`: one entry per operation and table, in the
+   * order first seen. Writes come row by row from SQLite's update hook, reads
+   * from SQLite's query plan of each statement (see README.md, "The effect
+   * oracle", for how reads are told apart as `get` or `list`).
+   */
+  effects(requestId: string): Promise<readonly CapEffect[]>;
   /** SIGTERM, then SIGKILL after 3 s; resolves once the process has exited. */
   stop(): Promise<void>;
 }
@@ -45,7 +53,32 @@ export interface CapBackend {
 export interface LedgerStatement {
   readonly sql: string;
   /** Per table or view the statement names: the service entities it may stand for. */
-  readonly touches: readonly (readonly { readonly service: string; readonly entity: string }[])[];
+  readonly touches: readonly (readonly CapEntity[])[];
+}
+
+/** An entity set of a CAP service. */
+export interface CapEntity {
+  readonly service: string;
+  readonly entity: string;
+}
+
+/** What the database did on one table for a request (see {@link CapBackend.effects}). */
+export interface CapEffect {
+  /**
+   * `get`: a read of one row by its full primary key (equality on every key
+   * column, to a parameter, a literal or a column of an outer row); `list`:
+   * any other read; `create`/`update`/`delete`: rows inserted, updated,
+   * deleted (at least one).
+   */
+  readonly operation: "get" | "list" | "create" | "update" | "delete";
+  /** The SQLite table, e.g. `erp_BusinessPartner`. */
+  readonly table: string;
+  /** The service entity sets the table stands for (several if several services project it). */
+  readonly touches: readonly CapEntity[];
+  /** The first 300 characters of the (first) statement with this effect. */
+  readonly sql: string;
+  /** Reads only: the statement's query plan (`EXPLAIN QUERY PLAN`), one line per step, indented by depth. */
+  readonly plan?: readonly string[];
 }
 
 export const CAP_CREDENTIALS = { username: "erp-user", password: "erp-pass" } as const;
@@ -156,7 +189,13 @@ export async function startCapBackend(options: StartCapBackendOptions = {}): Pro
       if (res.status !== 200) throw new Error(`CAP's ledger answered ${res.status}`);
       return ((await res.json()) as { statements: LedgerStatement[] }).statements;
     };
-    return { baseUrl, v4: ready.v4, v2: ready.v2, credentials: { ...CAP_CREDENTIALS }, ledger, stop };
+    const effects = async (requestId: string): Promise<readonly CapEffect[]> => {
+      if (exit !== undefined) throw new Error(`the CAP back end has exited (${exit}): ${stderr.slice(-1000)}`);
+      const res = await fetch(`${baseUrl}/__effects/${encodeURIComponent(requestId)}`);
+      if (res.status !== 200) throw new Error(`CAP's effect oracle answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { effects: CapEffect[] }).effects;
+    };
+    return { baseUrl, v4: ready.v4, v2: ready.v2, credentials: { ...CAP_CREDENTIALS }, ledger, effects, stop };
   } catch (err) {
     await stop();
     throw new Error(`${(err as Error).message}${stderr ? `\n--- CAP stderr ---\n${stderr}` : ""}`, { cause: err });

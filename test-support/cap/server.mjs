@@ -13,6 +13,7 @@
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createEffectOracle } from "./effects.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -77,12 +78,24 @@ app.get("/__ledger/:id", (req, res) => {
   const statements = ledger.get(req.params.id) ?? [];
   res.json({ statements: statements.map((sql) => ({ sql, touches: touchesOf(sql) })) });
 });
+// The effect oracle (effects.mjs): what SQLite really did for a request, as
+// get/list/create/update/delete per table and the service entities it stands
+// for. Read with `GET /__effects/<id>`; same bound as the ledger.
+const effects = createEffectOracle({
+  max: LEDGER_MAX,
+  requestId: () => cds.context?.id,
+  touchesOf: (table) => sqlNameMap().get(table) ?? [],
+});
+app.get("/__effects/:id", (req, res) => {
+  if (effects.unavailable) res.status(500).json({ error: effects.unavailable });
+  else res.json({ effects: effects.effects(req.params.id) });
+});
 // SQL names (views of service entities, tables of db entities, and their
 // `localized_` variants) -> the service entities they stand for. Each
 // statement is answered with `touches`: per SQL name it names, the service
 // entities that name may stand for.
 let sqlNames;
-function touchesOf(sql) {
+function sqlNameMap() {
   if (sqlNames === undefined) {
     sqlNames = new Map();
     const add = (name, touch) => {
@@ -101,6 +114,10 @@ function touchesOf(sql) {
       }
     }
   }
+  return sqlNames;
+}
+function touchesOf(sql) {
+  const sqlNames = sqlNameMap();
   // One entry per SQL name: the service entities it may stand for (a table
   // projected by several services stands for each of them).
   const out = new Map();
@@ -127,6 +144,14 @@ cds.on("served", () => {
   db.prepare = function (sql) {
     record(sql);
     return prepare.call(this, sql);
+  };
+  // Every transaction acquires the (pooled) connection: instrument it for the
+  // effect oracle once, before any of its statements runs for a request.
+  const acquire = db.acquire;
+  db.acquire = async function (...args) {
+    const dbc = await acquire.apply(this, args);
+    effects.instrument(dbc);
+    return dbc;
   };
 });
 // A duplicate key on create is a client error (400, like SAP), not a 500:

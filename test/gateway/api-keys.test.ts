@@ -472,7 +472,7 @@ it("permission errors arrive as details with their paths", async (w) => {
       message:
         "instances must be named: '*' is not allowed at the instance level, so that a key never gains future instances",
     },
-    { field: "permissions.prod.API_BP.A_BusinessPartner[2]", message: "must be one of list, get, create, update, delete" },
+    { field: "permissions.prod.API_BP.A_BusinessPartner[2]", message: "must be one of list, get, create, update, delete, invoke" },
     { field: "permissions.prod.API_BP.A_Supplier", message: "must list at least one operation" },
   ]);
 

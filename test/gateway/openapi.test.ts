@@ -180,7 +180,7 @@ OpenApi("bodies: rules JSON Schema can write are written (positive integers, req
   assert.equal(perms.type, ["object", "null"]);
   assert.equal(perms.propertyNames, { pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" });
   const ops = perms.additionalProperties.additionalProperties.additionalProperties;
-  assert.equal(ops, { type: "array", minItems: 1, items: { type: "string", enum: ["list", "get", "create", "update", "delete"] } });
+  assert.equal(ops, { type: "array", minItems: 1, items: { type: "string", enum: ["list", "get", "create", "update", "delete", "invoke"] } });
   // Header names and values of an explained request.
   const headers = explain.properties.headers;
   assert.equal([headers.propertyNames.pattern, headers.additionalProperties.pattern], ["^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$"]);

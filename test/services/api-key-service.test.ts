@@ -193,7 +193,7 @@ it("CreateApiKey reports permission violations with their paths", async (w) => {
       description:
         "instances must be named: '*' is not allowed at the instance level, so that a key never gains future instances",
     },
-    { field: "permissions.prod.API_BP.A_BusinessPartner[2]", description: "must be one of list, get, create, update, delete" },
+    { field: "permissions.prod.API_BP.A_BusinessPartner[2]", description: "must be one of list, get, create, update, delete, invoke" },
     { field: "permissions.prod.bad name", description: "must be a service name or '*'" },
   ]);
 });
@@ -354,9 +354,9 @@ it("UpdateApiKey validates the new values", async (w) => {
   const perms = await rejects(
     c.updateApiKey({ apiKey: { id: apiKey.id, permissions: { prod: { API_BP: { X: ["get", 3] } } } }, updateMask: { paths: ["permissions"] } }),
     Code.InvalidArgument,
-    "permissions.prod.API_BP.X[1]: must be one of list, get, create, update, delete",
+    "permissions.prod.API_BP.X[1]: must be one of list, get, create, update, delete, invoke",
   );
-  assert.equal(violations(perms), [{ field: "permissions.prod.API_BP.X[1]", description: "must be one of list, get, create, update, delete" }]);
+  assert.equal(violations(perms), [{ field: "permissions.prod.API_BP.X[1]", description: "must be one of list, get, create, update, delete, invoke" }]);
   // Permissions for an existing admin key: a well-formed request that the key's type (which it
   // cannot change) refuses: failed_precondition (409 CONFLICT on REST), with no field violation.
   const adminErr = await rejects(

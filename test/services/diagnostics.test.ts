@@ -127,7 +127,7 @@ Diag("ExplainApiKey with draft permissions: the draft decides; a bad draft is in
   const expected = [
     { field: "permissions.prod.SALES.__proto__", description: reserved },
     { field: "permissions.prod.__proto__", description: reserved },
-    { field: "permissions.qa.S.E[0]", description: "must be one of list, get, create, update, delete" },
+    { field: "permissions.qa.S.E[0]", description: "must be one of list, get, create, update, delete, invoke" },
   ];
   const bad = await rejects(keys.explainApiKey({ id: ctx.keyId, dataRequest, permissions: poisoned }), Code.InvalidArgument, "3 fields are invalid");
   assert.equal(violations(bad), expected);

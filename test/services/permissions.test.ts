@@ -62,6 +62,8 @@ const P: Permissions = {
   empty: {},
   hollow: { API_BP: {} },
   Case: { Svc: { Ent: ["list"] } },
+  // Operations: granted by an entry naming them; a '*' entity, even one listing invoke (which validation refuses), never includes one.
+  ops: { API_SO: { releaseApprovalRequest: ["invoke"], "Sales.Approve": ["invoke"], A_SalesOrder: ["get"], "*": ["list", "invoke"] }, "*": { countSecrets: ["invoke"] } },
 };
 
 const evaluateCases: [string, AccessRequest, Decision][] = [
@@ -129,6 +131,13 @@ const evaluateCases: [string, AccessRequest, Decision][] = [
   ["other service: only the '*' service pairs apply (update)", req("quad", "S2", "E", "update"), ALLOW],
   ["other entity: only the '*' entity pairs apply (update)", req("quad", "S", "E2", "update"), noOperation("update", "E2")],
   ["other entity: only the '*' entity pairs apply (create)", req("quad", "S", "E2", "create"), ALLOW],
+  // --- operations are granted by name
+  ["an import named with invoke", req("ops", "API_SO", "releaseApprovalRequest", "invoke"), ALLOW],
+  ["a bound operation named by its qualified name", req("ops", "API_SO", "Sales.Approve", "invoke"), ALLOW],
+  ["a '*' entity never invokes", req("ops", "API_SO", "rejectApprovalRequest", "invoke"), { allowed: false, step: "entity", message: "API key has no access to operation 'rejectApprovalRequest'" }],
+  ["an entry without invoke", req("ops", "API_SO", "A_SalesOrder", "invoke"), { allowed: false, step: "operation", message: "API key lacks permission 'invoke' for operation 'A_SalesOrder'" }],
+  ["a '*' service with a named operation", req("ops", "OTHER", "countSecrets", "invoke"), ALLOW],
+  ["invoke is no read", req("ops", "API_SO", "Sales.Approve", "get"), noOperation("get", "Sales.Approve")],
   // --- exact names at every level
   ["exact names at every level", req("Case", "Svc", "Ent", "list"), ALLOW],
   ["exact names, operation not granted", req("Case", "Svc", "Ent", "get"), noOperation("get", "Ent")],
@@ -185,10 +194,10 @@ const INSTANCE_NAME = "must be an instance name (letters, digits, _ . -, at most
 const SERVICES_SHAPE = "must be an object of service name or '*' -> entities";
 const SERVICE_NAME = "must be a service name or '*'";
 const ENTITIES_SHAPE = "must be an object of entity name or '*' -> operations";
-const ENTITY_NAME = "must be an entity set name or '*'";
-const OPS_SHAPE = "must be an array of operations (list, get, create, update, delete)";
+const ENTITY_NAME = "must be an entity set name, an operation's name or '*'";
+const OPS_SHAPE = "must be an array of operations (list, get, create, update, delete, invoke)";
 const OPS_EMPTY = "must list at least one operation";
-const OP_VALUE = "must be one of list, get, create, update, delete";
+const OP_VALUE = "must be one of list, get, create, update, delete, invoke";
 const TOO_MANY = "has more than 10000 entries";
 
 const v = (field: string, description: string): Violation => ({ field, description });
@@ -229,7 +238,9 @@ const violationCases: [string, unknown, Violation[]][] = [
   ["service value null", { prod: { "*": null } }, [v("permissions.prod.*", ENTITIES_SHAPE)]],
   ["entity name starting with a digit", { prod: { API_BP: { "1A": ["get"] } } }, [v("permissions.prod.API_BP.1A", ENTITY_NAME)]],
   ["entity name with '-'", { prod: { API_BP: { "A-B": ["get"] } } }, [v("permissions.prod.API_BP.A-B", ENTITY_NAME)]],
-  ["entity name with '.'", { prod: { API_BP: { "A.B": ["get"] } } }, [v("permissions.prod.API_BP.A.B", ENTITY_NAME)]],
+  ["entity name with an empty part", { prod: { API_BP: { "A..B": ["get"] } } }, [v("permissions.prod.API_BP.A..B", ENTITY_NAME)]],
+  ["entity name ending in '.'", { prod: { API_BP: { "A.": ["invoke"] } } }, [v("permissions.prod.API_BP.A.", ENTITY_NAME)]],
+  ["invoke on '*', which never includes an operation", { prod: { API_BP: { "*": ["get", "invoke"] } } }, [v("permissions.prod.API_BP.*", "'invoke' must name the operation: '*' never includes functions or actions")]],
   ["entity name non-ASCII", { prod: { API_BP: { "Ä": ["get"] } } }, [v("permissions.prod.API_BP.Ä", ENTITY_NAME)]],
   [
     "entity name of 129 characters",
@@ -345,6 +356,11 @@ const normalizeCases: [string, unknown, unknown][] = [
     { "0prod_eu-1.a": { "_svc.v-1": { _Entity_1: ["update"] } } },
   ],
   ["exactly 10,000 entries", { prod: { S: entities(10_000) } }, { prod: { S: entities(10_000) } }],
+  [
+    "operations by name: an import and a bound operation's qualified name, with invoke",
+    { prod: { API_SO: { releaseApprovalRequest: ["invoke"], "API_SALES_ORDER_SRV.Sales.Approve": ["invoke", "invoke"], "*": ["get"] } } },
+    { prod: { API_SO: { releaseApprovalRequest: ["invoke"], "API_SALES_ORDER_SRV.Sales.Approve": ["invoke"], "*": ["get"] } } },
+  ],
   [
     "names of inherited members (toString, valueOf) are ordinary names",
     JSON.parse('{"prod": {"toString": {"valueOf": ["get", "get"], "A": ["list"]}}}'),

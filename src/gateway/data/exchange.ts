@@ -6,7 +6,7 @@
  * log facts already set); the types say what is known at each point.
  */
 import type { FastifyRequest } from "fastify";
-import type { Access } from "../odata/query.js";
+import type { Access } from "../odata/accesses.js";
 import type { ServiceModel } from "../odata/metadata.js";
 import type { RequestBody } from "../odata/request.js";
 import type { Target } from "../odata/target.js";

@@ -7,7 +7,7 @@
 import type { UpstreamCredentials } from "../upstream-session.js";
 
 /** An operation on an entity set, as the permission engine names it. */
-export type Operation = "list" | "get" | "create" | "update" | "delete";
+export type Operation = "list" | "get" | "create" | "update" | "delete" | "invoke";
 
 /** A permission decision; a denial names the failing step and says why. */
 export type Decision = { readonly allowed: true } | { readonly allowed: false; readonly step: string; readonly message: string };

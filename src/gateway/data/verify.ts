@@ -11,7 +11,7 @@
  */
 import { GatewayError } from "../errors.js";
 import { analyzeBatch } from "../odata/batch.js";
-import type { Access } from "../odata/query.js";
+import type { Access } from "../odata/accesses.js";
 import { analyzeRequest } from "../odata/request.js";
 import { sameTarget } from "../odata/target.js";
 import type { Authorized } from "./exchange.js";

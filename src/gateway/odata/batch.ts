@@ -113,7 +113,7 @@
  *   of a blank `If-Match` of their own.
  */
 import type { ServiceModel } from "./metadata.js";
-import { AccessList, type Access } from "./query.js";
+import { AccessList, type Access } from "./accesses.js";
 import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
 import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, sniffBytes, type MediaType } from "./media-type.js";

@@ -91,7 +91,7 @@
  *   a URL whose first segment the key may not touch or the service lacks.
  */
 import type { Position, ServiceModel, Step } from "./metadata.js";
-import type { AccessList } from "./query.js";
+import type { AccessList } from "./accesses.js";
 import { MAX_NESTING, Refusal, Stop, denied, excerpt, invalid } from "./syntax.js";
 
 /**
@@ -116,8 +116,8 @@ export type BodyTarget =
   | { readonly kind: "entity"; readonly position: Position | undefined; readonly update: boolean }
   /** A complex property (or complex collection property) write; `update` unless it appends (`POST`). */
   | { readonly kind: "complex"; readonly position: Position; readonly collection: boolean; readonly update: boolean }
-  /** A link change: the body names the linked entity. */
-  | { readonly kind: "reference" };
+  /** A link change: the body names the linked entity, which must lie in `entitySet`, the navigation's target. */
+  | { readonly kind: "reference"; readonly entitySet: string };
 
 /** What {@link analyzeBody} needs from the request analyzer. */
 export interface BodyContext {
@@ -155,7 +155,7 @@ export function analyzeBody(body: RequestBody | undefined, target: BodyTarget, c
       walker.complexProperty(body.value, target.position, target.collection);
       return;
     case "reference":
-      walker.linkBody(body.value);
+      walker.linkBody(body.value, target.entitySet);
   }
 }
 
@@ -186,6 +186,11 @@ function otherBody(contentType: string, target: BodyTarget, model: ServiceModel 
 }
 
 type JsonObject = Record<string, unknown>;
+
+/** Whether a navigation is a composition: its targets are contained, or deleted with their source. */
+function isComposition(step: Extract<Step, { kind: "navigation" }>): boolean {
+  return step.cascade || step.contained;
+}
 
 /** Whether a JSON value is an object (not an array, not null). */
 export function isObject(value: unknown): value is JsonObject {
@@ -353,7 +358,7 @@ class Walker {
     }
   }
 
-  linkBody(value: unknown): void {
+  linkBody(value: unknown, entitySet: string): void {
     const body = this.#unwrap(value, undefined);
     if (!isObject(body)) invalid(`the request body of a link change must be a JSON object, not ${describe(body)}`);
     const keys = Object.keys(body);
@@ -375,7 +380,9 @@ class Walker {
     }
     if (where === "") invalid(`the request body of a link change must name the entity in '${this.#model?.version === "2.0" ? "uri" : "@odata.id"}'`);
     if (typeof url !== "string") invalid(`'${quote(where)}' must be a URL`);
-    this.#reference(url, where, "get", "link target");
+    const hops = this.#reference(url, where, "get", "link target");
+    // A back end links what the key names, whatever set the URL says: it must be the navigation's.
+    if (hops[hops.length - 1] !== entitySet) invalid(`'${quote(url)}' in '${quote(where)}' is not an entity of '${entitySet}', where the link leads`);
   }
 
   /** Walks one entity (or complex value) at `position`. */
@@ -486,6 +493,10 @@ class Walker {
     const urls = Array.isArray(value) ? value : [value];
     this.#charge(urls.length);
     this.ctx.accesses.add(target.entitySet, "get", reason);
+    // A composition's children belong to it: a back end may insert one rather than link what the URL names.
+    if (isComposition(step)) this.ctx.accesses.add(target.entitySet, "create", `${reason} (a composition)`);
+    // Replacing a single-valued composition deletes the child it held.
+    if (this.update && isComposition(step) && !step.collection) this.ctx.accesses.add(target.entitySet, "delete", `${reason} (replaces a composition's child)`);
     for (const url of urls) {
       if (typeof url !== "string") invalid(`'${quote(where)}' must be a URL or an array of URLs`);
       this.#reference(url, where, "get", reason);
@@ -582,16 +593,21 @@ class Walker {
     }
     this.#enter(depth + 1);
     this.#charge(items.length);
-    // In an update, a nested collection is the full set to be related: the others are removed.
-    if (this.update && replaces) this.#unlink(step, target, navLabel);
+    // In an update, a nested collection is the full set to be related: the others are removed;
+    // a single-valued composition's child is replaced, the old one deleted.
+    if (this.update && (replaces || (!step.collection && isComposition(step)))) this.#unlink(step, target, navLabel);
     for (const item of items) {
       if (!isObject(item)) invalid(`'${quote(navLabel)}' must hold JSON objects, not ${describe(item)}`);
-      this.#nested(item, target, navLabel, depth + 1);
+      this.#nested(item, target, navLabel, depth + 1, isComposition(step));
     }
   }
 
-  /** One entity (or entity reference) nested in a navigation property. */
-  #nested(item: JsonObject, target: Position, navLabel: string, depth: number): void {
+  /**
+   * One entity (or entity reference) nested in a navigation property. In a
+   * composition a reference is no link: the back end may ignore it and insert
+   * a new child (SAP CAP does), so it needs `create` there too.
+   */
+  #nested(item: JsonObject, target: Position, navLabel: string, depth: number, composition: boolean): void {
     const keys = Object.keys(item);
     const accesses = this.ctx.accesses;
     const v2 = this.#model?.version === "2.0";
@@ -626,6 +642,7 @@ class Walker {
     const where = join(navLabel, idKey);
     if (referenceOnly) {
       accesses.add(target.entitySet, "get", `link ${navLabel}`);
+      if (composition) accesses.add(target.entitySet, "create", `link ${navLabel} (a composition)`);
       this.#reference(id!, where, "get", `link ${navLabel}`);
       for (const key of keys) if (key.startsWith("@")) this.#instanceAnnotation(key, item[key], navLabel);
       return;
@@ -642,7 +659,7 @@ class Walker {
    * Resolves a URL naming an entity: `get` on every entity set its path
    * passes, and `last` on the entity set it ends in.
    */
-  #reference(url: string, where: string, last: "get" | "update", reason: string): void {
+  #reference(url: string, where: string, last: "get" | "update", reason: string): readonly string[] {
     this.#charge(1 + (url.length >> 5));
     // Forwarded as written (erplink cannot re-encode a client's JSON): a
     // backslash (a `/` to URL parsers) or a control character may not be in
@@ -684,5 +701,6 @@ class Walker {
     hops.forEach((entitySet, i) => {
       this.ctx.accesses.add(entitySet, i === hops.length - 1 ? last : "get", reason);
     });
+    return hops;
   }
 }

@@ -71,6 +71,8 @@ export type Step =
   | {
       readonly kind: "property";
       readonly name: string;
+      /** Qualified name of its type (`Edm.String`, `Sales.Address`, an enum type); `""` for a dynamic property. */
+      readonly type: string;
       readonly collection: boolean;
       readonly position?: Position;
       /** A dynamic property of an open type, not declared in the document. */
@@ -91,8 +93,8 @@ export type Step =
     }
   /** A type cast to the named (derived) type. */
   | { readonly kind: "cast"; readonly name: string; readonly position: Position }
-  /** A bound function or action applicable here, by its qualified name. */
-  | { readonly kind: "function" | "action"; readonly name: string }
+  /** A bound function or action applicable here, by its qualified name, with the overloads that bind here. */
+  | { readonly kind: "function" | "action"; readonly name: string; readonly operation: OperationInfo; readonly overloads: readonly Overload[] }
   /**
    * Nothing of that name exists here. `derivedNavigation` is set when the
    * name is a navigation property of a type derived from the one here
@@ -105,8 +107,7 @@ export type Step =
 /** What the first segment of a resource path names, as answered by {@link ServiceModel.root}. */
 export type Root =
   | { readonly kind: "entitySet" | "singleton"; readonly name: string; readonly position: Position }
-  | { readonly kind: "functionImport"; readonly name: string }
-  | { readonly kind: "actionImport"; readonly name: string };
+  | { readonly kind: "functionImport" | "actionImport"; readonly name: string; readonly operation: OperationInfo };
 
 /** A bound function or action, as answered by {@link ServiceModel.boundOperation}. */
 export interface BoundOperation {
@@ -115,6 +116,66 @@ export interface BoundOperation {
   readonly name: string;
   /** The binding parameter types of every overload. */
   readonly bindings: readonly { readonly type: string; readonly collection: boolean }[];
+}
+
+/** A parameter of a function or action (the binding parameter excluded). */
+export interface Parameter {
+  readonly name: string;
+  /** Qualified type name (`Edm.String`, an enum, complex or entity type), without `Collection(…)`. */
+  readonly type: string;
+  readonly collection: boolean;
+  readonly nullable: boolean;
+}
+
+/** One overload of a function or action. */
+export interface Overload {
+  /** The binding parameter (bound operations only). */
+  readonly binding?: { readonly name: string; readonly type: string; readonly collection: boolean };
+  /** The parameters after the binding parameter. */
+  readonly parameters: readonly Parameter[];
+  /** The return type, when there is one. */
+  readonly returns?: { readonly type: string; readonly collection: boolean };
+  /** `EntitySetPath`, split at `/` (it starts with the binding parameter's name: `["order", "Items"]`). */
+  readonly entitySetPath?: readonly string[];
+}
+
+/**
+ * A function or action a request may invoke: a function or action import
+ * (V4), a V2 function import, or a bound function or action. What a key's
+ * permissions grant it by is {@link OperationInfo.name}.
+ */
+export interface OperationInfo {
+  /** `function` (no side effects, called with GET) or `action` (V4 actions; V2 function imports called with POST). */
+  readonly kind: "function" | "action";
+  /**
+   * The name a key's permissions grant it by: an import's name in the
+   * entity container (`releaseApprovalRequest`), a bound operation's
+   * namespace-qualified name (`Sales.Approve`).
+   */
+  readonly name: string;
+  /** The function's or action's qualified name (for a V2 function import, its own name). */
+  readonly qualifiedName: string;
+  readonly bound: boolean;
+  readonly overloads: readonly Overload[];
+  /** An import's `EntitySet` as written: the entity set its result lies in (`Set` or `Namespace.Container/Set`). */
+  readonly entitySet?: string;
+  /** A V2 function import's `m:HttpMethod` (GET when absent). */
+  readonly httpMethod?: "GET" | "POST";
+}
+
+/** A key property and its type, as {@link ServiceModel.keyTypes} answers. */
+export interface KeyProperty {
+  readonly name: string;
+  /** Qualified type name, type definitions resolved; `""` when the document does not declare it. */
+  readonly type: string;
+  readonly maxLength?: number;
+}
+
+/** An enumeration type: its members' names. */
+export interface EnumInfo {
+  readonly name: string;
+  readonly members: readonly string[];
+  readonly flags: boolean;
 }
 
 /**
@@ -185,11 +246,43 @@ export interface ServiceModel {
   keyProperties(entitySet: string): readonly string[] | undefined;
   /** A bound function or action by qualified (namespace or alias) or, if unique, unqualified name. */
   boundOperation(name: string): BoundOperation | undefined;
+  /** Every operation a request may invoke: the imports in document order, then the bound operations. */
+  readonly operations: readonly OperationInfo[];
+  /**
+   * The key properties of the type at `position` with their types, type
+   * definitions resolved to their underlying primitive type (enum types
+   * stay qualified): what a key predicate's values must be literals of.
+   */
+  keyTypes(position: Position): readonly KeyProperty[];
+  /** An enumeration type by qualified (namespace or alias) name. */
+  enumType(name: string): EnumInfo | undefined;
+  /** A type definition's underlying type, or the name itself (qualified) for any other type. */
+  underlyingType(name: string): string;
+  /** Whether `name` (qualified, alias allowed) names a structured (entity or complex) type. */
+  isStructuredType(name: string): boolean;
+  /**
+   * The entity sets (or singletons) the result of an overload of `operation`
+   * lies in, each with whether it is a collection: an import's `EntitySet`,
+   * a bound operation's `EntitySetPath` followed from `binding` (the bound
+   * position), or else every entity set of the returned entity type. Empty
+   * when the result is no entity; undefined when the document does not say
+   * where an entity result lies.
+   */
+  returnedSets(operation: OperationInfo, overload: Overload, binding?: Position): readonly { readonly entitySet: string; readonly collection: boolean }[] | undefined;
+  /**
+   * Which side of the navigation `name` at `position` holds the foreign key a
+   * link change writes: `source` when the navigation declares a referential
+   * constraint, `target` when its partner (V4) or the association's
+   * dependent end (V2) does, undefined when the document does not say.
+   */
+  linkHolder(position: Position, name: string): "source" | "target" | undefined;
 }
 
 interface PropertyDef {
   readonly type: string;
   readonly collection: boolean;
+  /** The `MaxLength` facet, when it is a number. */
+  readonly maxLength?: number;
 }
 
 interface NavigationDef {
@@ -198,6 +291,10 @@ interface NavigationDef {
   readonly containsTarget: boolean;
   /** V4: `<OnDelete Action="Cascade"/>` on the navigation. */
   readonly cascade?: boolean;
+  /** V4: the navigation declares a `ReferentialConstraint` (its source holds the foreign key). */
+  readonly constrained?: boolean;
+  /** V4: the partner navigation's name on the target type. */
+  readonly partner?: string;
   // V2 only.
   readonly relationship?: string;
   readonly fromRole?: string;
@@ -224,6 +321,27 @@ interface SetDef {
   readonly bindings: Map<string, string>;
   /** Same, keyed by the path without its type casts; several targets = ambiguous. */
   readonly looseBindings: Map<string, Set<string>>;
+}
+
+/** A V2 association end, by role. */
+interface AssociationEnd {
+  readonly type: string;
+  readonly many: boolean;
+  /** Deleting the entity at this end deletes those at the other (`OnDelete Action="Cascade"`). */
+  readonly cascade: boolean;
+  /** This end is the dependent of the association's `ReferentialConstraint` (it holds the foreign key). */
+  readonly dependent: boolean;
+}
+
+/** An import (V4 function or action import, V2 function import) before its operation is resolved. */
+interface ImportDef {
+  readonly name: string;
+  readonly kind: "functionImport" | "actionImport";
+  /** V4: the qualified function or action it imports. */
+  readonly operation?: string;
+  /** V2: the function import's own definition. */
+  readonly inline?: OperationInfo;
+  readonly entitySet?: string;
 }
 
 interface AssociationSetDef {
@@ -339,9 +457,16 @@ class Model implements ServiceModel {
   readonly #types = new Map<string, StructuredType>();
   readonly #sets = new Map<string, SetDef>();
   readonly #operations = new Map<string, BoundOperation>();
-  readonly #imports = new Map<string, "functionImport" | "actionImport">();
-  /** V2 associations: role -> end (`cascade`: deleting the entity at this end deletes those at the other). */
-  readonly #associations = new Map<string, Map<string, { type: string; many: boolean; cascade: boolean }>>();
+  /** Every function and action of the schemas, bound or not, by qualified name. */
+  readonly #definitions = new Map<string, { kind: "function" | "action"; overloads: Overload[]; bound: boolean }>();
+  readonly #importDefs = new Map<string, ImportDef>();
+  readonly #importInfos = new Map<string, OperationInfo>();
+  readonly #enums = new Map<string, EnumInfo>();
+  /** V4 type definitions: qualified name -> underlying type. */
+  readonly #typeDefinitions = new Map<string, string>();
+  readonly operations: OperationInfo[] = [];
+  /** V2 associations: role -> end. */
+  readonly #associations = new Map<string, Map<string, AssociationEnd>>();
   readonly #associationSets: AssociationSetDef[] = [];
   /** Qualified names of the entity container (V4: targets may be `Container/Set`). */
   readonly #containerNames = new Set<string>();
@@ -358,6 +483,32 @@ class Model implements ServiceModel {
       const namespace = requiredAttr(schema, "Namespace", "Schema");
       for (const container of children(schema, "EntityContainer")) this.#readContainer(namespace, container);
     }
+    for (const def of this.#importDefs.values()) {
+      const info = this.#importInfo(def);
+      if (info !== undefined) {
+        this.#importInfos.set(def.name, info);
+        this.operations.push(info);
+      }
+    }
+    for (const [qualifiedName, def] of this.#definitions) {
+      if (!def.bound) continue;
+      this.operations.push({ kind: def.kind, name: qualifiedName, qualifiedName, bound: true, overloads: def.overloads });
+    }
+  }
+
+  /** The operation an import stands for; undefined when its function or action is not declared. */
+  #importInfo(def: ImportDef): OperationInfo | undefined {
+    if (def.inline !== undefined) return def.inline;
+    const target = def.operation === undefined ? undefined : this.#definitions.get(def.operation);
+    if (target === undefined || target.bound) return undefined;
+    return {
+      kind: target.kind,
+      name: def.name,
+      qualifiedName: def.operation!,
+      bound: false,
+      overloads: target.overloads,
+      ...(def.entitySet !== undefined ? { entitySet: def.entitySet } : {}),
+    };
   }
 
   /** Replaces a leading schema alias with its namespace. */
@@ -383,7 +534,11 @@ class Model implements ServiceModel {
           : undefined;
         const properties = new Map<string, PropertyDef>();
         for (const p of children(node, "Property")) {
-          properties.set(requiredAttr(p, "Name", "Property"), splitCollection(this.#qualifyType(requiredAttr(p, "Type", "Property"))));
+          const maxLength = attr(p, "MaxLength");
+          properties.set(requiredAttr(p, "Name", "Property"), {
+            ...splitCollection(this.#qualifyType(requiredAttr(p, "Type", "Property"))),
+            ...(maxLength !== undefined && /^[0-9]{1,9}$/.test(maxLength) ? { maxLength: Number(maxLength) } : {}),
+          });
         }
         const navigations = new Map<string, NavigationDef>();
         for (const n of children(node, "NavigationProperty")) {
@@ -401,7 +556,14 @@ class Model implements ServiceModel {
           } else {
             const t = splitCollection(this.#qualifyType(requiredAttr(n, "Type", "NavigationProperty")));
             const cascade = children(n, "OnDelete").some((d) => attr(d, "Action") === "Cascade");
-            navigations.set(navName, { ...t, containsTarget: attr(n, "ContainsTarget") === "true", cascade });
+            const partner = attr(n, "Partner");
+            navigations.set(navName, {
+              ...t,
+              containsTarget: attr(n, "ContainsTarget") === "true",
+              cascade,
+              constrained: children(n, "ReferentialConstraint").length > 0,
+              ...(partner !== undefined ? { partner } : {}),
+            });
           }
         }
         const baseType = attr(node, "BaseType");
@@ -423,30 +585,67 @@ class Model implements ServiceModel {
       ["Action", "action"],
     ] as const) {
       for (const node of children(schema, element)) {
-        if (attr(node, "IsBound") !== "true") continue;
         const name = `${namespace}.${requiredAttr(node, "Name", element)}`;
-        const first = children(node, "Parameter")[0];
-        if (first === undefined) continue; // malformed: a bound operation needs its binding parameter
-        const binding = splitCollection(this.#qualifyType(requiredAttr(first, "Type", "Parameter")));
-        const existing = this.#operations.get(name);
-        if (existing !== undefined && existing.kind !== kind) {
-          throw new MetadataError(`'${name}' is declared both as a function and as an action`);
+        const bound = attr(node, "IsBound") === "true";
+        const params = children(node, "Parameter").map((p) => this.#parameter(p));
+        const returnNode = children(node, "ReturnType")[0];
+        const returns = returnNode === undefined ? undefined : splitCollection(this.#qualifyType(requiredAttr(returnNode, "Type", "ReturnType")));
+        const existing = this.#definitions.get(name);
+        if (existing !== undefined && (existing.kind !== kind || existing.bound !== bound)) {
+          throw new MetadataError(`'${name}' is declared both as ${existing.kind === kind ? "bound and unbound" : "a function and an action"}`);
         }
-        this.#operations.set(name, { kind, name, bindings: [...(existing?.bindings ?? []), binding] });
+        let overload: Overload;
+        if (bound) {
+          const [first, ...rest] = params;
+          if (first === undefined) continue; // malformed: a bound operation needs its binding parameter
+          const path = attr(node, "EntitySetPath");
+          const pathSegments = path === undefined ? undefined : path.split("/");
+          overload = {
+            binding: { name: first.name, type: first.type, collection: first.collection },
+            parameters: rest,
+            ...(returns !== undefined ? { returns } : {}),
+            ...(pathSegments !== undefined ? { entitySetPath: pathSegments } : {}),
+          };
+          const binding = { type: first.type, collection: first.collection };
+          const known = this.#operations.get(name);
+          this.#operations.set(name, { kind, name, bindings: [...(known?.bindings ?? []), binding] });
+        } else {
+          overload = { parameters: params, ...(returns !== undefined ? { returns } : {}) };
+        }
+        if (existing !== undefined) existing.overloads.push(overload);
+        else this.#definitions.set(name, { kind, overloads: [overload], bound });
       }
+    }
+    for (const node of children(schema, "EnumType")) {
+      const name = `${namespace}.${requiredAttr(node, "Name", "EnumType")}`;
+      const members = children(node, "Member").map((m) => requiredAttr(m, "Name", "Member"));
+      this.#enums.set(name, { name, members, flags: attr(node, "IsFlags") === "true" });
+    }
+    for (const node of children(schema, "TypeDefinition")) {
+      const name = `${namespace}.${requiredAttr(node, "Name", "TypeDefinition")}`;
+      this.#typeDefinitions.set(name, this.#qualify(requiredAttr(node, "UnderlyingType", "TypeDefinition")));
     }
     for (const node of children(schema, "Association")) {
       const name = `${namespace}.${requiredAttr(node, "Name", "Association")}`;
-      const ends = new Map<string, { type: string; many: boolean; cascade: boolean }>();
+      const constraint = children(node, "ReferentialConstraint")[0];
+      const dependentRole = constraint === undefined ? undefined : attr(children(constraint, "Dependent")[0] ?? {}, "Role");
+      const ends = new Map<string, AssociationEnd>();
       for (const end of children(node, "End")) {
-        ends.set(requiredAttr(end, "Role", "End"), {
+        const role = requiredAttr(end, "Role", "End");
+        ends.set(role, {
           type: this.#qualify(requiredAttr(end, "Type", "End")),
           many: attr(end, "Multiplicity") === "*",
           cascade: children(end, "OnDelete").some((d) => attr(d, "Action") === "Cascade"),
+          dependent: role === dependentRole,
         });
       }
       this.#associations.set(name, ends);
     }
+  }
+
+  #parameter(node: XNode): Parameter {
+    const t = splitCollection(this.#qualifyType(requiredAttr(node, "Type", "Parameter")));
+    return { name: requiredAttr(node, "Name", "Parameter"), type: t.type, collection: t.collection, nullable: attr(node, "Nullable") !== "false" };
   }
 
   #qualifyType(type: string): string {
@@ -488,7 +687,32 @@ class Model implements ServiceModel {
     ] as const) {
       for (const node of children(container, element)) {
         const name = requiredAttr(node, "Name", element);
-        this.#imports.set(name, kind);
+        if (this.#importDefs.has(name)) throw new MetadataError(`import '${name}' is declared twice`);
+        const entitySet = attr(node, "EntitySet");
+        const operation = attr(node, kind === "functionImport" ? "Function" : "Action");
+        if (this.version === "2.0") {
+          // V2: the function import is the function; `m:HttpMethod` says how it is called.
+          const method = attr(node, "HttpMethod")?.toUpperCase() === "POST" ? "POST" : "GET";
+          const returnType = attr(node, "ReturnType");
+          const returns = returnType === undefined ? undefined : splitCollection(this.#qualifyType(returnType));
+          const inline: OperationInfo = {
+            kind: method === "POST" ? "action" : "function",
+            name,
+            qualifiedName: name,
+            bound: false,
+            overloads: [{ parameters: children(node, "Parameter").map((p) => this.#parameter(p)), ...(returns !== undefined ? { returns } : {}) }],
+            ...(entitySet !== undefined ? { entitySet } : {}),
+            httpMethod: method,
+          };
+          this.#importDefs.set(name, { name, kind, inline });
+        } else {
+          this.#importDefs.set(name, {
+            name,
+            kind,
+            ...(operation !== undefined ? { operation: this.#qualify(operation) } : {}),
+            ...(entitySet !== undefined ? { entitySet } : {}),
+          });
+        }
         (kind === "functionImport" ? this.functionImports : this.actionImports).push(name);
       }
     }
@@ -552,9 +776,84 @@ class Model implements ServiceModel {
       const def = set[1];
       return { kind: def.singleton ? "singleton" : "entitySet", name: def.name, position: this.#setPosition(def) };
     }
-    const imp = findName(this.#imports, name);
-    if (imp === undefined) return undefined;
-    return imp[1] === "functionImport" ? { kind: "functionImport", name: imp[0] } : { kind: "actionImport", name: imp[0] };
+    const imp = findName(this.#importDefs, name);
+    const operation = imp === undefined ? undefined : this.#importInfos.get(imp[0]);
+    if (imp === undefined || operation === undefined) return undefined;
+    return { kind: imp[1].kind, name: imp[0], operation };
+  }
+
+  keyTypes(position: Position): readonly KeyProperty[] {
+    const chain = this.#chain(position.type);
+    return this.keyOf(position).map((name) => {
+      const def = chain.map((t) => t.properties.get(name)).find((d) => d !== undefined);
+      // A key property the document does not declare (or a collection) has no type a literal can match.
+      if (def === undefined || def.collection) return { name, type: "" };
+      return { name, type: this.underlyingType(def.type), ...(def.maxLength !== undefined ? { maxLength: def.maxLength } : {}) };
+    });
+  }
+
+  enumType(name: string): EnumInfo | undefined {
+    return this.#enums.get(this.#qualify(name));
+  }
+
+  underlyingType(name: string): string {
+    const qualified = this.#qualify(name);
+    return this.#typeDefinitions.get(qualified) ?? qualified;
+  }
+
+  isStructuredType(name: string): boolean {
+    return this.#types.has(this.#qualify(name));
+  }
+
+  returnedSets(
+    operation: OperationInfo,
+    overload: Overload,
+    binding?: Position,
+  ): readonly { readonly entitySet: string; readonly collection: boolean }[] | undefined {
+    const returns = overload.returns;
+    if (returns === undefined || this.#types.get(returns.type)?.kind !== "entity") return [];
+    const collection = returns.collection;
+    const fits = (set: SetDef): boolean => this.#derivesFrom(set.type, returns.type) || this.#derivesFrom(returns.type, set.type);
+    if (operation.entitySet !== undefined) {
+      const parts = operation.entitySet.split("/");
+      const name = parts.length === 2 && this.#containerNames.has(parts[0]!) ? parts[1]! : parts.length === 1 ? parts[0]! : undefined;
+      const set = name === undefined ? undefined : this.#sets.get(name);
+      return set !== undefined && fits(set) ? [{ entitySet: set.name, collection }] : undefined;
+    }
+    const path = overload.entitySetPath;
+    if (path !== undefined && binding !== undefined && overload.binding !== undefined) {
+      if (path[0] !== overload.binding.name) return undefined;
+      let at: Position = { ...binding, collection: false };
+      for (const name of path.slice(1)) {
+        const step = this.step(at, name);
+        if (step.kind === "navigation" && step.target !== undefined) at = step.target;
+        else if (step.kind === "cast") at = step.position;
+        else return undefined;
+      }
+      const set = this.#sets.get(at.entitySet);
+      return set !== undefined && (fits(set) || at.bindingPath.length > 0) ? [{ entitySet: at.entitySet, collection }] : undefined;
+    }
+    // No set named: wherever an entity of that type may lie.
+    const sets = [...this.#sets.values()].filter(fits).map((set) => ({ entitySet: set.name, collection: collection && !set.singleton }));
+    return sets.length === 0 ? undefined : sets;
+  }
+
+  linkHolder(position: Position, name: string): "source" | "target" | undefined {
+    const found = this.#member(position.type, (t) => t.navigations, name, false) ?? this.#member(position.type, (t) => t.navigations, name, true);
+    if (found === undefined) return undefined;
+    const nav = found[1];
+    if (nav.relationship !== undefined) {
+      const ends = this.#associations.get(nav.relationship);
+      if (ends?.get(nav.fromRole ?? "")?.dependent) return "source";
+      if (ends?.get(nav.toRole ?? "")?.dependent) return "target";
+      return undefined;
+    }
+    if (nav.constrained) return "source";
+    if (nav.partner !== undefined) {
+      const partner = this.#member(nav.type, (t) => t.navigations, nav.partner, false);
+      if (partner?.[1].constrained) return "target";
+    }
+    return undefined;
   }
 
   step(position: Position, name: string): Step {
@@ -572,10 +871,10 @@ class Model implements ServiceModel {
     if (this.version === "4.0") {
       // OData 4.01 lets bound operations in a default namespace go unqualified.
       const op = this.#unqualifiedOperation(name);
-      if (op !== undefined && this.#applies(op, position)) return { kind: op.kind, name: op.name };
+      if (op !== undefined && this.#applies(op, position)) return this.#operationStep(op, position);
     }
     if (this.#chain(position.type).some((t) => t.open)) {
-      return { kind: "property", name, collection: false, dynamic: true };
+      return { kind: "property", name, type: "", collection: false, dynamic: true };
     }
     return { kind: "unknown" };
   }
@@ -639,6 +938,7 @@ class Model implements ServiceModel {
         return {
           kind: "property",
           name: propName,
+          type: def.type,
           collection: def.collection,
           position: {
             entitySet: position.entitySet,
@@ -649,7 +949,7 @@ class Model implements ServiceModel {
           },
         };
       }
-      return { kind: "property", name: propName, collection: def.collection };
+      return { kind: "property", name: propName, type: def.type, collection: def.collection };
     }
     const nav = this.#member(position.type, (t) => t.navigations, name, loose);
     return nav === undefined ? undefined : this.#navigate(position, nav[0], nav[1]);
@@ -667,8 +967,18 @@ class Model implements ServiceModel {
       };
     }
     const op = this.boundOperation(name);
-    if (op !== undefined && this.#applies(op, position)) return { kind: op.kind, name: op.name };
+    if (op !== undefined && this.#applies(op, position)) return this.#operationStep(op, position);
     return { kind: "unknown" };
+  }
+
+  /** The step to a bound operation at `position`, with the overloads that bind there. */
+  #operationStep(op: BoundOperation, position: Position): Step {
+    const def = this.#definitions.get(op.name)!;
+    const overloads = def.overloads.filter(
+      (o) => o.binding !== undefined && o.binding.collection === position.collection && this.#derivesFrom(position.type, o.binding.type),
+    );
+    const operation = this.operations.find((o) => o.bound && o.qualifiedName === op.name)!;
+    return { kind: op.kind, name: op.name, operation, overloads };
   }
 
   /** Whether some overload of `op` binds to the type (or a base type) and cardinality at `position`. */

@@ -1,72 +1,52 @@
 /**
- * Maps an OData request to every (entity set, operation) pair it touches, so
- * that the gateway can authorize each one with `evaluate` before anything is
- * forwarded. Pure: no Fastify, no I/O; the caller passes the service's
- * parsed `$metadata` (or nothing when it cannot be had).
+ * The OData request analyzer: maps one request below a service root to
+ * every (entity set, operation) pair it needs, so that the gateway can
+ * authorize each one before anything is forwarded. Pure: no Fastify, no
+ * I/O; the caller passes the service's parsed `$metadata`.
  *
- * Decisions the protocol leaves open, taken here:
- * - Every entity the resource path passes through is read (`get`), and so is
- *   every navigation target in `$expand`, `$select`, `$filter`, `$orderby`
- *   and `$compute` (`list` when collection-valued, `get` when single-valued).
- * - A contained entity (V4 `ContainsTarget`) belongs to the entity set that
- *   contains it: `POST /SalesOrders(1)/Items` needs `create` on SalesOrders.
- *   A singleton is authorized under its own name, like an entity set.
- * - Writing a property (`PUT /E(1)/Name`, `DELETE /E(1)/Name`, a media
- *   `$value`) is `update` of the entity. Changing a link (`$ref`, V2
- *   `$links`) is `update` of the source and `get` of the target.
- * - A bound function is `get` of its binding entity set (`list` when bound
- *   to a collection); a bound action is `update`, whatever it is bound to.
+ * It runs three passes, each knowing only what it must:
+ * 1. **parse** (`./parse/`): the path and the query string, decoded once,
+ *    are parsed by the OData ABNF into syntax trees (path segments with key
+ *    predicates and parameters; expressions; `$select`/`$expand` items),
+ *    knowing nothing of the model. What the grammar does not produce is
+ *    refused (400).
+ * 2. **bind** (`./bind/`): the trees are resolved against `$metadata`:
+ *    entity sets, keys and the EDM types of their values, navigations and
+ *    their target sets, casts, operations. A literal that does not fit its
+ *    type, a name that does not resolve, is refused (400); a navigation
+ *    whose set the document does not name, or a call erplink cannot
+ *    authorize, is denied (403). Request bodies are bound by `./body.ts`.
+ * 3. **accesses** (`./accesses.ts`): the bound request becomes the
+ *    (entity set, operation) pairs it needs, by one table.
+ *
+ * Decisions the protocol leaves open, taken here (the access table holds
+ * the rest):
+ * - Without the service's `$metadata` nothing below the service root can be
+ *   bound, so nothing there is authorized (the gateway fails closed before).
  * - `PUT` or `PATCH` of an entity may create it (upsert). Unless the request
  *   already carries `If-Match`, the analysis names the entity set in
  *   `upsertEntitySet`, and {@link needsIfMatchStar} tells the gateway whether
  *   to add `If-Match: *` for a key without `create` (a blank `If-Match` counts
- *   as none). With `If-None-Match: *` the request is meant to create only, but
- *   back ends may ignore the header and update, so it needs `create` and `update`.
- * - Without metadata, only requests that cannot navigate are analyzed:
- *   anything after a key, `$expand`, and member paths (`A/B`) in expressions
- *   are denied. With metadata, names the model does not know are invalid
- *   (a lone unknown name in an expression passes: it may be an enum member
- *   or a `$compute` alias), and navigations whose entity set the document
- *   does not name are denied.
- * - Names are matched exactly, then case-insensitively (4.01 services may
- *   do so); access is always reported under the model's spelling.
- * - Request bodies are authorized too (`./body.ts`): a deep insert needs
- *   `create` in the nested entity's set, a bind or entity reference `get` of
- *   every set its URL names; a `$ref` body names the linked entity. Bodies
- *   of bound actions are left alone. Entity writes need JSON bodies, except
- *   a media entity create: a `POST` of the media itself (any content type
- *   but none or Atom) to a collection whose entity type has a stream
- *   (`HasStream`) is `create` of its entity set, like any `POST`.
+ *   as none).
  * - Bulk and cross-entity-set constructs (`$each`, `$filter` path segments,
- *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`), unbound
- *   function and action imports, and collection-wide `PUT`/`PATCH`/`DELETE`
- *   are denied with a message naming them. `$batch` is handed back as its
- *   own kind, for the batch module.
+ *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`) and
+ *   collection-wide `PUT`/`PATCH`/`DELETE` are denied with a message naming
+ *   them. `$batch` is handed back as its own kind, for the batch module.
  */
 import type { Operation } from "../data/ports.js";
+import { AccessList, pathAccesses, removalDeletes, type Access } from "./accesses.js";
 import { analyzeBody, isBindAnnotation, isObject, type BodyTarget, type RequestBody } from "./body.js";
-import type { Position, Root, ServiceModel } from "./metadata.js";
-import { AccessList, applyOptions, parseQuery, scanAliasValue, type Access, type QueryContext, type Scope } from "./query.js";
-import { encodeSegment, serializePath, serializeTarget, type Target } from "./target.js";
-import {
-  Refusal,
-  Stop,
-  checkTypedLiteral,
-  decodeOnce,
-  denied,
-  excerpt,
-  hasControlCharacter,
-  invalid,
-  isQualifiedName,
-  isSimpleIdentifier,
-  skipSingleQuoted,
-  splitCall,
-  splitTopLevel,
-  walkTopLevel,
-  type EntityStep,
-} from "./syntax.js";
+import { bindOptions } from "./bind/options.js";
+import { bindPath, checkParameter, type BoundPath, type PathContext } from "./bind/path.js";
+import type { Position, ServiceModel } from "./metadata.js";
+import type { Budget } from "./parse/expression.js";
+import { LiteralError, parseLiteral, type Dialect } from "./parse/literal.js";
+import { parsePathSegment, type PathSegment } from "./parse/path.js";
+import { parseAliases, parseOptions, parseQuery, type OptionContext } from "./parse/query.js";
+import { serializePath, serializeTarget, type Target } from "./target.js";
+import { Refusal, Stop, decodeOnce, denied, excerpt, hasControlCharacter, invalid, type EntityStep } from "./syntax.js";
 
-export type { Access } from "./query.js";
+export type { Access } from "./accesses.js";
 export type { RequestBody } from "./body.js";
 export type { EntityStep } from "./syntax.js";
 export type { Target } from "./target.js";
@@ -233,6 +213,9 @@ interface Progress {
   forwardable: Forwardable | undefined;
 }
 
+/** Work units (characters parsed, names resolved) one request may cost; beyond it the request is refused. */
+const MAX_WORK = 200_000;
+
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "MERGE", "DELETE"]);
 const TUNNELLED = new Set(["MERGE", "PUT", "PATCH", "DELETE"]);
 
@@ -283,171 +266,98 @@ function decodeSegments(path: string): string[] {
   });
 }
 
-// Unquoted key values, each as the OData ABNF writes it (V2's type suffixes
-// included): numbers, GUIDs, dates, times of day, date-times, booleans,
-// `null`. Anything else unquoted is refused rather than passed as a token:
-// back ends read a malformed one (`1..`, `0x1`, `1a`) differently (CAP
-// answers "invalid resource path"; a lenient reader might drop the segment).
-const NUMBER_LITERAL = String.raw`[+-]?(?:\d+(?:\.\d+)?(?:e[+-]?\d+)?[lmdf]?|INF|NaN)`;
-const GUID_LITERAL = String.raw`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`;
-const DATE_LITERAL = String.raw`-?\d{4,}-\d{2}-\d{2}`;
-const TIME_LITERAL = String.raw`\d{2}:\d{2}(?::\d{2}(?:\.\d{1,12})?)?`;
-const BARE_KEY_VALUE = new RegExp(
-  `^(?:${NUMBER_LITERAL}|${GUID_LITERAL}|${DATE_LITERAL}(?:T${TIME_LITERAL}(?:Z|[+-]\\d{2}:\\d{2})?)?|${TIME_LITERAL}|true|false|null)$`,
-  "i",
-);
-// V2 typed literals (guid'…', datetime'…', X'…') and V4 enum/duration literals.
-const TYPED_PREFIX = /^[A-Za-z][A-Za-z0-9_.]*$/;
-
-function checkKeyValue(value: string, what: string): void {
-  const v = value.trim();
-  if (v === "") invalid(`empty key value in ${what}`);
-  const quote = v.indexOf("'");
-  if (quote >= 0) {
-    if (quote > 0 && !TYPED_PREFIX.test(v.slice(0, quote))) invalid(`malformed key value '${excerpt(v)}' in ${what}`);
-    if (skipSingleQuoted(v, quote) !== v.length) invalid(`malformed string literal '${excerpt(v)}' in ${what}`);
-    if (quote > 0) checkTypedLiteral(v.slice(quote), what);
-    return;
-  }
-  if (v.startsWith("@")) {
-    if (!isSimpleIdentifier(v.slice(1))) invalid(`malformed parameter alias '${excerpt(v)}' in ${what}`);
-    return;
-  }
-  if (!BARE_KEY_VALUE.test(v)) invalid(`malformed key value '${excerpt(v)}' in ${what}`);
-}
-
-/**
- * Checks a key predicate (the text between the parentheses): one unnamed
- * value, or `Name=value` pairs; with a model, its names must be exactly the
- * key properties of the type at `position`.
- */
-function checkKeyPredicate(args: string, what: string, model: ServiceModel | undefined, position: Position | undefined): void {
-  const parts = splitTopLevel(args, ",", what);
-  const named = new Map<string, string>();
-  for (const part of parts) {
-    let eq = -1;
-    walkTopLevel(part, what, (i) => {
-      if (part[i] === "=" && eq < 0) eq = i;
-    });
-    if (eq < 0) {
-      if (parts.length > 1) invalid(`a composite key must name every value in ${what}`);
-      checkKeyValue(part, what);
-      if (model && position && model.keyOf(position).length !== 1) {
-        invalid(`${what} needs a named value for each key property (${model.keyOf(position).join(", ")})`);
-      }
-      return;
-    }
-    const name = part.slice(0, eq).trim();
-    if (!name.split("/").every(isSimpleIdentifier)) invalid(`malformed key property name '${excerpt(name)}' in ${what}`);
-    if (named.has(name)) invalid(`key property '${excerpt(name)}' is given twice in ${what}`);
-    checkKeyValue(part.slice(eq + 1), what);
-    named.set(name, part);
-  }
-  if (model && position) {
-    const keys = model.keyOf(position);
-    const lower = new Set([...named.keys()].map((k) => k.toLowerCase()));
-    if (keys.length !== named.size || !keys.every((k) => named.has(k) || lower.has(k.toLowerCase()))) {
-      invalid(`${what} must name exactly the key properties ${keys.join(", ")}`);
-    }
-  }
-}
-
-type Shape = "collection" | "entity" | "complex" | "complexCollection" | "primitive" | "primitiveCollection";
-
-type Tail =
-  | { readonly kind: "count" | "value" | "ref" }
-  | { readonly kind: "function" | "action"; readonly name: string };
-
-/** Where the walk along the resource path stands. */
-interface PathState {
-  /** Entity sets reached, in order; the last is the target. */
-  readonly hops: string[];
-  position: Position | undefined;
-  shape: Shape;
-  /** Whether the last step addressed a property of the target (or its `$value`). */
-  property: boolean;
-  tail: Tail | undefined;
-  /** Set after V2 `$links`: the next segment must be a navigation. */
-  links: boolean;
-}
+/** The reason of the accesses of the resource path, and of a stop at its first segment. */
+const PATH_REASON = "resource path";
 
 function analyze(input: RequestInput, progress: Progress): Analysis {
   const headers = lowerCaseHeaders(input.headers);
   const method = effectiveMethodOf(input.method, headers);
   const segments = decodeSegments(input.path);
   const { model } = input;
-  const query = parseQuery(input.query, model?.version, input.sapClient);
+  const raw = parseQuery(input.query, model?.version, input.sapClient);
   // Written here, before anything else: what cannot be written unambiguously
   // for the back end is refused, whatever it would mean.
-  const target: Target = { segments, query: query.entries };
+  const target: Target = { segments, query: raw.entries };
   const forwardable: Forwardable = { target, forward: serializeTarget(target) };
   progress.forwardable = forwardable;
 
   if (segments.length === 0) {
     if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on the service document`);
-    onlyOptions(query.options, ["format"], "the service document");
+    onlyOptions(raw.options, ["format"], "the service document");
     return { kind: "metadata", ...forwardable };
   }
-  const first = segments[0];
+  const first = segments[0]!;
   if (first.startsWith("$")) {
     if (first === "$metadata" || first === "$batch") {
       if (segments.length > 1) invalid(`${first} cannot be followed by another path segment`);
       if (first === "$batch") {
         if (method !== "POST") denied(`$batch requires POST, not ${method}`);
-        onlyOptions(query.options, [], "$batch");
+        onlyOptions(raw.options, [], "$batch");
         return { kind: "batch", ...forwardable };
       }
       if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on $metadata`);
-      onlyOptions(query.options, ["format", "schemaversion"], "$metadata");
+      onlyOptions(raw.options, ["format", "schemaversion"], "$metadata");
       return { kind: "metadata", ...forwardable };
     }
     const name = first.split("(")[0];
     if (name === "$all" || name === "$crossjoin" || name === "$entity") denied(`${name} is not allowed`);
     invalid(`unknown path segment '${excerpt(first)}'`);
   }
+  if (model === undefined) denied(`cannot authorize '${excerpt(first)}': the service metadata is unavailable`);
 
+  // 1. parse
+  const dialect: Dialect = model.version;
+  const budget: Budget = { spent: 0, limit: MAX_WORK };
+  const optionContext: OptionContext = { dialect, budget };
+  if (raw.options.has("levels")) invalid("$levels is only allowed inside $expand");
+  const options = parseOptions(raw.options, "", optionContext);
+  const aliases = parseAliases(raw.aliases, optionContext);
+  const parsed = segments.map((s) => parsePathSegment(s, dialect));
+
+  // 2. bind the path, and 3. its accesses
   const { accesses } = progress;
   const { entityStep } = input;
-  let state: PathState;
+  const pathContext: PathContext = { model, dialect, aliases, entityStep, reason: PATH_REASON };
+  let path: BoundPath;
   try {
-    state = walkPath(segments, model, entityStep, PATH_REASON);
+    path = bindPath(parsed, pathContext);
   } catch (error) {
     // A set the key may not touch: the access the path alone asks for is recorded, whether or not the set exists.
-    if (error instanceof Stop && error.status === 403) recordWithoutModel(segments, method, headers, model?.root(error.entitySet)?.kind === "singleton", accesses);
+    if (error instanceof Stop && error.status === 403) recordAsked(parsed, method, headers, model.root(error.entitySet)?.kind === "singleton", accesses);
     throw error;
   }
-  const scope = finish(state, method, headers, model, accesses);
-  const bodyTarget = bodyTargetOf(state, method);
+  const scope = pathAccesses(path, method, headers, model, accesses);
+  if (path.tail?.kind === "operation" && path.tail.call.operation.httpMethod !== undefined) {
+    v2ImportParameters(path, raw.entries, { model, dialect });
+  }
+  const bodyTarget = bodyTargetOf(path, method);
   if (bodyTarget !== undefined) {
     analyzeBody(input.body, bodyTarget, {
       model,
       accesses,
       resolveReference: input.resolveReference,
-      walkReference: (path, reason) => walkReference(path, model, entityStep, reason),
+      walkReference: (url, reason) => walkReference(url, { ...pathContext, reason }),
     });
   }
-  const ctx: QueryContext = { model, aliases: query.aliases, accesses, work: 0, applied: new Set() };
-  applyOptions(ctx, scope, query.options);
-  const id = query.options.get("id");
-  if (id !== undefined) idOption(id, state, method, input, accesses);
-  // Aliases used by keys and function parameters in the path are expressions too.
-  for (const alias of aliasesIn(segments.join("/"))) scanAliasValue(ctx, scope, alias);
+  bindOptions({ model, aliases, read: accesses.reads(), budget, applied: new Set() }, scope, options);
+  const id = raw.options.get("id");
+  if (id !== undefined) idOption(id, path, method, input, pathContext, accesses);
 
   const upsert =
     (method === "PUT" || method === "PATCH") &&
-    state.tail === undefined &&
-    !state.property &&
-    state.shape === "entity" &&
+    path.tail === undefined &&
+    !path.property &&
+    path.shape === "entity" &&
     // A blank If-Match is no precondition: back ends ignore it (CAP tests its truthiness).
     !headers.get("if-match")?.trim() &&
     headers.get("if-none-match")?.trim() !== "*";
-  const entityPath = entityPathOf(segments, state, method, model);
+  const entityPath = entityPathOf(segments, path, method, model);
   const referable =
     entityPath === undefined
       ? undefined
-      : state.shape === "entity"
+      : path.shape === "entity"
         ? "address"
-        : plainPath(segments) && plainKeys(input.body, model, state.position)
+        : plainPath(segments) && plainKeys(input.body, model, path.position)
           ? "created"
           : undefined;
   return {
@@ -455,10 +365,60 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
     ...forwardable,
     accesses: accesses.items,
     effectiveMethod: method,
-    ...(upsert ? { upsertEntitySet: state.hops[state.hops.length - 1] } : {}),
+    ...(upsert ? { upsertEntitySet: path.hops[path.hops.length - 1] } : {}),
     ...(entityPath !== undefined ? { entityPath } : {}),
     ...(referable !== undefined ? { referable } : {}),
   };
+}
+
+/**
+ * A V2 function import's parameters, given as query options named after
+ * them (`releaseApprovalRequest?SalesOrder='1'`): each must be a literal of
+ * its declared type. Other custom options pass as they do elsewhere.
+ */
+function v2ImportParameters(path: BoundPath, entries: readonly { readonly name: string; readonly value: string | undefined }[], ctx: Pick<PathContext, "model" | "dialect">): void {
+  const call = (path.tail as Extract<NonNullable<BoundPath["tail"]>, { kind: "operation" }>).call;
+  const parameters = call.overloads.flatMap((o) => o.parameters);
+  for (const { name, value } of entries) {
+    const parameter = parameters.find((p) => p.name === name);
+    if (parameter === undefined) continue;
+    if (value === undefined) invalid(`parameter '${name}' of '${call.operation.name}' has no value`);
+    let literal;
+    try {
+      literal = parseLiteral(value, ctx.dialect);
+    } catch (error) {
+      if (error instanceof LiteralError) invalid(`malformed value of parameter '${name}' of '${call.operation.name}': ${error.message}`);
+      throw error;
+    }
+    checkParameter(parameter, literal, call.operation.name, ctx);
+  }
+}
+
+/**
+ * Records the accesses a path names when it stops at its first segment, as
+ * far as that segment alone says: `GET X` is `list` (`get` for a singleton
+ * or with a key), `POST X` `create`, `DELETE X(1)` `delete`, and so on;
+ * nothing when it goes on into properties or navigations, which only the
+ * model could tell. What is recorded decides nothing (the key may not touch
+ * the set at all); it tells the request log and explain what was asked.
+ */
+function recordAsked(segments: readonly PathSegment[], method: string, headers: ReadonlyMap<string, string>, singleton: boolean, accesses: AccessList): void {
+  const [first, second] = segments;
+  // A call (`Search()`) is an operation's, which only the model could tell.
+  if (first?.kind !== "name" || segments.length > 2 || first.args?.kind === "empty") return;
+  if (second !== undefined && !(second.kind === "dollar" && (second.name === "$count" || (second.name === "$value" && first.args !== undefined)))) return;
+  const one = singleton || first.args !== undefined;
+  const add = (operation: Operation): void => accesses.add(first.name, operation, PATH_REASON);
+  if (method === "GET" || method === "HEAD") add(one && second?.name !== "$count" ? "get" : "list");
+  else if (second !== undefined) return;
+  else if (method === "POST" && !one) add("create");
+  else if (method === "DELETE" && one) add("delete");
+  else if (one && method !== "POST" && method !== "DELETE") {
+    if (headers.get("if-none-match")?.trim() === "*") {
+      accesses.add(first.name, "create", "resource path (If-None-Match: *)");
+      accesses.add(first.name, "update", "resource path (If-None-Match: *)");
+    } else add("update");
+  }
 }
 
 // A key value a back end may write into a URL unescaped without it reading as anything but that value.
@@ -480,13 +440,13 @@ const PLAIN_KEY_VALUE = /^[A-Za-z0-9_.:+-]*$/;
  * body leaves out are generated. Without a model every top-level string
  * counts as a key. V2 control information (`__metadata`) may stay.
  */
-function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefined, position: Position | undefined): boolean {
+function plainKeys(body: RequestBody | undefined, model: ServiceModel, position: Position | undefined): boolean {
   if (body === undefined || body.kind !== "json") return true; // none, or media: the back end generates the key
   let value = body.value;
   // V2: CAP's V2 adapter takes `d` as the entity whenever it is an object, whatever else is there.
   if (isObject(value) && isObject(value.d)) value = value.d;
   if (!isObject(value)) return true; // not an entity: refused elsewhere
-  const keys = model && position ? new Set(model.keyOf(position).map((k) => k.toLowerCase())) : undefined;
+  const keys = position ? new Set(model.keyOf(position).map((k) => k.toLowerCase())) : undefined;
   for (const [name, v] of Object.entries(value)) {
     if (name === "__metadata") continue;
     if (name.includes("@")) {
@@ -495,7 +455,7 @@ function plainKeys(body: RequestBody | undefined, model: ServiceModel | undefine
     }
     if (v !== null && typeof v === "object") {
       // A flat complex value (or primitive collection) is data; anything else may nest an entity.
-      const found = model && position ? model.step(position, name) : undefined;
+      const found = position ? model.step(position, name) : undefined;
       const flat = Object.values(v).every((x) => x === null || typeof x !== "object");
       if (found?.kind !== "property" || !flat) return false;
       continue;
@@ -561,43 +521,44 @@ function onlyOptions(options: ReadonlyMap<string, string>, allowed: readonly str
 /**
  * What the body of a request describes, for `./body.ts`; undefined when the
  * body cannot name an entity (reads, deletes, primitive properties, `$value`
- * and streams) or is left alone (bound action parameters). A `POST` to a
- * collection is an entity create whatever its body: `./body.ts` tells a
- * media entity create (media to a `HasStream` type) from the rest.
+ * and streams) or is left alone (operation parameters: the operation's grant
+ * covers what it does with them). A `POST` to a collection is an entity
+ * create whatever its body: `./body.ts` tells a media entity create (media
+ * to a `HasStream` type) from the rest.
  */
-function bodyTargetOf(state: PathState, method: string): BodyTarget | undefined {
+function bodyTargetOf(path: BoundPath, method: string): BodyTarget | undefined {
   if (method === "GET" || method === "HEAD" || method === "DELETE") return undefined;
-  const { tail } = state;
-  if (tail?.kind === "ref") return { kind: "reference" };
+  const { tail } = path;
+  if (tail?.kind === "ref") return { kind: "reference", entitySet: path.hops[path.hops.length - 1]! };
   if (tail !== undefined) return undefined;
-  if (state.property) {
-    if ((state.shape === "complex" || state.shape === "complexCollection") && state.position !== undefined) {
-      return { kind: "complex", position: state.position, collection: state.shape === "complexCollection", update: method !== "POST" };
+  if (path.property) {
+    if ((path.shape === "complex" || path.shape === "complexCollection") && path.position !== undefined) {
+      return { kind: "complex", position: path.position, collection: path.shape === "complexCollection", update: method !== "POST" };
     }
     return undefined;
   }
-  if (method === "POST") return { kind: "entity", position: state.position, update: false };
-  return { kind: "entity", position: state.position, update: true };
+  if (method === "POST") return { kind: "entity", position: path.position, update: false };
+  return { kind: "entity", position: path.position, update: true };
 }
 
 /**
- * Walks the resource path of a URL found in a body (a bind value, an
- * `@odata.id`): it must address one entity. Returns the entity sets passed,
- * the target last.
+ * Binds the resource path of a URL found in a body (a bind value, an
+ * `@odata.id`) or in `$id`: it must address one entity. Returns the entity
+ * sets it passes, the target last.
  */
-function walkReference(path: string, model: ServiceModel | undefined, entityStep: EntityStep | undefined, reason: string): readonly string[] {
+function walkReference(path: string, ctx: PathContext): readonly string[] {
   const segments = decodeSegments(path);
   // The URL is forwarded as written: it must read the same to a back end
   // that decodes first and splits after, so no decoded segment may hold what
   // would split or end it, inside a literal or not.
   for (const s of segments) {
     if (/[/\\#?%]/.test(s)) invalid(`body URLs are forwarded as written: '${excerpt(path)}' may not encode '/', '\\', '#', '?' or '%'`);
-    encodeSegment(s);
+    serializePath([s]);
   }
-  if (segments.length === 0 || segments[0].startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);
-  const state = walkPath(segments, model, entityStep, reason);
-  if (state.tail !== undefined || state.property || state.shape !== "entity") invalid(`'${excerpt(path)}' does not address one entity`);
-  return state.hops;
+  if (segments.length === 0 || segments[0]!.startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);
+  const bound = bindPath(segments.map((s) => parsePathSegment(s, ctx.dialect)), ctx);
+  if (bound.tail !== undefined || bound.property || bound.shape !== "entity" || bound.hops.length === 0) invalid(`'${excerpt(path)}' does not address one entity`);
+  return bound.hops;
 }
 
 /**
@@ -605,359 +566,75 @@ function walkReference(path: string, model: ServiceModel | undefined, entityStep
  * navigation's `$ref` removes. It means nothing on any other request
  * (`$entity` is refused), so there it is refused: a back end that honoured it
  * would read an entity nobody authorized. The entity it names is read, as a
- * body reference is (`get` on every entity set its path passes); an absolute
- * URL or path must lie below the service root, a `$<Content-ID>` refer to an
- * earlier part of the batch (`resolveReference`).
+ * body reference is (`get` on every entity set its path passes), and deleted
+ * when the link is a composition's; an absolute URL or path must lie below
+ * the service root, a `$<Content-ID>` refer to an earlier part of the batch
+ * (`resolveReference`).
  */
-function idOption(value: string, state: PathState, method: string, input: RequestInput, accesses: AccessList): void {
-  if (method !== "DELETE" || state.tail?.kind !== "ref" || state.shape !== "collection") {
+function idOption(value: string, path: BoundPath, method: string, input: RequestInput, ctx: PathContext, accesses: AccessList): void {
+  if (method !== "DELETE" || path.tail?.kind !== "ref" || path.shape !== "collection") {
     denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref");
   }
-  let path = value;
+  let target = value;
   if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(value) || value.startsWith("/") || value.startsWith("$")) {
     const resolved = input.resolveReference?.(value);
     if (resolved === undefined) {
       denied(`'${excerpt(value)}' in $id ${value.startsWith("$") ? "does not refer to an earlier request of this batch" : "leaves the service root"}`);
     }
-    path = resolved.startsWith("/") ? resolved.slice(1) : resolved;
+    target = resolved.startsWith("/") ? resolved.slice(1) : resolved;
   }
-  if (path.includes("?") || path.includes("#")) invalid(`'${excerpt(value)}' in $id must not have a query or fragment`);
-  for (const entitySet of walkReference(path, input.model, input.entityStep, "$id")) accesses.add(entitySet, "get", "$id");
+  if (target.includes("?") || target.includes("#")) invalid(`'${excerpt(value)}' in $id must not have a query or fragment`);
+  const hops = walkReference(target, { ...ctx, reason: "$id" });
+  hops.forEach((entitySet, i) => accesses.add(entitySet, i === hops.length - 1 && removalDeletes(path) ? "delete" : "get", "$id"));
 }
 
 /** See `entityPath` in {@link Analysis}. */
-function entityPathOf(segments: readonly string[], state: PathState, method: string, model: ServiceModel | undefined): string | undefined {
-  if (state.tail !== undefined || state.property) return undefined;
+function entityPathOf(segments: readonly string[], path: BoundPath, method: string, model: ServiceModel): string | undefined {
+  if (path.tail !== undefined || path.property) return undefined;
   const raw = serializePath(segments);
-  if (state.shape === "entity") return raw;
-  if (state.shape !== "collection" || method !== "POST") return undefined;
-  if (!model || state.position === undefined) return `${raw}(0)`;
-  const keys = model.keyOf(state.position);
+  if (path.shape === "entity") return raw;
+  if (path.shape !== "collection" || method !== "POST" || path.position === undefined) return undefined;
+  const keys = model.keyTypes(path.position);
   if (keys.length === 0) return undefined;
-  return `${raw}(${keys.map((k) => `${encodeURIComponent(k)}=0`).join(",")})`;
-}
-
-/** The parameter aliases (`@p`) a text refers to outside string literals. */
-function aliasesIn(text: string): Set<string> {
-  let unquoted = "";
-  for (let i = 0; i < text.length; ) {
-    const quote = text.indexOf("'", i);
-    if (quote < 0) {
-      unquoted += text.slice(i);
-      break;
-    }
-    unquoted += `${text.slice(i, quote)} `;
-    const end = skipSingleQuoted(text, quote);
-    i = end < 0 ? text.length : end;
-  }
-  return new Set(unquoted.match(/@[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}]*/gu) ?? []);
-}
-
-/** The reason of the accesses of the resource path, and of a stop at its first segment. */
-const PATH_REASON = "resource path";
-
-/**
- * What the first segment of a path names, looked up only after the key's
- * entity step (see {@link RequestInput.entityStep}): a name the key may not
- * touch stops the analysis with 403 whether or not the service has it (so
- * the answer never tells), and a name it may touch that the service lacks
- * with 404. A case-insensitive match counts only when the key may touch the
- * set it matches; otherwise the name is looked at as written. Undefined
- * without a model (the name is taken for an entity set).
- */
-function resolveRoot(name: string, model: ServiceModel | undefined, entityStep: EntityStep | undefined, reason: string): Root | undefined {
-  const step = entityStep ?? (() => undefined);
-  const root = model?.root(name);
-  if (root !== undefined && step(root.name) === undefined) return root;
-  const denial = step(name);
-  if (denial !== undefined) throw new Stop(403, name, reason, denial);
-  if (model) throw new Stop(404, name, reason, `entity set '${name}' not found`);
-  return undefined;
+  const values = keys.map((k) => placeholderOf(k.type, model));
+  if (values.some((v) => v === undefined)) return undefined;
+  return `${raw}(${keys.map((k, i) => `${encodeURIComponent(k.name)}=${values[i]}`).join(",")})`;
 }
 
 /**
- * Records the accesses a path names when it stops at its first segment,
- * as far as the path alone says (without the model): `GET X` is `list`
- * (`get` for a singleton), `DELETE X(1)` `delete`, and so on; nothing when
- * it goes on into properties or navigations, which only the model could
- * tell. What is recorded decides nothing (the key may not touch the set
- * at all); it tells the request log and explain what was asked.
+ * A literal of a key property's type that stands for a key not known yet
+ * (a created entity's), in erplink's encoding: it only has to be read as a
+ * key of that type, whatever its value.
  */
-function recordWithoutModel(segments: readonly string[], method: string, headers: ReadonlyMap<string, string>, singleton: boolean, accesses: AccessList): void {
-  const found = new AccessList();
-  try {
-    const state = walkPath(segments, undefined, undefined, PATH_REASON);
-    if (singleton && segments.length === 1 && state.shape === "collection") state.shape = "entity";
-    finish(state, method, headers, undefined, found);
-  } catch (error) {
-    if (error instanceof Refusal) return;
-    throw error;
+function placeholderOf(type: string, model: ServiceModel): string | undefined {
+  const v2 = model.version === "2.0";
+  switch (type) {
+    case "Edm.String":
+      return "'0'";
+    case "Edm.Byte":
+    case "Edm.SByte":
+    case "Edm.Int16":
+    case "Edm.Int32":
+    case "Edm.Int64":
+    case "Edm.Decimal":
+    case "Edm.Double":
+    case "Edm.Single":
+      return "0";
+    case "Edm.Boolean":
+      return "false";
+    case "Edm.Guid":
+      return v2 ? "guid'00000000-0000-0000-0000-000000000000'" : "00000000-0000-0000-0000-000000000000";
+    case "Edm.Date":
+      return v2 ? "datetime'2000-01-01T00:00'" : "2000-01-01";
+    case "Edm.DateTime":
+      return "datetime'2000-01-01T00:00'";
+    case "Edm.DateTimeOffset":
+      return v2 ? "datetimeoffset'2000-01-01T00:00Z'" : "2000-01-01T00:00Z";
+    case "Edm.TimeOfDay":
+      return "00:00";
+    case "Edm.Time":
+      return "time'PT0S'";
+    default:
+      return undefined;
   }
-  for (const a of found.items) accesses.add(a.entitySet, a.operation, a.reason);
-}
-
-/** Walks the resource path: entity sets crossed, and what the last segment addresses. */
-function walkPath(segments: readonly string[], model: ServiceModel | undefined, entityStep: EntityStep | undefined, reason: string): PathState {
-  const { name, args } = splitCall(segments[0], "the first path segment");
-  if (!isSimpleIdentifier(name)) invalid(`'${excerpt(name)}' is not an entity set name`);
-  let state: PathState;
-  const root = resolveRoot(name, model, entityStep, reason);
-  if (model && root !== undefined) {
-    if (root.kind === "functionImport" || root.kind === "actionImport") {
-      denied(`unbound ${root.kind === "functionImport" ? "function" : "action"} import '${root.name}' is not allowed`);
-    }
-    state = {
-      hops: [root.name],
-      position: root.position,
-      shape: root.kind === "singleton" ? "entity" : "collection",
-      property: false,
-      tail: undefined,
-      links: false,
-    };
-  } else {
-    state = { hops: [name], position: undefined, shape: "collection", property: false, tail: undefined, links: false };
-  }
-  if (args !== undefined) {
-    if (state.shape !== "collection") invalid(`singleton '${name}' cannot take a key`);
-    checkKeyPredicate(args, `the key of ${name}`, model, state.position);
-    addressOne(state);
-  }
-  for (let i = 1; i < segments.length; i++) step(state, segments[i], model);
-  if (state.links) invalid("$links must be followed by a navigation property");
-  return state;
-}
-
-/** A key was applied: one entity of the collection is addressed. */
-function addressOne(state: PathState): void {
-  state.shape = "entity";
-  if (state.position !== undefined) state.position = { ...state.position, collection: false };
-}
-
-function metadataUnavailable(segment: string): never {
-  denied(`cannot authorize '${excerpt(segment)}': the service metadata is unavailable`);
-}
-
-/** Applies one path segment after the first to `state`. */
-function step(state: PathState, segment: string, model: ServiceModel | undefined): void {
-  if (state.tail !== undefined) {
-    if (state.tail.kind === "function" || state.tail.kind === "action") {
-      denied(`path segments after bound operation '${state.tail.name}' are not allowed`);
-    }
-    invalid(`$${state.tail.kind} must be the last path segment`);
-  }
-  if (segment.startsWith("$")) {
-    dollarSegment(state, segment, model);
-    return;
-  }
-  const { name, args } = splitCall(segment, `path segment '${excerpt(segment)}'`);
-  if (state.shape === "collection" && !state.links) {
-    collectionSegment(state, segment, name, args, model);
-    return;
-  }
-  if (state.shape !== "entity" && state.shape !== "complex") {
-    invalid(`'${excerpt(segment)}' cannot follow a ${state.shape === "primitive" ? "primitive value" : "collection property"}`);
-  }
-  if (!model || state.position === undefined) metadataUnavailable(segment);
-  const found = model.step(state.position, name);
-  if (state.links && found.kind !== "navigation") invalid("$links must be followed by a navigation property");
-  switch (found.kind) {
-    case "property":
-      if (args !== undefined) invalid(`property '${found.name}' cannot take a key`);
-      state.property = true;
-      if (found.position !== undefined) {
-        state.position = found.position;
-        state.shape = found.collection ? "complexCollection" : "complex";
-      } else {
-        state.position = undefined;
-        state.shape = found.collection ? "primitiveCollection" : "primitive";
-      }
-      return;
-    case "navigation": {
-      if (found.target === undefined) {
-        denied(
-          `cannot authorize navigation '${found.name}' of '${state.hops[state.hops.length - 1]}': ` +
-            "the service metadata does not say which entity set it leads to",
-        );
-      }
-      state.hops.push(found.target.entitySet);
-      state.position = found.target;
-      state.property = false;
-      state.shape = found.collection ? "collection" : "entity";
-      if (args !== undefined) {
-        if (!found.collection) invalid(`single-valued navigation '${found.name}' cannot take a key`);
-        checkKeyPredicate(args, `the key of ${found.name}`, model, found.target);
-        addressOne(state);
-      }
-      if (state.links) {
-        state.links = false;
-        state.tail = { kind: "ref" };
-      }
-      return;
-    }
-    case "cast":
-      if (args !== undefined) invalid(`type cast '${found.name}' cannot take a key here`);
-      state.position = found.position;
-      return;
-    case "function":
-      state.tail = { kind: "function", name: found.name };
-      return;
-    case "action":
-      if (args !== undefined) invalid(`bound action '${found.name}' cannot take parameters in the path`);
-      state.tail = { kind: "action", name: found.name };
-      return;
-    case "unknown":
-      invalid(`'${excerpt(name)}' is not a property or navigation of '${state.position.type}'`);
-  }
-}
-
-/** A segment after a collection of entities: a cast, a bound operation, or a key (key-as-segment). */
-function collectionSegment(state: PathState, segment: string, name: string, args: string | undefined, model: ServiceModel | undefined): void {
-  if (!model || state.position === undefined) {
-    // Only a value that cannot be a name is surely a key.
-    if (args !== undefined || isSimpleIdentifier(name) || isQualifiedName(name) || /^[\p{L}_@]/u.test(name)) {
-      metadataUnavailable(segment);
-    }
-    checkKeySegment(segment);
-    addressOne(state);
-    return;
-  }
-  const found = model.step(state.position, name);
-  switch (found.kind) {
-    case "cast":
-      state.position = found.position;
-      if (args !== undefined) {
-        checkKeyPredicate(args, `the key of ${found.name}`, model, found.position);
-        addressOne(state);
-      }
-      return;
-    case "function":
-      state.tail = { kind: "function", name: found.name };
-      return;
-    case "action":
-      if (args !== undefined) invalid(`bound action '${found.name}' cannot take parameters in the path`);
-      state.tail = { kind: "action", name: found.name };
-      return;
-    case "property":
-    case "navigation":
-      if (found.kind === "property" && found.dynamic) break; // open type: not a declared name
-      invalid(`'${excerpt(name)}' cannot follow a collection: address one entity with a key first`);
-  }
-  if (args !== undefined) invalid(`'${excerpt(name)}' is not a type cast or bound operation of '${state.position.type}'`);
-  const keys = model.keyOf(state.position);
-  if (keys.length !== 1) invalid(`key-as-segment '${excerpt(segment)}' needs a single key property, but the key is ${keys.join(", ")}`);
-  checkKeySegment(segment);
-  addressOne(state);
-}
-
-// A key-as-segment value is unquoted; quotes, parentheses and slashes would
-// make it read differently elsewhere.
-const KEY_SEGMENT = /^[^'"()\\/]+$/;
-
-function checkKeySegment(segment: string): void {
-  if (!KEY_SEGMENT.test(segment)) invalid(`malformed key segment '${excerpt(segment)}'`);
-}
-
-function dollarSegment(state: PathState, segment: string, model: ServiceModel | undefined): void {
-  const isEntityTyped = state.shape === "collection" || state.shape === "entity";
-  switch (segment) {
-    case "$count":
-      if (state.shape !== "collection" && state.shape !== "complexCollection" && state.shape !== "primitiveCollection") {
-        invalid("$count must follow a collection");
-      }
-      state.tail = { kind: "count" };
-      return;
-    case "$value":
-      if (state.shape !== "entity" && state.shape !== "primitive") invalid("$value must follow an entity or a primitive property");
-      // An entity's $value is its media stream: only media entity types have one (CAP shuts down on the others).
-      if (state.shape === "entity" && model && state.position !== undefined && !model.hasStream(state.position)) {
-        invalid(`$value must follow a media entity or a primitive property: '${state.position.type}' has no stream`);
-      }
-      state.tail = { kind: "value" };
-      return;
-    case "$ref":
-      if (!isEntityTyped || state.property) invalid("$ref must follow an entity or a collection of entities");
-      state.tail = { kind: "ref" };
-      return;
-    case "$links":
-      if (state.shape !== "entity") invalid("$links must follow an entity");
-      if (!model) metadataUnavailable(segment);
-      state.links = true;
-      return;
-    case "$each":
-      denied("$each bulk operations are not allowed");
-  }
-  const name = segment.split("(")[0];
-  if (name === "$filter") denied("$filter path segments are not allowed");
-  if (name === "$query") denied("$query is not allowed");
-  invalid(`unknown path segment '${excerpt(segment)}'`);
-}
-
-/**
- * Records the accesses of the resource path for `method`, and returns the
- * scope the query options apply to.
- */
-function finish(state: PathState, method: string, headers: ReadonlyMap<string, string>, model: ServiceModel | undefined, accesses: AccessList): Scope {
-  const { hops, tail } = state;
-  const target = hops[hops.length - 1];
-  for (let h = 0; h < hops.length - 1; h++) accesses.add(hops[h], "get", "navigation source in resource path");
-  const read: Operation = state.shape === "collection" ? "list" : "get";
-  const linkChange = (): void => {
-    if (hops.length < 2) invalid("a link can only be changed through a navigation property");
-    accesses.add(hops[hops.length - 2], "update", "link change");
-    accesses.add(target, "get", "link target");
-  };
-  const isRead = method === "GET" || method === "HEAD";
-
-  if (tail?.kind === "function") {
-    if (!isRead) denied(`bound function '${tail.name}' must be called with GET, not ${method}`);
-    accesses.add(target, read, `bound function ${tail.name}`);
-    return { position: undefined, missing: "function", label: "" };
-  }
-  if (tail?.kind === "action") {
-    if (method !== "POST") denied(`bound action '${tail.name}' must be called with POST, not ${method}`);
-    accesses.add(target, "update", `bound action ${tail.name}`);
-    return { position: undefined, missing: "function", label: "" };
-  }
-
-  const propertyLike = state.property || tail?.kind === "value";
-  if (isRead) {
-    accesses.add(target, read, "resource path");
-  } else if (tail?.kind === "count") {
-    denied(`${method} is not allowed on $count`);
-  } else if (tail?.kind === "ref") {
-    if (method === "POST" && state.shape !== "collection") denied("POST to $ref needs a collection-valued navigation");
-    if (method !== "POST" && method !== "DELETE" && state.shape !== "entity") denied(`${method} to $ref needs a single-valued navigation`);
-    linkChange();
-  } else if (propertyLike) {
-    if (method === "POST" && state.shape !== "complexCollection" && state.shape !== "primitiveCollection") {
-      denied("POST is only allowed on collections");
-    }
-    accesses.add(target, "update", "resource path");
-  } else if (method === "POST") {
-    if (state.shape !== "collection") denied("POST is only allowed on collections");
-    accesses.add(target, "create", "resource path");
-  } else if (state.shape === "collection") {
-    denied(`${method} on a whole collection is not allowed`);
-  } else if (method === "DELETE") {
-    accesses.add(target, "delete", "resource path");
-    // What the back end deletes with it (CAP: the entities of its compositions).
-    if (model && state.position !== undefined) {
-      for (const { path, target: cascaded } of model.cascades(state.position)) {
-        if (cascaded === undefined) denied(`cannot authorize deleting '${path}' with the entity: the service metadata does not say which entity set it leads to`);
-        accesses.add(cascaded.entitySet, "delete", `cascade ${path}`);
-      }
-    }
-  } else if (headers.get("if-none-match")?.trim() === "*") {
-    // Meant to create only, but a back end may ignore it where entities have
-    // no ETag (CAP does) and update instead: both are needed.
-    accesses.add(target, "create", "resource path (If-None-Match: *)");
-    accesses.add(target, "update", "resource path (If-None-Match: *)");
-  } else {
-    accesses.add(target, "update", "resource path");
-  }
-
-  if (!model || state.position === undefined) {
-    return { position: undefined, missing: model ? "primitive" : "metadata", label: "" };
-  }
-  return { position: state.position, label: "" };
 }

@@ -88,7 +88,7 @@ Diag("explain gives exactly the data path's decision on every case of the data p
 // the percent-encoding up to `?` only, and refused a malformed escape after a `#` as the router would, where the
 // data path's analyzer answered it with its own message.
 Diag("a malformed escape after a '#' in the target: explain answers as the data path does (its analyzer, not the router)", async (ctx) => {
-  const c: Case = { key: "reader", method: "GET", url: `${SALES}/SalesOrders('a#%2e%2.')` };
+  const c: Case = { key: "reader", method: "GET", url: `${SALES}/Customers('a#%2e%2.')` };
   const { res } = await send(ctx, c, "diff-fragment");
   const ex = await explain(ctx, c);
   assert.is(res.status, 400);

@@ -98,7 +98,8 @@ const CASES: readonly Case[] = [
   { key: "cased", url: `${S}/Products`, status: 403, code: "FORBIDDEN", message: NO_ACCESS("Products"), denialStep: "ENTITY", accesses: ["list Products"] },
   // Function and action imports are names like entity sets: the entity step first, then the gateway's own refusal.
   { key: "reader", url: `${S}/Search()`, status: 403, code: "FORBIDDEN", message: NO_ACCESS("Search"), denialStep: "ENTITY", accesses: [] },
-  { key: "wild", url: `${S}/Search()`, status: 403, code: "FORBIDDEN", message: "unbound function import 'Search' is not allowed", denialStep: "NOT_ALLOWED", accesses: [] },
+  // `*` never includes an operation: invoking one needs an entry naming it.
+  { key: "wild", url: `${S}/Search()`, status: 403, code: "FORBIDDEN", message: "API key has no access to operation 'Search'", denialStep: "ENTITY", accesses: ["invoke Search"] },
   { key: "reader", method: "POST", url: `${S}/ResetAll`, headers: JSON_TYPE, body: "{}", status: 403, code: "FORBIDDEN", message: NO_ACCESS("ResetAll"), denialStep: "ENTITY", accesses: ["create ResetAll"] },
   // $batch: the first part naming a set the key may not touch stops the batch (later parts are not read); earlier parts are authorized first.
   ...both((set) => ({

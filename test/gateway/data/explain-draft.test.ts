@@ -117,7 +117,7 @@ Draft("a bad draft is refused as an update refuses it: 400 with the fields under
   const star = "instances must be named: '*' is not allowed at the instance level, so that a key never gains future instances";
   const expected = [
     { field: "permissions.*", message: star },
-    { field: "permissions.prod.SALES.SalesOrders[0]", message: "must be one of list, get, create, update, delete" },
+    { field: "permissions.prod.SALES.SalesOrders[0]", message: "must be one of list, get, create, update, delete, invoke" },
     { field: "permissions.prod.SALES.Customers", message: "must list at least one operation" },
   ];
   assert.equal([res.statusCode, json(res).error.code, json(res).error.message, json(res).error.details], [400, "VALIDATION_ERROR", "3 fields are invalid", expected]);

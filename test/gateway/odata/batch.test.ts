@@ -1231,10 +1231,10 @@ deny("a change set inside a change set is invalid", () => {
   assert.equal(run(body), invalid("batch part 2: a change set cannot contain another change set"));
 });
 
-deny("an unbound action import in part 3 names part 3; the first failing part wins", () => {
+deny("a denied part 3 names part 3; the first failing part wins", () => {
   assert.equal(
-    run(batch(http("GET Customers HTTP/1.1"), changeSet("cs", json("POST SalesOrders HTTP/1.1", "{}"), http("POST ResetAll HTTP/1.1")))),
-    denied("batch part 3 (POST ResetAll): unbound action import 'ResetAll' is not allowed"),
+    run(batch(http("GET Customers HTTP/1.1"), changeSet("cs", json("POST SalesOrders HTTP/1.1", "{}"), http("POST Search(text='a') HTTP/1.1")))),
+    denied("batch part 3 (POST Search(text='a')): function 'Search' must be called with GET, not POST"),
   );
   assert.equal(
     run(batch(http("GET Nowhere HTTP/1.1"), http("POST ResetAll HTTP/1.1"))),

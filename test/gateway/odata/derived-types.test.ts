@@ -68,13 +68,13 @@ table("derived types: a derived navigation spelled exactly beats a base member m
   // Was: `list Customers` through the base's `items`; a back end matching exactly reads RushOrder/Items (Secrets).
   { path: "/Orders", query: "$expand=Items", expect: derivedNav("Items", "P.Order", "P.RushOrder/Items", "$expand") },
   { path: "/Orders", query: "$select=Items", expect: derivedNav("Items", "P.Order", "P.RushOrder/Items", "$select") },
-  { path: "/Orders(1)/Items", expect: invalid("'Items' is not a property or navigation of 'P.Order'") },
+  { path: "/Orders(1)/Items", expect: invalid("'Items' is a navigation property of a type derived from 'P.Order': cast to it first ('P.RushOrder/Items')") },
   { path: "/Orders", query: "$filter=Items/any(i:i/Name eq 'x')", expect: derivedNav("Items", "P.Order", "P.RushOrder/Items", "$filter") },
   // Was: the base's property `courier`.
   { path: "/Orders", query: "$select=Courier", expect: derivedNav("Courier", "P.Order", "P.RushOrder/Courier", "$select") },
   { path: "/Orders", query: "$filter=Courier eq null", expect: derivedNav("Courier", "P.Order", "P.RushOrder/Courier", "$filter") },
   { path: "/Orders", query: "$orderby=Courier", expect: derivedNav("Courier", "P.Order", "P.RushOrder/Courier", "$orderby") },
-  { path: "/Orders(1)/Courier", expect: invalid("'Courier' is not a property or navigation of 'P.Order'") },
+  { path: "/Orders(1)/Courier", expect: invalid("'Courier' is a navigation property of a type derived from 'P.Order': cast to it first ('P.RushOrder/Courier')") },
   {
     method: "PATCH",
     path: "/Orders(1)",

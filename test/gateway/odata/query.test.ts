@@ -6,7 +6,8 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { AccessList, parseQuery, systemOptionName } from "../../../src/gateway/odata/query.js";
+import { AccessList } from "../../../src/gateway/odata/accesses.js";
+import { parseQuery, systemOptionName } from "../../../src/gateway/odata/parse/query.js";
 import { Refusal } from "../../../src/gateway/odata/syntax.js";
 
 function refusal(run: () => unknown): { kind: string; message: string } | undefined {

@@ -48,6 +48,8 @@ const get = (...accesses: Access[]): Expected => ok("GET", ...accesses);
 const denied = (message: string): Expected => ({ kind: "denied", message });
 const invalid = (message: string): Expected => ({ kind: "invalid", message });
 const OPAQUE = "back ends disagree on where a JSON value, a list or a double-quoted string ends";
+/** The reason of the update of a linked entity, which may hold the foreign key a link change writes. */
+const LINKED = "link change (foreign key of the linked entity)";
 const noNav = (what: string): Expected =>
   denied(`cannot authorize navigation ${what}: the service metadata does not say which entity set it leads to`);
 
@@ -103,19 +105,32 @@ table("request: reads and keys", [
   { model: "v4", path: "/PriceConditions(OrderID=1,Type='a,b')", entityPath: "PriceConditions(OrderID=1,Type='a%2Cb')", expect: get(acc("PriceConditions", "get", PATH)) },
   { model: "v4", path: "/PriceConditions(Type='x',OrderID=1)", entityPath: "PriceConditions(Type='x',OrderID=1)", expect: get(acc("PriceConditions", "get", PATH)) },
   { model: "v4", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
-  // Unquoted key values follow the OData literal grammar (forward fuzz seed 424242: `Items(OrderID=1..,ItemNo=1)` was passed as a token).
-  ...["1e5", "-1", "+1", "1.5", "12L", "1.5M", "2d", "INF", "true", "null", "0050568d-393c-1ed4-9d97-e65f0f3fcc23", "2024-01-31", "2024-01-31T12:00:00Z", "2024-01-31T12:00:00.123+01:00", "12:30:00"].map(
+  // Key values are literals of their key property's type (ID is an Edm.Int32): digits with an optional sign.
+  ...["-1", "+1", "2147483647"].map(
     (value): Case => ({ model: "v4", path: `/SalesOrders(ID=${value})`, entityPath: `SalesOrders(ID=${value})`, expect: get(acc("SalesOrders", "get", PATH)) }),
   ),
-  ...["1..", "1.", ".5", "1e", "1.2.3", "--1", "1-2", "0x1", "1a", "abc", "ID", "2024-1-31", "1_000"].map(
-    (value): Case => ({ model: "v4", path: `/SalesOrders(ID=${value})`, expect: invalid(`malformed key value '${value}' in the key of SalesOrders`) }),
+  // Other literals are no Int32, whatever a back end would make of them.
+  ...(
+    [
+      ["1e5", "a number"], ["1.5", "a number"], ["INF", "a number"], ["true", "a boolean"], ["0050568d-393c-1ed4-9d97-e65f0f3fcc23", "a GUID"],
+      ["2024-01-31", "a date"], ["2024-01-31T12:00:00Z", "a date-time with offset"], ["2024-01-31T12:00:00.123+01:00", "a date-time with offset"],
+      ["12:30:00", "a time of day"], ["'1'", "a string"],
+    ] as const
+  ).map(([value, got]): Case => ({ model: "v4", path: `/SalesOrders(ID=${value})`, expect: invalid(`malformed key value for ID in the key of SalesOrders: Edm.Int32 takes an integer, not ${got}`) })),
+  { model: "v4", path: "/SalesOrders(ID=null)", expect: invalid("malformed key value for ID in the key of SalesOrders: a key value cannot be null") },
+  { model: "v4", path: "/SalesOrders(ID=2147483648)", expect: invalid("malformed key value for ID in the key of SalesOrders: 2147483648 is out of the range of Edm.Int32") },
+  // V2's type suffixes are no V4 literal; unquoted text that is no literal at all is refused by the grammar.
+  ...["12L", "1.5M", "2d", "1..", "1.", "1e", "1.2.3", "1-2", "0x1", "1a", "2024-1-31", "1_000"].map(
+    (value): Case => ({ model: "v4", path: `/SalesOrders(ID=${value})`, expect: invalid(`malformed number '${value}' in path segment 'SalesOrders(ID=${value})'`) }),
   ),
-  { model: "v4", path: "/SalesOrders(1)/Items(ID=1..)", expect: invalid("malformed key value '1..' in the key of Items") },
+  ...[".5", "--1", "abc", "ID"].map(
+    (value): Case => ({ model: "v4", path: `/SalesOrders(ID=${value})`, expect: invalid(`'${value}' is not a literal or a parameter alias in path segment 'SalesOrders(ID=${value})'`) }),
+  ),
+  { model: "v4", path: "/SalesOrders(1)/Items(ID=1..)", expect: invalid("malformed number '1..' in path segment 'Items(ID=1..)'") },
   // A space outside quotes would read differently to a back end that trims: quote such a key.
   { model: "v4", path: "/Customers/O%20Neil", expect: invalid("character U+0020 is not allowed in path segment 'O Neil' outside a quoted literal") },
   // A byte-order mark or zero-width space at either end of a segment: a reader that trims would see `$crossjoin` or another name.
   { model: "v4", path: "/Customers/%EF%BB%BF$crossjoin", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFF$crossjoin'") },
-  { model: "none", path: "/Customers/%EF%BB%BF$crossjoin", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFF$crossjoin'") },
   { model: "v4", path: "/SalesOrders(1)/Customer%E2%80%8B", expect: invalid("character U+200B is not allowed at either end of path segment 'Customer\u200B'") },
   { model: "v4", path: "/%EF%BB%BFCustomers", expect: invalid("character U+FEFF is not allowed at either end of path segment '\uFEFFCustomers'") },
   { model: "v4", path: "/Customers('O%20Neil')", entityPath: "Customers('O%20Neil')", expect: get(acc("Customers", "get", PATH)) },
@@ -134,7 +149,7 @@ table("request: reads and keys", [
   { model: "v4", path: "/Customers('a%2F..%2F..%2FSalesOrders')", expect: invalid(`character '/' in a quoted literal of path segment 'Customers('a/../../SalesOrders')' cannot be forwarded unambiguously ${"(a back end that decodes the path first would read it as structure): select by it with $filter instead"}`) },
   { model: "v2", path: "/SalesOrderSet", query: "$inlinecount=allpages", expect: get(acc("SalesOrderSet", "list", PATH)) },
   { model: "v2", path: "/SalesOrderSet('1')", entityPath: "SalesOrderSet('1')", expect: get(acc("SalesOrderSet", "get", PATH)) },
-  { model: "v2", path: "/SalesOrderSet(guid'0050568d-393c-1ed4-9d97-e65f0f3fcc23')", entityPath: "SalesOrderSet(guid'0050568d-393c-1ed4-9d97-e65f0f3fcc23')", expect: get(acc("SalesOrderSet", "get", PATH)) },
+  { model: "v2", path: "/SalesOrderSet(guid'0050568d-393c-1ed4-9d97-e65f0f3fcc23')", expect: invalid("malformed key value for SalesOrderID in the key of SalesOrderSet: Edm.String takes a quoted string, not a GUID") },
   {
     model: "v2",
     path: "/SalesOrderItemSet(SalesOrderID='1',ItemPosition='10')",
@@ -142,11 +157,9 @@ table("request: reads and keys", [
     expect: get(acc("SalesOrderItemSet", "get", PATH)),
   },
   { model: "v2", path: "/SalesOrderSet/$count", expect: get(acc("SalesOrderSet", "list", PATH)) },
-  { model: "none", path: "/SalesOrders", query: "$count=true", expect: get(acc("SalesOrders", "list", PATH)) },
-  { model: "none", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "none", path: "/SalesOrders/1", entityPath: "SalesOrders/1", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "none", path: "/SalesOrders(1)/$value", expect: get(acc("SalesOrders", "get", PATH)) },
-  { model: "none", path: "/SalesOrders/$count", expect: get(acc("SalesOrders", "list", PATH)) },
+  // Without the service's $metadata nothing below the root can be bound, so nothing there is authorized.
+  { model: "none", path: "/SalesOrders", query: "$count=true", expect: denied("cannot authorize 'SalesOrders': the service metadata is unavailable") },
+  { model: "none", path: "/SalesOrders(1)", expect: denied("cannot authorize 'SalesOrders(1)': the service metadata is unavailable") },
 ]);
 
 // Writes: create, update (tunnelled or not), delete, properties, upserts.
@@ -243,7 +256,7 @@ table("request: writes", [
     headers: { "X-HTTP-Method": "PUT", "X-HTTP-Method-Override": "DELETE" },
     expect: invalid("X-HTTP-Method and X-HTTP-Method-Override disagree"),
   },
-  { model: "v2", method: "POST", path: "/SalesOrderSet", entityPath: "SalesOrderSet(SalesOrderID=0)", expect: ok("POST", acc("SalesOrderSet", "create", PATH)) },
+  { model: "v2", method: "POST", path: "/SalesOrderSet", entityPath: "SalesOrderSet(SalesOrderID='0')", expect: ok("POST", acc("SalesOrderSet", "create", PATH)) },
   {
     model: "v2",
     method: "MERGE",
@@ -260,9 +273,7 @@ table("request: writes", [
     expect: ok("MERGE", acc("SalesOrderItemSet", "update", PATH)),
   },
   { model: "v2", method: "DELETE", path: "/SalesOrderSet('1')", entityPath: "SalesOrderSet('1')", expect: ok("DELETE", acc("SalesOrderSet", "delete", PATH)) },
-  { model: "none", method: "POST", path: "/SalesOrders", entityPath: "SalesOrders(0)", expect: ok("POST", acc("SalesOrders", "create", PATH)) },
-  { model: "none", method: "PUT", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: upsert("PUT", "SalesOrders", acc("SalesOrders", "update", PATH)) },
-  { model: "none", method: "DELETE", path: "/SalesOrders(1)", entityPath: "SalesOrders(1)", expect: ok("DELETE", acc("SalesOrders", "delete", PATH)) },
+  { model: "none", method: "POST", path: "/SalesOrders", expect: denied("cannot authorize 'SalesOrders': the service metadata is unavailable") },
 ]);
 
 // Media entity creates: POST of the media itself to a collection of a media
@@ -271,33 +282,33 @@ table("request: writes", [
 const media = (contentType: string): RequestBody => ({ kind: "other", contentType });
 const notJson = (got: string, why = ""): Expected => denied(`only JSON request bodies can be authorized for entity writes; got ${got}${why}`);
 table("request: media entity creates", [
-  { model: "v4", method: "POST", path: "/Products", body: media("application/pdf"), entityPath: "Products(ID=0)", expect: ok("POST", acc("Products", "create", PATH)) },
+  { model: "v4", method: "POST", path: "/Products", body: media("application/pdf"), entityPath: "Products(ID='0')", expect: ok("POST", acc("Products", "create", PATH)) },
   {
     model: "v4",
     method: "POST",
     path: "/Products",
     headers: { Slug: "photo.jpg" },
     body: media("image/jpeg"),
-    entityPath: "Products(ID=0)",
+    entityPath: "Products(ID='0')",
     expect: ok("POST", acc("Products", "create", PATH)),
   },
-  { model: "v4", method: "POST", path: "/Products", query: "$select=ID,Name", body: media("image/png"), entityPath: "Products(ID=0)", expect: ok("POST", acc("Products", "create", PATH)) },
+  { model: "v4", method: "POST", path: "/Products", query: "$select=ID,Name", body: media("image/png"), entityPath: "Products(ID='0')", expect: ok("POST", acc("Products", "create", PATH)) },
   {
     model: "v4",
     method: "POST",
     path: "/Products",
     query: "$expand=Category",
     body: media("image/png"),
-    entityPath: "Products(ID=0)",
+    entityPath: "Products(ID='0')",
     expect: ok("POST", acc("Products", "create", PATH), acc("Categories", "get", "$expand Category")),
   },
-  { model: "v2", method: "POST", path: "/AttachmentSet", headers: { Slug: "invoice.pdf" }, body: media("application/pdf"), entityPath: "AttachmentSet(AttachmentID=0)", expect: ok("POST", acc("AttachmentSet", "create", PATH)) },
+  { model: "v2", method: "POST", path: "/AttachmentSet", headers: { Slug: "invoice.pdf" }, body: media("application/pdf"), entityPath: "AttachmentSet(AttachmentID='0')", expect: ok("POST", acc("AttachmentSet", "create", PATH)) },
   {
     model: "v2",
     method: "POST",
     path: "/SalesOrderSet('1')/ToAttachments",
     body: media("application/pdf"),
-    entityPath: "SalesOrderSet('1')/ToAttachments(AttachmentID=0)",
+    entityPath: "SalesOrderSet('1')/ToAttachments(AttachmentID='0')",
     expect: ok("POST", acc("SalesOrderSet", "get", SOURCE), acc("AttachmentSet", "create", PATH)),
   },
   { model: "v2", method: "PUT", path: "/AttachmentSet('1')/$value", body: media("application/pdf"), expect: ok("PUT", acc("AttachmentSet", "update", PATH)) },
@@ -305,7 +316,6 @@ table("request: media entity creates", [
   // Denied as before: sets without a stream, the media entity itself, no metadata, no content type, Atom.
   { model: "v4", method: "POST", path: "/SalesOrders", body: media("application/pdf"), expect: notJson("application/pdf") },
   { model: "v2", method: "POST", path: "/SalesOrderSet", body: media("application/pdf"), expect: notJson("application/pdf") },
-  { model: "none", method: "POST", path: "/Products", body: media("application/pdf"), expect: notJson("application/pdf") },
   { model: "v4", method: "PUT", path: "/Products('A')", body: media("application/pdf"), expect: notJson("application/pdf", " (the media of an entity in 'Products' is written at its $value)") },
   { model: "v2", method: "MERGE", path: "/AttachmentSet('1')", body: media("application/pdf"), expect: notJson("application/pdf", " (the media of an entity in 'AttachmentSet' is written at its $value)") },
   {
@@ -416,7 +426,7 @@ table("request: navigation in the path", [
     entityPath: "SalesOrders(1)/Customer",
     expect: ok("DELETE", acc("SalesOrders", "get", SOURCE), acc("Customers", "delete", PATH)),
   },
-  // Links: update of the source, get of the target.
+  // Links: update of whichever side may hold the foreign key (both, where the document declares no referential constraint), get of the target.
   {
     model: "v4",
     path: "/Customers('A')/Orders/$ref",
@@ -426,25 +436,24 @@ table("request: navigation in the path", [
     model: "v4",
     method: "POST",
     path: "/Customers('A')/Orders/$ref",
-    expect: ok("POST", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "get", "link target")),
+    expect: ok("POST", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "update", LINKED), acc("SalesOrders", "get", "link target")),
   },
   {
     model: "v4",
     method: "DELETE",
     path: "/Customers('A')/Orders(1)/$ref",
-    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "get", "link target")),
+    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "update", LINKED), acc("SalesOrders", "get", "link target")),
   },
   {
     model: "v4",
     method: "PUT",
     path: "/SalesOrders(1)/Customer/$ref",
-    expect: ok("PUT", acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "update", "link change"), acc("Customers", "get", "link target")),
+    expect: ok("PUT", acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "update", "link change"), acc("Customers", "update", LINKED), acc("Customers", "get", "link target")),
   },
   { model: "v4", method: "POST", path: "/SalesOrders/$ref", expect: invalid("a link can only be changed through a navigation property") },
-  // Red team (session 12): $id was accepted as a system option on any request and never analyzed, so
-  // `GET /Orders?$id=Products('x')` was authorized as a list of Orders and forwarded with the $id, which names
-  // an entity of another set. It means something only on the DELETE of a collection's $ref (the link removed),
-  // where the entity it names is read like a body reference; elsewhere it is refused.
+  // $id names an entity of any set: it means something only on the DELETE of a collection's $ref (the link
+  // removed), where the entity it names is read like a body reference; elsewhere it is refused (a back end
+  // that honoured it on `GET /Orders?$id=Products('x')` would read a product under a list of orders).
   { model: "v4", path: "/SalesOrders", query: "$id=Products(1)", expect: denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref") },
   { model: "v4", path: "/SalesOrders(1)", query: "$id=Products(1)", expect: denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref") },
   { model: "v4", method: "DELETE", path: "/Customers('A')/Orders(1)/$ref", query: "$id=Products(1)", expect: denied("$id is only allowed on a DELETE of a collection-valued navigation's $ref") },
@@ -452,18 +461,19 @@ table("request: navigation in the path", [
     model: "v4",
     method: "DELETE",
     path: "/Customers('A')/Orders/$ref",
-    query: "$id=Products(1)",
-    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "get", "link target"), acc("Products", "get", "$id")),
+    query: "$id=Products('1')",
+    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "update", LINKED), acc("SalesOrders", "get", "link target"), acc("Products", "get", "$id")),
   },
   {
     model: "v4",
     method: "DELETE",
     path: "/Customers('A')/Orders/$ref",
-    query: "$id=Products(2)/Category",
+    query: "$id=Products('2')/Category",
     expect: ok(
       "DELETE",
       acc("Customers", "get", SOURCE),
       acc("Customers", "update", "link change"),
+      acc("SalesOrders", "update", LINKED),
       acc("SalesOrders", "get", "link target"),
       acc("Products", "get", "$id"),
       acc("Categories", "get", "$id"),
@@ -496,7 +506,7 @@ table("request: navigation in the path", [
     model: "v2",
     method: "POST",
     path: "/SalesOrderSet('1')/ToItems",
-    entityPath: "SalesOrderSet('1')/ToItems(SalesOrderID=0,ItemPosition=0)",
+    entityPath: "SalesOrderSet('1')/ToItems(SalesOrderID='0',ItemPosition='0')",
     expect: ok("POST", acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderItemSet", "create", PATH)),
   },
   {
@@ -508,7 +518,7 @@ table("request: navigation in the path", [
     model: "v2",
     method: "PUT",
     path: "/SalesOrderSet('1')/$links/ToCustomer",
-    expect: ok("PUT", acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderSet", "update", "link change"), acc("CustomerSet", "get", "link target")),
+    expect: ok("PUT", acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderSet", "update", "link change"), acc("CustomerSet", "update", LINKED), acc("CustomerSet", "get", "link target")),
   },
   {
     model: "v2",
@@ -518,16 +528,13 @@ table("request: navigation in the path", [
       "DELETE",
       acc("SalesOrderSet", "get", SOURCE),
       acc("SalesOrderSet", "update", "link change"),
+      acc("SalesOrderItemSet", "update", LINKED),
       acc("SalesOrderItemSet", "get", "link target"),
     ),
   },
-  // Fail closed: no binding, no association set, no metadata.
+  // Fail closed: no binding, no association set.
   { model: "v4", path: "/SalesOrders(1)/Approver", expect: noNav("'Approver' of 'SalesOrders'") },
   { model: "v2", path: "/CustomerSet('1')/ToContacts", expect: noNav("'ToContacts' of 'CustomerSet'") },
-  { model: "none", path: "/SalesOrders(1)/Customer", expect: denied("cannot authorize 'Customer': the service metadata is unavailable") },
-  { model: "none", path: "/SalesOrders(1)/Note", expect: denied("cannot authorize 'Note': the service metadata is unavailable") },
-  { model: "none", path: "/SalesOrders/ABC", expect: denied("cannot authorize 'ABC': the service metadata is unavailable") },
-  { model: "none", path: "/SalesOrders(1)/$links/Customer", expect: denied("cannot authorize '$links': the service metadata is unavailable") },
 ]);
 
 // Metadata, service document, batch, operations and the constructs that are refused.
@@ -543,31 +550,33 @@ table("request: special resources and operations", [
   { model: "v4", method: "GET", path: "/$batch", expect: denied("$batch requires POST, not GET") },
   { model: "v4", method: "POST", path: "/$metadata", expect: denied("POST is not allowed on $metadata") },
   { model: "v4", method: "POST", path: "/", expect: denied("POST is not allowed on the service document") },
-  { model: "v4", path: "/SalesOrders(1)/Sales.GetTotal()", expect: get(acc("SalesOrders", "get", "bound function Sales.GetTotal")) },
-  { model: "v4", path: "/SalesOrders(1)/S.GetTotal()", expect: get(acc("SalesOrders", "get", "bound function Sales.GetTotal")) },
-  { model: "v4", path: "/SalesOrders(1)/GetTotal()", expect: get(acc("SalesOrders", "get", "bound function Sales.GetTotal")) },
+  // An operation is invoked by name: `invoke` of its grant name, a read of what it is bound to, and of where its result lies.
+  ...["Sales.GetTotal()", "S.GetTotal()", "GetTotal()"].map(
+    (call): Case => ({ model: "v4", path: `/SalesOrders(1)/${call}`, expect: get(acc("SalesOrders", "get", "binding of Sales.GetTotal"), acc("Sales.GetTotal", "invoke", "function Sales.GetTotal")) }),
+  ),
+  { model: "v4", path: "/SalesOrders(1)/Sales.GetTotal", expect: invalid("function 'Sales.GetTotal' must be called with parentheses: 'Sales.GetTotal()'") },
   {
     model: "v4",
     path: "/SalesOrders/Sales.TopOrders(count=@c)",
     query: "@c=3",
-    expect: get(acc("SalesOrders", "list", "bound function Sales.TopOrders")),
+    expect: get(acc("SalesOrders", "list", "binding of Sales.TopOrders"), acc("Sales.TopOrders", "invoke", "function Sales.TopOrders")),
   },
   {
     model: "v4",
     path: "/Customers('A')/Orders/Sales.TopOrders(count=3)",
-    expect: get(acc("Customers", "get", SOURCE), acc("SalesOrders", "list", "bound function Sales.TopOrders")),
+    expect: get(acc("Customers", "get", SOURCE), acc("SalesOrders", "list", "binding of Sales.TopOrders"), acc("Sales.TopOrders", "invoke", "function Sales.TopOrders")),
   },
   {
     model: "v4",
     method: "POST",
     path: "/SalesOrders(1)/Sales.Approve",
-    expect: ok("POST", acc("SalesOrders", "update", "bound action Sales.Approve")),
+    expect: ok("POST", acc("SalesOrders", "get", "binding of Sales.Approve"), acc("Sales.Approve", "invoke", "action Sales.Approve")),
   },
   {
     model: "v4",
     method: "POST",
     path: "/Customers('A')/Orders(1)/Sales.Approve",
-    expect: ok("POST", acc("Customers", "get", SOURCE), acc("SalesOrders", "update", "bound action Sales.Approve")),
+    expect: ok("POST", acc("Customers", "get", SOURCE), acc("SalesOrders", "get", "binding of Sales.Approve"), acc("Sales.Approve", "invoke", "action Sales.Approve")),
   },
   { model: "v4", path: "/SalesOrders(1)/Sales.Approve", expect: denied("bound action 'Sales.Approve' must be called with POST, not GET") },
   {
@@ -585,11 +594,22 @@ table("request: special resources and operations", [
     model: "v4",
     path: "/SalesOrders/Sales.TopOrders(count=1)",
     query: "$expand=Customer",
-    expect: denied("cannot authorize $expand Customer: the result of a bound operation has no known entity set"),
+    expect: get(
+      acc("SalesOrders", "list", "binding of Sales.TopOrders"),
+      acc("Sales.TopOrders", "invoke", "function Sales.TopOrders"),
+      acc("Customers", "get", "$expand Customer"),
+    ),
   },
-  { model: "v4", path: "/Search(text='a')", expect: denied("unbound function import 'Search' is not allowed") },
-  { model: "v4", method: "POST", path: "/ResetAll", expect: denied("unbound action import 'ResetAll' is not allowed") },
-  { model: "v2", method: "POST", path: "/ReleaseOrder", query: "SalesOrderID='1'", expect: denied("unbound function import 'ReleaseOrder' is not allowed") },
+  { model: "v4", path: "/Search(text='a')", expect: get(acc("Search", "invoke", "function Search"), acc("Products", "list", "result of Search")) },
+  { model: "v4", path: "/Search(text=1)", expect: invalid("malformed value of parameter 'text' of 'Search': Edm.String takes a quoted string, not an integer") },
+  { model: "v4", path: "/Search(nope='a')", expect: invalid("'Search' has no parameter 'nope'") },
+  { model: "v4", path: "/Search", expect: invalid("function 'Search' must be called with parentheses: 'Search()'") },
+  { model: "v4", method: "POST", path: "/Search(text='a')", expect: denied("function 'Search' must be called with GET, not POST") },
+  { model: "v4", method: "POST", path: "/ResetAll", expect: ok("POST", acc("ResetAll", "invoke", "action ResetAll")) },
+  { model: "v4", path: "/ResetAll", expect: denied("action 'ResetAll' must be called with POST, not GET") },
+  { model: "v2", method: "POST", path: "/ReleaseOrder", query: "SalesOrderID='1'", expect: ok("POST", acc("ReleaseOrder", "invoke", "action ReleaseOrder"), acc("SalesOrderSet", "get", "result of ReleaseOrder")) },
+  { model: "v2", method: "POST", path: "/ReleaseOrder", query: "SalesOrderID=1", expect: invalid("malformed value of parameter 'SalesOrderID' of 'ReleaseOrder': Edm.String takes a quoted string, not an integer") },
+  { model: "v2", path: "/ReleaseOrder", query: "SalesOrderID='1'", expect: denied("action 'ReleaseOrder' must be called with POST, not GET") },
   { model: "v4", path: "/$all", expect: denied("$all is not allowed") },
   { model: "v4", path: "/$crossjoin(SalesOrders,Customers)", expect: denied("$crossjoin is not allowed") },
   { model: "v4", path: "/$entity", query: "$id=SalesOrders(1)", expect: denied("$entity is not allowed") },
@@ -598,7 +618,6 @@ table("request: special resources and operations", [
   { model: "v4", method: "DELETE", path: "/SalesOrders/$filter(Amount)/$each", expect: denied("$filter path segments are not allowed") },
   { model: "v4", method: "POST", path: "/SalesOrders/$query", expect: denied("$query is not allowed") },
   { model: "v4", path: "/SalesOrders", query: "$apply=groupby((Customer/Name))", expect: denied("$apply is not allowed") },
-  { model: "none", path: "/SalesOrders/Sales.TopOrders()", expect: denied("cannot authorize 'Sales.TopOrders()': the service metadata is unavailable") },
 ]);
 
 // Query options: $expand (nested, *, $levels), member paths in $filter, $orderby, $select, aliases.
@@ -748,7 +767,7 @@ table("request: query options", [
     model: "v4",
     path: "/SalesOrders",
     query: "$filter=Customer%20/%20Name%20eq%20'x'",
-    expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
+    expect: invalid("white space is not allowed inside a path in $filter at '/ Name eq 'x''"),
   },
   {
     model: "v4",
@@ -813,35 +832,26 @@ table("request: query options", [
     ["$filter=Name%20eq%20@a\"%20or%20Orders/Amount%20gt%201%20or%20Name%20eq%20@b\"&@a=1&@b=2", '"', "$filter"],
     ["$expand=Orders($filter=ID%20eq%20@a\"),CountryInfo($filter=ID%20ne%20@b\")", '"', "$expand"],
   ].map(([query, ch, what]) => ({ model: "v4", path: "/Customers", query, expect: invalid(`'${ch}' is not allowed in ${what} outside a single-quoted literal: ${OPAQUE}`) }) as const),
-  // A fresh fuzz seed: 'Items*' was one unknown name to erplink, the navigation Items and a '*' to others.
-  {
-    model: "v4",
-    path: "/SalesOrders(1)",
-    query: "$orderby=Items*%20desc",
-    entityPath: "SalesOrders(1)",
-    expect: get(acc("SalesOrders", "get", PATH), acc("SalesOrders", "list", "$orderby Items")),
-  },
-  // A fresh fuzz seed: a reader that takes '\\' for '/' reads a path here.
+  // 'Items*' is no expression: the navigation Items and a '*' to some readers.
+  { model: "v4", path: "/SalesOrders(1)", query: "$orderby=Items*%20desc", expect: invalid("expected ',' in $orderby at '* desc'") },
+  // A reader that takes '\\' for '/' reads a path here.
   {
     model: "v4",
     path: "/Customers/$count",
     query: "$orderby=ID%5C..%5CProducts",
     expect: invalid("'\\' is not allowed in $orderby outside a single-quoted literal: a lenient back end reads it as '/'"),
   },
-  // Seventh red-team pass. SAP CAP needs no ';' between nested options: '$top=1$expand=Customer' is two of them.
+  // SAP CAP needs no ';' between nested options: '$top=1$expand=Customer' is two of them; no value's grammar produces it.
   ...[
     ["$expand=Orders($top=1$expand=Customer)", "malformed $top '1$expand=Customer' in $expand Orders"],
     ["$expand=Orders($count=true$expand=Customer)", "malformed $count 'true$expand=Customer' in $expand Orders"],
     ["$expand=Orders($skip=x)", "malformed $skip 'x' in $expand Orders"],
-    [
-      "$expand=Orders($select=ID$expand=Customer)",
-      "the value of $select in $expand Orders holds an option ('$…='): a back end that needs no ';' between nested options starts one there",
-    ],
+    ["$expand=Orders($select=ID$expand=Customer)", "malformed path 'ID$expand=Customer' in $select in $expand Orders"],
   ].map(([query, message]) => ({ model: "v4", path: "/Customers", query, expect: invalid(message) }) as const),
   {
     model: "v4",
     path: "/Customers",
-    query: "$expand=Orders($top=%201%20;$count=true;$expand=Items($select=ID;$filter=Quantity%20gt%201))",
+    query: "$expand=Orders($top=%201%20;$count=true;$expand=Items($select=ItemNo;$filter=Quantity%20gt%201))",
     expect: get(acc("Customers", "list", PATH), acc("SalesOrders", "list", "$expand Orders")),
   },
   // CAP runs a lambda over a single entity and, when the body compares the variable itself, reads the body one level up.
@@ -863,12 +873,12 @@ table("request: query options", [
     model: "v4",
     path: "/SalesOrders",
     query: "$filter=ID%20eq%20guid'0''%20or%20Customer/Name%20eq%20''x'",
-    expect: invalid("a typed literal may not hold a quote in $filter: back ends read where it ends differently"),
+    expect: invalid("a typed literal may not hold a quote (guid'…') in $filter at 'guid'0'' or Customer/Name eq ''"),
   },
   {
     model: "v2",
     path: "/SalesOrderSet(datetime'2020''x')",
-    expect: invalid("a typed literal may not hold a quote in the key of SalesOrderSet: back ends read where it ends differently"),
+    expect: invalid("a typed literal may not hold a quote (datetime'…') in path segment 'SalesOrderSet(datetime'2020''x')'"),
   },
   {
     model: "v2",
@@ -901,7 +911,7 @@ table("request: query options", [
     model: "v4",
     path: "/SalesOrders",
     query: "$filter=Customer/Orders/$count/foo%20gt%201",
-    expect: invalid("$count must end the path in $filter"),
+    expect: invalid("$count must end a path in $filter at '/foo gt 1'"),
   },
   {
     model: "v4",
@@ -977,7 +987,7 @@ table("request: query options", [
     model: "v4",
     path: "/SalesOrders",
     query: "$filter=cast(Customer,Sales.Customer)/Name%20eq%20'a'",
-    expect: denied("cannot authorize a path after a function call in $filter"),
+    expect: invalid("a path may not follow a function call in $filter at '/Name eq 'a''"),
   },
   {
     model: "v2",
@@ -999,7 +1009,7 @@ table("request: query options", [
   {
     model: "v2",
     path: "/SalesOrderSet",
-    query: "$filter=CreatedAt%20gt%20datetime'2020-01-01T00:00:00'",
+    query: "$filter=Note%20gt%20datetime'2020-01-01T00:00:00'",
     expect: get(acc("SalesOrderSet", "list", PATH)),
   },
   {
@@ -1009,38 +1019,7 @@ table("request: query options", [
     expect: get(acc("SalesOrderSet", "list", PATH), acc("CustomerSet", "get", "$select ToCustomer")),
   },
   { model: "v2", path: "/CustomerSet", query: "$expand=ToContacts", expect: noNav("'ToContacts' in $expand") },
-  { model: "none", path: "/SalesOrders", query: "$select=Note,Amount&$orderby=Amount%20desc&$filter=Amount%20gt%205", expect: get(acc("SalesOrders", "list", PATH)) },
-  { model: "none", path: "/SalesOrders", query: "$expand=Customer", expect: denied("cannot authorize $expand Customer: the service metadata is unavailable") },
-  {
-    model: "none",
-    path: "/SalesOrders",
-    query: "$filter=Customer/Name%20eq%20'x'",
-    expect: denied("cannot authorize 'Customer/Name' in $filter: the service metadata is unavailable"),
-  },
-  {
-    model: "none",
-    path: "/SalesOrders",
-    query: "$filter=Note%20eq%20@p&@p=Customer/Name",
-    expect: denied("cannot authorize 'Customer/Name' in $filter: the service metadata is unavailable"),
-  },
-  {
-    model: "none",
-    path: "/SalesOrders",
-    query: "$orderby=Customer/Name",
-    expect: denied("cannot authorize 'Customer/Name' in $orderby: the service metadata is unavailable"),
-  },
-  {
-    model: "none",
-    path: "/SalesOrders",
-    query: "$select=Customer/Name",
-    expect: denied("cannot authorize 'Customer/Name' in $select: the service metadata is unavailable"),
-  },
-  {
-    model: "none",
-    path: "/SalesOrders",
-    query: "$filter=Items/any(d:d/Quantity%20gt%201)",
-    expect: denied("cannot authorize 'Items' in $filter: the service metadata is unavailable"),
-  },
+  { model: "none", path: "/SalesOrders", query: "$select=Note", expect: denied("cannot authorize 'SalesOrders': the service metadata is unavailable") },
 ]);
 
 // The entity step comes before the lookup of a name the request gives (the
@@ -1079,8 +1058,9 @@ table("request: the entity step comes before the lookup of an entity set", [
   { model: "v4", path: "/Me", grants: KEY, expect: stopped(403, "Me", PATH, noAccess("Me"), acc("Me", "get", PATH)) },
   { model: "v4", path: "/Search()", grants: KEY, expect: stopped(403, "Search", PATH, noAccess("Search")) },
   { model: "v4", method: "POST", path: "/ResetAll", grants: KEY, expect: stopped(403, "ResetAll", PATH, noAccess("ResetAll"), acc("ResetAll", "create", PATH)) },
-  { model: "v4", method: "POST", path: "/ResetAll", grants: [...KEY, "ResetAll"], expect: denied("unbound action import 'ResetAll' is not allowed") },
-  { model: "v4", path: "/Search()", grants: ["*"], expect: denied("unbound function import 'Search' is not allowed") },
+  // Named by the key's grants, an import is looked up, and its invoke is authorized like any access.
+  { model: "v4", method: "POST", path: "/ResetAll", grants: [...KEY, "ResetAll"], expect: ok("POST", acc("ResetAll", "invoke", "action ResetAll")) },
+  { model: "v4", path: "/Search()", grants: ["*"], expect: get(acc("Search", "invoke", "function Search"), acc("Products", "list", "result of Search")) },
   // Case-insensitive matches count only when the key may touch the set matched; otherwise the name is taken as written.
   { model: "v4", path: "/salesorders", grants: KEY, expect: get(acc("SalesOrders", "list", PATH)) },
   { model: "v4", path: "/products", grants: KEY, expect: stopped(403, "products", PATH, noAccess("products"), acc("products", "list", PATH)) },
@@ -1132,9 +1112,8 @@ table("request: invalid requests", [
     query: "$filter=Items/any(i:i/Nope%20eq%201)",
     expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrderItem' in $filter"),
   },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Nope%20eq%201", expect: get(acc("SalesOrders", "list", PATH)) },
-  { model: "v4", path: "/SalesOrders(1,2)", expect: invalid("a composite key must name every value in the key of SalesOrders") },
-  { model: "v4", path: "/SalesOrders(ID=1,ID=2)", expect: invalid("key property 'ID' is given twice in the key of SalesOrders") },
+  { model: "v4", path: "/SalesOrders(1,2)", expect: invalid("a composite key must name every value in path segment 'SalesOrders(1,2)'") },
+  { model: "v4", path: "/SalesOrders(ID=1,ID=2)", expect: invalid("'ID' is given twice in path segment 'SalesOrders(ID=1,ID=2)'") },
   { model: "v4", path: "/SalesOrders(Foo=1)", expect: invalid("the key of SalesOrders must name exactly the key properties ID") },
   {
     model: "v4",
@@ -1146,7 +1125,7 @@ table("request: invalid requests", [
     path: "/PriceConditions/1",
     expect: invalid("key-as-segment '1' needs a single key property, but the key is OrderID, Type"),
   },
-  { model: "v4", path: "/SalesOrders()", expect: invalid("empty key value in the key of SalesOrders") },
+  { model: "v4", path: "/SalesOrders()", expect: invalid("empty key in the key of SalesOrders") },
   { model: "v4", path: "/SalesOrders(1)/Customer(1)", expect: invalid("single-valued navigation 'Customer' cannot take a key") },
   { model: "v4", path: "/Me(1)", expect: invalid("singleton 'Me' cannot take a key") },
   { model: "v4", path: "/SalesOrders/Note", expect: invalid("'Note' cannot follow a collection: address one entity with a key first") },
@@ -1166,13 +1145,15 @@ table("request: invalid requests", [
   { model: "v4", path: "/SalesOrders", query: "$levels=2", expect: invalid("$levels is only allowed inside $expand") },
   { model: "v4", path: "/SalesOrders", query: "$expand=Customer($foo=1)", expect: invalid("unknown system query option '$foo'") },
   { model: "v4", path: "/SalesOrders", query: "$expand=Customer($top)", expect: invalid("malformed option '$top' in $expand Customer") },
-  { model: "v4", path: "/SalesOrders", query: "$expand=Customer($levels=abc)", expect: invalid("malformed $levels 'abc' in $expand") },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Customer($levels=abc)", expect: invalid("malformed $levels 'abc' in $expand Customer") },
   { model: "v4", path: "/SalesOrders", query: "$expand=,", expect: invalid("empty item in $expand") },
   { model: "v4", path: "/SalesOrders", query: "$expand=Customer//Orders", expect: invalid("malformed path 'Customer//Orders' in $expand") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Customer/", expect: invalid("malformed path 'Customer/' in $filter") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=/Customer", expect: invalid("unexpected '/' in $filter") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Items/any(d%20d/Quantity)", expect: invalid("malformed lambda expression in $filter") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Amount%20gt%20$foo", expect: invalid("unexpected '$foo' in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Customer/", expect: invalid("expected a name in $filter at its end") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=/Customer", expect: invalid("unexpected '/' in $filter at '/Customer'") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Items/any(d%20d/Quantity)", expect: invalid("expected ':' in $filter at 'd/Quantity)'") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Amount%20gt%20$foo", expect: invalid("unexpected '$foo' in $filter at '$foo'") },
+  // Every name must resolve (a lenient reader might take an unknown one for a navigation of some type).
+  { model: "v4", path: "/SalesOrders", query: "$filter=Nope%20eq%201", expect: invalid("'Nope' is not a property or navigation of 'Sales.SalesOrder' in $filter") },
 ]);
 
 // Hostile input: refused as invalid, never thrown, and fast.
@@ -1187,27 +1168,27 @@ table("request: adversarial input", [
   { model: "v4", path: "/SalesOrders//", expect: invalid("empty path segment at position 2") },
   { model: "v4", path: "//", expect: invalid("empty path segment at position 1") },
   { model: "v4", path: "/SalesOrders(1)%00", expect: invalid("control character in path segment 1") },
-  { model: "none", path: "/Customers('a%00b')", expect: invalid("control character in path segment 1") },
+  { model: "v4", path: "/Customers('a%00b')", expect: invalid("control character in path segment 1") },
   { model: "v4", path: "/Customers('a%0D%0AX-Injected:%201')", expect: invalid("control character in path segment 1") },
   { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20'%00'", expect: invalid("control character in query option '$filter'") },
   { model: "v4", path: "/SalesOrders%ZZ", expect: invalid("malformed percent-encoding in path segment 'SalesOrders%ZZ'") },
   { model: "v4", path: "/SalesOrders", query: "$filter=%E0%A4%A", expect: invalid("malformed percent-encoding in query option '$filter'") },
   { model: "v4", path: "/SalesOrders(1)%2FCustomer", expect: invalid("character '/' is not allowed in path segment 'SalesOrders(1)/Customer' outside a quoted literal") },
-  { model: "v4", path: "/SalesOrders(1", expect: invalid("unbalanced '(' in the first path segment") },
-  { model: "v4", path: "/SalesOrders(1))", expect: invalid("unbalanced ')' in the first path segment") },
-  { model: "v4", path: "/SalesOrders1)", expect: invalid("unbalanced ')' in the first path segment") },
+  { model: "v4", path: "/SalesOrders(1", expect: invalid("unbalanced '(' in path segment 'SalesOrders(1'") },
+  { model: "v4", path: "/SalesOrders(1))", expect: invalid("unexpected ')' in path segment 'SalesOrders(1))'") },
+  { model: "v4", path: "/SalesOrders1)", expect: invalid("malformed path segment 'SalesOrders1)'") },
   { model: "v4", path: "/Customers('abc)", expect: invalid("unterminated string literal in path segment 'Customers('abc)'") },
   { model: "v4", path: "/Customers('O'Neil')", expect: invalid("unterminated string literal in path segment 'Customers('O'Neil')'") },
-  { model: "v4", path: "/Customers('a'b)", expect: invalid("malformed string literal ''a'b' in the key of Customers") },
-  // OData names hold no '$': `Customer$root` is the navigation Customer, then $root (a fresh fuzz seed).
-  { model: "v4", path: "/SalesOrders", query: "$filter=Customer$root/Name eq 1", expect: denied("$root is not allowed in $filter") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Customer$it eq 1", expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")) },
+  { model: "v4", path: "/Customers('a'b)", expect: invalid("unexpected 'b' in path segment 'Customers('a'b)'") },
+  // OData names hold no '$': to some readers `Customer$root` is the navigation Customer, then $root. No grammar rule produces it.
+  { model: "v4", path: "/SalesOrders", query: "$filter=Customer$root/Name eq 1", expect: invalid("unexpected text in $filter at '$root/Name eq 1'") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Customer$it eq 1", expect: invalid("unexpected text in $filter at '$it eq 1'") },
   { model: "v4", path: "/SalesOrders(1%20or%201)", expect: invalid("character U+0020 is not allowed in path segment 'SalesOrders(1 or 1)' outside a quoted literal") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=(Note%20eq%20'x'", expect: invalid("unbalanced '(' in $filter") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20'x", expect: invalid("unterminated string literal in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=(Note%20eq%20'x'", expect: invalid("expected ')' in $filter at its end") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Note%20eq%20'x", expect: invalid("unterminated string literal in $filter at ''x'") },
   { model: "v4", path: "/SalesOrders", query: "$expand=Customer(", expect: invalid("unbalanced '(' in $expand") },
   { model: "v4", path: "/SalesOrders", query: "$expand=Customer)", expect: invalid("unbalanced ')' in $expand") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Items/any(d:(d/Quantity%20gt%201)", expect: invalid("unbalanced '(' in $filter") },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Items/any(d:(d/Quantity%20gt%201)", expect: invalid("expected ')' in $filter at its end") },
   {
     model: "v4",
     path: "/SalesOrders",
@@ -1263,7 +1244,7 @@ table("request: adversarial input", [
   {
     model: "v4",
     path: "/SalesOrders",
-    query: `$filter=${Array(1_500).fill("Customer/Name%20eq%20'x'").join("%20or%20").slice(0, 32_000)}`,
+    query: `$filter=${Array(1_000).fill("Customer/Name%20eq%20'x'").join("%20or%20")}`,
     expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "get", "$filter Customer")),
   },
 ]);
@@ -1298,14 +1279,14 @@ const entityPaths = suite("request: entityPath addresses the entity a request yi
 // Each created entity's path, followed by a navigation, must analyze as a read through it.
 const yields: [keyof typeof MODELS, string, string, string, Access[]][] = [
   ["v4", "/SalesOrders", "SalesOrders(ID=0)", "Customer", [acc("SalesOrders", "get", SOURCE), acc("Customers", "get", PATH)]],
-  ["v4", "/PriceConditions", "PriceConditions(OrderID=0,Type=0)", "Value", [acc("PriceConditions", "get", PATH)]],
+  ["v4", "/PriceConditions", "PriceConditions(OrderID=0,Type='0')", "Value", [acc("PriceConditions", "get", PATH)]],
   ["v4", "/SalesOrders(1)/Items", "SalesOrders(1)/Items(ItemNo=0)", "Product", [acc("SalesOrders", "get", SOURCE), acc("Products", "get", PATH)]],
   ["v4", "/SalesOrders/Sales.SpecialOrder", "SalesOrders/Sales.SpecialOrder(ID=0)", "Escalation", [acc("SalesOrders", "get", SOURCE), acc("Employees", "get", PATH)]],
   ["v4", "/Me/Orders", "Me/Orders(ID=0)", "Items", [acc("Me", "get", SOURCE), acc("SalesOrders", "get", SOURCE), acc("SalesOrders", "list", PATH)]],
   [
     "v2",
     "/SalesOrderSet('1')/ToItems",
-    "SalesOrderSet('1')/ToItems(SalesOrderID=0,ItemPosition=0)",
+    "SalesOrderSet('1')/ToItems(SalesOrderID='0',ItemPosition='0')",
     "ToProduct",
     [acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderItemSet", "get", SOURCE), acc("ProductSet", "get", PATH)],
   ],
@@ -1318,14 +1299,6 @@ for (const [model, path, entityPath, next, accesses] of yields) {
     assert.equal(through.kind === "access" ? through.accesses : through, accesses);
   });
 }
-entityPaths("none POST /SalesOrders yields SalesOrders(0), which reads as one entity", () => {
-  const created = analyzeRequest(input({ model: "none", method: "POST", path: "/SalesOrders", expect: denied("") }));
-  assert.is(created.kind === "access" ? created.entityPath : undefined, "SalesOrders(0)");
-  assert.equal(withoutTarget(analyzeRequest(input({ model: "none", path: "SalesOrders(0)", expect: denied("") }))), {
-    ...get(acc("SalesOrders", "get", PATH)),
-    entityPath: "SalesOrders(0)",
-  });
-});
 // Nothing that yields a collection, a property, a link or an operation result has one.
 for (const [method, path] of [
   ["GET", "/SalesOrders"],
@@ -1351,15 +1324,15 @@ const ifMatch = suite("request: needsIfMatchStar");
 
 const mayCreate = (sets: string[]) => (entitySet: string) => sets.includes(entitySet);
 const cases: [string, RequestInput, string[], boolean][] = [
-  ["PUT by a key without create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {} }, [], true],
-  ["PUT by a key with create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {} }, ["SalesOrders"], false],
+  ["PUT by a key without create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, [], true],
+  ["PUT by a key with create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, ["SalesOrders"], false],
   ["PATCH through a navigation, create only on the source", { method: "PATCH", path: "/SalesOrders(1)/Customer", query: "", headers: {}, model: MODELS.v4! }, ["SalesOrders"], true],
-  ["tunnelled PUT", { method: "POST", path: "/SalesOrders(1)", query: "", headers: { "X-HTTP-Method": "PUT" } }, [], true],
-  ["PUT that already carries If-Match", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: { "If-Match": "*" } }, [], false],
-  ["MERGE never upserts", { method: "MERGE", path: "/SalesOrders(1)", query: "", headers: {} }, [], false],
+  ["tunnelled PUT", { method: "POST", path: "/SalesOrders(1)", query: "", headers: { "X-HTTP-Method": "PUT" }, model: MODELS.v4! }, [], true],
+  ["PUT that already carries If-Match", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: { "If-Match": "*" }, model: MODELS.v4! }, [], false],
+  ["MERGE never upserts", { method: "MERGE", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, [], false],
   ["PUT of a property", { method: "PUT", path: "/SalesOrders(1)/Note", query: "", headers: {}, model: MODELS.v4! }, [], false],
-  ["GET", { method: "GET", path: "/SalesOrders(1)", query: "", headers: {} }, [], false],
-  ["denied request", { method: "PUT", path: "/SalesOrders", query: "", headers: {} }, [], false],
+  ["GET", { method: "GET", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, [], false],
+  ["denied request", { method: "PUT", path: "/SalesOrders", query: "", headers: {}, model: MODELS.v4! }, [], false],
 ];
 for (const [name, request, sets, expected] of cases) {
   ifMatch(name, () => {

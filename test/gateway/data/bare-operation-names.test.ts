@@ -1,17 +1,11 @@
 /**
- * Red team, session 14 (second pass): after the built-in allow-list for calls
- * in expressions and the keyword-named navigations landed in `scanTokens`
- * (src/gateway/odata/query.ts), an attacker with a narrow data key (`list`
- * on SalesOrders only) tries again to get anything else forwarded. Same
- * harness as forward.test.ts and forward-attack-s14.test.ts: erplink in front
- * of a recording upstream that sees the request line byte for byte.
- *
- * Tests named "was a bypass: …" each demonstrated a request that reached
- * the back end although the key may not do what the back end does with it
- * (a bound operation named without parentheses; a derived type's
- * navigation named like an operator); they failed before `scanTokens`
- * refused both. The "held: …" tests are probes that held, kept as
- * regressions.
+ * An operation bound to the entity, named in an expression without
+ * parentheses (`$filter=Sales.GetTotal gt 1000`), is called by back ends
+ * that bind a dotted identifier as a call (Microsoft.OData.Core), so it is
+ * refused like its call; and a derived type's navigation named like an
+ * operator is refused uncast like any other. A data key with `list` on
+ * SalesOrders only tries, against a recording upstream that sees the
+ * request line byte for byte; nothing of it may reach the back end.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -42,7 +36,7 @@ interface Ctx extends ForwardWorld {
 
 const SALES = "/odata/prod/SALES";
 
-const Attack = suite<Ctx>("data path: red team 14b (narrow key against the forwarder)");
+const Attack = suite<Ctx>("data path: bound operations named without parentheses are calls");
 
 Attack.before.each(async (ctx) => {
   Object.assign(
@@ -67,24 +61,21 @@ const forwardedOf = (ctx: Ctx, targets: readonly string[]) => forwardedWith(ctx,
 // ---------------------------------------------------------------------------------------------
 // Bound operations named in an expression without parentheses.
 //
-// The s14 fix refuses `Sales.GetTotal()` in an expression (a call), but a bound function with no
-// non-binding parameter is also invoked when it is named bare: Microsoft.OData.Core (ASP.NET Core
-// OData) binds a dotted identifier that is no type as a function call (DottedIdentifierBinder ->
-// FunctionCallBinder.TryBindDottedIdentifierAsFunctionCall) and an unqualified end path as one
-// too (TryBindEndPathAsFunctionCall, with the unqualified/default-namespace resolver, as 4.01
-// allows). erplink's own path analysis agrees: `SalesOrders(1)/Sales.GetTotal` (no parentheses)
-// is authorized as the call it is (403, 'get' needed). In an expression, `walk` returns quietly
-// when a step is a bound function or action (scope "function"), so the same call goes out as a
-// plain list of SalesOrders.
+// A bound function with no non-binding parameter is invoked when it is named bare too:
+// Microsoft.OData.Core (ASP.NET Core OData) binds a dotted identifier that is no type as a
+// function call (DottedIdentifierBinder -> FunctionCallBinder.TryBindDottedIdentifierAsFunctionCall)
+// and an unqualified end path as one too (TryBindEndPathAsFunctionCall, with the
+// unqualified/default-namespace resolver, as 4.01 allows). So the binder refuses such a name as it
+// refuses the call.
 // ---------------------------------------------------------------------------------------------
 
-Attack("was a bypass: a bound function named without parentheses in $filter, $orderby, $compute, an alias or a $batch part is forwarded as a plain list", async (ctx) => {
-  // The path forms are a 'get' of SalesOrders: refused for this key, with or without parentheses.
-  for (const target of ["SalesOrders(1)/Sales.GetTotal()", "SalesOrders(1)/Sales.GetTotal"]) {
+Attack("a bound function named without parentheses in $filter, $orderby, $compute, an alias or a $batch part is refused like its call", async (ctx) => {
+  // The path form needs the operation's grant (refused for this key); without parentheses it is no call (400).
+  for (const [target, status] of [["SalesOrders(1)/Sales.GetTotal()", 403], ["SalesOrders(1)/Sales.GetTotal", 400]] as const) {
     const res = await raw(ctx, `GET ${SALES}/${target} HTTP/1.1`);
-    assert.is(res.status, 403, `${target}: ${res.body}`);
+    assert.is(res.status, status, `${target}: ${res.body}`);
   }
-  // The call form in an expression is refused since s14.
+  // The call form in an expression is refused.
   const call = await raw(ctx, `GET ${SALES}/SalesOrders?$filter=Sales.GetTotal()%20gt%201000 HTTP/1.1`);
   assert.is(call.status, 403, call.body);
   assert.is(ctx.seen.length, 0);
@@ -122,7 +113,7 @@ Attack("was a bypass: a bound function named without parentheses in $filter, $or
 // Employees that erplink refuses under any other name is forwarded under these.
 // ---------------------------------------------------------------------------------------------
 
-Attack("was a bypass: a derived type's navigation named like an operator (In, Desc) passes where any other name is refused", async (ctx) => {
+Attack("a derived type's navigation named like an operator (In, Desc) is refused uncast like any other name", async (ctx) => {
   // Any other name of a derived type's navigation, uncast, is refused.
   for (const target of ["SalesOrders?$filter=Escalation%20eq%20null", "SalesOrders?$filter=Desc/any()"]) {
     const res = await raw(ctx, `GET ${SALES}/${target} HTTP/1.1`);
@@ -149,17 +140,17 @@ Attack("held: built-in names, their spellings and arguments; calls hidden by spa
   const cases: [string, number][] = [
     // Arguments of built-ins are scanned: a navigation in cast/isof/contains/case is a read.
     ["SalesOrders?$filter=isof(Customer,Sales.Customer)", 403],
-    ["SalesOrders?$filter=cast(Customer,Sales.Customer)/Name%20eq%20'x'", 403],
+    ["SalesOrders?$filter=cast(Customer,Sales.Customer)/Name%20eq%20'x'", 400],
     ["SalesOrders?$filter=contains(Customer/Name,'x')", 403],
     ["SalesOrders?$filter=length(Customer/Name)%20gt%201", 403],
     ["SalesOrders?$compute=case(ID%20eq%201:Customer/Name,true:'x')%20as%20c", 400],
     ["SalesOrders?$compute=case(Customer/ID%20eq%20'x':1,true:2)%20as%20c", 403],
     ["SalesOrders?$filter=CONTAINS(Customer/Name,'x')", 403],
     // Non-built-ins whatever the spacing or spelling between name and '('.
-    ["SalesOrders?$filter=Sales.Salary%20(employee=7)%20gt%200", 403],
+    ["SalesOrders?$filter=Sales.Salary%20(employee=7)%20gt%200", 400],
     ["SalesOrders?$filter=Sales.Salary%09(employee=7)%20gt%200", 400],
     ["SalesOrders?$filter=Sales.Salary%E2%80%8B(employee=7)%20gt%200", 403],
-    ["SalesOrders?$filter=Sales%20/%20Salary(employee=7)%20gt%200", 403],
+    ["SalesOrders?$filter=Sales%20/%20Salary(employee=7)%20gt%200", 400],
     ["SalesOrders?$filter=geo.Salary(employee=7)%20gt%200", 403],
     ["SalesOrders?$filter=contains.x(Note)", 403],
     ["SalesOrders?$filter=Sales.contains(Note,'x')", 403],
@@ -167,16 +158,16 @@ Attack("held: built-in names, their spellings and arguments; calls hidden by spa
     ["SalesOrders?$filter=Items/any(d:d/length(x))", 403],
     // Keyword words followed by '(' are not calls of a model function that erplink skips: the inside is scanned.
     ["SalesOrders?$filter=not(Customer/Name%20eq%20'x')", 403],
-    // This suite's model has a derived type's navigation `In`: the word is refused as that uncast navigation (400).
-    ["SalesOrders?$filter=in(Customer/ID)", 400],
+    // A word before '(' in operand position is a call: `in(…)` is no built-in.
+    ["SalesOrders?$filter=in(Customer/ID)", 403],
     // In nested options, aliases and key predicates.
     ["SalesOrders?$expand=Items($filter=Sales.GetTotal()%20gt%201)", 403],
     ["SalesOrders?$expand=Items($filter=contains(Product/Name,'x'))", 403],
     ["SalesOrders?$filter=ID%20eq%20@a&@a=length(Customer/Name)", 403],
     ["SalesOrders?$filter=ID%20eq%20@a&@a=@b&@b=Sales.Salary(employee=7)", 403],
-    ["SalesOrders(@k)?@k=Sales.Salary(employee=7)", 403],
-    // Selecting into or expanding a function is no call and no read.
-    ["SalesOrders?$expand=Sales.GetTotal", 400],
+    ["SalesOrders(@k)?@k=Sales.Salary(employee=7)", 400],
+    // Expanding a function names it in a path: refused as a call.
+    ["SalesOrders?$expand=Sales.GetTotal", 403],
   ];
   const got: string[] = [];
   for (const [target, status] of cases) {
@@ -200,7 +191,7 @@ Attack("held: option spellings and separators cannot smuggle a second, unanalyze
     ["SalesOrders?$expand=Items($search=x;$expand=Product)", 403],
     ["SalesOrders?$select=Customer/Name", 403],
     ["SalesOrders?$filter=Customer%2FName%20eq%20'x'", 403],
-    ["SalesOrders?$filter=Customer%20/%20Name%20eq%20'x'", 403],
+    ["SalesOrders?$filter=Customer%20/%20Name%20eq%20'x'", 400],
     ["SalesOrders?$filter=Customer%5CName%20eq%20'x'", 400],
     ["SalesOrders?$filter=ID%20eq%20'a''%20or%20Customer/ID%20eq%20''b'", 200],
   ];

@@ -1,0 +1,168 @@
+/**
+ * The access table: from a bound request (`./bind/`) to the (entity set,
+ * operation) pairs a key needs for it, each with why. The authorize stage
+ * reads only these. Every line is a decision about what the back end will
+ * do, judged by effect: what it reads and writes, operation by operation.
+ *
+ * | what the request does | needs |
+ * | --- | --- |
+ * | passes an entity on its path (`Orders(1)/Items`) | `get` of its set |
+ * | reads the target: a collection, `$count` / one entity, a property, `$value` | `list` / `get` |
+ * | follows a navigation in an option (`$expand`, `$filter`, …) | `list` (collection-valued) / `get` (single) |
+ * | `POST` to a collection | `create` |
+ * | `PUT`/`PATCH`/`MERGE` of an entity, or writes one of its properties | `update` (and `create` for an upsert, unless `If-Match: *` is added) |
+ * | `DELETE` of an entity | `delete`, and `delete` of every set its cascading navigations reach |
+ * | adds or changes a link (`$ref`, V2 `$links`) | `update` of the side holding the foreign key (both when the document does not say), `get` of the linked entity |
+ * | removes a link | the same; to a composition child (`OnDelete Cascade`, containment) `delete` of the child, since the back end deletes it |
+ * | adds a link to a composition | `create` of the child's set besides: a back end may insert a child rather than link one |
+ * | calls a function or action | `invoke` of the operation by name, `get`/`list` of what it is bound to, `get`/`list` of every entity set its result lies in |
+ *
+ * An operation does what its implementation does: erplink cannot see what a
+ * function reads beside its result or what an action writes. Such effects
+ * are covered by the explicit `invoke` grant alone, which names the
+ * operation; a `*` entry never includes it.
+ */
+import type { Operation } from "../data/ports.js";
+import type { ServiceModel } from "./metadata.js";
+import type { BoundPath } from "./bind/path.js";
+import type { ReadSink, Scope } from "./bind/expression.js";
+import { denied, invalid } from "./syntax.js";
+
+/** One (entity set, operation) pair a request needs, with why. */
+export interface Access {
+  /** The entity set, singleton or, for `invoke`, the operation's name as permissions grant it. */
+  readonly entitySet: string;
+  readonly operation: Operation;
+  /** What in the request needs it, e.g. `resource path` or `$expand Items/Product`. */
+  readonly reason: string;
+}
+
+/** Collects accesses in order of discovery, keeping the first of equal (entity set, operation) pairs. */
+export class AccessList {
+  readonly items: Access[] = [];
+  readonly #seen = new Set<string>();
+
+  /** Records a pair unless an equal one is already recorded. */
+  add(entitySet: string, operation: Operation, reason: string): void {
+    const key = `${operation}\u0000${entitySet}`;
+    if (this.#seen.has(key)) return;
+    this.#seen.add(key);
+    this.items.push({ entitySet, operation, reason });
+  }
+
+  /** A sink for the reads the binder reports: `list` when many entities are read, `get` for one. */
+  reads(): ReadSink {
+    return (entitySet, many, reason) => this.add(entitySet, many ? "list" : "get", reason);
+  }
+}
+
+/**
+ * Records the accesses of a bound resource path for `method`, and returns
+ * the scope the query options apply to.
+ */
+export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyMap<string, string>, model: ServiceModel, accesses: AccessList): Scope {
+  const { hops, tail } = path;
+  const last = hops.length - 1;
+  for (let h = 0; h < last; h++) accesses.add(hops[h]!, "get", "navigation source in resource path");
+  const isRead = method === "GET" || method === "HEAD";
+
+  if (tail?.kind === "operation") return operationAccesses(path, method, model, accesses);
+
+  const target = hops[last]!;
+  const read: Operation = path.shape === "collection" ? "list" : "get";
+  const propertyLike = path.property || tail?.kind === "value";
+  if (isRead) {
+    accesses.add(target, read, "resource path");
+  } else if (tail?.kind === "count") {
+    denied(`${method} is not allowed on $count`);
+  } else if (tail?.kind === "ref") {
+    if (method === "POST" && path.shape !== "collection") denied("POST to $ref needs a collection-valued navigation");
+    if (method !== "POST" && method !== "DELETE" && path.shape !== "entity") denied(`${method} to $ref needs a single-valued navigation`);
+    linkAccesses(path, method, model, accesses);
+  } else if (propertyLike) {
+    if (method === "POST" && path.shape !== "complexCollection" && path.shape !== "primitiveCollection") {
+      denied("POST is only allowed on collections");
+    }
+    accesses.add(target, "update", "resource path");
+  } else if (method === "POST") {
+    if (path.shape !== "collection") denied("POST is only allowed on collections");
+    accesses.add(target, "create", "resource path");
+  } else if (path.shape === "collection") {
+    denied(`${method} on a whole collection is not allowed`);
+  } else if (method === "DELETE") {
+    accesses.add(target, "delete", "resource path");
+    cascadeAccesses(path, model, accesses);
+  } else if (headers.get("if-none-match")?.trim() === "*") {
+    // Meant to create only, but a back end may ignore it where entities have
+    // no ETag (CAP does) and update instead: both are needed.
+    accesses.add(target, "create", "resource path (If-None-Match: *)");
+    accesses.add(target, "update", "resource path (If-None-Match: *)");
+  } else {
+    accesses.add(target, "update", "resource path");
+  }
+  return path.position === undefined ? { position: undefined, missing: "primitive", label: "" } : { position: path.position, label: "" };
+}
+
+/** What the back end deletes with the entity at the path's end (CAP: the entities of its compositions). */
+function cascadeAccesses(path: BoundPath, model: ServiceModel, accesses: AccessList): void {
+  if (path.position === undefined) return;
+  for (const { path: navPath, target: cascaded } of model.cascades(path.position)) {
+    if (cascaded === undefined) denied(`cannot authorize deleting '${navPath}' with the entity: the service metadata does not say which entity set it leads to`);
+    accesses.add(cascaded.entitySet, "delete", `cascade ${navPath}`);
+  }
+}
+
+/**
+ * A link change through the navigation the path ends in (`$ref`, V2
+ * `$links`): see the module's table. The entity named by `$id` or a body
+ * is read by its own walk (`get`, or `delete` for a composition removal).
+ */
+function linkAccesses(path: BoundPath, method: string, model: ServiceModel, accesses: AccessList): void {
+  const { via, hops } = path;
+  if (via === undefined || hops.length < 2) invalid("a link can only be changed through a navigation property");
+  const source = hops[hops.length - 2]!;
+  const target = hops[hops.length - 1]!;
+  const composition = via.navigation.cascade || via.navigation.contained;
+  const removes = method === "DELETE";
+  if (removes && composition) {
+    // The back end deletes the child, and what cascades from it.
+    accesses.add(target, "delete", "link removal from a composition");
+    cascadeAccesses(path, model, accesses);
+    return;
+  }
+  const holder = model.linkHolder(via.source, via.navigation.name);
+  if (holder !== "target") accesses.add(source, "update", "link change");
+  if (holder !== "source") accesses.add(target, "update", "link change (foreign key of the linked entity)");
+  if (composition) accesses.add(target, "create", "link to a composition (a back end may insert a child)");
+  accesses.add(target, "get", "link target");
+}
+
+/** Whether a link removal at the path's end deletes the linked entity (a composition child). */
+export function removalDeletes(path: BoundPath): boolean {
+  return path.via !== undefined && (path.via.navigation.cascade || path.via.navigation.contained);
+}
+
+/** The accesses of a call of a function or action, and the scope of its result. */
+function operationAccesses(path: BoundPath, method: string, model: ServiceModel, accesses: AccessList): Scope {
+  const tail = path.tail as Extract<NonNullable<BoundPath["tail"]>, { kind: "operation" }>;
+  const { operation, overloads, binding, bindingShape } = tail.call;
+  const kind = operation.kind === "function" ? "function" : "action";
+  const expected = operation.httpMethod ?? (operation.kind === "function" ? "GET" : "POST");
+  const allowed = expected === "GET" ? method === "GET" || method === "HEAD" : method === expected;
+  if (!allowed) denied(`${operation.bound ? "bound " : ""}${kind} '${operation.name}' must be called with ${expected}, not ${method}`);
+  if (binding !== undefined) {
+    accesses.add(path.hops[path.hops.length - 1]!, bindingShape === "collection" ? "list" : "get", `binding of ${operation.name}`);
+  }
+  accesses.add(operation.name, "invoke", `${kind} ${operation.name}`);
+  let resultScope: Scope = { position: undefined, missing: "function", label: "" };
+  for (const overload of overloads) {
+    const sets = model.returnedSets(operation, overload, binding);
+    if (sets === undefined) denied(`cannot authorize what '${operation.name}' returns: the service metadata does not say which entity set it lies in`);
+    for (const set of sets) accesses.add(set.entitySet, set.collection ? "list" : "get", `result of ${operation.name}`);
+    if (sets.length === 1 && overloads.length === 1) {
+      const root = model.root(sets[0]!.entitySet);
+      if (root !== undefined && "position" in root) resultScope = { position: { ...root.position, collection: sets[0]!.collection }, label: "" };
+    }
+  }
+  return resultScope;
+}
