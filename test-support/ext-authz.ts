@@ -14,7 +14,7 @@ import {
 } from "../src/gen/envoy/service/auth/v3/attribute_context_pb.js";
 import { CheckRequestSchema, type CheckRequest, type CheckResponse } from "../src/gen/envoy/service/auth/v3/external_auth_pb.js";
 import type { HeaderValueOption } from "../src/gen/envoy/config/core/v3/base_pb.js";
-import type { DataCase } from "./data-cases.js";
+import { JSON_TYPE, SALES, type DataCase } from "./data-cases.js";
 
 /** A request as Envoy describes it to the authorization service. */
 export interface EnvoyRequest {
@@ -132,3 +132,47 @@ export const RESPELT_CASES: ReadonlySet<string> = new Set([
   "/odata/prod/SALES/SalesOrders?$EXPAND=Customer&expand-me=1",
   "/odata/prod/SALES/SalesOrders?$filter=Note+eq+'a;b%2Bc'&sap-language=EN&flag&$top=2",
 ]);
+
+/**
+ * The keys of the operation cases, by name: `invoker` may call some
+ * functions and actions of the case world's services by name (`invoke`),
+ * with reads of the sets they are called on and return, and not others;
+ * `blind` may call Sales.Approve but read nothing.
+ */
+export const OPERATION_KEYS: Readonly<Record<string, unknown>> = {
+  invoker: {
+    prod: {
+      SALES: { SalesOrders: ["list", "get"], "Sales.Approve": ["invoke"], "Sales.TopOrders": ["invoke"], Search: ["invoke"] },
+      SALES2: { SalesOrderSet: ["get"], ReleaseOrder: ["invoke"] },
+    },
+  },
+  blind: { prod: { SALES: { "Sales.Approve": ["invoke"] } } },
+};
+
+/**
+ * Calls of functions and actions (test-support/odata/fixtures.ts: V4
+ * imports Search and ResetAll, bound Sales.GetTotal, Sales.TopOrders and
+ * Sales.Approve; V2 ReleaseOrder) by the keys of {@link OPERATION_KEYS}
+ * (and the case world's `reader` and `app`): allowed ones, and ones refused
+ * for the grant, for a binding or a result the key may not read, for the
+ * method. The first four are allowed.
+ */
+export const OPERATION_CASES: readonly DataCase[] = [
+  // Allowed: a bound action (with and without a body), a bound function on the collection, a V2 function import.
+  { key: "invoker", method: "POST", url: `${SALES}/SalesOrders(1)/Sales.Approve`, headers: JSON_TYPE, body: "{}" },
+  { key: "invoker", method: "POST", url: `${SALES}/SalesOrders(1)/Sales.Approve` },
+  { key: "invoker", method: "GET", url: `${SALES}/SalesOrders/Sales.TopOrders(count=3)` },
+  { key: "invoker", method: "POST", url: "/odata/prod/SALES2/ReleaseOrder?SalesOrderID='1'" },
+  // Refused for the grant: a bound operation not named (by a key that may read its binding), the same for another key.
+  { key: "invoker", method: "GET", url: `${SALES}/SalesOrders(1)/Sales.GetTotal()` },
+  { key: "reader", method: "POST", url: `${SALES}/SalesOrders(1)/Sales.Approve` },
+  // An import the key does not name is refused at the entity step before erplink looks the name up, as an entity set's would be.
+  { key: "invoker", method: "POST", url: `${SALES}/ResetAll`, headers: JSON_TYPE, body: "{}" },
+  { key: "app", method: "POST", url: "/odata/prod/SALES2/ReleaseOrder?SalesOrderID='1'" },
+  // Refused for a read: the result lies in a set the key may not read (Products), the binding in one (SalesOrders).
+  { key: "invoker", method: "GET", url: `${SALES}/Search(text='x')` },
+  { key: "blind", method: "POST", url: `${SALES}/SalesOrders(1)/Sales.Approve` },
+  // Refused for the method: an action called with GET, a function with POST.
+  { key: "invoker", method: "GET", url: `${SALES}/SalesOrders(1)/Sales.Approve` },
+  { key: "invoker", method: "POST", url: `${SALES}/SalesOrders/Sales.TopOrders(count=3)` },
+];

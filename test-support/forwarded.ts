@@ -6,8 +6,9 @@
  * and the received request, analyzed again with erplink's analyzer against
  * the service's `$metadata`, needs exactly the accesses erplink authorized.
  * For writes the body received is the one the client sent (or, for a
- * `$batch`, one that analyzes to the same accesses). Against CAP, the SQL it
- * ran for the request names only entity sets erplink authorized.
+ * `$batch`, one that analyzes to the same accesses). Against CAP, what its
+ * database did for the request (rows read and written, by operation and
+ * entity set) is covered by what erplink authorized (./effects.ts).
  */
 import * as assert from "uvu/assert";
 import { analyzeBatch } from "../src/gateway/odata/batch.js";
@@ -15,6 +16,8 @@ import type { ServiceModel } from "../src/gateway/odata/metadata.js";
 import { analyzeRequest } from "../src/gateway/odata/request.js";
 import type { RequestLogRecord, Store } from "../src/store/index.js";
 import type { CapBackend } from "./cap/index.js";
+import { describeUncovered, fromCap, fromMockServer, uncovered, type AuthorizedAccess } from "./effects.js";
+import type { MockServer } from "./mockserver/index.js";
 import type { RecordingProxy } from "./recording-proxy.js";
 
 /** Where the request log is read: a store, and a flush of the log writer when the test can reach it (else it is polled). */
@@ -42,11 +45,13 @@ export interface ForwardedService {
   readonly clientRoot: string;
   readonly model: ServiceModel;
   /**
-   * A CAP back end: its SQL ledger and the CAP service the root serves.
-   * Every table or view a statement CAP ran for the request names must be
-   * an entity set erplink authorized (whatever CAP read or wrote there).
+   * A CAP back end (its effect oracle) and the CAP service the root serves:
+   * everything CAP's database did for the request must be covered by what
+   * erplink authorized.
    */
-  readonly cap?: { readonly backend: Pick<CapBackend, "ledger">; readonly service: string };
+  readonly cap?: { readonly backend: Pick<CapBackend, "effects">; readonly service: string };
+  /** SAP's mock server (its effect oracle): everything its data layer did for the request must be covered likewise. */
+  readonly mock?: Pick<MockServer, "effects">;
 }
 
 /**
@@ -80,7 +85,7 @@ export async function assertForwardedAsAuthorized(
   const contentType = String(r.headers["content-type"] ?? "");
   let accesses: readonly { entitySet: string; operation: string }[];
   if (rest.split("?")[0] === "$batch") {
-    const again = analyzeBatch({ contentType, body: r.body, clientRoot: service.clientRoot, model: service.model, mayCreate: () => true });
+    const again = analyzeBatch({ contentType, body: r.body, clientRoot: service.clientRoot, model: service.model, may: () => true });
     assert.is(again.kind, "access", again.kind === "access" ? "" : again.message);
     accesses = again.kind === "access" ? again.accesses : [];
   } else {
@@ -95,27 +100,31 @@ export async function assertForwardedAsAuthorized(
       ...(text !== "" && /json/.test(contentType) ? { body: { kind: "json" as const, value: JSON.parse(text) } } : {}),
     });
     assert.ok(again.kind === "access" || again.kind === "metadata", `read again, the request is ${again.kind}: ${"message" in again ? again.message : ""}`);
+    // What erplink let the key do besides shows in what it sent: an upsert without If-Match: * may create; an update
+    // without Prefer: return=minimal is answered with what it changed.
+    const granted = again.kind !== "access" ? [] : [...(again.upsertEntitySet !== undefined ? [{ entitySet: again.upsertEntitySet, operation: "create" }] : []), ...(again.answer ?? [])];
     accesses = again.kind === "access" ? again.accesses : [];
+    for (const g of granted) if (!accesses.some((a) => a.entitySet === g.entitySet && a.operation === g.operation)) accesses = [...accesses, g];
   }
   assert.equal(
     accesses.map((a) => ({ entity: a.entitySet, operation: a.operation })),
     entry!.accesses,
     "read again, what the back end received needs exactly the accesses erplink authorized",
   );
-  if (service.cap !== undefined) await assertCapTouchedOnly(service.cap, requestId, new Set(entry!.accesses.map((a) => a.entity)));
+  if (service.cap !== undefined) await assertCapEffectsCovered(service.cap, requestId, entry!.accesses);
+  if (service.mock !== undefined) {
+    const left = uncovered(fromMockServer(await service.mock.effects(requestId)), entry!.accesses);
+    assert.equal(left, [], `the mock server did for ${requestId} what erplink did not authorize:\n${describeUncovered(left, entry!.accesses)}`);
+  }
   return entry!;
 }
 
-/** Asserts that every table or view CAP's SQL for `requestId` names stands for one of the `authorized` entity sets. */
-async function assertCapTouchedOnly(cap: NonNullable<ForwardedService["cap"]>, requestId: string, authorized: ReadonlySet<string>): Promise<void> {
-  for (const statement of await cap.backend.ledger(requestId)) {
-    for (const alternatives of statement.touches) {
-      const ok = alternatives.some((t) => t.service === cap.service && authorized.has(t.entity));
-      assert.ok(
-        ok,
-        `CAP's SQL for ${requestId} names ${alternatives.map((t) => `${t.service}.${t.entity}`).join(" or ")}, ` +
-          `which erplink did not authorize (${[...authorized].join(", ")}): ${statement.sql.slice(0, 400)}`,
-      );
-    }
-  }
+/**
+ * Asserts that everything CAP's database did for `requestId` (its effects:
+ * rows read and written, by operation and entity set) is covered by what
+ * erplink authorized (test-support/effects.ts).
+ */
+async function assertCapEffectsCovered(cap: NonNullable<ForwardedService["cap"]>, requestId: string, authorized: readonly AuthorizedAccess[]): Promise<void> {
+  const left = uncovered(fromCap(await cap.backend.effects(requestId), cap.service), authorized);
+  assert.equal(left, [], `CAP did for ${requestId} what erplink did not authorize:\n${describeUncovered(left, authorized)}`);
 }

@@ -4,13 +4,9 @@
  * editor offers (systems → instances, a service's catalog).
  */
 import { call, type ApiResult, type System } from "./api.js";
+import type { Permissions } from "./permission-draft.js";
 
-/** The five data operations, in the order the editor shows them. */
-export const OPERATIONS = ["list", "get", "create", "update", "delete"] as const;
-export type Operation = (typeof OPERATIONS)[number];
-
-/** instance name → service name or `*` → entity set name or `*` → operations. */
-export type Permissions = Record<string, Record<string, Record<string, string[]>>>;
+export { INVOKE, OPERATIONS, SET_OPERATIONS, type Operation, type Permissions } from "./permission-draft.js";
 
 export interface RateLimits {
   readonly per_minute?: number;
@@ -51,9 +47,26 @@ export interface CatalogEntitySet {
   readonly entity_type?: string;
 }
 
+/** A function or action of a service, as the catalog shows it. */
+export interface CatalogOperation {
+  /** The name a key grants it by: an import's name, a bound operation's qualified name. */
+  readonly name: string;
+  readonly kind: "function" | "action";
+  readonly bound?: boolean;
+  /** Bound operations: the entity sets it is called on. */
+  readonly binding_entity_sets?: readonly string[];
+  /** The entity sets its result lies in (none when the result is no entity). */
+  readonly result_entity_sets?: readonly string[];
+  /** V2 function imports: GET or POST. */
+  readonly http_method?: string;
+  /** The document does not say where some result lies: the data path refuses calls. */
+  readonly result_unknown?: boolean;
+}
+
 export interface ServiceCatalog {
   readonly odata_version: string;
   readonly entity_sets?: readonly CatalogEntitySet[];
+  readonly operations?: readonly CatalogOperation[];
 }
 
 export interface AccessDecision {

@@ -4,6 +4,7 @@
  * buffer that folds request-log entries into per-hour and per-day counts
  * until the log writer writes them, in the same batches as the log.
  */
+import { ENTITY_NAME_PATTERN, OPERATIONS } from "../schema/permission-names.js";
 import type { Counters, GroupCounts, RequestLogRecord, RollupBatch, RollupDelta } from "../store/index.js";
 
 /** Upper bounds (ms) of the upstream latency buckets; one more bucket counts what is slower. */
@@ -123,13 +124,18 @@ export function groupCountersOf(e: RollupEntry): Record<string, number> {
   return Object.fromEntries(c);
 }
 
-/** Names as the request log's filters accept them; anything else counts as {@link OTHER}. */
+/**
+ * Names as the request log's filters accept them; anything else counts as
+ * {@link OTHER}. An entity is an entity set's name or, for `invoke`, an
+ * operation's (a bound one's is qualified: `Sales.Approve`), as permissions
+ * name them; the operations are the permissions' own.
+ */
 const WELL_FORMED: Readonly<Record<Exclude<GroupKind, "outcome">, RegExp>> = {
   api_key: /^(master|key_[0-9A-Z]{26})$/,
   instance: /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/,
   service: /^[A-Za-z0-9_][A-Za-z0-9_.;=-]{0,127}$/,
-  entity: /^[A-Za-z_][A-Za-z0-9_]{0,127}$/,
-  operation: /^(list|get|create|update|delete)$/,
+  entity: new RegExp(ENTITY_NAME_PATTERN),
+  operation: new RegExp(`^(${OPERATIONS.join("|")})$`),
 };
 
 function wellFormed(kind: Exclude<GroupKind, "outcome">, value: string): string {

@@ -58,7 +58,7 @@ export function createEffectOracle({ max, requestId, touchesOf }) {
       effects = new Map();
       byRequest.set(id, effects);
     }
-    const key = `${effect.operation} ${effect.table}`;
+    const key = `${effect.operation} ${effect.table}${effect.locates ? " locates" : ""}`;
     if (!effects.has(key)) effects.set(key, { ...effect, touches: touchesOf(effect.table) });
   }
 
@@ -100,7 +100,7 @@ export function createEffectOracle({ max, requestId, touchesOf }) {
           const id = requestId();
           if (id !== undefined && !NOT_EXPLAINED.test(sql)) {
             const { reads, plan } = analyse(db, schema, sql);
-            for (const read of reads) add(id, { operation: read.operation, table: read.table, sql: sql.slice(0, 300), plan });
+            for (const read of reads) add(id, { operation: read.operation, table: read.table, ...(read.locates ? { locates: true } : {}), sql: sql.slice(0, 300), plan });
           }
           // iterate() returns a generator that steps later, but a read fires
           // no update hook, so only run/get/all need `running` around them.
@@ -258,9 +258,13 @@ function explain(db, schema, sql) {
 
   const reads = new Map(); // "operation table" -> read
   const accounted = new Set();
+  // A write statement's reads of other tables locate the rows it writes (a
+  // cascade finds a parent's children through the parent): they return
+  // nothing to the client, and are marked so.
+  const locates = written !== undefined;
   const read = (table, operation) => {
     accounted.add(table);
-    if (table !== written) reads.set(`${operation} ${table}`, { operation, table });
+    if (table !== written) reads.set(`${operation} ${table}`, { operation, table, ...(locates ? { locates: true } : {}) });
   };
   for (const [id, , , rawDetail] of planRows) {
     const detail = String(rawDetail);

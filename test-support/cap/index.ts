@@ -73,6 +73,12 @@ export interface CapEffect {
   readonly operation: "get" | "list" | "create" | "update" | "delete";
   /** The SQLite table, e.g. `erp_BusinessPartner`. */
   readonly table: string;
+  /**
+   * Reads only: made by a write statement to find the rows it writes (a
+   * cascade's `DELETE … WHERE exists (SELECT … FROM parent …)`); nothing of
+   * them reaches the client.
+   */
+  readonly locates?: true;
   /** The service entity sets the table stands for (several if several services project it). */
   readonly touches: readonly CapEntity[];
   /** The first 300 characters of the (first) statement with this effect. */

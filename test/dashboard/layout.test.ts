@@ -129,7 +129,11 @@ if (browserAvailable("dashboard layout suite")) {
       auth: { type: "basic", username: "erp-user", password: "pw-layout-1234" },
     });
     assert.is(ins.status, 201, JSON.stringify(ins.body));
-    const key = await admin("POST", "/admin/api-keys", { name: "invoice app", permissions: { "s4-prod": { SALES: { Customers: ["list", "get"] } } } });
+    // With an operation's grant too, so the editor's Operations rows are laid out (the back end is unreachable: no catalog).
+    const key = await admin("POST", "/admin/api-keys", {
+      name: "invoice app",
+      permissions: { "s4-prod": { SALES: { Customers: ["list", "get"], "API_SALES_ORDER_SRV.a_very_long_namespace_of_a_bound_operation.releaseApprovalRequest": ["invoke"] } } },
+    });
     assert.is(key.status, 201);
     ctx.keyId = key.body.data.id;
     ctx.browser = await launchBrowser();

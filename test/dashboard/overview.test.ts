@@ -94,7 +94,7 @@ if (browserAvailable("dashboard overview suite")) {
     const steps = page.getByRole("table", { name: "Denials by step" });
     assert.equal(await steps.getByRole("row").allTextContents(), [
       "StepMeaningDenied",
-      "ENTITYthe key has no permission for this entity set1",
+      "ENTITYthe key has no permission for this entity set, function or action1",
     ]);
     const keys = page.getByRole("table", { name: "Top API keys" });
     assert.equal(await keys.getByRole("row").allTextContents(), ["API keyRequestsDenied", `${ctx.keyId}41`]);

@@ -801,7 +801,7 @@ E2E("regression (red team, seventh pass): nested options without ';', lambdas CA
   const typed = (n: number) => `$filter=${encodeURIComponent(`changedAt eq time'00:00:00 or length(owner/value) eq ${n} or ID eq ''x'`)}`;
   assert.match((await direct(ctx, `/odata/v2/api-notes/Folders?${typed(10)}&$format=json`)).body, /"F1"/);
   assert.not.match((await direct(ctx, `/odata/v2/api-notes/Folders?${typed(11)}&$format=json`)).body, /"F1"/);
-  await refused(`/odata/s4v2/API_NOTES/Folders?${typed(10)}&$format=json`, "a typed literal may not hold a quote in $filter: back ends read where it ends differently");
+  await refused(`/odata/s4v2/API_NOTES/Folders?${typed(10)}&$format=json`, "a typed literal may not hold a quote (time'…') in $filter at 'time'00:00:00 or length(owner/'");
   // The adapter marks function arguments with '§§…§§' and rewrites substringof(a,b) to contains(b,a) by a pattern
   // that also matches marks inside literals: the swap moved text out of erplink's literal.
   const marked = (n: number) =>

@@ -148,15 +148,21 @@ E2E.before.each((ctx) => {
 // included), CAP received exactly what erplink authorized and logged as sent,
 // or nothing when erplink refused it (test-support/forwarded.ts).
 E2E.after.each(async (ctx) => {
-  const logs = { store: ctx.erplink.erplink.store, flush: () => ctx.erplink.erplink.flushLogs() };
-  for (const ex of ctx.proxy.exchanges.slice(ctx.checked)) {
-    const requestId = ex.responseHeaders["x-request-id"];
-    if (typeof requestId !== "string" || !ex.path.startsWith("/odata/")) continue;
-    const service = ex.path.startsWith(`${servicePath(FLAVOURS[1]!)}/`) ? ctx.services.v2 : ctx.services.v4;
-    const batchOrBodiless = /\/\$batch$/.test(ex.path) || ["GET", "HEAD", "DELETE"].includes(ex.method);
-    await assertForwardedAsAuthorized(logs, ctx.backend, service, requestId, batchOrBodiless ? undefined : ex.requestBody);
+  try {
+    const logs = { store: ctx.erplink.erplink.store, flush: () => ctx.erplink.erplink.flushLogs() };
+    for (const ex of ctx.proxy.exchanges.slice(ctx.checked)) {
+      const requestId = ex.responseHeaders["x-request-id"];
+      if (typeof requestId !== "string" || !ex.path.startsWith("/odata/")) continue;
+      const service = ex.path.startsWith(`${servicePath(FLAVOURS[1]!)}/`) ? ctx.services.v2 : ctx.services.v4;
+      const batchOrBodiless = /\/\$batch$/.test(ex.path) || ["GET", "HEAD", "DELETE"].includes(ex.method);
+      await assertForwardedAsAuthorized(logs, ctx.backend, service, requestId, batchOrBodiless ? undefined : ex.requestBody);
+    }
+    ctx.checked = ctx.proxy.exchanges.length;
+  } catch (error) {
+    // uvu drops what a hook throws: say it, then fail the run.
+    console.error("after each test, the differential check failed:", error);
+    throw error;
   }
-  ctx.checked = ctx.proxy.exchanges.length;
 });
 
 // ------------------------------------------------------------------ helpers

@@ -6,7 +6,9 @@
  * - every case of the table is decided as the data path decides it (the
  *   same status, envelope, request-log denial step and accesses), except
  *   what Envoy cannot forward as authorized (method tunnels, `$batch`),
- *   which is refused;
+ *   which is refused; so is every call of a function or action
+ *   (test-support/ext-authz.ts's operation cases), `invoke` accesses logged
+ *   by the operation's name;
  * - the allowing answer: header hygiene, `If-Match: *`, `sap-client`, the
  *   rate-limit headers; the denying one: status, envelope, `Retry-After`;
  * - credential injection only for callers holding the token;
@@ -31,8 +33,18 @@ import {
   type DataCase,
 } from "../../test-support/data-cases.js";
 import { createGrpcJsClient } from "../../test-support/e2e.js";
-import { RESPELT_CASES, caseRequest, checkRequest, decision, type Decision, type EnvoyRequest } from "../../test-support/ext-authz.js";
+import {
+  OPERATION_CASES,
+  OPERATION_KEYS,
+  RESPELT_CASES,
+  caseRequest,
+  checkRequest,
+  decision,
+  type Decision,
+  type EnvoyRequest,
+} from "../../test-support/ext-authz.js";
 import { json, post } from "../../test-support/http.js";
+import { AUTH } from "../../test-support/world.js";
 import { rejects } from "../../test-support/rpc.js";
 
 const TOKEN = "ext-authz-token-0123456789abcdefghijklmnop";
@@ -117,6 +129,60 @@ ExtAuthz("every case of the data path's table is decided as the data path decide
     grpcJs.close();
   }
   assert.ok(allowed >= 10 && denied >= 50 && envoyOnly >= 4, `every outcome is covered (${allowed} allowed, ${denied} denied, ${envoyOnly} Envoy-only)`);
+});
+
+ExtAuthz("functions and actions: each call is decided as the data path decides it (the invoke grant, the binding and result reads, the method), and logged with the same accesses, invoke included", async (ctx) => {
+  for (const [name, permissions] of Object.entries(OPERATION_KEYS)) {
+    const created = json(await post(ctx.world.app, "/admin/api-keys", { name, permissions })).data;
+    ctx.keys[name] = { id: created.id, key: created.key };
+  }
+  const invoker = ctx.keys.invoker!;
+  let allowed = 0;
+  let denied = 0;
+  for (const [i, c] of OPERATION_CASES.entries()) {
+    const label = `operation case ${i + 1}: ${c.key} ${c.method} ${c.url}`;
+    const { res, entry } = await sendToDataPath(ctx, c, `op-dp-${i}`);
+    const id = `op-xa-${i}`;
+    const d = await check(ctx, caseRequest(c, ctx.keys[c.key ?? "app"]!.key, id));
+    const [log] = await logged(ctx, id);
+    const forwarded = entry.upstreamMethod !== "";
+    assert.is(d.allowed, forwarded, `${label}: allowed (data path answered ${res.status} ${res.body})`);
+    assert.equal(log!.accesses, entry.accesses, `${label}: accesses`);
+    assert.is(log!.denialStep, entry.denialStep, `${label}: denial step`);
+    if (forwarded) {
+      allowed++;
+      assert.equal([d.code, log!.status], [0, 200], label);
+      // An allowed call names the operation it invoked, by its grant name, in the log.
+      assert.ok(log!.accesses.some((a) => a.operation === "invoke"), `${label}: an invoke access`);
+      // Envoy is told nothing of the accesses: only header changes (no access list or operation name in them).
+      assert.not.ok(/invoke|Approve|TopOrders|ReleaseOrder/.test(JSON.stringify([d.headers, d.responseHeaders])), label);
+      continue;
+    }
+    denied++;
+    assert.equal([d.status, d.body.error.message], [res.status, JSON.parse(res.body).error.message], `${label}: refusal`);
+  }
+  assert.equal([allowed, denied], [4, 8], "every case decided as listed");
+  // The data path's words for a bound action the key does not name, and the accesses logged for an allowed call.
+  const approve = OPERATION_CASES[1]!;
+  const refused = await check(ctx, caseRequest(approve, ctx.keys.reader!.key, "op-refused"));
+  assert.equal([refused.status, refused.body.error.message, (await logged(ctx, "op-refused"))[0]!.denialStep], [403, "API key has no access to operation 'Sales.Approve'", "ENTITY"]);
+  const lacking = json(await post(ctx.world.app, "/admin/api-keys", { name: "no invoke", permissions: { prod: { SALES: { SalesOrders: ["get"], "Sales.Approve": ["get"] } } } })).data;
+  const without = await check(ctx, caseRequest(approve, lacking.key, "op-lacking"));
+  assert.equal([without.status, without.body.error.message, (await logged(ctx, "op-lacking"))[0]!.denialStep], [403, "API key lacks permission 'invoke' for operation 'Sales.Approve'", "OPERATION"]);
+  const ok = await check(ctx, caseRequest(approve, invoker.key, "op-ok"));
+  assert.is(ok.allowed, true);
+  assert.equal((await logged(ctx, "op-ok"))[0]!.accesses, [
+    { entity: "SalesOrders", operation: "get" },
+    { entity: "Sales.Approve", operation: "invoke" },
+  ]);
+  // The request log finds the calls by the operation's name and invoke, checks and data requests alike, refused ones
+  // when the invoke was checked (not after a refused read of the binding, nor for a method refused before the analysis).
+  const found = await ctx.world.app.inject({ method: "GET", url: "/admin/logs?entity=Sales.Approve&operation=invoke&page_size=100", headers: AUTH });
+  assert.is(found.statusCode, 200, found.body);
+  assert.equal(
+    json(found).data.map((e: { request_id: string }) => e.request_id).sort(),
+    ["op-dp-0", "op-dp-1", "op-dp-5", "op-lacking", "op-ok", "op-refused", "op-xa-0", "op-xa-1", "op-xa-5"],
+  );
 });
 
 ExtAuthz("allowed: the key and every header the data path would not forward are removed, If-Match and sap-client set, rate-limit headers for the answer; no credentials", async (ctx) => {

@@ -434,7 +434,7 @@ it("GET /admin/logs: each bad value is 400 VALIDATION_ERROR naming its parameter
     ["method=get", ["method"]],
     ["api_key_id=nope", ["api_key_id"]],
     ["instance=a%2Fb", ["instance"]],
-    ["entity=A.B", ["entity"]],
+    ["entity=A..B", ["entity"]],
     ["request_id=a%20b", ["request_id"]],
     ["page_size=abc", ["page_size"]],
     ["page_size=-1", ["page_size"]],

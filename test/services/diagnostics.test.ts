@@ -144,10 +144,20 @@ Diag("ExplainApiKey with draft permissions: the draft decides; a bad draft is in
   assert.equal(trail.items.map((e) => e.action), ["create"]);
 });
 
-Diag("GetServiceCatalog over Connect; a failing back end is unavailable marked as a bad gateway (502 on REST); a dot service name is invalid", async (ctx) => {
+Diag("GetServiceCatalog over Connect, its functions and actions included; a failing back end is unavailable marked as a bad gateway (502 on REST); a dot service name is invalid", async (ctx) => {
   const instances = ctx.world.client(InstanceService);
   const { catalog } = await instances.getServiceCatalog({ id: ctx.instanceId, service: "SALES" });
   assert.equal([catalog?.odataVersion, catalog?.entitySets.length, catalog?.functionImports], ["4.0", 9, ["Search"]]);
+  assert.equal(
+    catalog?.operations.map((o) => [o.name, o.kind, o.bound, o.bindingEntitySets, o.resultEntitySets, o.httpMethod, o.resultUnknown]),
+    [
+      ["Search", "function", false, [], ["Products"], "", false],
+      ["ResetAll", "action", false, [], [], "", false],
+      ["Sales.GetTotal", "function", true, ["SalesOrders"], [], "", false],
+      ["Sales.TopOrders", "function", true, ["SalesOrders"], ["SalesOrders"], "", false],
+      ["Sales.Approve", "action", true, ["SalesOrders"], [], "", false],
+    ],
+  );
   ctx.healthy = false;
   const err = await rejects(
     instances.getServiceCatalog({ id: ctx.instanceId, service: "OTHER" }),

@@ -107,7 +107,7 @@ test("counters (short names as stored): one request, its outcome, its denial ste
   assert.equal(groupCountersOf(entry({ upstreamDurationMs: 42.5 })), { n: 1, ok: 1, lc: 1, ls: 42.5 });
 });
 
-test("groups: a $batch counts once per distinct entity set and operation; none is \"\"; malformed names are (other)", () => {
+test("groups: a $batch counts once per distinct entity set and operation; a call counts under its operation's name and invoke; none is \"\"; malformed names are (other)", () => {
   const batch = entry({
     accesses: [
       { entity: "A_BusinessPartner", operation: "list" },
@@ -131,6 +131,15 @@ test("groups: a $batch counts once per distinct entity set and operation; none i
     operation: [""],
     outcome: ["denied"],
   });
+  // A call of a function or action: the operation's name (a bound one's qualified) under entity, invoke under operation.
+  const call = entry({
+    accesses: [
+      { entity: "A_SalesOrder", operation: "get" },
+      { entity: "Sales.Approve", operation: "invoke" },
+      { entity: "GetNearestAirport", operation: "invoke" },
+    ],
+  });
+  assert.equal([groupsOf(call).entity, groupsOf(call).operation], [["A_SalesOrder", "Sales.Approve", "GetNearestAirport"], ["get", "invoke"]]);
   // Refused requests still carry whatever the client wrote.
   assert.equal(groupsOf(entry({ instance: "pr od", service: "x/y", accesses: [{ entity: "E$1", operation: "merge" }], status: 400, upstreamStatus: 0 })), {
     api_key: [KEY],

@@ -8,7 +8,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
-import { keysApi, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
+import { keysApi, SET_OPERATIONS, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
 import { navigate, route } from "../state.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { PermissionEditor } from "./permission-editor.js";
@@ -92,8 +92,9 @@ function curlLine(key: CreatedApiKey): string {
   outer: for (const [inst, services] of Object.entries(key.permissions ?? {})) {
     for (const [service, sets] of Object.entries(services)) {
       if (service === "*") continue;
-      for (const entity of Object.keys(sets)) {
-        if (entity === "*") continue;
+      for (const [entity, ops] of Object.entries(sets)) {
+        // An entry granting only invoke names a function or action, which is called, not listed.
+        if (entity === "*" || !ops.some((op) => (SET_OPERATIONS as readonly string[]).includes(op))) continue;
         path = `${inst}/${service}/${entity}`;
         break outer;
       }

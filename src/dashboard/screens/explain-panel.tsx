@@ -144,7 +144,7 @@ export function ExplainPanel({ keyId, keyName, draft, draftError, version }: Exp
                 <caption>Accesses of this request</caption>
                 <thead>
                   <tr>
-                    <th scope="col">Entity set</th>
+                    <th scope="col">Entity set or operation</th>
                     <th scope="col">Operation</th>
                     <th scope="col">Why</th>
                     <th scope="col">Decision</th>

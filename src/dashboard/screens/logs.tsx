@@ -5,6 +5,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
+import { OPERATIONS } from "../api-keys.js";
 import {
   LOG_FILTERS,
   fromLocalInput,
@@ -25,7 +26,7 @@ const TEXT_FILTERS: readonly (readonly [string, string, string])[] = [
   ["api_key_id", "API key id", "key_…, or master"],
   ["instance", "Instance", "e.g. s4-prod"],
   ["service", "Service", "e.g. API_BUSINESS_PARTNER"],
-  ["entity", "Entity set", "e.g. A_BusinessPartner"],
+  ["entity", "Entity set or operation", "e.g. A_BusinessPartner, or Sales.Approve for its calls"],
   ["status", "Status", "exact (404) or a class (4xx)"],
   ["request_id", "Request id", "req_…"],
 ];
@@ -93,7 +94,7 @@ export function Logs() {
           <label for="logs-operation">Operation</label>
           <select id="logs-operation" value={draft.operation ?? ""} onChange={set("operation")}>
             <option value="">any</option>
-            {["list", "get", "create", "update", "delete"].map((o) => (
+            {OPERATIONS.map((o) => (
               <option key={o} value={o}>
                 {o}
               </option>

@@ -15,8 +15,8 @@ export const DENIAL_STEPS: Readonly<Record<string, string>> = {
   KEY_INVALID: "the API key was missing, unknown, revoked or expired, or not a data key",
   INSTANCE: "the key has no permission for this instance",
   SERVICE: "the key has no permission for this service",
-  ENTITY: "the key has no permission for this entity set",
-  OPERATION: "the key may not perform this operation on the entity set",
+  ENTITY: "the key has no permission for this entity set, function or action",
+  OPERATION: "the key may not perform this operation on the entity set (invoke, on a function or action)",
   NOT_ALLOWED: "erplink never forwards this kind of request",
 };
 

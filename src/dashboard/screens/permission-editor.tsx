@@ -1,18 +1,43 @@
 /**
  * The permission editor of a data key: a tree instance → service or `*` →
- * entity set or `*` → the five operations as toggles. Services are offered
- * from the instance's configured services and entity sets from the service's
- * catalog (its `$metadata`); free text is accepted and flagged when the
- * catalog does not have it. `*` and unknown instance names are warned about.
- * A raw JSON view stays in sync both ways (an invalid edit is shown, not applied).
+ * entity set or `*` → the five operations on entity sets as toggles, and
+ * beside the entity sets the service's functions and actions ("Operations"),
+ * each with its one `invoke` toggle. Services are offered from the
+ * instance's configured services, entity sets and operations from the
+ * service's catalog (its `$metadata`); free text is accepted and flagged
+ * when the catalog does not have it. `*` and unknown instance names are
+ * warned about. A toggle changes only its own operation: whatever else an
+ * entry holds is kept. Drafts are checked as the server checks them
+ * (`invoke` only on an entry that names the operation). A raw JSON view
+ * stays in sync both ways (an invalid edit is shown, not applied).
  */
 import { useEffect, useState } from "preact/hooks";
+import { ENTITY_NAME_PATTERN } from "../../schema/permission-names.js";
 import { ApiError } from "../api.js";
-import { keysApi, OPERATIONS, type Instance, type Permissions } from "../api-keys.js";
+import { keysApi, type CatalogOperation, type Instance } from "../api-keys.js";
+import { INVOKE, SET_OPERATIONS, WILDCARD, isOperationEntry, parsePermissions, toggled, type Permissions } from "../permission-draft.js";
 import { withRequestId } from "./sign-in.js";
 
 /** What the catalog of one (instance, service) said. */
-type CatalogState = { readonly state: "loading" } | { readonly state: "ok"; readonly sets: readonly string[] } | { readonly state: "error"; readonly message: string };
+type CatalogState =
+  | { readonly state: "loading" }
+  | { readonly state: "ok"; readonly sets: readonly string[]; readonly operations: readonly CatalogOperation[] }
+  | { readonly state: "error"; readonly message: string };
+
+const ENTITY_NAME = new RegExp(ENTITY_NAME_PATTERN);
+
+/** Whether an entry of a service names a function or action (see {@link isOperationEntry}), with what its catalog says. */
+const operationEntry = (name: string, ops: readonly string[], catalog: CatalogState | undefined) =>
+  isOperationEntry(name, ops, catalog?.state === "ok" ? catalog : undefined);
+
+/** What an operation is, in words: its kind, where it is called and what it returns. */
+function operationSummary(o: CatalogOperation): string {
+  const where = o.bound ? `bound to ${(o.binding_entity_sets ?? []).join(", ") || "no entity set of this service"}` : "import";
+  const method = o.http_method ? `, called with ${o.http_method}` : "";
+  const results = o.result_entity_sets ?? [];
+  const returns = o.result_unknown ? "returns entities $metadata does not place" : results.length > 0 ? `returns entities of ${results.join(", ")}` : "returns no entity";
+  return `${o.kind} ${where}${method}; ${returns}`;
+}
 
 interface Props {
   readonly value: Permissions;
@@ -27,31 +52,6 @@ function clone(p: Permissions): Permissions {
   return JSON.parse(JSON.stringify(p)) as Permissions;
 }
 
-/** Reads the JSON view: the permissions, or why not. */
-export function parsePermissions(text: string): Permissions | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    return `Not valid JSON: ${(err as Error).message}`;
-  }
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-  if (!isObject(value)) return "The permissions must be an object: instance → service → entity set → operations.";
-  for (const [i, services] of Object.entries(value)) {
-    if (!isObject(services)) return `${i}: must be an object of services`;
-    for (const [s, sets] of Object.entries(services)) {
-      if (!isObject(sets)) return `${i}.${s}: must be an object of entity sets`;
-      for (const [e, ops] of Object.entries(sets)) {
-        if (!Array.isArray(ops)) return `${i}.${s}.${e}: must be a list of operations`;
-        for (const op of ops) {
-          if (!(OPERATIONS as readonly unknown[]).includes(op)) return `${i}.${s}.${e}: unknown operation ${JSON.stringify(op)} (use ${OPERATIONS.join(", ")})`;
-        }
-      }
-    }
-  }
-  return value as Permissions;
-}
-
 export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Props) {
   const [instances, setInstances] = useState<readonly Instance[] | undefined>(undefined);
   const [instancesError, setInstancesError] = useState("");
@@ -61,6 +61,9 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
   const [newInstance, setNewInstance] = useState("");
   const [newService, setNewService] = useState<Record<string, string>>({});
   const [newEntity, setNewEntity] = useState<Record<string, string>>({});
+  const [newOperation, setNewOperation] = useState<Record<string, string>>({});
+  /** Why the last "Add entity set" / "Add operation" of a service was refused, by `set`/`op` and service key. */
+  const [addError, setAddError] = useState<Record<string, string>>({});
 
   useEffect(() => {
     keysApi.instances().then(setInstances, (err: unknown) => {
@@ -92,7 +95,8 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
         if (catalogs[key] !== undefined) continue;
         setCatalogs((c) => ({ ...c, [key]: { state: "loading" } }));
         keysApi.catalog(found.id, service).then(
-          ({ data }) => setCatalogs((c) => ({ ...c, [key]: { state: "ok", sets: (data.entity_sets ?? []).map((s) => s.name) } })),
+          ({ data }) =>
+            setCatalogs((c) => ({ ...c, [key]: { state: "ok", sets: (data.entity_sets ?? []).map((s) => s.name), operations: data.operations ?? [] } })),
           (err: unknown) =>
             setCatalogs((c) => ({ ...c, [key]: { state: "error", message: err instanceof ApiError ? withRequestId(err) : "The catalog could not be read." } })),
         );
@@ -126,10 +130,34 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
     const k = `${inst}\u0000${service}`;
     const name = (newEntity[k] ?? "").trim();
     if (name === "") return;
+    const catalog = catalogs[k];
+    const operation = catalog?.state === "ok" ? catalog.operations.find((o) => o.name === name) : undefined;
+    if (operation !== undefined) {
+      setAddError((e) => ({ ...e, [`set\u0000${k}`]: `${name} is ${operation.kind === "action" ? "an action" : "a function"} in $metadata, not an entity set: grant it under Operations (invoke).` }));
+      return;
+    }
+    setAddError((e) => ({ ...e, [`set\u0000${k}`]: "" }));
     update((p) => {
       p[inst]![service]![name] ??= ["list", "get"];
     });
     setNewEntity((s) => ({ ...s, [k]: "" }));
+  };
+  const addOperation = (inst: string, service: string) => {
+    const k = `${inst}\u0000${service}`;
+    const name = (newOperation[k] ?? "").trim();
+    if (name === "") return;
+    const problem =
+      name === WILDCARD
+        ? "'*' never includes functions or actions: name the operation."
+        : !ENTITY_NAME.test(name)
+          ? `${name} is no operation's name: an import's name (ReleaseOrder) or a bound operation's qualified name (API_SALES.Approve).`
+          : "";
+    setAddError((e) => ({ ...e, [`op\u0000${k}`]: problem }));
+    if (problem !== "") return;
+    update((p) => {
+      p[inst]![service]![name] = toggled(p[inst]![service]![name] ?? [], INVOKE, true);
+    });
+    setNewOperation((s) => ({ ...s, [k]: "" }));
   };
   const onEnter = (action: () => void) => (e: KeyboardEvent) => {
     if (e.key === "Enter") {
@@ -160,7 +188,8 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
     <div class="perm-editor">
       <h3>Permissions</h3>
       <p class="hint">
-        A data key reaches only what is listed here: instance → service (or <code>*</code>) → entity set (or <code>*</code>) → operations.
+        A data key reaches only what is listed here: instance → service (or <code>*</code>) → entity set (or <code>*</code>) → operations, and the
+        functions and actions it may call, each by name with <code>invoke</code>.
       </p>
       {instancesError !== "" && (
         <p class="error" role="alert">
@@ -188,6 +217,14 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
                   const catalog = catalogs[ck];
                   const sets = services[service]!;
                   const setListId = id("sets", inst, service);
+                  const entryNames = Object.keys(sets);
+                  const entityNames = entryNames.filter((name) => !operationEntry(name, sets[name]!, catalog));
+                  // The catalog's operations in its order, then the granted ones it does not have.
+                  const catalogOps = catalog?.state === "ok" ? catalog.operations : [];
+                  const operationRows: { name: string; info: CatalogOperation | undefined }[] = [
+                    ...catalogOps.map((info) => ({ name: info.name, info })),
+                    ...entryNames.filter((name) => operationEntry(name, sets[name]!, catalog) && !catalogOps.some((o) => o.name === name)).map((name) => ({ name, info: undefined })),
+                  ];
                   return (
                     <fieldset class="perm-service" key={service}>
                       <legend>
@@ -201,22 +238,29 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
                           {catalog.sets.length} entity sets in $metadata
                         </p>
                       )}
+                      {catalog?.state === "ok" && catalog.operations.length > 0 && (
+                        <p class="hint">
+                          {catalog.operations.length} functions and actions in $metadata
+                        </p>
+                      )}
                       <button type="button" class="danger small" onClick={() => update((p) => void delete p[inst]![service])} aria-label={`Remove service ${service} of ${inst}`}>
                         Remove
                       </button>
-                      {Object.keys(sets).map((entity) => {
+                      {entityNames.map((entity) => {
                         const ops = sets[entity]!;
                         const unknown = catalog?.state === "ok" && entity !== "*" && !catalog.sets.includes(entity);
+                        const kept = ops.filter((o) => !(SET_OPERATIONS as readonly string[]).includes(o));
                         return (
                           <fieldset class="perm-entity" key={entity}>
                             <legend>
                               {entity === "*" ? "Entity set * (every entity set)" : `Entity set ${entity}`}
                               <span class="visually-hidden"> in {service} of {inst}</span>
                             </legend>
-                            {entity === "*" && <p class="warn">* grants every entity set of this service, including ones added later.</p>}
+                            {entity === "*" && <p class="warn">* grants every entity set of this service, including ones added later, but never a function or action.</p>}
                             {unknown && <p class="warn">Not in $metadata: {service} has no entity set named {entity}.</p>}
+                            {kept.length > 0 && <p class="hint">Also granted, kept as it is: {kept.join(", ")}.</p>}
                             <div class="ops">
-                              {OPERATIONS.map((op) => {
+                              {SET_OPERATIONS.map((op) => {
                                 const cid = id("op", inst, service, entity, op);
                                 return (
                                   <span class="op" key={op}>
@@ -224,13 +268,12 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
                                       type="checkbox"
                                       id={cid}
                                       checked={ops.includes(op)}
-                                      onChange={(e) =>
+                                      onChange={(e) => {
+                                        const on = e.currentTarget.checked;
                                         update((p) => {
-                                          const list = p[inst]![service]![entity]!.filter((o) => o !== op);
-                                          if (e.currentTarget.checked) list.push(op);
-                                          p[inst]![service]![entity] = OPERATIONS.filter((o) => list.includes(o));
-                                        })
-                                      }
+                                          p[inst]![service]![entity] = toggled(p[inst]![service]![entity]!, op, on);
+                                        });
+                                      }}
                                     />
                                     <label for={cid}>{op}</label>
                                   </span>
@@ -266,6 +309,92 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
                           Add entity set
                         </button>
                       </div>
+                      {(addError[`set\u0000${ck}`] ?? "") !== "" && (
+                        <p class="error" role="alert">
+                          {addError[`set\u0000${ck}`]}
+                        </p>
+                      )}
+                      <fieldset class="perm-operations">
+                        <legend>
+                          Operations<span class="visually-hidden"> of {service} on {inst}</span>
+                        </legend>
+                        <p class="hint">
+                          Functions and actions are called only with <code>invoke</code> on their own entry; <code>*</code> never includes them. A call also
+                          needs get or list of the entity set it is called on and of the sets its result lies in. erplink cannot see what an action changes
+                          beyond its result: granting invoke trusts it with whatever it does.
+                        </p>
+                        {catalog?.state === "ok" && catalog.operations.length === 0 && <p class="hint">No functions or actions in $metadata.</p>}
+                        {operationRows.map(({ name, info }) => {
+                          const ops = sets[name] ?? [];
+                          const kept = ops.filter((o) => o !== INVOKE);
+                          const cid = id("invoke", inst, service, name);
+                          const needs = info === undefined ? [] : [...new Set([...(info.binding_entity_sets ?? []), ...(info.result_entity_sets ?? [])])];
+                          return (
+                            <fieldset class="perm-entity perm-op" key={name}>
+                              <legend>
+                                Operation {name}
+                                <span class="visually-hidden"> in {service} of {inst}</span>
+                              </legend>
+                              {info !== undefined && <p class="hint">{operationSummary(info)}.</p>}
+                              {info !== undefined && needs.length > 0 && <p class="hint">A call also needs get or list of {needs.join(", ")}.</p>}
+                              {info?.result_unknown && <p class="warn">$metadata does not say which entity set its result lies in: erplink refuses calls of it.</p>}
+                              {info === undefined && catalog?.state === "ok" && <p class="warn">Not in $metadata: {service} has no function or action named {name}.</p>}
+                              {kept.length > 0 && <p class="hint">Also granted, kept as it is: {kept.join(", ")}.</p>}
+                              <div class="ops">
+                                <span class="op">
+                                  <input
+                                    type="checkbox"
+                                    id={cid}
+                                    checked={ops.includes(INVOKE)}
+                                    onChange={(e) => {
+                                      const on = e.currentTarget.checked;
+                                      update((p) => {
+                                        const next = toggled(p[inst]![service]![name] ?? [], INVOKE, on);
+                                        // An entry must list an operation: one left with none is removed.
+                                        if (next.length > 0) p[inst]![service]![name] = next;
+                                        else delete p[inst]![service]![name];
+                                      });
+                                    }}
+                                  />
+                                  <label for={cid}>{INVOKE}</label>
+                                </span>
+                                {sets[name] !== undefined && (
+                                  <button
+                                    type="button"
+                                    class="danger small"
+                                    onClick={() => update((p) => void delete p[inst]![service]![name])}
+                                    aria-label={`Remove operation ${name} of ${service} on ${inst}`}
+                                  >
+                                    Remove
+                                  </button>
+                                )}
+                              </div>
+                            </fieldset>
+                          );
+                        })}
+                        <div class="perm-add">
+                          <label for={id("add-op", inst, service)}>Add operation to {service} on {inst}</label>
+                          <input
+                            id={id("add-op", inst, service)}
+                            list={id("opnames", inst, service)}
+                            value={newOperation[ck] ?? ""}
+                            onInput={(e) => setNewOperation((s) => ({ ...s, [ck]: e.currentTarget.value }))}
+                            onKeyDown={onEnter(() => addOperation(inst, service))}
+                            placeholder="a function or action name"
+                          />
+                          <datalist id={id("opnames", inst, service)}>
+                            {catalog?.state === "ok" && catalog.operations.filter((o) => !(sets[o.name] ?? []).includes(INVOKE)).map((o) => <option key={o.name} value={o.name} />)}
+                          </datalist>
+                          <button type="button" class="secondary" onClick={() => addOperation(inst, service)}>
+                            Add operation
+                          </button>
+                        </div>
+                        {(addError[`op\u0000${ck}`] ?? "") !== "" && (
+                          <p class="error" role="alert">
+                            {addError[`op\u0000${ck}`]}
+                          </p>
+                        )}
+                      </fieldset>
                     </fieldset>
                   );
                 })}

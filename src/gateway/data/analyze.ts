@@ -38,7 +38,7 @@ import { BODILESS, extend, type AnalysisStop, type Analyzed, type CanonicalReque
 import { forwardedRequestHeaders } from "./headers.js";
 import type { AnalysisCache } from "./analysis-cache.js";
 import type { MetadataCache } from "./metadata-cache.js";
-import type { DataKey, DataPort, Decision } from "./ports.js";
+import type { DataKey, DataPort, Decision, Operation } from "./ports.js";
 
 /**
  * Analyzes a resolved request. With `analyses`, a bodiless GET or HEAD is
@@ -68,7 +68,7 @@ export async function analyze<K extends DataKey>(
   // Closures made per request come from helpers (see `referenceResolverOf`).
   const resolveReference = referenceResolverOf(r.client.path);
   const decide = decisionOf(r, port);
-  const mayCreate = mayCreateOf(decide);
+  const may = mayOf(decide);
   const entityStep = entityStepOf(decide);
   const cacheKey =
     analyses === undefined || model === undefined || declared || isBatch
@@ -101,7 +101,7 @@ export async function analyze<K extends DataKey>(
   const shared: Shared = { method, target: analysis.target, forward: analysis.forward, headers: forwardedRequestHeaders(req.headers), model, resolveReference };
   if (analysis.kind === "stopped") {
     // Nothing after the stop was read: what was read before it is authorized, then the stop answered; nothing is forwarded.
-    const request = canonical(shared, { kind: "access", accesses: analysis.accesses, body: undefined, analyzedBody: undefined, upsertEntitySet: undefined, partUrls: [], cached: undefined });
+    const request = canonical(shared, { kind: "access", accesses: analysis.accesses, body: undefined, analyzedBody: undefined, upsertEntitySet: undefined, answer: [], partUrls: [], cached: undefined });
     return extend(r, { request, stop: stopOf(analysis) });
   }
   if (raw !== undefined && BODILESS.has(method)) throw new GatewayError(400, `a ${method} request cannot have a body`);
@@ -111,13 +111,13 @@ export async function analyze<K extends DataKey>(
       body: raw ?? Buffer.alloc(0),
       clientRoot: r.client.path,
       model,
-      mayCreate,
+      may,
       sapClient: r.instance.sapClient,
       entityStep,
     });
     if (batch.kind === "invalid" || batch.kind === "denied") refuse(r, batch);
     if (batch.kind === "stopped") {
-      const stopped = canonical(shared, { kind: "batch", accesses: batch.accesses, body: undefined, analyzedBody: undefined, upsertEntitySet: undefined, partUrls: [], cached: undefined });
+      const stopped = canonical(shared, { kind: "batch", accesses: batch.accesses, body: undefined, analyzedBody: undefined, upsertEntitySet: undefined, answer: [], partUrls: [], cached: undefined });
       return extend(r, { request: stopped, stop: stopOf(batch) });
     }
     const request = canonical(shared, {
@@ -126,6 +126,7 @@ export async function analyze<K extends DataKey>(
       body: { bytes: batch.body, contentType: batch.contentType },
       analyzedBody,
       upsertEntitySet: undefined,
+      answer: [],
       partUrls: batch.partUrls,
       cached,
     });
@@ -137,6 +138,7 @@ export async function analyze<K extends DataKey>(
     body: raw === undefined ? undefined : { bytes: raw, contentType: contentType ?? "application/octet-stream" },
     analyzedBody,
     upsertEntitySet: analysis.kind === "access" ? analysis.upsertEntitySet : undefined,
+    answer: analysis.kind === "access" ? (analysis.answer ?? []) : [],
     partUrls: [],
     cached,
   });
@@ -164,6 +166,7 @@ function canonical(s: Shared, v: Omit<CanonicalRequest, keyof Shared>): Canonica
     analyzedBody: v.analyzedBody,
     resolveReference: s.resolveReference,
     upsertEntitySet: v.upsertEntitySet,
+    answer: v.answer,
     partUrls: v.partUrls,
     model: s.model,
     cached: v.cached,
@@ -181,9 +184,9 @@ function referenceResolverOf(clientPath: string): (url: string) => string | unde
   return (url) => bodyUrlRelative(url, clientPath);
 }
 
-/** Whether the key may create in an entity set (`$batch` asks, for an upsert); see `referenceResolverOf` for why a helper. */
-function mayCreateOf(decide: (entity: string, operation: "create") => Decision): (entity: string) => boolean {
-  return (entity) => decide(entity, "create").allowed;
+/** Whether the key may do an operation on an entity set (`$batch` asks, for upserts and answers); see `referenceResolverOf` for why a helper. */
+function mayOf(decide: (entity: string, operation: Operation) => Decision): (entity: string, operation: Operation) => boolean {
+  return (entity, operation) => decide(entity, operation).allowed;
 }
 
 /** The key's entity step, from its decisions: the instance and service steps have passed, so only the entity step is operation-free. */

@@ -3,7 +3,9 @@
  * key's permissions, in order; the first denial answers 403 with its step's
  * message (in a batch followed by the part, `… (batch part 2: resource
  * path)`). An update that may create the entity (upsert) gets `If-Match: *`
- * when the key may not `create` in its entity set.
+ * when the key may not `create` in its entity set; one whose answer would
+ * read what the key may not (`get` of the entity) gets `Prefer:
+ * return=minimal`.
  *
  * When the analysis stopped at an entity set the request names (see
  * `./analyze.ts`), the accesses read before it are checked all the same, in
@@ -13,6 +15,7 @@
  */
 import { GatewayError } from "../errors.js";
 import { extend, type Analyzed, type Authenticated, type Authorized } from "./exchange.js";
+import type { Access } from "../odata/accesses.js";
 import type { DataKey, DataPort, Decision, Operation } from "./ports.js";
 import { STEP_NAMES } from "./record.js";
 
@@ -33,8 +36,37 @@ export function authorize<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>):
     }
   }
   if (a.stop !== undefined) throw stopRefusal(a, batched);
-  return extend(a, { ifMatchStar: needsIfMatchStar(a, port) });
+  const conditions = conditionsOf(a, port);
+  // What the key turned out to be allowed besides (an upsert's create, an answer's reads) is what it authorized too.
+  for (const access of conditions.granted) a.fact.accesses.push({ entity: access.entitySet, operation: access.operation });
+  return extend(a, { ifMatchStar: conditions.ifMatchStar, preferMinimal: conditions.preferMinimal });
 }
+
+/**
+ * What an update may do besides its accesses, decided by the key: create
+ * the entity it updates (an upsert) unless `If-Match: *` is added, and read
+ * the entity back to answer unless `Prefer: return=minimal` is sent.
+ * `granted` is what the key is allowed of it beyond the request's accesses,
+ * which the request log records with them.
+ */
+export function conditionsOf<K extends DataKey>(
+  a: Analyzed<K>,
+  port: DataPort<K>,
+): { readonly ifMatchStar: boolean; readonly preferMinimal: boolean; readonly granted: readonly Access[] } {
+  const { upsertEntitySet: upsert, answer } = a.request;
+  if (upsert === undefined && answer.length === 0) return NO_CONDITIONS;
+  const decide = decisionOf(a, port);
+  const granted: Access[] = [];
+  const creates = upsert !== undefined && decide(upsert, "create").allowed;
+  if (creates) granted.push({ entitySet: upsert, operation: "create", reason: "resource path (upsert)" });
+  const answers = answer.length > 0 && answer.every((x) => decide(x.entitySet, x.operation).allowed);
+  if (answers) granted.push(...answer);
+  const { accesses } = a.request;
+  const beyond = granted.filter((g) => !accesses.some((x) => x.entitySet === g.entitySet && x.operation === g.operation));
+  return { ifMatchStar: upsert !== undefined && !creates, preferMinimal: answer.length > 0 && !answers, granted: beyond };
+}
+
+const NO_CONDITIONS = { ifMatchStar: false, preferMinimal: false, granted: [] } as const;
 
 /** The answer to an analysis that stopped at an entity set, once the accesses before it passed (the log's facts set). */
 function stopRefusal<K extends DataKey>(a: Analyzed<K>, batched: boolean): GatewayError {
@@ -44,8 +76,4 @@ function stopRefusal<K extends DataKey>(a: Analyzed<K>, batched: boolean): Gatew
   return new GatewayError(403, batched ? `${stop.message} (batch ${stop.reason})` : stop.message);
 }
 
-/** Whether an update that may create its entity (upsert) gets `If-Match: *`: the key may not `create` there. */
-export function needsIfMatchStar<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>): boolean {
-  const upsert = a.request.upsertEntitySet;
-  return upsert !== undefined && !decisionOf(a, port)(upsert, "create").allowed;
-}
+

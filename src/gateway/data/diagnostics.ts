@@ -10,7 +10,8 @@
  *   the forward stage's self-check; nothing is forwarded and no log entry
  *   written. A refusal is the answer (its status, code, message and denial
  *   step, exactly as the data path writes them), not an error.
- * - **catalog**: a service's entity sets from its cached `$metadata`.
+ * - **catalog**: a service's entity sets, functions and actions from its
+ *   cached `$metadata` (operations: `./catalog-operations.ts`).
  * - **testConnection**: `./connection-test.ts`.
  *
  * Everything thrown is a ConnectError, since the services call it.
@@ -35,7 +36,8 @@ import { GatewayError, fromConnectError } from "../errors.js";
 import type { Position, ServiceModel } from "../odata/metadata.js";
 import { overLimit } from "./admit.js";
 import { analyze } from "./analyze.js";
-import { authorize, decisionOf, needsIfMatchStar } from "./authorize.js";
+import { authorize, conditionsOf, decisionOf } from "./authorize.js";
+import { catalogOperation } from "./catalog-operations.js";
 import { testConnection } from "./connection-test.js";
 import type { Analyzed, Authenticated, ClientRequest, Incoming } from "./exchange.js";
 import { upstreamTarget } from "./forward.js";
@@ -203,9 +205,10 @@ async function explain<K extends DataKey>(input: ExplainInput<K>, options: Diagn
 function describe<K extends DataKey>(out: Explanation, a: Analyzed<K>, port: DataPort<K>): void {
   const { request, root } = a;
   if (a.stop === undefined) {
-    const ifMatchStar = needsIfMatchStar(a, port);
+    const { ifMatchStar, preferMinimal } = conditionsOf(a, port);
     const headers: Record<string, string> = { ...request.headers };
     if (ifMatchStar) headers["if-match"] = "*";
+    if (preferMinimal) headers.prefer = "return=minimal";
     out.request = create(CanonicalRequestSchema, {
       kind: request.kind,
       method: request.method,
@@ -218,7 +221,9 @@ function describe<K extends DataKey>(out: Explanation, a: Analyzed<K>, port: Dat
   }
   const decide = decisionOf(a, port);
   const batched = request.kind === "batch";
-  out.accesses = request.accesses.map((access): AccessDecision => {
+  // What the key is allowed besides (an upsert's create, an update's answer) is authorized as the data path authorizes it.
+  const granted = a.stop === undefined ? conditionsOf(a, port).granted : [];
+  out.accesses = [...request.accesses, ...granted].map((access): AccessDecision => {
     const decision = decide(access.entitySet, access.operation);
     return create(AccessDecisionSchema, {
       entitySet: access.entitySet,
@@ -285,6 +290,7 @@ async function catalog(instance: DiagnosedInstance, service: string, resources: 
     }),
     functionImports: [...model.functionImports],
     actionImports: [...model.actionImports],
+    operations: model.operations.map((operation) => catalogOperation(model, operation)),
   });
 }
 

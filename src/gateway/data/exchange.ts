@@ -89,6 +89,8 @@ export interface CanonicalRequest {
   readonly resolveReference: (url: string) => string | undefined;
   /** Set when the request may create the entity it updates (upsert): a key without `create` adds `If-Match: *`. */
   readonly upsertEntitySet: string | undefined;
+  /** The reads an update's answer makes: authorized when the key may, else `Prefer: return=minimal` is sent. */
+  readonly answer: readonly Access[];
   /** A batch's part URLs as forwarded, relative to the service root. */
   readonly partUrls: readonly string[];
   /** The model the request was analyzed with (undefined for `$metadata` and the service document). */
@@ -127,6 +129,8 @@ export interface Analyzed<K extends DataKey> extends Resolved<K> {
 export interface Authorized<K extends DataKey> extends Analyzed<K> {
   /** Whether `If-Match: *` is added so that an update cannot create (the key may not). */
   readonly ifMatchStar: boolean;
+  /** Whether `Prefer: return=minimal` is sent so that an update's answer reads nothing the key may not read. */
+  readonly preferMinimal: boolean;
 }
 
 /** After `admit`: counted against the key's rate limit. */

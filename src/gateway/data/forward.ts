@@ -19,6 +19,7 @@
 import http2 from "node:http2";
 import type { FastifyReply } from "fastify";
 import { GatewayError } from "../errors.js";
+import type { Operation } from "./ports.js";
 import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
 import { analysisNeutral, markVerified } from "./analysis-cache.js";
 import { decisionOf } from "./authorize.js";
@@ -51,6 +52,8 @@ export function upstreamTarget<K extends DataKey>(a: Authorized<K>, port: DataPo
   // V8's slow path (some 4 µs for the headers added below, issue #14).
   const headers: Record<string, string> = Object.assign({}, request.headers);
   if (a.ifMatchStar) headers["if-match"] = "*";
+  // No answer the key may not read: the back end then reads nothing back.
+  if (a.preferMinimal) headers.prefer = "return=minimal";
   // A remembered analysis whose target passed the check for this root passes it again: nothing else it depends on differs.
   const cached = request.cached !== undefined && analysisNeutral(headers) ? request.cached : undefined;
   if (cached === undefined || !cached.verified.has(root.key)) {
@@ -59,7 +62,7 @@ export function upstreamTarget<K extends DataKey>(a: Authorized<K>, port: DataPo
   }
   if (request.kind === "batch") {
     const decide = decisionOf(a, port);
-    verifyBatch(a, (entity) => decide(entity, "create").allowed);
+    verifyBatch(a, (entity: string, operation: Operation) => decide(entity, operation).allowed);
   }
   return { path, headers };
 }
@@ -128,6 +131,16 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
     // No body, by definition; undici takes the Content-Length a 304 may carry
     // (the representation's, RFC 9110 §8.6) for one that never came, and fails.
     discard(answer);
+    reply.send();
+    return;
+  }
+  if (a.preferMinimal && res.status >= 200 && res.status < 300 && res.status !== 204) {
+    // Asked for no answer, a back end that answers the update with the entity
+    // anyway (SAP's mock server does on V2) would hand the key what it may
+    // not read: the answer is the success it stands for, without the entity.
+    discard(answer);
+    for (const name of ["content-type", "content-length"]) reply.removeHeader(name);
+    reply.code(204).header("preference-applied", "return=minimal");
     reply.send();
     return;
   }

@@ -15,7 +15,7 @@ import type { Access } from "../odata/accesses.js";
 import { analyzeRequest } from "../odata/request.js";
 import { sameTarget } from "../odata/target.js";
 import type { Authorized } from "./exchange.js";
-import type { DataKey } from "./ports.js";
+import type { DataKey, Operation } from "./ports.js";
 
 /** A difference between what was authorized and what would be sent. */
 function refuse(why: string): never {
@@ -91,7 +91,7 @@ export function verifyReading<K extends DataKey>(
  * accesses and is written identically (erplink's writer is a fixed point),
  * and every part URL resolves below the service root as written.
  */
-export function verifyBatch<K extends DataKey>(a: Authorized<K>, mayCreate: (entitySet: string) => boolean): void {
+export function verifyBatch<K extends DataKey>(a: Authorized<K>, may: (entitySet: string, operation: Operation) => boolean): void {
   const { root, request } = a;
   if (request.body === undefined) refuse("the batch has no body");
   const again = analyzeBatch({
@@ -99,7 +99,7 @@ export function verifyBatch<K extends DataKey>(a: Authorized<K>, mayCreate: (ent
     body: request.body.bytes,
     clientRoot: a.client.path,
     model: request.model,
-    mayCreate,
+    may,
     sapClient: a.instance.sapClient,
   });
   if (again.kind !== "access") refuse(`read again, the batch is refused: ${again.message}`);

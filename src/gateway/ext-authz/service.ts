@@ -253,6 +253,15 @@ async function decide<K extends DataKey>(
     resources.metadata,
   );
   const authorized = authorize(analyzed, port);
+  if (authorized.preferMinimal && authorized.request.model?.version === "2.0") {
+    // Envoy forwards the back end's answer as it comes: erplink cannot drop an entity a V2 back end answers an
+    // update with although asked for none (OData V2 has no such preference; SAP's mock server ignores it).
+    throw new GatewayError(
+      403,
+      "the key may not read what this update answers with, and behind Envoy erplink cannot drop the answer of an OData V2 service: " +
+        "grant it 'get' on the entity set, or send the update through erplink's data path",
+    );
+  }
   const admitted = await admit(authorized, port, sink);
   // forward: the data path's own self-check first (the same refusals), then Envoy's request.
   upstreamTarget(admitted, port);
@@ -260,6 +269,8 @@ async function decide<K extends DataKey>(
   // No prototype: `set[name]` below must not find Object's `constructor` for a client's header of that name.
   const set: Record<string, string> = Object.create(null) as Record<string, string>;
   if (admitted.ifMatchStar) set["if-match"] = "*";
+  // An update's answer would read what the key may not: the back end is asked for none, as on the data path.
+  if (admitted.preferMinimal) set.prefer = "return=minimal";
   if (admitted.instance.sapClient !== undefined && admitted.instance.sapClient !== "") set["sap-client"] = admitted.instance.sapClient;
   if (checked.injectCredentials) Object.assign(set, await credentials(admitted, resources));
   // Every header the data path would not forward goes, the key first; a header set here replaces the client's.
@@ -325,6 +336,7 @@ function forwardable<K extends DataKey>(a: Admitted<K>, checked: CheckedRequest,
   if (url.origin !== root.origin) throw cannotAuthorize("its request target leaves the back end");
   const headers: Record<string, string> = Object.assign({}, request.headers);
   if (a.ifMatchStar) headers["if-match"] = "*";
+  if (a.preferMinimal) headers.prefer = "return=minimal";
   // The client may name the instance's own SAP client, as on the data path: the back end then reads the same one.
   verifyReading(Object.assign({}, a, { root }), url, headers, a.instance.sapClient);
 }

@@ -12,8 +12,9 @@
  * | `POST` to a collection | `create` |
  * | `PUT`/`PATCH`/`MERGE` of an entity, or writes one of its properties | `update` (and `create` for an upsert, unless `If-Match: *` is added) |
  * | `DELETE` of an entity | `delete`, and `delete` of every set its cascading navigations reach |
+ * | reads links (`GET …/$ref`, V2 `…/$links/…`) | `list` of both sets: a back end may read all of them (SAP's mock server does) |
  * | adds or changes a link (`$ref`, V2 `$links`) | `update` of the side holding the foreign key (both when the document does not say), `get` of the linked entity |
- * | removes a link | the same; to a composition child (`OnDelete Cascade`, containment) `delete` of the child, since the back end deletes it |
+ * | removes a link | `delete` of the source (SAP's mock server deletes it), and of a composition child (`OnDelete Cascade`, containment: SAP CAP deletes it) or else `update` as above |
  * | adds a link to a composition | `create` of the child's set besides: a back end may insert a child rather than link one |
  * | calls a function or action | `invoke` of the operation by name, `get`/`list` of what it is bound to, `get`/`list` of every entity set its result lies in |
  *
@@ -71,7 +72,11 @@ export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyM
   const target = hops[last]!;
   const read: Operation = path.shape === "collection" ? "list" : "get";
   const propertyLike = path.property || tail?.kind === "value";
-  if (isRead) {
+  if (isRead && tail?.kind === "ref" && path.via !== undefined) {
+    // Reading links: a back end may read every entity of both sets for it (SAP's mock server does).
+    accesses.add(path.hops[path.hops.length - 2]!, "list", "link read");
+    accesses.add(target, "list", "link read");
+  } else if (isRead) {
     accesses.add(target, read, "resource path");
   } else if (tail?.kind === "count") {
     denied(`${method} is not allowed on $count`);
@@ -124,6 +129,8 @@ function linkAccesses(path: BoundPath, method: string, model: ServiceModel, acce
   const target = hops[hops.length - 1]!;
   const composition = via.navigation.cascade || via.navigation.contained;
   const removes = method === "DELETE";
+  // A link removal is a DELETE, and back ends read it as one: SAP's mock server deletes the source entity.
+  if (removes) accesses.add(source, "delete", "link removal (a back end may delete the source)");
   if (removes && composition) {
     // The back end deletes the child, and what cascades from it.
     accesses.add(target, "delete", "link removal from a composition");

@@ -108,13 +108,17 @@
  *   denied or invalid one answers for the batch, naming the part
  *   (`batch part 2 (POST Customers): …`). Parts are numbered from 1 in
  *   document order, requests inside change sets included.
- * - Upserting `PUT`/`PATCH` parts (see {@link needsIfMatchStar}) get
- *   `If-Match: *` when the key may not create in the entity set, in place
- *   of a blank `If-Match` of their own.
+ * - Upserting `PUT`/`PATCH` parts get `If-Match: *` when the key may not
+ *   create in the entity set, in place of a blank `If-Match` of their own;
+ *   updating parts whose answer would read what the key may not get
+ *   `Prefer: return=minimal` in place of their own `Prefer` (see `answer`
+ *   of the request analyzer). What the key may of either is added to the
+ *   batch's accesses.
  */
 import type { ServiceModel } from "./metadata.js";
 import { AccessList, type Access } from "./accesses.js";
-import { SAP_SESSION_HEADERS, analyzeRequest, needsIfMatchStar, type Analysis, type RequestBody } from "./request.js";
+import type { Operation } from "../data/ports.js";
+import { SAP_SESSION_HEADERS, analyzeRequest, type Analysis, type RequestBody } from "./request.js";
 import { jsonValue, parseJson, type JsonNode } from "./json.js";
 import { TOKEN, UTF8, isJsonType, isUtf8, parseMediaType, sniffBody, sniffBytes, type MediaType } from "./media-type.js";
 import { Refusal, Stop, decodeOnce, denied, excerpt, hasControlCharacter, invalid, skipDoubleQuoted, type EntityStep } from "./syntax.js";
@@ -146,8 +150,13 @@ export interface BatchInput {
   readonly clientRoot: string;
   /** The service's parsed `$metadata`; undefined when it is unavailable. */
   readonly model: ServiceModel | undefined;
-  /** Whether the key may `create` in an entity set: upserting parts without it get `If-Match: *`. */
-  readonly mayCreate: (entitySet: string) => boolean;
+  /**
+   * Whether the key may do an operation on an entity set: upserting parts
+   * without `create` get `If-Match: *`; updates whose answer would read what
+   * it may not get `Prefer: return=minimal`. What it may of both is added to
+   * the batch's accesses.
+   */
+  readonly may: (entitySet: string, operation: Operation) => boolean;
   /** The instance's SAP client (see `sapClient` of the request analyzer). */
   readonly sapClient?: string | undefined;
   /** The key's entity step (see `entityStep` of the request analyzer), for every part. */
@@ -436,6 +445,8 @@ interface PartResult {
   readonly method: string;
   /** Whether `If-Match: *` must be added. */
   readonly ifMatchStar: boolean;
+  /** Whether `Prefer: return=minimal` must replace the part's own `Prefer`. */
+  readonly preferMinimal: boolean;
 }
 
 /**
@@ -485,8 +496,20 @@ function analyzePart(
       const message = analysis.status === 404 ? `${labelOf(part)}: ${analysis.message}` : analysis.message;
       throw new Stop(analysis.status, analysis.entitySet, `part ${part.no}: ${analysis.reason}`, message);
     }
+    let ifMatchStar = false;
+    let preferMinimal = false;
     if (analysis.kind === "access") {
       for (const a of analysis.accesses) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
+      // What an update may do besides, as the key decides (see `conditionsOf` of the data path).
+      const upsert = analysis.upsertEntitySet;
+      if (upsert !== undefined) {
+        if (input.may(upsert, "create")) accesses.add(upsert, "create", `part ${part.no}: resource path (upsert)`);
+        else ifMatchStar = true;
+      }
+      const answer = analysis.answer ?? [];
+      if (answer.length > 0 && answer.every((a) => input.may(a.entitySet, a.operation))) {
+        for (const a of answer) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
+      } else if (answer.length > 0) preferMinimal = true;
     }
     // A reference to an entity erplink knows the address of is replaced by
     // that address (the back end would resolve it from stored data, which a
@@ -505,7 +528,8 @@ function analyzePart(
       referable,
       forwardUrl,
       method: analysis.kind === "access" ? analysis.effectiveMethod : part.method.toUpperCase(),
-      ifMatchStar: needsIfMatchStar(analysis, input.mayCreate),
+      ifMatchStar,
+      preferMinimal,
     };
   });
 }
@@ -1041,13 +1065,18 @@ function writeMultipart(
       const name = headerName(l);
       const lower = name.toLowerCase();
       if (!MULTIPART_REQUEST_HEADERS.has(lower)) continue;
-      // A blank If-Match (no precondition) is replaced by the one added below, never sent beside it.
+      // A blank If-Match (no precondition) is replaced by the one added below, never sent beside it; so is a Prefer.
       if (lower === "if-match" && result?.ifMatchStar) continue;
+      if (lower === "prefer" && result?.preferMinimal) continue;
       lines.push(lower === "content-length" ? `${name}: ${body.length}` : l);
     }
     const head: Head = { ...part.head, lines };
     if (result?.ifMatchStar) {
       lines.push("If-Match: *");
+      head.terminated = true;
+    }
+    if (result?.preferMinimal) {
+      lines.push("Prefer: return=minimal");
       head.terminated = true;
     }
     const extra = !copyContentIds || part.mimeId || part.id === undefined ? [] : [`Content-ID: ${part.id}`];
@@ -1170,9 +1199,11 @@ function analyzeJsonBatch(input: BatchInput, accesses: AccessList): BatchAnalysi
     const headers: string[] = [];
     for (const [lower, value] of part.headers.byName) {
       // A blank If-Match is replaced by the one added below, not written beside it (a duplicate member).
-      if (FORWARDED_PART_HEADERS.has(lower) && !(lower === "if-match" && result.ifMatchStar)) headers.push(`${JSON.stringify(lower)}:${JSON.stringify(value)}`);
+      if (!FORWARDED_PART_HEADERS.has(lower) || (lower === "if-match" && result.ifMatchStar) || (lower === "prefer" && result.preferMinimal)) continue;
+      headers.push(`${JSON.stringify(lower)}:${JSON.stringify(value)}`);
     }
     if (result.ifMatchStar) headers.push('"if-match":"*"');
+    if (result.preferMinimal) headers.push('"prefer":"return=minimal"');
     if (headers.length > 0) members.push(`"headers":{${headers.join(",")}}`);
     const b = part.bodyNode;
     if (b !== undefined && !(b.type === "scalar" && b.value === null)) members.push(`"body":${compactJson(text.slice(b.start, b.end))}`);

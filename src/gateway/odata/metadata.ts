@@ -831,7 +831,8 @@ class Model implements ServiceModel {
         else return undefined;
       }
       const set = this.#sets.get(at.entitySet);
-      return set !== undefined && (fits(set) || at.bindingPath.length > 0) ? [{ entitySet: at.entitySet, collection }] : undefined;
+      // A path to a set of another type says nothing true: the result lies wherever its type may.
+      if (set !== undefined && (fits(set) || at.bindingPath.length > 0)) return [{ entitySet: at.entitySet, collection }];
     }
     // No set named: wherever an entity of that type may lie.
     const sets = [...this.#sets.values()].filter(fits).map((set) => ({ entitySet: set.name, collection: collection && !set.singleton }));

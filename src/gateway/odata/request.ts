@@ -25,9 +25,10 @@
  *   bound, so nothing there is authorized (the gateway fails closed before).
  * - `PUT` or `PATCH` of an entity may create it (upsert). Unless the request
  *   already carries `If-Match`, the analysis names the entity set in
- *   `upsertEntitySet`, and {@link needsIfMatchStar} tells the gateway whether
- *   to add `If-Match: *` for a key without `create` (a blank `If-Match` counts
- *   as none).
+ *   `upsertEntitySet`, and the gateway adds `If-Match: *` for a key without
+ *   `create` (a blank `If-Match` counts as none).
+ * - An update's answer is a read of what it changed (see `answer`): the
+ *   gateway authorizes it when the key may, else asks for `return=minimal`.
  * - Bulk and cross-entity-set constructs (`$each`, `$filter` path segments,
  *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`) and
  *   collection-wide `PUT`/`PATCH`/`DELETE` are denied with a message naming
@@ -127,8 +128,18 @@ export type Analysis =
       readonly accesses: readonly Access[];
       /** The method the back end will act on: the request's, or the one tunnelled with `X-HTTP-Method`. */
       readonly effectiveMethod: string;
-      /** Set when the request may create the entity it updates (upsert); see {@link needsIfMatchStar}. */
+      /** Set when the request may create the entity it updates (upsert): a key without `create` gets `If-Match: *` added. */
       readonly upsertEntitySet?: string;
+      /**
+       * What the back end reads to answer an update with the entity it
+       * changed (OData's default `return=representation`): `get` of the
+       * target, `list` of every set a nested entity was written in. The
+       * gateway authorizes them when the key may; otherwise it asks the back
+       * end for no answer (`Prefer: return=minimal`), so that the row is not
+       * read back for a key that may not read it. (A create's answer is what
+       * the request created: its `create` covers reading it back.)
+       */
+      readonly answer?: readonly Access[];
       /**
        * The resource path (no leading slash, in the canonical encoding of
        * {@link Forwardable.forward}) of the one entity the request yields, so that a `$batch`
@@ -178,15 +189,6 @@ export type Analysis =
   | { readonly kind: "denied"; readonly message: string }
   /** Malformed path or query (400). */
   | { readonly kind: "invalid"; readonly message: string };
-
-/**
- * Whether the gateway must add `If-Match: *` to the forwarded request so that
- * it cannot create the entity it updates: true for an upserting request
- * (see {@link Analysis}) when the key may not `create` in that entity set.
- */
-export function needsIfMatchStar(analysis: Analysis, mayCreate: (entitySet: string) => boolean): boolean {
-  return analysis.kind === "access" && analysis.upsertEntitySet !== undefined && !mayCreate(analysis.upsertEntitySet);
-}
 
 /**
  * Analyzes one request. Never throws: malformed input is `invalid`, anything
@@ -351,6 +353,8 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
     // A blank If-Match is no precondition: back ends ignore it (CAP tests its truthiness).
     !headers.get("if-match")?.trim() &&
     headers.get("if-none-match")?.trim() !== "*";
+  // A client that asks for no answer (or the gateway, for a key that may not read it) has nothing read back.
+  const answer = /\breturn\s*=\s*minimal\b/i.test(headers.get("prefer") ?? "") ? [] : answerOf(path, method, accesses.items);
   const entityPath = entityPathOf(segments, path, method, model);
   const referable =
     entityPath === undefined
@@ -366,9 +370,30 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
     accesses: accesses.items,
     effectiveMethod: method,
     ...(upsert ? { upsertEntitySet: path.hops[path.hops.length - 1] } : {}),
+    ...(answer.length > 0 ? { answer } : {}),
     ...(entityPath !== undefined ? { entityPath } : {}),
     ...(referable !== undefined ? { referable } : {}),
   };
+}
+
+/** The reason of the reads an update's answer makes (see `answer` in {@link Analysis}). */
+const ANSWER_REASON = "the answer";
+
+/**
+ * See `answer` in {@link Analysis}: the reads of an update's answer, from
+ * the accesses found: `get` of the target, `list` of every set a nested
+ * navigation the body writes leads to (back ends answer with it expanded).
+ */
+function answerOf(path: BoundPath, method: string, found: readonly Access[]): Access[] {
+  if ((method !== "PUT" && method !== "PATCH" && method !== "MERGE") || path.tail !== undefined || path.hops.length === 0) return [];
+  const out: Access[] = [{ entitySet: path.hops[path.hops.length - 1]!, operation: "get", reason: ANSWER_REASON }];
+  for (const a of found) {
+    // A nested navigation the body writes (deep insert or update, or its related set replaced) is answered with the entity.
+    if (/^(?:deep |unlink )/.test(a.reason) && !out.some((o) => o.entitySet === a.entitySet && o.operation === "list")) {
+      out.push({ entitySet: a.entitySet, operation: "list", reason: `${ANSWER_REASON} (${a.reason})` });
+    }
+  }
+  return out;
 }
 
 /**
@@ -585,6 +610,9 @@ function idOption(value: string, path: BoundPath, method: string, input: Request
   }
   if (target.includes("?") || target.includes("#")) invalid(`'${excerpt(value)}' in $id must not have a query or fragment`);
   const hops = walkReference(target, { ...ctx, reason: "$id" });
+  const linked = path.hops[path.hops.length - 1]!;
+  // A back end unlinks by the key it names, whatever set the URL says: it must be where the link leads.
+  if (hops[hops.length - 1] !== linked) invalid(`'${excerpt(value)}' in $id is not an entity of '${linked}', where the link leads`);
   hops.forEach((entitySet, i) => accesses.add(entitySet, i === hops.length - 1 && removalDeletes(path) ? "delete" : "get", "$id"));
 }
 

@@ -10,8 +10,9 @@
  *   request log's denial step, accesses, upstream URL) must be exactly what
  *   explain says. Explaining forwards nothing, counts nothing and logs no
  *   data request.
- * - the catalog and the connection test read the same upstream, a closed
- *   port and refused credentials.
+ * - the catalog (entity sets, functions and actions with what a call needs)
+ *   and the connection test read the same upstream, a closed port and
+ *   refused credentials.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -261,6 +262,45 @@ Diag("catalog: a service's entity sets, keys, navigations with their targets, me
       [`/erp/v2/ZSALES_SRV/$metadata?sap-client=100`, BASIC],
     ],
   );
+});
+
+Diag("catalog: every function and action by the name a key grants it by (invoke), its kind, the sets it is called on and the sets its result lies in; a V2 function import with its method", async (ctx) => {
+  const get = async (service: string) => {
+    const res = await ctx.world.app.inject({ method: "GET", url: `/admin/instances/${ctx.instanceId}/services/${service}/catalog`, headers: AUTH });
+    assert.is(res.statusCode, 200, res.body);
+    return json(res).data;
+  };
+  const v4 = await get("SALES");
+  // REST leaves out empty strings (http_method but for V2 function imports), as for every resource.
+  assert.equal(v4.operations, [
+    // The import's EntitySet holds its result.
+    { name: "Search", kind: "function", bound: false, binding_entity_sets: [], result_entity_sets: ["Products"], result_unknown: false },
+    { name: "ResetAll", kind: "action", bound: false, binding_entity_sets: [], result_entity_sets: [], result_unknown: false },
+    // Bound operations by their namespace-qualified name, as the document declares it (not the alias S).
+    { name: "Sales.GetTotal", kind: "function", bound: true, binding_entity_sets: ["SalesOrders"], result_entity_sets: [], result_unknown: false },
+    // No EntitySetPath: every set of the returned type.
+    { name: "Sales.TopOrders", kind: "function", bound: true, binding_entity_sets: ["SalesOrders"], result_entity_sets: ["SalesOrders"], result_unknown: false },
+    { name: "Sales.Approve", kind: "action", bound: true, binding_entity_sets: ["SalesOrders"], result_entity_sets: [], result_unknown: false },
+  ]);
+  const v2 = await get("SALES2");
+  assert.equal(v2.operations, [
+    { name: "ReleaseOrder", kind: "action", bound: false, binding_entity_sets: [], result_entity_sets: ["SalesOrderSet"], http_method: "POST", result_unknown: false },
+  ]);
+  // What the catalog names is what a call needs on the data path: the grant, the binding read, the result's read.
+  const key = json(
+    await post(ctx.world.app, "/admin/api-keys", {
+      name: "caller",
+      permissions: { prod: { SALES: { "Sales.TopOrders": ["invoke"], SalesOrders: ["list"] }, SALES2: { ReleaseOrder: ["invoke"], SalesOrderSet: ["get"] } } },
+    }),
+  ).data;
+  const explained = async (url: string, method: string) => {
+    const res = await post(ctx.world.app, `/admin/api-keys/${key.id}/explain`, { instance: "prod", method, url });
+    assert.is(res.statusCode, 200, res.body);
+    const ex = json(res).data;
+    return [ex.allowed, ex.accesses.map((a: { entity_set: string; operation: string }) => `${a.operation} ${a.entity_set}`)];
+  };
+  assert.equal(await explained(`${SALES}/SalesOrders/Sales.TopOrders(count=3)`, "GET"), [true, ["list SalesOrders", "invoke Sales.TopOrders"]]);
+  assert.equal(await explained("/odata/prod/SALES2/ReleaseOrder?SalesOrderID='1'", "POST"), [true, ["invoke ReleaseOrder", "get SalesOrderSet"]]);
 });
 
 Diag("catalog: a back end that refuses the credentials is 502, one that cannot be reached 502, a slow one 504; bad names are 400, unknown instances 404", async (ctx) => {

@@ -34,6 +34,7 @@ function authorized(method: string, path: string, query = "", headers: Record<st
     analyzedBody: undefined,
     resolveReference: () => undefined,
     upsertEntitySet: undefined,
+      answer: [],
     partUrls: [],
     model,
   };
@@ -89,7 +90,7 @@ V("a target that reads as another request is refused: another target, other acce
 
 V("a batch that would be written differently, or needs other accesses, is refused", () => {
   const text = JSON.stringify({ requests: [{ id: "1", method: "get", url: "SalesOrders(1)" }] });
-  const batch = analyzeBatch({ contentType: "application/json", body: Buffer.from(text), clientRoot: CLIENT.path, model, mayCreate: () => true });
+  const batch = analyzeBatch({ contentType: "application/json", body: Buffer.from(text), clientRoot: CLIENT.path, model, may: () => true });
   if (batch.kind !== "access") throw new Error(batch.message);
   const a = authorized("POST", "$batch");
   const withBody = (bytes: Buffer, accesses = batch.accesses) =>

@@ -36,7 +36,7 @@ const JSON_TYPE = "application/json";
 interface Options {
   readonly contentType?: string;
   readonly model?: ServiceModel | undefined;
-  readonly mayCreate?: (entitySet: string) => boolean;
+  readonly may?: (entitySet: string, operation: string) => boolean;
   readonly clientRoot?: string;
   readonly entityStep?: (entitySet: string) => string | undefined;
 }
@@ -47,7 +47,7 @@ function run(body: string | Buffer, o: Options = {}): BatchAnalysis {
     body: typeof body === "string" ? Buffer.from(body, "utf8") : body,
     clientRoot: o.clientRoot ?? ROOT,
     model: "model" in o ? o.model : V4,
-    mayCreate: o.mayCreate ?? (() => true),
+    may: o.may ?? (() => true),
     ...(o.entityStep ? { entityStep: o.entityStep } : {}),
   };
   return analyzeBatch(input);
@@ -186,6 +186,7 @@ mp("V2 (SAP style): MERGE, tunnelled MERGE and a Content-ID reference in a chang
     acc("SalesOrderItemSet", "create", "part 3: resource path"),
     acc("SalesOrderSet", "update", "part 4: resource path"),
     acc("CustomerSet", "update", "part 5: resource path"),
+    acc("CustomerSet", "get", "part 5: the answer"),
   ]);
 });
 
@@ -236,16 +237,22 @@ mp("If-Match: * is added to upserting PUT/PATCH parts only where the key may not
     http("PUT SalesOrders(4)/Note HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "e" }),
     "Content-Type: application/http\r\n\r\nPATCH SalesOrders(5) HTTP/1.1\r\nIf-Match: *\r\n",
   );
-  expectAccess(run(body, { mayCreate: (set) => set === "Customers" }), 6, forwarded, [
+  expectAccess(run(body, { may: (set, op) => op !== "create" || set === "Customers" }), 6, forwarded, [
     acc("SalesOrders", "update", "part 1: resource path"),
+    acc("SalesOrders", "get", "part 1: the answer"),
     acc("Customers", "update", "part 2: resource path"),
+    acc("Customers", "create", "part 2: resource path (upsert)"),
+    acc("Customers", "get", "part 2: the answer"),
     acc("SalesOrders", "create", "part 4: resource path (If-None-Match: *)"),
   ]);
-  // With create allowed everywhere nothing changes.
+  // With create allowed everywhere the body is unchanged; the upserts' creates are authorized with the rest.
   expectAccess(run(body), 6, body, [
     acc("SalesOrders", "update", "part 1: resource path"),
+    acc("SalesOrders", "create", "part 1: resource path (upsert)"),
+    acc("SalesOrders", "get", "part 1: the answer"),
     acc("Customers", "update", "part 2: resource path"),
-    acc("SalesOrders", "create", "part 4: resource path (If-None-Match: *)"),
+    acc("Customers", "create", "part 2: resource path (upsert)"),
+    acc("Customers", "get", "part 2: the answer"),
   ]);
 });
 
@@ -266,7 +273,12 @@ mp("binary part bodies without line breaks pass byte-exact (every other byte val
       Buffer.from(`\r\n--${BOUNDARY}\r\n${utf8}\r\n--${BOUNDARY}--\r\n`, "utf8"),
     ]);
   const body = build("Products('P1')/$value");
-  const accesses = [acc("Products", "update", "part 1: resource path"), acc("Customers", "update", "part 2: resource path")];
+  const accesses = [
+    acc("Products", "update", "part 1: resource path"),
+    acc("Customers", "update", "part 2: resource path"),
+    acc("Customers", "create", "part 2: resource path (upsert)"),
+    acc("Customers", "get", "part 2: the answer"),
+  ];
   expectAccess(run(body), 2, body, accesses);
   expectAccess(run(build(`${ROOT}/Products('P1')/$value`)), 2, body, accesses);
 });
@@ -318,7 +330,11 @@ mp("bare-LF framing inside a change set; a JSON body with line breaks is forward
   const forwarded = batch(
     `Content-Type: multipart/mixed; boundary=cs\r\n\r\n--cs\r\nContent-Type: application/http\r\nContent-ID: 1\r\n\r\nPATCH SalesOrders(1) HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{"Note":"line 1","Tags":[1,2]}\r\n--cs--`,
   ).replace(/\r\n$/, "");
-  expectAccess(run(body), 1, forwarded, [acc("SalesOrders", "update", "part 1: resource path")]);
+  expectAccess(run(body), 1, forwarded, [
+    acc("SalesOrders", "update", "part 1: resource path"),
+    acc("SalesOrders", "create", "part 1: resource path (upsert)"),
+    acc("SalesOrders", "get", "part 1: the answer"),
+  ]);
 });
 
 mp("a MIME-level Content-Length follows a rewritten part and its change set; untouched parts keep theirs", () => {
@@ -348,6 +364,7 @@ mp("a request's Content-Length (equal to or below the body length) is forwarded 
     acc("Customers", "create", "part 2: resource path"),
     acc("Categories", "create", "part 3: resource path"),
     acc("SalesOrders", "update", "part 4: resource path"),
+    acc("SalesOrders", "get", "part 4: the answer"),
   ]);
 });
 
@@ -408,14 +425,15 @@ js("absolute URLs are written relative and If-Match: * added; bodies stay as wri
     `{"id":"c","method":"PUT","url":"SalesOrders(1)","headers":{"content-type":"application/json","if-match":"*"},"body":{"Note":"é","Amount":12345678901234567890.10}},` +
     `{"id":"d","method":"PATCH","url":"SalesOrders(2)","headers":{"if-match":"*"},"body":{"Note":"x"}}]}`;
   expectAccess(
-    run(text, { contentType: JSON_TYPE, mayCreate: () => false }),
+    run(text, { contentType: JSON_TYPE, may: (_set, op) => op !== "create" }),
     4,
     expected,
     [
-      acc("Customers", "get", "part 1: resource path"),
-      acc("Products", "list", "part 2: resource path"),
-      acc("SalesOrders", "update", "part 3: resource path"),
-    ],
+    acc("Customers", "get", "part 1: resource path"),
+    acc("Products", "list", "part 2: resource path"),
+    acc("SalesOrders", "update", "part 3: resource path"),
+    acc("SalesOrders", "get", "part 3: the answer"),
+  ],
     JSON_TYPE,
   );
 });
@@ -472,7 +490,11 @@ refs("a composite key placeholder: $1/… of a PriceConditions create", () => {
   const body = batch(
     changeSet("cs", json("POST PriceConditions HTTP/1.1", `{"OrderID":1,"Type":"A"}`, { id: "1" }), json("PATCH $1 HTTP/1.1", `{"Value":2}`, { id: "2" })),
   );
-  expectAccess(run(body), 2, body, [acc("PriceConditions", "create", "part 1: resource path"), acc("PriceConditions", "update", "part 2: resource path")]);
+  expectAccess(run(body), 2, body, [
+    acc("PriceConditions", "create", "part 1: resource path"),
+    acc("PriceConditions", "update", "part 2: resource path"),
+    acc("PriceConditions", "get", "part 2: the answer"),
+  ]);
 });
 
 refs("regression (red team): a reference to an entity erplink knows the address of is forwarded as that address, not as $<id>", () => {
@@ -483,8 +505,11 @@ refs("regression (red team): a reference to an entity erplink knows the address 
   );
   expectAccess(run(body), 2, forwarded, [
     acc("SalesOrders", "update", "part 1: resource path"),
-    acc("SalesOrders", "get", "part 2: navigation source in resource path"),
+    acc("SalesOrders", "create", "part 1: resource path (upsert)"),
+    acc("SalesOrders", "get", "part 1: the answer"),
     acc("Customers", "update", "part 2: resource path"),
+    acc("Customers", "create", "part 2: resource path (upsert)"),
+    acc("Customers", "get", "part 2: the answer"),
   ]);
   const requests = [
     { id: "1", method: "patch", url: "Customers('C1')", body: { Name: "x" } },
@@ -494,7 +519,12 @@ refs("regression (red team): a reference to an entity erplink knows the address 
     run(jsonRef(...requests), { contentType: JSON_TYPE }),
     2,
     writtenJson(requests[0]!, { ...requests[1]!, url: "Customers('C1')/Orders?$top=1" }),
-    [acc("Customers", "update", "part 1: resource path"), acc("Customers", "get", "part 2: navigation source in resource path"), acc("SalesOrders", "list", "part 2: resource path")],
+    [
+      acc("Customers", "update", "part 1: resource path"),
+      acc("Customers", "create", "part 1: resource path (upsert)"),
+      acc("Customers", "get", "part 1: the answer"),
+      acc("SalesOrders", "list", "part 2: resource path"),
+    ],
     JSON_TYPE,
   );
 });
@@ -782,13 +812,20 @@ hidden("JSON part bodies are forwarded compacted from their own text: numbers as
     json(`POST ${ROOT}/SalesOrders HTTP/1.1`, pretty),
   );
   const forwarded = batch(json("PATCH SalesOrders(1) HTTP/1.1", compact, { headers: [`Content-Length: ${length}`] }), json("POST SalesOrders HTTP/1.1", compact));
-  expectAccess(run(body), 2, forwarded, [acc("SalesOrders", "update", "part 1: resource path"), acc("SalesOrders", "create", "part 2: resource path")]);
+  expectAccess(run(body), 2, forwarded, [
+    acc("SalesOrders", "update", "part 1: resource path"),
+    acc("SalesOrders", "create", "part 1: resource path (upsert)"),
+    acc("SalesOrders", "get", "part 1: the answer"),
+  ]);
   assert.not.ok(/[\r\n]|\u00e2\u0080[\u00a8\u00a9]/.test(forwarded.split("\r\n\r\n")[2].split("\r\n")[0]), "no line break in the compacted body");
 });
 
 hidden("regression: the JSON batch format is not affected; a non-JSON body there may hold line breaks (a JSON string)", () => {
   const request = { id: "1", method: "put", url: "SalesOrders(1)/Note", headers: { "content-type": "text/plain" }, body: "x\r\n\r\nDELETE /Categories(1) HTTP/1.1" };
-  expectAccess(run(jsonRef(request), { contentType: JSON_TYPE }), 1, writtenJson(request), [acc("SalesOrders", "update", "part 1: resource path")], JSON_TYPE);
+  expectAccess(run(jsonRef(request), { contentType: JSON_TYPE }), 1, writtenJson(request), [
+    acc("SalesOrders", "update", "part 1: resource path"),
+    acc("SalesOrders", "get", "part 1: the answer"),
+  ], JSON_TYPE);
   assert.equal(
     run(jsonRef({ id: "1", method: "delete", url: "Customers('C1')", headers: { "content-type": "text/plain" }, body: "x" }), { contentType: JSON_TYPE }),
     invalid("batch part 1 (DELETE Customers('C1')): a DELETE request cannot have a body"),
@@ -864,7 +901,11 @@ for (const [name, contentType, body, expected] of charsetCases) {
 
 reading("charset: utf8 (an alias CAP and clients use) passes", () => {
   const body = batch(http("PATCH Customers('C1') HTTP/1.1", { headers: ["Content-Type: application/json;charset=utf8"], body: `{"Name":"x"}` }));
-  expectAccess(run(body, { contentType: `${MULTIPART}; charset=utf8` }), 1, body, [acc("Customers", "update", "part 1: resource path")]);
+  expectAccess(run(body, { contentType: `${MULTIPART}; charset=utf8` }), 1, body, [
+    acc("Customers", "update", "part 1: resource path"),
+    acc("Customers", "create", "part 1: resource path (upsert)"),
+    acc("Customers", "get", "part 1: the answer"),
+  ]);
 });
 
 reading("charset: absent, utf-8 and \"UTF-8\" pass everywhere", () => {
@@ -873,7 +914,11 @@ reading("charset: absent, utf-8 and \"UTF-8\" pass everywhere", () => {
     http("PATCH Customers('C2') HTTP/1.1", { headers: ["Content-Type: application/json;charset=utf-8"], body: `{"Name":"x"}` }),
   );
   const contentType = `${MULTIPART}; charset=UTF-8`;
-  expectAccess(run(body, { contentType }), 2, body, [acc("Customers", "update", "part 1: resource path")]);
+  expectAccess(run(body, { contentType }), 2, body, [
+    acc("Customers", "update", "part 1: resource path"),
+    acc("Customers", "create", "part 1: resource path (upsert)"),
+    acc("Customers", "get", "part 1: the answer"),
+  ]);
 });
 
 reading("regression: boundary ambiguity: the forwarded Content-Types name the boundary erplink split at, and nothing else", () => {
@@ -944,10 +989,14 @@ reading("regression: JSON batch header names are forwarded in lower case (CAP ig
     `{"id":"2","method":"PUT","url":"SalesOrders(2)","headers":{"accept":"application/json","if-match":"*"},"body":{"Note":"b"}},` +
     `{"id":"3","method":"GET","url":"Customers","headers":{"accept":"application/json"}}]}`;
   expectAccess(
-    run(text, { contentType: JSON_TYPE, mayCreate: () => false }),
+    run(text, { contentType: JSON_TYPE, may: (_set, op) => op !== "create" }),
     3,
     expected,
-    [acc("SalesOrders", "update", "part 1: resource path"), acc("Customers", "list", "part 3: resource path")],
+    [
+    acc("SalesOrders", "update", "part 1: resource path"),
+    acc("SalesOrders", "get", "part 1: the answer"),
+    acc("Customers", "list", "part 3: resource path"),
+  ],
     JSON_TYPE,
   );
 });
@@ -962,14 +1011,15 @@ reading("a part's blank If-Match is replaced by If-Match: * where the key may no
     json("PUT SalesOrders(2) HTTP/1.1", `{"Note":"b"}`, { headers: ["if-match:   "] }),
   );
   expectAccess(
-    run(body, { mayCreate: () => false }),
+    run(body, { may: (_set, op) => op !== "create" }),
     2,
     batch(json("PUT SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { headers: ["If-Match: *"] }), json("PUT SalesOrders(2) HTTP/1.1", `{"Note":"b"}`, { headers: ["If-Match: *"] })),
-    [acc("SalesOrders", "update", "part 1: resource path")],
+    [acc("SalesOrders", "update", "part 1: resource path"), acc("SalesOrders", "get", "part 1: the answer")],
   );
+  // A part that asks for no answer has nothing read back.
   const text = jsonRef({ id: "1", method: "PUT", url: "SalesOrders(1)", headers: { "If-Match": " ", Prefer: "return=minimal" }, body: { Note: "a" } });
   expectAccess(
-    run(text, { contentType: JSON_TYPE, mayCreate: () => false }),
+    run(text, { contentType: JSON_TYPE, may: (_set, op) => op !== "create" }),
     1,
     `{"requests":[{"id":"1","method":"PUT","url":"SalesOrders(1)","headers":{"prefer":"return=minimal","if-match":"*"},"body":{"Note":"a"}}]}`,
     [acc("SalesOrders", "update", "part 1: resource path")],

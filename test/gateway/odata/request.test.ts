@@ -9,7 +9,6 @@ import * as assert from "uvu/assert";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import {
   analyzeRequest,
-  needsIfMatchStar,
   type Access,
   type Analysis,
   type RequestBody,
@@ -50,6 +49,8 @@ const invalid = (message: string): Expected => ({ kind: "invalid", message });
 const OPAQUE = "back ends disagree on where a JSON value, a list or a double-quoted string ends";
 /** The reason of the update of a linked entity, which may hold the foreign key a link change writes. */
 const LINKED = "link change (foreign key of the linked entity)";
+/** The reason of the delete of a link's source that a link removal needs. */
+const UNLINK = "link removal (a back end may delete the source)";
 const noNav = (what: string): Expected =>
   denied(`cannot authorize navigation ${what}: the service metadata does not say which entity set it leads to`);
 
@@ -430,7 +431,7 @@ table("request: navigation in the path", [
   {
     model: "v4",
     path: "/Customers('A')/Orders/$ref",
-    expect: get(acc("Customers", "get", SOURCE), acc("SalesOrders", "list", PATH)),
+    expect: get(acc("Customers", "get", SOURCE), acc("Customers", "list", "link read"), acc("SalesOrders", "list", "link read")),
   },
   {
     model: "v4",
@@ -442,7 +443,7 @@ table("request: navigation in the path", [
     model: "v4",
     method: "DELETE",
     path: "/Customers('A')/Orders(1)/$ref",
-    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "update", LINKED), acc("SalesOrders", "get", "link target")),
+    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "delete", UNLINK), acc("Customers", "update", "link change"), acc("SalesOrders", "update", LINKED), acc("SalesOrders", "get", "link target")),
   },
   {
     model: "v4",
@@ -461,24 +462,25 @@ table("request: navigation in the path", [
     model: "v4",
     method: "DELETE",
     path: "/Customers('A')/Orders/$ref",
-    query: "$id=Products('1')",
-    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "update", "link change"), acc("SalesOrders", "update", LINKED), acc("SalesOrders", "get", "link target"), acc("Products", "get", "$id")),
+    query: "$id=SalesOrders(7)",
+    expect: ok("DELETE", acc("Customers", "get", SOURCE), acc("Customers", "delete", UNLINK), acc("Customers", "update", "link change"), acc("SalesOrders", "update", LINKED), acc("SalesOrders", "get", "link target")),
   },
   {
     model: "v4",
     method: "DELETE",
     path: "/Customers('A')/Orders/$ref",
-    query: "$id=Products('2')/Category",
+    query: "$id=Customers('B')/Orders(2)",
     expect: ok(
       "DELETE",
       acc("Customers", "get", SOURCE),
+      acc("Customers", "delete", UNLINK),
       acc("Customers", "update", "link change"),
       acc("SalesOrders", "update", LINKED),
       acc("SalesOrders", "get", "link target"),
-      acc("Products", "get", "$id"),
-      acc("Categories", "get", "$id"),
     ),
   },
+  // The entity $id names must be one the link leads to: a back end links by its key, whatever set the URL says.
+  { model: "v4", method: "DELETE", path: "/Customers('A')/Orders/$ref", query: "$id=Products('1')", expect: invalid("'Products('1')' in $id is not an entity of 'SalesOrders', where the link leads") },
   { model: "v4", method: "DELETE", path: "/Customers('A')/Orders/$ref", query: "$id=../../Products(1)", expect: invalid("dot segments are not allowed in the path") },
   { model: "v4", method: "DELETE", path: "/Customers('A')/Orders/$ref", query: "$id=Products", expect: invalid("'Products' does not address one entity") },
   {
@@ -512,7 +514,7 @@ table("request: navigation in the path", [
   {
     model: "v2",
     path: "/SalesOrderSet('1')/$links/ToCustomer",
-    expect: get(acc("SalesOrderSet", "get", SOURCE), acc("CustomerSet", "get", PATH)),
+    expect: get(acc("SalesOrderSet", "get", SOURCE), acc("SalesOrderSet", "list", "link read"), acc("CustomerSet", "list", "link read")),
   },
   {
     model: "v2",
@@ -527,6 +529,7 @@ table("request: navigation in the path", [
     expect: ok(
       "DELETE",
       acc("SalesOrderSet", "get", SOURCE),
+      acc("SalesOrderSet", "delete", UNLINK),
       acc("SalesOrderSet", "update", "link change"),
       acc("SalesOrderItemSet", "update", LINKED),
       acc("SalesOrderItemSet", "get", "link target"),
@@ -1320,27 +1323,56 @@ for (const [method, path] of [
 
 entityPaths.run();
 
-const ifMatch = suite("request: needsIfMatchStar");
+const ifMatch = suite("request: an update that may create names its entity set (upsertEntitySet)");
 
-const mayCreate = (sets: string[]) => (entitySet: string) => sets.includes(entitySet);
-const cases: [string, RequestInput, string[], boolean][] = [
-  ["PUT by a key without create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, [], true],
-  ["PUT by a key with create on the set", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, ["SalesOrders"], false],
-  ["PATCH through a navigation, create only on the source", { method: "PATCH", path: "/SalesOrders(1)/Customer", query: "", headers: {}, model: MODELS.v4! }, ["SalesOrders"], true],
-  ["tunnelled PUT", { method: "POST", path: "/SalesOrders(1)", query: "", headers: { "X-HTTP-Method": "PUT" }, model: MODELS.v4! }, [], true],
-  ["PUT that already carries If-Match", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: { "If-Match": "*" }, model: MODELS.v4! }, [], false],
-  ["MERGE never upserts", { method: "MERGE", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, [], false],
-  ["PUT of a property", { method: "PUT", path: "/SalesOrders(1)/Note", query: "", headers: {}, model: MODELS.v4! }, [], false],
-  ["GET", { method: "GET", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, [], false],
-  ["denied request", { method: "PUT", path: "/SalesOrders", query: "", headers: {}, model: MODELS.v4! }, [], false],
+const cases: [string, RequestInput, string | undefined][] = [
+  ["PUT", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, "SalesOrders"],
+  ["PATCH through a navigation names the target's set", { method: "PATCH", path: "/SalesOrders(1)/Customer", query: "", headers: {}, model: MODELS.v4! }, "Customers"],
+  ["tunnelled PUT", { method: "POST", path: "/SalesOrders(1)", query: "", headers: { "X-HTTP-Method": "PUT" }, model: MODELS.v4! }, "SalesOrders"],
+  ["a blank If-Match is no precondition", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: { "If-Match": " " }, model: MODELS.v4! }, "SalesOrders"],
+  ["PUT that already carries If-Match", { method: "PUT", path: "/SalesOrders(1)", query: "", headers: { "If-Match": "*" }, model: MODELS.v4! }, undefined],
+  ["MERGE never upserts", { method: "MERGE", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, undefined],
+  ["PUT of a property", { method: "PUT", path: "/SalesOrders(1)/Note", query: "", headers: {}, model: MODELS.v4! }, undefined],
+  ["GET", { method: "GET", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, undefined],
 ];
-for (const [name, request, sets, expected] of cases) {
+for (const [name, request, expected] of cases) {
   ifMatch(name, () => {
-    assert.is(needsIfMatchStar(analyzeRequest(request), mayCreate(sets)), expected);
+    const analysis = analyzeRequest(request);
+    assert.is(analysis.kind === "access" ? analysis.upsertEntitySet : undefined, expected);
   });
 }
 
 ifMatch.run();
+
+// An update's answer is a read of what it changed: the gateway authorizes it when the key may, else asks for return=minimal.
+const answers = suite("request: an update's answer");
+
+const answerCases: [string, RequestInput, readonly Access[] | undefined][] = [
+  ["PATCH of an entity reads it back", { method: "PATCH", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, [acc("SalesOrders", "get", "the answer")]],
+  ["a property write reads the entity back", { method: "PUT", path: "/SalesOrders(1)/Note", query: "", headers: {}, model: MODELS.v4! }, [acc("SalesOrders", "get", "the answer")]],
+  ["through a navigation, the target's set", { method: "MERGE", path: "/SalesOrders(1)/Customer", query: "", headers: {}, model: MODELS.v4! }, [acc("Customers", "get", "the answer")]],
+  [
+    "nested entities written by a deep update are read back too",
+    { method: "PATCH", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4!, body: { kind: "json", value: { Customer: { ID: "C9" } } } },
+    [acc("SalesOrders", "get", "the answer"), acc("Customers", "list", "the answer (deep update Customer)")],
+  ],
+  ["a client that asks for no answer has none", { method: "PATCH", path: "/SalesOrders(1)", query: "", headers: { Prefer: "odata.continue-on-error, return=minimal" }, model: MODELS.v4! }, undefined],
+  // A create's answer is what it created (its create covers reading it back); reads, deletes and link changes answer no entity.
+  ["POST", { method: "POST", path: "/SalesOrders", query: "", headers: {}, model: MODELS.v4! }, undefined],
+  ["DELETE", { method: "DELETE", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, undefined],
+  ["GET", { method: "GET", path: "/SalesOrders(1)", query: "", headers: {}, model: MODELS.v4! }, undefined],
+  ["a link change", { method: "PUT", path: "/SalesOrders(1)/Customer/$ref", query: "", headers: {}, model: MODELS.v4!, body: { kind: "json", value: { "@odata.id": "Customers('C1')" } } }, undefined],
+  ["an action", { method: "POST", path: "/SalesOrders(1)/Sales.Approve", query: "", headers: {}, model: MODELS.v4! }, undefined],
+];
+for (const [name, request, expected] of answerCases) {
+  answers(name, () => {
+    const analysis = analyzeRequest(request);
+    assert.is(analysis.kind, "access", "message" in analysis ? analysis.message : "");
+    assert.equal(analysis.kind === "access" ? analysis.answer : undefined, expected);
+  });
+}
+
+answers.run();
 
 // Deletes that cascade (OnDelete Action="Cascade", as CAP declares compositions): what goes with the entity needs delete too.
 table("request: cascading deletes", [

@@ -53,11 +53,11 @@ export function literalMismatch(
   switch (type) {
     case "Edm.String":
       if (literal.kind !== "string") return expected("a quoted string");
-      if (options.maxLength !== undefined && [...literal.value].length > options.maxLength) {
-        return `the value is longer than the ${options.maxLength} characters ${type} allows here`;
-      }
       if (options.key && dialect === "2.0" && /^aggregation'/i.test(literal.value)) {
         return "a key string that begins with aggregation' is read by SAP CAP's V2 adapter as an aggregation of the whole set, not as a key";
+      }
+      if (options.maxLength !== undefined && [...literal.value].length > options.maxLength) {
+        return `the value is longer than the ${options.maxLength} characters ${type} allows here`;
       }
       return undefined;
     case "Edm.Boolean":

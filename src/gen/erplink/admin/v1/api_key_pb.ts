@@ -79,6 +79,9 @@ export type ApiKey = Message<"erplink.admin.v1.ApiKey"> & {
    * entity set name or `*` -> operations (`list`, `get`, `create`,
    * `update`, `delete`), for example
    * `{"prod": {"API_BUSINESS_PARTNER": {"A_BusinessPartner": ["list", "get"]}}}`.
+   * A function or action is called with `invoke` on an entry named after
+   * it (an import's name such as `releaseApprovalRequest`, a bound
+   * operation's qualified name such as `Sales.Approve`), never on `*`.
    * Instances must be named (no `*` at that level); names are case-sensitive.
    * Admin keys have no permissions.
    *

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/diagnostics.proto.
  */
 export const file_erplink_admin_v1_diagnostics: GenFile = /*@__PURE__*/
-  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL2RpYWdub3N0aWNzLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIscECgtEYXRhUmVxdWVzdBIbCghpbnN0YW5jZRgBIAEoCUIJyvMYBQgBIIACEhgKB3NlcnZpY2UYAiABKAlCB8rzGAMggAIS1gEKBm1ldGhvZBgDIAEoCULFAcrzGMABCAEgECqCAV4oW0dnXVtFZV1bVHRdfFtIaF1bRWVdW0FhXVtEZF18W1BwXVtPb11bU3NdW1R0XXxbUHBdW1V1XVtUdF18W1BwXVtBYV1bVHRdW0NjXVtIaF18W0RkXVtFZV1bTGxdW0VlXVtUdF1bRWVdfFtNbV1bRWVdW1JyXVtHZ11bRWVdKSSSATRtdXN0IGJlIEdFVCwgSEVBRCwgUE9TVCwgUFVULCBQQVRDSCwgREVMRVRFIG9yIE1FUkdFEhcKA3VybBgEIAEoCUIKyvMYBggBIICAARLQAQoHaGVhZGVycxgFIAMoCzIqLmVycGxpbmsuYWRtaW4udjEuRGF0YVJlcXVlc3QuSGVhZGVyc0VudHJ5QpIByvMYjQE4ZEIdXlshIyQlJicqKy5eX2B8fjAtOUEtWmEtei1dKySaARppcyBub3QgYSB2YWxpZCBoZWFkZXIgbmFtZaIBJl5bXlx1MDAwMC1cdTAwMDhcdTAwMGEtXHUwMDFmXHUwMDdmXSokqgEjbXVzdCBub3QgY29udGFpbiBjb250cm9sIGNoYXJhY3RlcnMSDAoEYm9keRgGIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLRAgoLRXhwbGFuYXRpb24SDgoGa2V5X2lkGAEgASgJEhAKCGluc3RhbmNlGAIgASgJEg8KB3NlcnZpY2UYAyABKAkSDwoHYWxsb3dlZBgEIAEoCBIOCgZzdGF0dXMYBSABKAUSDAoEY29kZRgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2RlbmlhbF9zdGVwGAggASgJEjMKB3JlcXVlc3QYCSABKAsyIi5lcnBsaW5rLmFkbWluLnYxLkNhbm9uaWNhbFJlcXVlc3QSMgoIYWNjZXNzZXMYCiADKAsyIC5lcnBsaW5rLmFkbWluLnYxLkFjY2Vzc0RlY2lzaW9uEhoKEndpdGhpbl9yYXRlX2xpbWl0cxgLIAEoCBI1CgpyYXRlX2xpbWl0GAwgASgLMiEuZXJwbGluay5hdXRoei52MS5SYXRlTGltaXRTdGF0dXMi+QEKEENhbm9uaWNhbFJlcXVlc3QSDAoEa2luZBgBIAEoCRIOCgZtZXRob2QYAiABKAkSDgoGdGFyZ2V0GAMgASgJEhQKDHVwc3RyZWFtX3VybBgEIAEoCRJACgdoZWFkZXJzGAUgAygLMi8uZXJwbGluay5hZG1pbi52MS5DYW5vbmljYWxSZXF1ZXN0LkhlYWRlcnNFbnRyeRIWCg5pZl9tYXRjaF9hZGRlZBgGIAEoCBIXCg9iYXRjaF9wYXJ0X3VybHMYByADKAkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEifgoOQWNjZXNzRGVjaXNpb24SEgoKZW50aXR5X3NldBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSDgoGcmVhc29uGAMgASgJEg8KB2FsbG93ZWQYBCABKAgSEwoLZGVuaWFsX3N0ZXAYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSK4AQoOU2VydmljZUNhdGFsb2cSEwoLaW5zdGFuY2VfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCRIVCg1vZGF0YV92ZXJzaW9uGAMgASgJEjcKC2VudGl0eV9zZXRzGAQgAygLMiIuZXJwbGluay5hZG1pbi52MS5DYXRhbG9nRW50aXR5U2V0EhgKEGZ1bmN0aW9uX2ltcG9ydHMYBSADKAkSFgoOYWN0aW9uX2ltcG9ydHMYBiADKAkiswEKEENhdGFsb2dFbnRpdHlTZXQSDAoEbmFtZRgBIAEoCRIRCglzaW5nbGV0b24YAiABKAgSEwoLZW50aXR5X3R5cGUYAyABKAkSFgoOa2V5X3Byb3BlcnRpZXMYBCADKAkSDQoFbWVkaWEYBSABKAgSQgoVbmF2aWdhdGlvbl9wcm9wZXJ0aWVzGAYgAygLMiMuZXJwbGluay5hZG1pbi52MS5DYXRhbG9nTmF2aWdhdGlvbiJQChFDYXRhbG9nTmF2aWdhdGlvbhIMCgRuYW1lGAEgASgJEhkKEXRhcmdldF9lbnRpdHlfc2V0GAIgASgJEhIKCmNvbGxlY3Rpb24YAyABKAgihAIKFUNvbm5lY3Rpb25UZXN0T3B0aW9ucxLqAQoHc2VydmljZRgBIAEoCULYAcrzGNMBIMgBKkheKD86XC4qW0EtWmEtejAtOV9+ISQmJygpKissOz06QC1dW0EtWmEtejAtOV8ufiEkJicoKSorLDs9OkAtXSp8XC57Myx9KSSSAYIBdGhlIHNlcnZpY2UgbmFtZSBtYXkgb25seSBjb250YWluIGxldHRlcnMsIGRpZ2l0cyBhbmQgdGhlIGNoYXJhY3RlcnMgXyAuIH4gISAkICYgJyAoICkgKiArICwgOyA9IDogQCAtLCBhbmQgbWF5IG5vdCBiZSAnLicgb3IgJy4uJyLCAQoOQ29ubmVjdGlvblRlc3QSCgoCb2sYASABKAgSDQoFZXJyb3IYAiABKAkSCwoDdXJsGAMgASgJEhMKC2h0dHBfc3RhdHVzGAQgASgFEhUKDW9kYXRhX3ZlcnNpb24YBSABKAkSEgoKY3NyZl90b2tlbhgGIAEoCBITCgtkdXJhdGlvbl9tcxgHIAEoARIzCgVzdGVwcxgIIAMoCzIkLmVycGxpbmsuYWRtaW4udjEuQ29ubmVjdGlvblRlc3RTdGVwIlMKEkNvbm5lY3Rpb25UZXN0U3RlcBIMCgRuYW1lGAEgASgJEgoKAm9rGAIgASgIEhMKC2R1cmF0aW9uX21zGAMgASgBEg4KBmRldGFpbBgEIAEoCUKYAQoUZGV2LmVycGxpbmsuYWRtaW4udjFCEERpYWdub3N0aWNzUHJvdG9QAVorZXJwbGluay5kZXYvZ2VuL2dvL2VycGxpbmsvYWRtaW4vdjE7YWRtaW52MaICA0VBWKoCEEVycGxpbmsuQWRtaW4uVjHKAhBFcnBsaW5rXEFkbWluXFYx6gISRXJwbGluazo6QWRtaW46OlYxYgZwcm90bzM", [file_erplink_authz_v1_authorization, file_erplink_options_v1_field_rules]);
+  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL2RpYWdub3N0aWNzLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIscECgtEYXRhUmVxdWVzdBIbCghpbnN0YW5jZRgBIAEoCUIJyvMYBQgBIIACEhgKB3NlcnZpY2UYAiABKAlCB8rzGAMggAIS1gEKBm1ldGhvZBgDIAEoCULFAcrzGMABCAEgECqCAV4oW0dnXVtFZV1bVHRdfFtIaF1bRWVdW0FhXVtEZF18W1BwXVtPb11bU3NdW1R0XXxbUHBdW1V1XVtUdF18W1BwXVtBYV1bVHRdW0NjXVtIaF18W0RkXVtFZV1bTGxdW0VlXVtUdF1bRWVdfFtNbV1bRWVdW1JyXVtHZ11bRWVdKSSSATRtdXN0IGJlIEdFVCwgSEVBRCwgUE9TVCwgUFVULCBQQVRDSCwgREVMRVRFIG9yIE1FUkdFEhcKA3VybBgEIAEoCUIKyvMYBggBIICAARLQAQoHaGVhZGVycxgFIAMoCzIqLmVycGxpbmsuYWRtaW4udjEuRGF0YVJlcXVlc3QuSGVhZGVyc0VudHJ5QpIByvMYjQE4ZEIdXlshIyQlJicqKy5eX2B8fjAtOUEtWmEtei1dKySaARppcyBub3QgYSB2YWxpZCBoZWFkZXIgbmFtZaIBJl5bXlx1MDAwMC1cdTAwMDhcdTAwMGEtXHUwMDFmXHUwMDdmXSokqgEjbXVzdCBub3QgY29udGFpbiBjb250cm9sIGNoYXJhY3RlcnMSDAoEYm9keRgGIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLRAgoLRXhwbGFuYXRpb24SDgoGa2V5X2lkGAEgASgJEhAKCGluc3RhbmNlGAIgASgJEg8KB3NlcnZpY2UYAyABKAkSDwoHYWxsb3dlZBgEIAEoCBIOCgZzdGF0dXMYBSABKAUSDAoEY29kZRgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2RlbmlhbF9zdGVwGAggASgJEjMKB3JlcXVlc3QYCSABKAsyIi5lcnBsaW5rLmFkbWluLnYxLkNhbm9uaWNhbFJlcXVlc3QSMgoIYWNjZXNzZXMYCiADKAsyIC5lcnBsaW5rLmFkbWluLnYxLkFjY2Vzc0RlY2lzaW9uEhoKEndpdGhpbl9yYXRlX2xpbWl0cxgLIAEoCBI1CgpyYXRlX2xpbWl0GAwgASgLMiEuZXJwbGluay5hdXRoei52MS5SYXRlTGltaXRTdGF0dXMi+QEKEENhbm9uaWNhbFJlcXVlc3QSDAoEa2luZBgBIAEoCRIOCgZtZXRob2QYAiABKAkSDgoGdGFyZ2V0GAMgASgJEhQKDHVwc3RyZWFtX3VybBgEIAEoCRJACgdoZWFkZXJzGAUgAygLMi8uZXJwbGluay5hZG1pbi52MS5DYW5vbmljYWxSZXF1ZXN0LkhlYWRlcnNFbnRyeRIWCg5pZl9tYXRjaF9hZGRlZBgGIAEoCBIXCg9iYXRjaF9wYXJ0X3VybHMYByADKAkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEifgoOQWNjZXNzRGVjaXNpb24SEgoKZW50aXR5X3NldBgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkSDgoGcmVhc29uGAMgASgJEg8KB2FsbG93ZWQYBCABKAgSEwoLZGVuaWFsX3N0ZXAYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSLwAQoOU2VydmljZUNhdGFsb2cSEwoLaW5zdGFuY2VfaWQYASABKAkSDwoHc2VydmljZRgCIAEoCRIVCg1vZGF0YV92ZXJzaW9uGAMgASgJEjcKC2VudGl0eV9zZXRzGAQgAygLMiIuZXJwbGluay5hZG1pbi52MS5DYXRhbG9nRW50aXR5U2V0EhgKEGZ1bmN0aW9uX2ltcG9ydHMYBSADKAkSFgoOYWN0aW9uX2ltcG9ydHMYBiADKAkSNgoKb3BlcmF0aW9ucxgHIAMoCzIiLmVycGxpbmsuYWRtaW4udjEuQ2F0YWxvZ09wZXJhdGlvbiKjAQoQQ2F0YWxvZ09wZXJhdGlvbhIMCgRuYW1lGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFYm91bmQYAyABKAgSGwoTYmluZGluZ19lbnRpdHlfc2V0cxgEIAMoCRIaChJyZXN1bHRfZW50aXR5X3NldHMYBSADKAkSEwoLaHR0cF9tZXRob2QYBiABKAkSFgoOcmVzdWx0X3Vua25vd24YByABKAgiswEKEENhdGFsb2dFbnRpdHlTZXQSDAoEbmFtZRgBIAEoCRIRCglzaW5nbGV0b24YAiABKAgSEwoLZW50aXR5X3R5cGUYAyABKAkSFgoOa2V5X3Byb3BlcnRpZXMYBCADKAkSDQoFbWVkaWEYBSABKAgSQgoVbmF2aWdhdGlvbl9wcm9wZXJ0aWVzGAYgAygLMiMuZXJwbGluay5hZG1pbi52MS5DYXRhbG9nTmF2aWdhdGlvbiJQChFDYXRhbG9nTmF2aWdhdGlvbhIMCgRuYW1lGAEgASgJEhkKEXRhcmdldF9lbnRpdHlfc2V0GAIgASgJEhIKCmNvbGxlY3Rpb24YAyABKAgihAIKFUNvbm5lY3Rpb25UZXN0T3B0aW9ucxLqAQoHc2VydmljZRgBIAEoCULYAcrzGNMBIMgBKkheKD86XC4qW0EtWmEtejAtOV9+ISQmJygpKissOz06QC1dW0EtWmEtejAtOV8ufiEkJicoKSorLDs9OkAtXSp8XC57Myx9KSSSAYIBdGhlIHNlcnZpY2UgbmFtZSBtYXkgb25seSBjb250YWluIGxldHRlcnMsIGRpZ2l0cyBhbmQgdGhlIGNoYXJhY3RlcnMgXyAuIH4gISAkICYgJyAoICkgKiArICwgOyA9IDogQCAtLCBhbmQgbWF5IG5vdCBiZSAnLicgb3IgJy4uJyLCAQoOQ29ubmVjdGlvblRlc3QSCgoCb2sYASABKAgSDQoFZXJyb3IYAiABKAkSCwoDdXJsGAMgASgJEhMKC2h0dHBfc3RhdHVzGAQgASgFEhUKDW9kYXRhX3ZlcnNpb24YBSABKAkSEgoKY3NyZl90b2tlbhgGIAEoCBITCgtkdXJhdGlvbl9tcxgHIAEoARIzCgVzdGVwcxgIIAMoCzIkLmVycGxpbmsuYWRtaW4udjEuQ29ubmVjdGlvblRlc3RTdGVwIlMKEkNvbm5lY3Rpb25UZXN0U3RlcBIMCgRuYW1lGAEgASgJEgoKAm9rGAIgASgIEhMKC2R1cmF0aW9uX21zGAMgASgBEg4KBmRldGFpbBgEIAEoCUKYAQoUZGV2LmVycGxpbmsuYWRtaW4udjFCEERpYWdub3N0aWNzUHJvdG9QAVorZXJwbGluay5kZXYvZ2VuL2dvL2VycGxpbmsvYWRtaW4vdjE7YWRtaW52MaICA0VBWKoCEEVycGxpbmsuQWRtaW4uVjHKAhBFcnBsaW5rXEFkbWluXFYx6gISRXJwbGluazo6QWRtaW46OlYxYgZwcm90bzM", [file_erplink_authz_v1_authorization, file_erplink_options_v1_field_rules]);
 
 /**
  * An OData request as a client would send it to erplink's data path
@@ -276,14 +276,16 @@ export const CanonicalRequestSchema: GenMessage<CanonicalRequest> = /*@__PURE__*
  */
 export type AccessDecision = Message<"erplink.admin.v1.AccessDecision"> & {
   /**
-   * The entity set (or singleton) whose permissions apply.
+   * The entity set (or singleton) whose permissions apply; for `invoke`,
+   * the function's or action's name.
    *
    * @generated from field: string entity_set = 1;
    */
   entitySet: string;
 
   /**
-   * `list`, `get`, `create`, `update` or `delete`.
+   * `list`, `get`, `create`, `update`, `delete` or `invoke` (a call of a
+   * function or action).
    *
    * @generated from field: string operation = 2;
    */
@@ -329,9 +331,9 @@ export const AccessDecisionSchema: GenMessage<AccessDecision> = /*@__PURE__*/
   messageDesc(file_erplink_admin_v1_diagnostics, 3);
 
 /**
- * The entity sets and operations of one OData service of an instance, read
- * from its `$metadata` (fetched with the instance's credentials and cached
- * like the data path's).
+ * The entity sets, functions and actions of one OData service of an
+ * instance, read from its `$metadata` (fetched with the instance's
+ * credentials and cached like the data path's).
  *
  * @generated from message erplink.admin.v1.ServiceCatalog
  */
@@ -378,6 +380,15 @@ export type ServiceCatalog = Message<"erplink.admin.v1.ServiceCatalog"> & {
    * @generated from field: repeated string action_imports = 6;
    */
   actionImports: string[];
+
+  /**
+   * The functions and actions a request may call: the imports in document
+   * order, then the bound operations. A key calls one only with `invoke` on
+   * an entry that names it (`name`); a `*` entry never includes one.
+   *
+   * @generated from field: repeated erplink.admin.v1.CatalogOperation operations = 7;
+   */
+  operations: CatalogOperation[];
 };
 
 /**
@@ -386,6 +397,87 @@ export type ServiceCatalog = Message<"erplink.admin.v1.ServiceCatalog"> & {
  */
 export const ServiceCatalogSchema: GenMessage<ServiceCatalog> = /*@__PURE__*/
   messageDesc(file_erplink_admin_v1_diagnostics, 4);
+
+/**
+ * A function or action of a service, with what a call of it needs.
+ *
+ * @generated from message erplink.admin.v1.CatalogOperation
+ */
+export type CatalogOperation = Message<"erplink.admin.v1.CatalogOperation"> & {
+  /**
+   * The name API-key permissions grant it by (`invoke`): an import's name
+   * in the entity container (`releaseApprovalRequest`; V2 function imports
+   * too), or a bound operation's namespace-qualified name as the document
+   * declares it (`API_NOTES.secretOf`).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * `function` (reads only: called with GET) or `action` (called with
+   * POST); a V2 function import called with POST is an action.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * Whether it is bound: called on an entity or a collection
+   * (`SalesOrders(1)/Sales.Approve`) rather than at the service root as an
+   * import is.
+   *
+   * @generated from field: bool bound = 3;
+   */
+  bound: boolean;
+
+  /**
+   * For a bound operation, the entity sets (and singletons) it can be called
+   * on: those whose entity type is its binding parameter's type, derives
+   * from it, or is a base type of it (called after a cast). A call also
+   * needs `get` (on one entity) or `list` (on the collection) of the set it
+   * is called on. Empty for imports.
+   *
+   * @generated from field: repeated string binding_entity_sets = 4;
+   */
+  bindingEntitySets: string[];
+
+  /**
+   * The entity sets its result lies in, each of which a call also needs
+   * `get` (one entity) or `list` (a collection) of: an import's
+   * `EntitySet`, the `EntitySetPath` followed from each set it can be
+   * called on, or else every set of the returned entity type. Empty when
+   * the result is no entity (a primitive or complex value, or nothing).
+   *
+   * @generated from field: repeated string result_entity_sets = 5;
+   */
+  resultEntitySets: string[];
+
+  /**
+   * For a V2 function import, the HTTP method it is called with (`GET` or
+   * `POST`, its `m:HttpMethod`); empty otherwise.
+   *
+   * @generated from field: string http_method = 6;
+   */
+  httpMethod: string;
+
+  /**
+   * Whether the document does not say which entity set some result lies in
+   * (an `EntitySet` or `EntitySetPath` that leads nowhere, or an entity type
+   * no set holds): the data path refuses such calls, since it cannot tell
+   * what they read.
+   *
+   * @generated from field: bool result_unknown = 7;
+   */
+  resultUnknown: boolean;
+};
+
+/**
+ * Describes the message erplink.admin.v1.CatalogOperation.
+ * Use `create(CatalogOperationSchema)` to create a new message.
+ */
+export const CatalogOperationSchema: GenMessage<CatalogOperation> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_diagnostics, 5);
 
 /**
  * One entity set (or singleton) of a service.
@@ -442,7 +534,7 @@ export type CatalogEntitySet = Message<"erplink.admin.v1.CatalogEntitySet"> & {
  * Use `create(CatalogEntitySetSchema)` to create a new message.
  */
 export const CatalogEntitySetSchema: GenMessage<CatalogEntitySet> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_diagnostics, 5);
+  messageDesc(file_erplink_admin_v1_diagnostics, 6);
 
 /**
  * A navigation property and where it leads.
@@ -480,7 +572,7 @@ export type CatalogNavigation = Message<"erplink.admin.v1.CatalogNavigation"> & 
  * Use `create(CatalogNavigationSchema)` to create a new message.
  */
 export const CatalogNavigationSchema: GenMessage<CatalogNavigation> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_diagnostics, 6);
+  messageDesc(file_erplink_admin_v1_diagnostics, 7);
 
 /**
  * Options of InstanceService.TestInstanceConnection.
@@ -504,7 +596,7 @@ export type ConnectionTestOptions = Message<"erplink.admin.v1.ConnectionTestOpti
  * Use `create(ConnectionTestOptionsSchema)` to create a new message.
  */
 export const ConnectionTestOptionsSchema: GenMessage<ConnectionTestOptions> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_diagnostics, 7);
+  messageDesc(file_erplink_admin_v1_diagnostics, 8);
 
 /**
  * The outcome of a connection test, step by step. Never holds a secret:
@@ -578,7 +670,7 @@ export type ConnectionTest = Message<"erplink.admin.v1.ConnectionTest"> & {
  * Use `create(ConnectionTestSchema)` to create a new message.
  */
 export const ConnectionTestSchema: GenMessage<ConnectionTest> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_diagnostics, 8);
+  messageDesc(file_erplink_admin_v1_diagnostics, 9);
 
 /**
  * One step of a connection test.
@@ -621,5 +713,5 @@ export type ConnectionTestStep = Message<"erplink.admin.v1.ConnectionTestStep"> 
  * Use `create(ConnectionTestStepSchema)` to create a new message.
  */
 export const ConnectionTestStepSchema: GenMessage<ConnectionTestStep> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_diagnostics, 9);
+  messageDesc(file_erplink_admin_v1_diagnostics, 10);
 

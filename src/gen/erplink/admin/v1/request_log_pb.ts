@@ -186,20 +186,22 @@ export const RequestLogSchema: GenMessage<RequestLog> = /*@__PURE__*/
   messageDesc(file_erplink_admin_v1_request_log, 0);
 
 /**
- * An entity set and an operation on it.
+ * An entity set and an operation on it, or a call of a function or action.
  *
  * @generated from message erplink.admin.v1.EntityAccess
  */
 export type EntityAccess = Message<"erplink.admin.v1.EntityAccess"> & {
   /**
-   * Name of the entity set.
+   * Name of the entity set; for `invoke`, the function's or action's name
+   * as permissions grant it (an import's name, a bound operation's
+   * qualified name).
    *
    * @generated from field: string entity = 1;
    */
   entity: string;
 
   /**
-   * `list`, `get`, `create`, `update` or `delete`.
+   * `list`, `get`, `create`, `update`, `delete` or `invoke`.
    *
    * @generated from field: string operation = 2;
    */

@@ -214,9 +214,11 @@ export const UsagePointSchema: GenMessage<UsagePoint> = /*@__PURE__*/
 export type UsageGroup = Message<"erplink.admin.v1.UsageGroup"> & {
   /**
    * The group: an API key id (`key_…`), an instance, service or entity set
-   * name, an operation (`list`, `get`, `create`, `update`, `delete`) or an
-   * outcome (`allowed`, `upstream_client_error`, `upstream_server_error`,
-   * `denied`, `rate_limited`, `client_error`, `gateway_error`). Empty (left
+   * name (for calls, the function's or action's name as permissions grant
+   * it), an operation (`list`, `get`, `create`, `update`, `delete`,
+   * `invoke`) or an outcome (`allowed`, `upstream_client_error`,
+   * `upstream_server_error`, `denied`, `rate_limited`, `client_error`,
+   * `gateway_error`). Empty (left
    * out of REST responses) for requests without one: no API key was
    * recognised, or no entity set was addressed (the service document,
    * `$metadata`, or a request refused before it was analyzed). `(other)`
