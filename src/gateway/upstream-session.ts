@@ -21,7 +21,11 @@
  *   end answers 401 to is dropped at once ({@link UpstreamSessions.dropToken}).
  * - The CSRF token is fetched with `GET <service root>/` and
  *   `X-CSRF-Token: Fetch`; the `Set-Cookie` cookies of that answer are the
- *   session the token belongs to. A back end that returns no token (not SAP)
+ *   session the token belongs to. A session belongs to one API key (the
+ *   `principal`): every key of an instance uses the same back-end user, and
+ *   state one key's request leaves in a back-end session (SAP soft state, a
+ *   draft, a lock) must never be used by another key's request. It costs a
+ *   fetch per key and service root, once per session. A back end that returns no token (not SAP)
  *   is remembered as such, so it is asked once; a later `403` with
  *   `X-CSRF-Token: Required` makes the caller drop the session and fetch
  *   again ({@link UpstreamSessions.dropCsrf}).
@@ -135,12 +139,13 @@ export class UpstreamSessions {
   }
 
   /**
-   * The CSRF session for modifying requests to the service at `serviceRoot`,
-   * fetched once per instance, credential and service. Throws a
-   * {@link GatewayError} when the back end cannot be reached.
+   * The CSRF session for modifying requests of `principal` (an API key's id)
+   * to the service at `serviceRoot`, fetched once per instance, credential,
+   * service and key. Throws a {@link GatewayError} when the back end cannot
+   * be reached.
    */
-  async csrfSession(target: UpstreamTarget, serviceRoot: CsrfScope, authorization: string | undefined): Promise<CsrfSession> {
-    const key = `${this.keyOf(target)}|${serviceRoot.key}`;
+  async csrfSession(target: UpstreamTarget, serviceRoot: CsrfScope, authorization: string | undefined, principal: string): Promise<CsrfSession> {
+    const key = `${this.keyOf(target)}|${serviceRoot.key}|${principal}`;
     const hit = this.csrf.get(key);
     if (hit !== undefined) return hit;
     let flight = this.csrfFlights.get(key);
@@ -156,9 +161,9 @@ export class UpstreamSessions {
     return flight;
   }
 
-  /** Forgets the CSRF session `session` (the back end asked for a new token). */
-  dropCsrf(target: UpstreamTarget, serviceRoot: CsrfScope, session: CsrfSession): void {
-    const key = `${this.keyOf(target)}|${serviceRoot.key}`;
+  /** Forgets `principal`'s CSRF session `session` (the back end asked for a new token). */
+  dropCsrf(target: UpstreamTarget, serviceRoot: CsrfScope, session: CsrfSession, principal: string): void {
+    const key = `${this.keyOf(target)}|${serviceRoot.key}|${principal}`;
     if (this.csrf.get(key) === session) this.csrf.delete(key);
   }
 

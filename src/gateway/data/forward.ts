@@ -25,7 +25,7 @@ import { analysisNeutral, markVerified } from "./analysis-cache.js";
 import { decisionOf } from "./authorize.js";
 import { BODILESS, type Admitted, type Authorized } from "./exchange.js";
 import type { Forwarder, UpstreamResponse } from "./forwarder.js";
-import { clientResponseHeaders } from "./headers.js";
+import { clientResponseHeaders, scopeRepeatability } from "./headers.js";
 import type { DataKey, DataPort } from "./ports.js";
 import { verifyBatch, verifyForward } from "./verify.js";
 
@@ -54,6 +54,7 @@ export function upstreamTarget<K extends DataKey>(a: Authorized<K>, port: DataPo
   if (a.ifMatchStar) headers["if-match"] = "*";
   // No answer the key may not read: the back end then reads nothing back.
   if (a.preferMinimal) headers.prefer = "return=minimal";
+  scopeRepeatability(headers, a.key.id);
   // A remembered analysis whose target passed the check for this root passes it again: nothing else it depends on differs.
   const cached = request.cached !== undefined && analysisNeutral(headers) ? request.cached : undefined;
   if (cached === undefined || !cached.verified.has(root.key)) {
@@ -95,7 +96,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   const unsent = modifying || instance.credentials.type === "oauth2_client_credentials" ? Object.assign({}, headers) : undefined;
   for (let attempt = 0; res === undefined; attempt++) {
     const authorization = await deps.sessions.authorization(instance);
-    const csrf = modifying ? await deps.sessions.csrfSession(instance, root, authorization) : undefined;
+    const csrf = modifying ? await deps.sessions.csrfSession(instance, root, authorization, a.key.id) : undefined;
     const sent = attempt === 0 ? headers : Object.assign({}, unsent!);
     if (authorization !== undefined) sent.authorization = authorization;
     if (csrf?.token !== undefined) sent["x-csrf-token"] = csrf.token;
@@ -107,7 +108,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
       // Sent once more with a new token; the refusal's body is not the client's.
       answer.body.on("error", () => {});
       answer.body.resume();
-      if (csrfRefused) deps.sessions.dropCsrf(instance, root, csrf);
+      if (csrfRefused) deps.sessions.dropCsrf(instance, root, csrf, a.key.id);
       else deps.sessions.dropToken(instance, authorization);
       continue;
     }

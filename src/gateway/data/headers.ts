@@ -26,6 +26,7 @@
  * `$value`) is served on erplink's origin, where the dashboard's readable
  * CSRF cookie lives, so a browser must never run it as a page of that origin.
  */
+import { createHash } from "node:crypto";
 import { FORWARDED_REQUEST_HEADERS } from "../odata/forwarded-headers.js";
 import type { ServiceRoot } from "./service-root.js";
 
@@ -128,6 +129,31 @@ export function forwardedRequestHeaders(headers: Readonly<Record<string, string 
     out[name] = Array.isArray(value) ? value.join(", ") : value;
   }
   return out;
+}
+
+/** The idempotency headers (OData's repeatable requests, SAP RAP) whose ids a back end may replay answers by. */
+const REPEATABILITY_IDS = ["repeatability-request-id", "repeatability-client-id"] as const;
+
+/**
+ * Scopes a client's repeatable-request ids (`Repeatability-Request-ID`,
+ * `-Client-ID`) to its API key, in place: each becomes a UUID derived from
+ * the key's id and the client's value (SHA-256). Every key of an instance
+ * reaches the back end as the same user, so a back end that replays a stored
+ * answer by request id would otherwise hand one key another key's answer;
+ * derived so, a retry with the same id by the same key still replays, and
+ * no key can name another's request.
+ */
+export function scopeRepeatability(headers: Record<string, string>, keyId: string): void {
+  for (const name of REPEATABILITY_IDS) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    const hash = createHash("sha256").update(`${name}\u0000${keyId}\u0000${value}`).digest();
+    // An RFC 9562 UUID of version 8 (custom): the version nibble and the variant bits set.
+    hash[6] = (hash[6]! & 0x0f) | 0x80;
+    hash[8] = (hash[8]! & 0x3f) | 0x80;
+    const hex = hash.subarray(0, 16).toString("hex");
+    headers[name] = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
 }
 
 /** Where the client reached the service, for rewriting the back end's URLs. */

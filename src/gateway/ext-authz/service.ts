@@ -60,6 +60,7 @@ import { authenticate } from "../data/authenticate.js";
 import { authorize } from "../data/authorize.js";
 import type { Admitted, ClientRequest, Incoming } from "../data/exchange.js";
 import { upstreamTarget } from "../data/forward.js";
+import { forwardedRequestHeaders, scopeRepeatability } from "../data/headers.js";
 import { FORWARDED_REQUEST_HEADERS } from "../odata/forwarded-headers.js";
 import type { DataKey, DataLogFacts, DataPort } from "../data/ports.js";
 import { newFacts } from "../data/record.js";
@@ -271,6 +272,10 @@ async function decide<K extends DataKey>(
   if (admitted.ifMatchStar) set["if-match"] = "*";
   // An update's answer would read what the key may not: the back end is asked for none, as on the data path.
   if (admitted.preferMinimal) set.prefer = "return=minimal";
+  // Repeatable-request ids scoped to the key, as the data path sends them (`../data/headers.ts`).
+  const ids = forwardedRequestHeaders({ "repeatability-request-id": checked.headers["repeatability-request-id"], "repeatability-client-id": checked.headers["repeatability-client-id"] });
+  scopeRepeatability(ids, admitted.key.id);
+  Object.assign(set, ids);
   if (admitted.instance.sapClient !== undefined && admitted.instance.sapClient !== "") set["sap-client"] = admitted.instance.sapClient;
   if (checked.injectCredentials) Object.assign(set, await credentials(admitted, resources));
   // Every header the data path would not forward goes, the key first; a header set here replaces the client's.
@@ -354,8 +359,8 @@ async function credentials<K extends DataKey>(a: Admitted<K>, resources: DataRes
   const authorization = await resources.sessions.authorization(a.instance);
   if (authorization !== undefined) out.authorization = authorization;
   if (!READS.has(a.request.method)) {
-    const csrf = await resources.sessions.csrfSession(a.instance, a.root, authorization);
-    resources.sessions.dropCsrf(a.instance, a.root, csrf);
+    const csrf = await resources.sessions.csrfSession(a.instance, a.root, authorization, a.key.id);
+    resources.sessions.dropCsrf(a.instance, a.root, csrf, a.key.id);
     if (csrf.token !== undefined) out["x-csrf-token"] = csrf.token;
     if (csrf.cookie !== "") out.cookie = csrf.cookie;
   }

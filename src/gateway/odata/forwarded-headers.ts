@@ -46,9 +46,23 @@ export const FORWARDED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
  * `Cache-Control` and `Pragma` (no cache sees a part), `Range` (refused in
  * parts: OData 4.01 Part 1 §11.7.7.1) and `If-Range` (nothing without it),
  * `User-Agent` and `X-Requested-With` (they describe the client, which the
- * batch request's own say).
+ * batch request's own say), and the repeatable-request headers (a batch is
+ * repeated as a whole, by the batch request's own; at the top level erplink
+ * scopes their ids to the key, which it does not do inside a batch).
  */
-const NOT_IN_PARTS: ReadonlySet<string> = new Set(["accept-encoding", "cache-control", "pragma", "range", "if-range", "user-agent", "x-requested-with"]);
+const NOT_IN_PARTS: ReadonlySet<string> = new Set([
+  "accept-encoding",
+  "cache-control",
+  "pragma",
+  "range",
+  "if-range",
+  "user-agent",
+  "x-requested-with",
+  "repeatability-client-id",
+  "repeatability-first-sent",
+  "repeatability-origin",
+  "repeatability-request-id",
+]);
 
 /**
  * Request headers of a `$batch` part forwarded to the back end (lower case),
