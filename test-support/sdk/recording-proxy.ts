@@ -128,7 +128,7 @@ export async function startRecordingProxy(): Promise<RecordingProxy> {
 }
 
 /** Headers worth showing in a failure message (the key is masked). */
-const SHOWN_HEADERS = ["authorization", "content-type", "content-length", "accept", "if-match", "x-csrf-token", "x-http-method", "prefer", "content-id", "location", "odata-version", "dataserviceversion"];
+const SHOWN_HEADERS = ["authorization", "content-type", "content-length", "accept", "if-match", "x-csrf-token", "x-http-method", "prefer", "content-id", "location", "odata-version", "dataserviceversion", "x-request-id"];
 
 /** One exchange as text: request line, relevant headers, body; status, headers, body (both cut at `max`). */
 export function describeExchange(e: Exchange, max = 4000): string {

@@ -1,14 +1,16 @@
 /**
- * Small helpers around the SAP Cloud SDK for the e2e suite: the SDK's own
+ * Small helpers around the SAP Cloud SDK for the e2e suites: the SDK's own
  * HTTP client (to follow server-driven paging links, which the SDK 4.5 does
- * not do by itself), its log level, the HTTP answer behind an SDK error, and
- * RFC 3986 resolution of the links a server writes.
+ * not do by itself), its log level, the HTTP answer behind an SDK error (and
+ * the check that it is erplink's refusal), RFC 3986 resolution of the links a
+ * server writes, and reading what the SDK put into and got out of a `$batch`.
  *
  * npm installed `@sap-cloud-sdk/http-client` and `-util` nested under each of
  * `@sap-cloud-sdk/odata-v2` and `-v4`; they are loaded from there, so they are
  * the very copies the generated clients run on.
  */
 import { createRequire } from "node:module";
+import * as assert from "uvu/assert";
 
 /** The parts of an SDK destination the suite uses. */
 export interface SdkDestination {
@@ -100,4 +102,45 @@ export function resolveLink(requestUrl: string, link: string): string {
   const path = requestUrl.slice(origin.length).replace(/[?#].*$/s, "");
   const dir = path.slice(0, path.lastIndexOf("/") + 1) || "/";
   return `${origin}${dir}${link}`;
+}
+
+/** What erplink answers when it refuses a request: the status and its envelope's `code` and `message`. */
+export interface ErplinkRefusal {
+  readonly status: number;
+  readonly code: string;
+  readonly message: string;
+}
+
+/**
+ * Asserts that an SDK error carries erplink's refusal: the HTTP answer in its
+ * cause chain has the status and exactly the envelope
+ * `{ error: { code, message, requestId } }` (the request id that of the
+ * answer's `X-Request-Id`), and one of the SDK's messages names it.
+ * `shown` is added to failure messages (the exchanges, say). Returns the cause.
+ */
+export function assertErplinkRefusal(err: unknown, expected: ErplinkRefusal, shown = ""): HttpCause {
+  const cause = httpCauseOf(err);
+  assert.ok(cause !== undefined, `no HTTP answer in the error chain: ${String((err as Error)?.stack ?? err)}`);
+  assert.is(cause.status, expected.status, shown);
+  const requestId = cause.headers["x-request-id"];
+  assert.type(requestId, "string", `no X-Request-Id on erplink's answer\n${shown}`);
+  assert.equal(cause.data, { error: { code: expected.code, message: expected.message, requestId } }, shown);
+  assert.ok(
+    cause.messages.some((m) => m.includes(expected.message)),
+    `the SDK's error messages do not name the refusal: ${cause.messages.join(" <- ")}`,
+  );
+  return cause;
+}
+
+/** The request lines of the parts of a multipart `$batch` body, in order: `GET /A_SalesOrder(…)`. */
+export function batchPartLines(body: string): string[] {
+  return [...body.matchAll(/^(GET|POST|PUT|PATCH|MERGE|DELETE) (\S+) HTTP\/1\.1\r?$/gm)].map((m) => `${m[1]} ${m[2]}`);
+}
+
+/** A batch response of the SDK as text, for messages (the SDK's objects are circular). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function showBatchResponse(r: any): string {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const one = (x: any) => ({ responseType: x?.responseType, httpCode: x?.httpCode, body: x?.body });
+  return JSON.stringify(r?.responses ? { responses: r.responses.map(one) } : one(r));
 }
