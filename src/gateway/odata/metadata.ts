@@ -465,6 +465,8 @@ class Model implements ServiceModel {
   /** V4 type definitions: qualified name -> underlying type. */
   readonly #typeDefinitions = new Map<string, string>();
   readonly operations: OperationInfo[] = [];
+  /** The bound entries of `operations`, by qualified name. */
+  readonly #boundInfos = new Map<string, OperationInfo>();
   /** V2 associations: role -> end. */
   readonly #associations = new Map<string, Map<string, AssociationEnd>>();
   readonly #associationSets: AssociationSetDef[] = [];
@@ -492,7 +494,9 @@ class Model implements ServiceModel {
     }
     for (const [qualifiedName, def] of this.#definitions) {
       if (!def.bound) continue;
-      this.operations.push({ kind: def.kind, name: qualifiedName, qualifiedName, bound: true, overloads: def.overloads });
+      const info: OperationInfo = { kind: def.kind, name: qualifiedName, qualifiedName, bound: true, overloads: def.overloads };
+      this.#boundInfos.set(qualifiedName, info);
+      this.operations.push(info);
     }
   }
 
@@ -978,7 +982,7 @@ class Model implements ServiceModel {
     const overloads = def.overloads.filter(
       (o) => o.binding !== undefined && o.binding.collection === position.collection && this.#derivesFrom(position.type, o.binding.type),
     );
-    const operation = this.operations.find((o) => o.bound && o.qualifiedName === op.name)!;
+    const operation = this.#boundInfos.get(op.name)!;
     return { kind: op.kind, name: op.name, operation, overloads };
   }
 
