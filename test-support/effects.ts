@@ -9,7 +9,12 @@
  * An effect is covered when erplink authorized, on the same entity set:
  * - `create`, `update`, `delete`: the same operation;
  * - `get` (one row read by its full key): `get` or `list` (a key that may
- *   list a set may read any row of it);
+ *   list a set may read any row of it), or `update` or `delete` (a write
+ *   addressed by key finds its row first, and its answer tells whether the
+ *   row exists whatever the back end: SAP CAP checks that it exists, SAP's
+ *   mock server reads it; what of the row reaches the client is the
+ *   answer's, which erplink authorizes as `get` or asks the back end for
+ *   none);
  * - `list` (any other read): `list`;
  * - a read a write statement makes to find the rows it writes (a cascade
  *   finds a parent's children through the parent; `locates`): any access,
@@ -81,7 +86,7 @@ function covers(effect: JudgedEffect, authorized: readonly AuthorizedAccess[]): 
       if (effect.locates) return true;
       switch (effect.operation) {
         case "get":
-          return a.operation === "get" || a.operation === "list" || a.operation === "create";
+          return ["get", "list", "create", "update", "delete"].includes(a.operation);
         case "list":
           return a.operation === "list" || a.operation === "create";
         default:

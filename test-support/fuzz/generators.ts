@@ -14,14 +14,24 @@
  * Also `$batch` requests (multipart, with change sets, and JSON) whose part
  * URLs come from the same generators, and hostile JSON texts for the JSON
  * parser differential.
+ *
+ * That is the `legacy` shape, the hostile mix (30% of the cases). The other
+ * shapes (./shapes.ts: `clean` requests within the key's grants, typed key
+ * literals, link changes, references inside compositions, operations,
+ * percent sequences left after decoding) have their own shares; a case's
+ * `$batch` parts are built in the case's shape.
  */
 import fc from "fast-check";
-import type { NavDef, ServiceDef, TypeDef, Universe, Version } from "./model.js";
-import { rootPath, typesOf } from "./model.js";
+import type { NavDef, PropKind, ServiceDef, TypeDef, Universe, Version } from "./model.js";
+import { opsOf, rootPath, typesOf } from "./model.js";
+import { typedLiteral } from "./literals.js";
+import { SHAPES, SHAPE_WEIGHTS, shapeRequest, type ShapeName, type SpecialSeed } from "./shapes.js";
 
 /** A request ready for the wire, with what the generator meant. */
 export interface FuzzCase {
   readonly kind: "plain" | "batch-multipart" | "batch-json";
+  /** The shape it was built as (./shapes.ts; `legacy`: the hostile mix of this module). */
+  readonly shape?: ShapeName;
   readonly instance: string;
   readonly service: string;
   readonly method: string;
@@ -150,7 +160,7 @@ interface BodySeed {
  * an entity reference behind a prefix and along a walk, each spelled many
  * ways (see `hostileUrl`).
  */
-interface UrlSeed {
+export interface UrlSeed {
   /** How it starts: index into URL_PREFIXES (relative, absolute path, absolute URLs of many schemes, hosts and spellings, network paths, other roots), or CONTENT_ID (`$<id>` of an earlier batch part). */
   readonly prefix: number;
   /** The way from there to the entity: index into URL_WALKS (straight, or through dot segments, fragments, queries, matrix parameters, empty segments, other roots). */
@@ -197,6 +207,8 @@ interface RequestSeed {
   readonly mutations: readonly MutationSeed[];
   /** When set, the request is this write (path, method, body) instead: options and mutations still apply. */
   readonly focus: FocusSeed | null;
+  /** What a shape other than the hostile mix is built from (./shapes.ts). */
+  readonly special: SpecialSeed;
 }
 
 interface BatchSeed {
@@ -214,8 +226,10 @@ interface BatchSeed {
 /** A whole case: instance, service and either a plain request or a batch. */
 export interface CaseSeed {
   readonly instance: number;
-  /** 0..7 the first service (the one the key may use), 8 another. */
+  /** 0..7 a service the key may use, 8 another (one it may not, if there is one). */
   readonly service: number;
+  /** Index into SHAPES: 0 the hostile mix, else a shape of ./shapes.ts (the request and a batch's parts are built so). */
+  readonly shape: number;
   readonly request: RequestSeed;
   readonly batch: BatchSeed | null;
 }
@@ -405,6 +419,14 @@ function requestSeed(u: Universe, batchPart = false): fc.Arbitrary<RequestSeed> 
         }),
       },
     ),
+    special: fc.record({
+      pick: fc.nat(999),
+      form: fc.nat(99),
+      valid: fc.oneof({ withCrossShrink: true }, { weight: 7, arbitrary: fc.constant(true) }, { weight: 3, arbitrary: fc.constant(false) }),
+      nums: fc.array(fc.nat(999), { minLength: 4, maxLength: 4 }),
+      lit: literalSeed(u),
+      url: urlSeed(u),
+    }),
   });
 }
 
@@ -412,7 +434,8 @@ function requestSeed(u: Universe, batchPart = false): fc.Arbitrary<RequestSeed> 
 export function caseSeed(u: Universe): fc.Arbitrary<CaseSeed> {
   return fc.record({
     instance: fc.nat(u.instances.length - 1),
-    service: fc.oneof({ withCrossShrink: true }, { weight: 40, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constant(8) }),
+    service: fc.oneof({ withCrossShrink: true }, { weight: 40, arbitrary: fc.nat(7) }, { weight: 1, arbitrary: fc.constant(8) }),
+    shape: fc.oneof({ withCrossShrink: true }, ...SHAPES.map((name, i) => ({ weight: SHAPE_WEIGHTS[name], arbitrary: fc.constant(i) }))),
     request: requestSeed(u),
     batch: fc.oneof(
       { withCrossShrink: true },
@@ -434,7 +457,7 @@ export function caseSeed(u: Universe): fc.Arbitrary<CaseSeed> {
 // ---------------------------------------------------------------- building
 
 /** The types of a service as a version serves them, with helpers. */
-class TypeIndex {
+export class TypeIndex {
   readonly types = new Map<string, TypeDef>();
   constructor(
     readonly def: ServiceDef,
@@ -461,7 +484,15 @@ class TypeIndex {
   }
 }
 
-const pick = <T>(items: readonly T[], n: number): T => items[n % items.length]!;
+export const pick = <T>(items: readonly T[], n: number): T => items[n % items.length]!;
+
+/** The primitive properties among `props` (strings, integers and decimals first, as the hostile mix has always used them); at least a placeholder. */
+function primitiveProps(props: readonly [string, string][]): [string, string][] {
+  const plain = props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const other = props.filter(([, k]) => k !== "string" && k !== "int" && k !== "decimal" && k !== "address" && k !== "strings");
+  const all = [...plain, ...other];
+  return all.length > 0 ? all : [["Note", "string"]];
+}
 
 /** Writes text into a URL the way `enc` says. */
 export function encodeText(text: string, enc: number): string {
@@ -480,12 +511,16 @@ export function encodeText(text: string, enc: number): string {
   }
 }
 
-function literal(kind: string, seed: LiteralSeed): string {
+function literal(kind: string, seed: LiteralSeed, idx?: TypeIndex): string {
   if (kind === "int") {
     const digits = seed.text.replace(/[^0-9]/g, "");
     return digits === "" ? String(seed.text.length + 1) : digits.slice(0, 6);
   }
   if (kind === "decimal") return `${seed.text.length}.5`;
+  if (kind !== "string" && idx !== undefined) {
+    // Another EDM type: mostly a literal of it in the version's form, now and then a near miss.
+    return encodeText(typedLiteral(idx.def, kind as PropKind, idx.version, seed.text.length % 4 !== 3, seed.text.length + seed.enc), 0);
+  }
   return `'${encodeText(seed.text.replaceAll("'", "''"), seed.enc)}'`;
 }
 
@@ -502,7 +537,7 @@ function keyText(idx: TypeIndex, t: TypeDef, set: string, seed: KeySeed, aliases
     const lit = seed.values[i % seed.values.length]!;
     // A known key half of the time (real back ends then answer 200), else a generated one.
     if (sample !== undefined && lit.text.length % 2 === 0) return sample[lit.enc % sample.length]![i]!;
-    return literal(kinds[i]!, lit);
+    return literal(kinds[i]!, lit, idx);
   });
   switch (seed.form % 5) {
     case 0:
@@ -521,7 +556,7 @@ function keyText(idx: TypeIndex, t: TypeDef, set: string, seed: KeySeed, aliases
   }
 }
 
-interface Built {
+export interface Built {
   /** Path below the service root, no leading slash. */
   path: string;
   /** Query pairs, each already written `name=value` (or `name`). */
@@ -589,7 +624,7 @@ function buildPath(idx: TypeIndex, seed: PathSeed, aliases: string[]): { path: s
         });
       }
       if (idx.version === "4.0") {
-        for (const op of idx.def.ops.filter((o) => o.collection && o.binding === type.name)) {
+        for (const op of opsOf(idx.def, idx.version).filter((o) => o.collection && o.binding === type.name)) {
           options.push(() => {
             segments.push(`${idx.def.namespace}.${op.name}()`);
             st.shape = "other";
@@ -629,7 +664,7 @@ function buildPath(idx: TypeIndex, seed: PathSeed, aliases: string[]): { path: s
           });
         }
       } else {
-        for (const op of idx.def.ops.filter((o) => !o.collection && o.binding === type.name)) {
+        for (const op of opsOf(idx.def, idx.version).filter((o) => o.binding !== undefined && !o.collection && o.binding === type.name)) {
           options.push(() => {
             segments.push(`${idx.def.namespace}.${op.name}${op.kind === "function" ? "()" : ""}`);
             st.shape = "other";
@@ -650,9 +685,9 @@ function buildPath(idx: TypeIndex, seed: PathSeed, aliases: string[]): { path: s
 
 function expressionText(idx: TypeIndex, t: TypeDef, picks: readonly number[], lit: LiteralSeed, aliases: string[]): string {
   const { props, navs } = idx.members(t);
-  const prims = props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const prims = primitiveProps(props);
   const [pn, pk] = pick(prims, picks[1]!);
-  const value = literal(pk, lit);
+  const value = literal(pk, lit, idx);
   const one = navs.filter(([, n]) => !n.many);
   const many = navs.filter(([, n]) => n.many);
   const forms: (() => string)[] = [
@@ -721,9 +756,9 @@ function capExpressionText(idx: TypeIndex, t: TypeDef, seedPicks: readonly numbe
   // A nested $filter passes three picks.
   const picks = [seedPicks[0]!, seedPicks[1]!, seedPicks[2]!, seedPicks[3] ?? seedPicks[0]! + seedPicks[2]!];
   const { props, navs } = idx.members(t);
-  const prims = props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const prims = primitiveProps(props);
   const [pn, pk] = pick(prims, picks[1]!);
-  const value = literal(pk, lit);
+  const value = literal(pk, lit, idx);
   const payload = navPayload(idx, t, picks[2]!, value);
   const q = pick(CAP_QUOTES, picks[0]! + picks[1]!);
   const quote = picks[2]! % 3 === 0 ? "%22" : '"';
@@ -744,7 +779,7 @@ function capExpressionText(idx: TypeIndex, t: TypeDef, seedPicks: readonly numbe
     const inner = idx.types.get(nav.type)!;
     const im = idx.members(inner);
     const [ip, ik] = pick(im.props.filter(([, k]) => k !== "strings" && k !== "address"), picks[1]!);
-    const iv = literal(ik, lit);
+    const iv = literal(ik, lit, idx);
     const outerNav = navPayload(idx, t, picks[2]!, value);
     const innerNav = navPayload(idx, inner, picks[2]!, iv);
     // A variable named like a navigation of the collection: stripped from paths that start with it, read as the navigation elsewhere.
@@ -862,7 +897,7 @@ function optionPair(idx: TypeIndex, t: TypeDef | undefined, seed: OptionSeed, al
 
 function entityBody(idx: TypeIndex, aims: UrlAims, t: TypeDef | undefined, seed: BodySeed): string | Buffer | undefined {
   const members = t === undefined ? { props: [["Note", "string"]] as [string, string][], navs: [] as [string, NavDef][] } : idx.members(t);
-  const prims = members.props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const prims = primitiveProps(members.props);
   const [pn, pk] = prims.length > 0 ? pick(prims, seed.pick) : ["Note", "string"];
   const value = pk === "string" ? JSON.stringify(seed.literal.text) : String(seed.literal.text.length);
   const nav = members.navs.length > 0 ? pick(members.navs, seed.pick) : undefined;
@@ -935,7 +970,7 @@ const EXTRA_HEADERS: readonly (readonly [string, string])[] = [
 // ---------------------------------------------------------------- URLs in bodies and part URLs
 
 /** What URLs written into a request may aim at. */
-interface UrlAims {
+export interface UrlAims {
   /** This service's root on erplink, e.g. `/odata/prod/SALES`. */
   readonly client: string;
   /** Other roots: this and other services on other instances, every service's root on the upstream, other erplink paths. */
@@ -1076,7 +1111,7 @@ function entityRef(idx: TypeIndex, set: string, lit: LiteralSeed): string {
 }
 
 /** A URL naming `target` (an entity reference, or `$metadata`) as `seed` says (see UrlSeed). */
-function hostileUrl(idx: TypeIndex, aims: UrlAims, seed: UrlSeed, target: string): string {
+export function hostileUrl(idx: TypeIndex, aims: UrlAims, seed: UrlSeed, target: string): string {
   const sets = Object.keys(idx.def.sets);
   const navs = [...new Set(typesOf(idx.def, idx.version).flatMap((t) => Object.keys(t.navs)))];
   const w: Walk = {
@@ -1201,7 +1236,7 @@ function focusRequest(idx: TypeIndex, aims: UrlAims, focus: FocusSeed, lit: Lite
   const candidates = focusCandidates(idx);
   const c = pick(candidates, focus.pick);
   const type = idx.types.get(idx.def.sets[c.set]!)!;
-  const prims = idx.members(type).props.filter(([, k]) => k === "string" || k === "int" || k === "decimal");
+  const prims = primitiveProps(idx.members(type).props);
   const [pn, pk] = prims.length > 0 ? pick(prims, focus.pick) : ["Note", "string"];
   const data = focus.withData ? `"${pn}":${pk === "string" ? JSON.stringify(lit.text) : String(lit.text.length)}` : undefined;
   const headers: [string, string][] = [["Content-Type", "application/json"]];
@@ -1255,8 +1290,12 @@ function aimsOf(u: Universe, instanceName: string, service: string): UrlAims {
   return { client, roots: [...roots], siblings: [...siblings], foreign, ids: [] };
 }
 
-/** Builds one request (below the service root) from its seed. */
-function buildRequest(idx: TypeIndex, seed: RequestSeed, aims: UrlAims): Built {
+/** Builds one request (below the service root) from its seed, as `shape` says. */
+function buildRequest(idx: TypeIndex, seed: RequestSeed, aims: UrlAims, shape: ShapeName = "legacy"): Built {
+  if (shape !== "legacy") {
+    const b = shapeRequest(shape, idx, aims, seed.special);
+    if (b !== undefined) return b;
+  }
   const aliases: string[] = [];
   if (seed.focus !== null) {
     // A write the key may do with URLs in its body; options now and then (they do not change what the body means).
@@ -1326,13 +1365,20 @@ const SEPARATORS = ["&", ";", "&&"];
 export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
   const instance = pick(u.instances, seed.instance);
   const serviceNames = Object.keys(instance.services);
-  const service = seed.service >= 8 && serviceNames.length > 1 ? serviceNames[1]! : serviceNames[0]!;
+  // Mostly a service the key may use (each alike), now and then another (one it may not, if the instance has one).
+  const granted = serviceNames.filter((n) => Object.keys(u.grants[n] ?? {}).length > 0);
+  const others = serviceNames.filter((n) => !granted.includes(n));
+  const service =
+    seed.service >= 8 ? (others.length > 0 ? others[0]! : serviceNames[serviceNames.length > 1 ? 1 : 0]!) : granted.length > 0 ? pick(granted, seed.service) : serviceNames[0]!;
   const idx = new TypeIndex(u.services[service]!, instance.services[service]!.version, new Set(Object.keys(u.grants[service] ?? {})), u.grants[service] ?? {});
   const prefix = `/odata/${instance.name}/${service}/`;
   const aims = aimsOf(u, instance.name, service);
+  const shape = SHAPES[seed.shape] ?? "legacy";
+  // The shapes' hostility is in what they build (and in their near misses, now and then mutated too).
+  const mutated = (special: SpecialSeed) => shape === "legacy" || (!special.valid && special.form % 4 === 0);
 
   if (seed.batch === null) {
-    const b = buildRequest(idx, seed.request, aims);
+    const b = buildRequest(idx, seed.request, aims, shape);
     const query = b.pairs.length > 0 ? `?${b.pairs.join(pick(SEPARATORS, seed.request.separator))}` : "";
     const plain = `${prefix}${b.path}${query}`;
     // A focused write's hostility is in its body: its target is mostly left as built.
@@ -1340,9 +1386,9 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
     const target = mutate(
       plain,
       { path: [prefix.length, prefix.length + b.path.length], query: [prefix.length + b.path.length, plain.length], after: prefix.length },
-      focus === null || focus.pick % 8 === 1 ? seed.request.mutations : [],
+      mutated(seed.request.special) && (shape !== "legacy" || focus === null || focus.pick % 8 === 1) ? seed.request.mutations : [],
     );
-    return { kind: "plain", instance: instance.name, service, method: b.method, target, headers: b.headers, ...(b.body ? { body: b.body } : {}) };
+    return { kind: "plain", shape, instance: instance.name, service, method: b.method, target, headers: b.headers, ...(b.body ? { body: b.body } : {}) };
   }
 
   const batch = seed.batch;
@@ -1350,10 +1396,11 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
   const parts = batch.parts.map((p, i) => {
     // URLs in a part's body may refer to the parts before it.
     const partAims = { ...aims, ids: Array.from({ length: i }, (_, j) => String(j + 1)) };
-    const b = buildRequest(idx, p, partAims);
+    const b = buildRequest(idx, p, partAims, shape);
     const query = b.pairs.length > 0 ? `?${b.pairs.join(pick(SEPARATORS, p.separator))}` : "";
-    let url = mutate(`${b.path}${query}`, { path: [0, b.path.length], query: [b.path.length, b.path.length + query.length], after: 0 }, p.mutations);
-    switch (pick(batch.urlForms, i) % 5) {
+    let url = mutate(`${b.path}${query}`, { path: [0, b.path.length], query: [b.path.length, b.path.length + query.length], after: 0 }, mutated(p.special) ? p.mutations : []);
+    // A well-formed shape's part URL is relative, an absolute path or an absolute URL below the service root.
+    switch (pick(batch.urlForms, i) % (mutated(p.special) ? 5 : 3)) {
       case 1:
         url = `${clientRoot}/${url}`;
         break;
@@ -1371,7 +1418,9 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
     return { ...b, method, url, id: String(i + 1) };
   });
   const outerTarget = mutate(`${clientRoot}/$batch`, { path: [clientRoot.length, clientRoot.length + 7], query: [clientRoot.length + 7, clientRoot.length + 7], after: clientRoot.length }, batch.outer);
-  if (batch.format === 2) {
+  // Link changes mostly in change sets.
+  const format = shape === "link" && batch.format === 0 ? 1 : batch.format;
+  if (format === 2) {
     const requests = parts.map((p) => {
       const headers: Record<string, string> = {};
       for (const [n, v] of p.headers) headers[n.toLowerCase()] = v;
@@ -1390,6 +1439,7 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
     });
     return {
       kind: "batch-json",
+      shape,
       instance: instance.name,
       service,
       method: "POST",
@@ -1407,7 +1457,7 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
   const writes = parts.filter((p) => p.method !== "GET" && p.method !== "HEAD");
   const reads = parts.filter((p) => p.method === "GET" || p.method === "HEAD");
   const chunks: string[] = [];
-  if (batch.format === 1 && writes.length > 0) {
+  if (format === 1 && writes.length > 0) {
     for (const r of reads) chunks.push(httpPart(r, false));
     chunks.push(
       ["Content-Type: multipart/mixed; boundary=changeset_fz", "", ...writes.map((w) => `--changeset_fz\r\n${httpPart(w, true)}`), "--changeset_fz--", ""].join("\r\n"),
@@ -1418,6 +1468,7 @@ export function buildCase(u: Universe, seed: CaseSeed): FuzzCase {
   const body = `${chunks.map((c) => `--batch_fz\r\n${c}\r\n`).join("")}--batch_fz--\r\n`;
   return {
     kind: "batch-multipart",
+    shape,
     instance: instance.name,
     service,
     method: "POST",

@@ -226,17 +226,20 @@ export interface Problem {
   readonly reading?: Reading;
 }
 
-const models = new Map<string, ServiceModel>();
+/** Parsed `$metadata` per universe (universes may serve different documents under the same names). */
+const models = new WeakMap<Universe, Map<string, ServiceModel>>();
 
 function modelFor(universe: Universe, instance: string, service: string): ServiceModel | undefined {
   const inst = universe.instances.find((i) => i.name === instance);
   const svc = inst?.services[service];
   if (inst === undefined || svc === undefined) return undefined;
+  let byRoot = models.get(universe);
+  if (byRoot === undefined) models.set(universe, (byRoot = new Map()));
   const k = `${instance}|${service}`;
-  let m = models.get(k);
+  let m = byRoot.get(k);
   if (m === undefined) {
     m = parseMetadata(metadataOf(universe.services[service]!, svc.version));
-    models.set(k, m);
+    byRoot.set(k, m);
   }
   return m;
 }
@@ -475,6 +478,21 @@ export function report(ex: Exchange, problems: readonly Problem[]): string {
 /** The class of a problem set: its sorted, distinct kinds, interpretations included (for grouping counterexamples). */
 export function classOf(problems: readonly Problem[]): string {
   return [...new Set(problems.map((p) => (p.where ? `${p.kind}@${p.where}` : p.kind)))].sort().join(" + ");
+}
+
+/** Requests and forwarded requests per shape of a run (see ./shapes.ts), for its report. */
+export class ShapeStats {
+  readonly #counts = new Map<string, { requests: number; forwarded: number }>();
+  count(c: FuzzCase, forwarded: boolean): void {
+    const name = c.shape ?? "legacy";
+    const entry = this.#counts.get(name) ?? { requests: 0, forwarded: 0 };
+    entry.requests++;
+    if (forwarded) entry.forwarded++;
+    this.#counts.set(name, entry);
+  }
+  toString(): string {
+    return [...this.#counts].map(([name, e]) => `${name} ${e.forwarded}/${e.requests}`).join(", ");
+  }
 }
 
 /** fast-check parameters of a run. */

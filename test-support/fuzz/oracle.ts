@@ -54,8 +54,27 @@
  * - every entity set the resource path navigates through is read (`get`);
  *   the target gets the method's operation (`list`/`get` for reads, `create`
  *   for POST to a collection, `update` for PATCH/PUT/MERGE/POST to an entity
- *   or property, `delete`; PUT and PATCH without `If-Match` also `create`
- *   (upsert); a tunnel (`X-HTTP-Method`, `-Override`) counts as both methods);
+ *   or property, `delete`, and `delete` of every composition's entities,
+ *   transitively; PUT and PATCH without `If-Match` also `create` (upsert); a
+ *   tunnel (`X-HTTP-Method`, `-Override`) counts as both methods);
+ * - an update (PUT, PATCH, MERGE of an entity or property) is answered with
+ *   what it changed: a `get` of the target, unless the request asks for no
+ *   answer (`Prefer: return=minimal`, which erplink adds for a key that may
+ *   not read it);
+ * - links: reading them (`GET …/Nav/$ref`, V2 `…/$links/Nav`) is a `list` of
+ *   both sets (a back end may read all of them); removing one (`DELETE`) a
+ *   `delete` of its source (SAP's mock server deletes it) and, through a
+ *   composition, of the child and what cascades from it; adding or setting
+ *   one an `update` of the source and a `get` of the target (`create` too
+ *   through a composition: a back end may insert a child), the body's URL
+ *   read, and every name in the body a mention with the method's writes;
+ * - operations: a call (a function or action import by its name as the first
+ *   segment, a bound one qualified or not) needs its grant (`invoke`, by the
+ *   name a key is granted it by: the import's name, the bound operation's
+ *   qualified name), a read of what it is bound to, and a read of every
+ *   entity set its result lies in; what it does beside is its grant's. In an
+ *   expression any operation named (qualified, called or not, or a lone name
+ *   no property or navigation has) may touch anything;
  * - every navigation in `$expand` (nested, `*`, `$levels` to a fixed point),
  *   `$select`, and every navigation name outside string literals in
  *   `$filter`, `$orderby`, `$compute` and the aliases they use, wherever
@@ -67,21 +86,34 @@
  *   (`%2520Items` is `%20Items` after one decoding: no reader that decodes
  *   once takes it for a name); `$root/`, `$apply`, and path segments `$crossjoin`,
  *   `$all`, `$entity`, `$each`, `$query` count as touching anything;
- * - in entity bodies: a nested object or array under a navigation is a
- *   create (and an update for PUT/PATCH/MERGE) of its target, but an
+ * - in entity bodies: a nested object or array under a navigation (V2 also
+ *   `{"results": […]}`) is a create (and an update for PUT/PATCH/MERGE, or
+ *   when it names an existing entity besides its data) of its target, but an
  *   entity reference (V4: only `@odata.id`/`@id` and instance annotations;
- *   V2: only `__metadata` with only `uri`, or `__deferred`) is a read of
- *   it; binds, `@odata.id`, `__metadata.uri` and a link change's body read
- *   the entity they name, where each interpretation resolves the URL (see
- *   `readBodyUrl`: WHATWG, `url.resolve`, RFC 3986 written here, or no
- *   resolution) against the service root or the body's `@odata.context`;
- *   a URL that lands under another service's root is an escape;
+ *   V2: only `__metadata` with only `uri`, or `__deferred`) is a read of it,
+ *   and a create too in a composition (a back end may insert a child rather
+ *   than link one: CAP does); a bind reads its target (a composition's also
+ *   creates, and in an update of a single-valued one deletes the child it
+ *   replaces); in an update a collection replaces the related set and a
+ *   `null` removes the related entity: the ones left out are read (unlinked)
+ *   or, in a composition, deleted, as a single-valued composition's child
+ *   replaced by another is; binds, `@odata.id` (in V4 bodies: V4 control
+ *   information means nothing in a V2 payload, and V2 back ends ignore it),
+ *   `__metadata.uri` and a link change's body read the entity they name,
+ *   where each interpretation resolves the URL (see `readBodyUrl`: WHATWG,
+ *   `url.resolve`, RFC 3986 written here, or no resolution) against the
+ *   service root or the body's `@odata.context`; a URL that lands under
+ *   another service's root is an escape;
  * - text the oracle cannot resolve where a back end could still act on it
  *   (a malformed path segment, a path that goes on after an unknown name, an
  *   unbalanced `$expand`/`$select`/`$filter`, a non-JSON entity body, a
  *   bind it cannot place) counts as touching every entity set and
  *   navigation target it names, string literals included, with every read
- *   and (in the path and body) every operation the method could mean;
+ *   and (in the path and body) every operation the method could mean, and
+ *   every operation it names a call (`invoke`); a `*` in unparsable
+ *   `$expand` text reaches every navigation of the type the option applies
+ *   at and of the types the names in the text lead to (every navigation of
+ *   the service where that type is unknown);
  * - a name that is well-formed but unknown at its place in a parsed
  *   `$expand`/`$select` item reaches nothing (the back end cannot resolve
  *   it either); an entity set's name alone in an expression reaches nothing.
@@ -92,8 +124,8 @@
 import { createRequire } from "node:module";
 import querystring from "node:querystring";
 import url from "node:url";
-import type { NavDef, ServiceDef, TypeDef, Universe, Version } from "./model.js";
-import { rootPath, typesOf } from "./model.js";
+import type { NavDef, OpDef, ServiceDef, TypeDef, Universe, Version } from "./model.js";
+import { grantName, opsOf, rootPath, typesOf } from "./model.js";
 
 /** One (entity set, operation) pair a reading of the request touches, with why. */
 export interface Touch {
@@ -161,12 +193,15 @@ export class ServiceView {
   readonly navsByName = new Map<string, { name: string; nav: NavDef }[]>();
   /** Entity set name (lower case) -> name. */
   readonly setsByLower = new Map<string, string>();
+  /** The operations this version serves (V2: function imports only). */
+  readonly ops: readonly OpDef[];
 
   constructor(
     readonly def: ServiceDef,
     readonly version: Version,
   ) {
     for (const t of typesOf(def, version)) this.types.set(t.name, t);
+    this.ops = opsOf(def, version);
     for (const [set, type] of Object.entries(def.sets)) {
       this.sets.set(set, type);
       this.setsByLower.set(set.toLowerCase(), set);
@@ -239,7 +274,7 @@ export class ServiceView {
   }
 
   /** A qualified name: a cast to a type of the family of `type`, a bound operation, or nothing. */
-  qualified(type: TypeDef | undefined, name: string): { kind: "cast"; type: TypeDef } | { kind: "function" | "action"; collection: boolean } | undefined {
+  qualified(type: TypeDef | undefined, name: string): { kind: "cast"; type: TypeDef } | { kind: "function" | "action"; collection: boolean; op: OpDef } | undefined {
     const dot = name.lastIndexOf(".");
     if (dot < 0) return undefined;
     const ns = name.slice(0, dot).toLowerCase();
@@ -249,9 +284,27 @@ export class ServiceView {
       const cast = this.family(type).find((t) => t.name.toLowerCase() === local);
       if (cast) return { kind: "cast", type: cast };
     }
-    if (this.version !== "4.0") return undefined;
-    const op = this.def.ops.find((o) => o.name.toLowerCase() === local);
-    return op ? { kind: op.kind, collection: op.collection } : undefined;
+    const op = this.ops.find((o) => o.binding !== undefined && o.name.toLowerCase() === local);
+    return op ? { kind: op.kind, collection: op.collection === true, op } : undefined;
+  }
+
+  /** An import (unbound function or action) by name, exact then case-insensitive. */
+  importOf(name: string): OpDef | undefined {
+    const imports = this.ops.filter((o) => o.binding === undefined);
+    return imports.find((o) => o.name === name) ?? imports.find((o) => o.name.toLowerCase() === name.toLowerCase());
+  }
+
+  /** An operation bound to `type` (or a type it derives from) named without its namespace (OData 4.01 lets services bind it so). */
+  unqualified(type: TypeDef, name: string): OpDef | undefined {
+    const chain: string[] = [];
+    for (let t: TypeDef | undefined = type; t !== undefined && chain.length < 8; t = t.base ? this.types.get(t.base) : undefined) chain.push(t.name);
+    const lower = name.toLowerCase();
+    return this.ops.find((o) => o.binding !== undefined && chain.includes(o.binding) && o.name.toLowerCase() === lower);
+  }
+
+  /** The name a key is granted a call of `op` by. */
+  grantOf(op: OpDef): string {
+    return grantName(this.def, op);
   }
 }
 
@@ -551,12 +604,26 @@ interface Ctx {
 /**
  * Every entity set and navigation target `text` names, with every read and,
  * for text of the resource path or body (`writes`), every operation the
- * methods could mean.
+ * methods could mean. A `*` in `$expand`-like text (`expandLike`) reaches
+ * every navigation: of the service, or, when the type the option applies
+ * at is known (`starAt`), of that type and of the types the navigations the
+ * text names lead to (wherever a reader may apply the `*`).
  */
-function mentions(ctx: Ctx, text: string, why: string, expandLike = false, writes = false): void {
+function mentions(ctx: Ctx, text: string, why: string, expandLike = false, writes = false, starAt?: TypeDef): void {
   for (const m of text.matchAll(SPECIALS)) ctx.out.anything.push(`${why}: '${m[0]}' in ${JSON.stringify(text.slice(0, 80))}`);
   if (expandLike && text.includes("*")) {
-    for (const [, list] of ctx.svc.navsByName) for (const { nav } of list) ctx.out.add(nav.target, nav.many ? "list" : "get", `${why} (*)`, true);
+    if (starAt === undefined) {
+      for (const [, list] of ctx.svc.navsByName) for (const { nav } of list) ctx.out.add(nav.target, nav.many ? "list" : "get", `${why} (*)`, true);
+    } else {
+      const scopes = [starAt];
+      for (const m of text.matchAll(IDENT)) {
+        for (const { nav } of ctx.svc.navsByName.get(m[0].toLowerCase()) ?? []) {
+          const t = ctx.svc.types.get(nav.type);
+          if (t !== undefined && !scopes.includes(t)) scopes.push(t);
+        }
+      }
+      for (const t of scopes) for (const [name, nav] of ctx.svc.allNavs(t)) ctx.out.add(nav.target, nav.many ? "list" : "get", `${why} (* at ${t.name} -> ${name})`, true);
+    }
   }
   const extra = writes ? ctx.methods.flatMap(writeOps) : [];
   const ops = new Set(["list", "get", ...extra]);
@@ -567,6 +634,8 @@ function mentions(ctx: Ctx, text: string, why: string, expandLike = false, write
     for (const { nav } of ctx.svc.navsByName.get(word.toLowerCase()) ?? []) {
       for (const op of new Set([nav.many ? "list" : "get", ...extra])) ctx.out.add(nav.target, op, `${why}: navigation '${word}'`, true);
     }
+    // An operation's name: a back end may call it.
+    for (const o of ctx.svc.ops) if (o.name.toLowerCase() === word.toLowerCase()) ctx.out.add(ctx.svc.grantOf(o), "invoke", `${why}: operation '${word}'`, true);
   }
 }
 
@@ -585,15 +654,12 @@ function expression(ctx: Ctx, type: TypeDef, text: string, why: string, depth: n
   }
   // In an expression only `$root` reaches beyond the current entity (the other specials are path segments).
   for (const m of bare.matchAll(ROOT)) ctx.out.anything.push(`${why}: '${m[0]}'`);
-  // An operation bound to the entity, named without parentheses, is called too (OData's dotted-identifier binding).
-  const family = ctx.svc.family(type).map((t) => t.name);
+  // A bound operation named in an expression, with or without parentheses, is called (OData's dotted-identifier
+  // binding): what it reads no grant of the expression covers.
   for (const m of bare.matchAll(QUALIFIED)) {
     const q = ctx.svc.qualified(type, m[0]);
-    if (q === undefined || q.kind === "cast" || q.collection) continue;
-    const local = m[0].slice(m[0].lastIndexOf(".") + 1).toLowerCase();
-    if (ctx.svc.def.ops.some((o) => o.name.toLowerCase() === local && !o.collection && family.includes(o.binding))) {
-      ctx.out.anything.push(`${why}: names operation '${m[0]}'`);
-    }
+    if (q === undefined || q.kind === "cast") continue;
+    ctx.out.anything.push(`${why}: names operation '${m[0]}'`);
   }
   // A call of anything but a built-in function (or a lambda after a path) runs what no grant covers.
   for (const m of bare.matchAll(CALL)) {
@@ -633,6 +699,12 @@ function expression(ctx: Ctx, type: TypeDef, text: string, why: string, depth: n
     // A lambda variable (`any(Items:Items/Status eq 'x')`) where it is declared, or starts a path inside its lambda:
     // the lambda's collection, not a navigation (CAP's reading of outer variables in nested lambdas is `capgrammar`'s).
     if (variables.some((v) => v.name === word && at >= v.from && at < v.to && (at === v.from || !/\/\s*$/.test(bare.slice(0, at))))) continue;
+    // An operation's name alone (no property or navigation of that name where the expression may read it): a back end
+    // that binds unqualified names (OData 4.01) calls it.
+    if (ctx.svc.ops.some((o) => o.name.toLowerCase() === word.toLowerCase()) && !scopes.some((t) => ctx.svc.member(t, word) !== undefined)) {
+      ctx.out.anything.push(`${why}: names operation '${word}'`);
+      continue;
+    }
     if (lone(at, word.length) && !navOfScope(word)) continue;
     // An entity set's name alone reaches nothing in an expression (only after `$root/`, counted above).
     for (const { nav } of ctx.svc.navsByName.get(word.toLowerCase()) ?? []) ctx.out.add(nav.target, nav.many ? "list" : "get", `${why}: navigation '${word}'`);
@@ -729,7 +801,7 @@ function expandOption(ctx: Ctx, type: TypeDef, text: string, why: string, depth:
   }
   const items = splitTop(text, ",");
   if (items === undefined) {
-    mentions(ctx, text, `${why} (unparsable)`, true);
+    mentions(ctx, text, `${why} (unparsable)`, true, false, type);
     return;
   }
   for (const rawItem of items) {
@@ -737,7 +809,7 @@ function expandOption(ctx: Ctx, type: TypeDef, text: string, why: string, depth:
     if (item === "") continue;
     const call = splitCall(item);
     if (call === undefined) {
-      mentions(ctx, item, `${why} (unparsable item)`, true);
+      mentions(ctx, item, `${why} (unparsable item)`, true, false, type);
       continue;
     }
     const segs = call.name.split("/");
@@ -768,7 +840,7 @@ function expandOption(ctx: Ctx, type: TypeDef, text: string, why: string, depth:
         }
         for (const t of targets) {
           if (nested !== undefined && !nestedOptions(ctx, t, nested, `${why} ${call.name}(…)`, depth)) {
-            mentions(ctx, nested, `${why} (unparsable nested options)`, true);
+            mentions(ctx, nested, `${why} (unparsable nested options)`, true, false, t);
           }
           if (!seen.has(t.name)) {
             seen.add(t.name);
@@ -893,6 +965,13 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
   }
   const call = splitCall(first);
   const set = call === undefined ? undefined : svc.set(call.name);
+  // An import (an unbound function or action) called by its name: its grant, and what it returns.
+  const imported = call !== undefined && set === undefined ? svc.importOf(call.name) : undefined;
+  if (imported !== undefined) {
+    operationTouches(ctx, imported, undefined, false, why);
+    if (rest.length > 1) mentions(ctx, rest.slice(1).join("/"), `${why} after operation '${imported.name}'`, false, true);
+    return { type: undefined, batch: false, metadata: false };
+  }
   if (call === undefined || set === undefined || (call.args !== undefined && !keyOk(call.args))) {
     mentions(ctx, rest.join("/"), `${why} (unresolved first segment)`, false, true);
     return { type: undefined, entityBody: true, batch: false, metadata: false };
@@ -905,6 +984,8 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
   let links = false;
   let lastIsComplex = false;
   let unresolved: string | undefined;
+  /** The navigation the last hop was reached through (what a `$ref` or `$links` changes). */
+  let via: NavDef | undefined;
   for (let i = 1; i < rest.length && unresolved === undefined; i++) {
     const seg = rest[i]!;
     const lower = seg.toLowerCase();
@@ -934,11 +1015,16 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
       break;
     }
     const c = splitCall(seg);
-    if (c === undefined || (c.args !== undefined && !keyOk(c.args))) {
+    if (c === undefined) {
       unresolved = rest.slice(i).join("/");
       break;
     }
     const q = svc.qualified(type, c.name);
+    // Parameters in parentheses (`()` too) are an operation's; anything else takes a key predicate.
+    if (c.args !== undefined && !keyOk(c.args) && !(q !== undefined && q.kind !== "cast") && svc.unqualified(type, c.name) === undefined) {
+      unresolved = rest.slice(i).join("/");
+      break;
+    }
     if (q !== undefined) {
       if (q.kind === "cast") {
         type = q.type;
@@ -947,8 +1033,15 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
         if (c.args !== undefined) shape = "entity";
         continue;
       }
-      if (q.kind === "function") ctx.out.add(hops[hops.length - 1]!, q.collection || shape === "collection" ? "list" : "get", `${why}: bound function`);
+      operationTouches(ctx, q.op, hops[hops.length - 1]!, q.collection || shape === "collection", why);
       shape = q.kind;
+      continue;
+    }
+    // A bound operation named without its namespace (OData 4.01): the same call.
+    const unqualified = svc.member(type, c.name) === undefined ? svc.unqualified(type, c.name) : undefined;
+    if (unqualified !== undefined) {
+      operationTouches(ctx, unqualified, hops[hops.length - 1]!, unqualified.collection === true || shape === "collection", why);
+      shape = unqualified.kind;
       continue;
     }
     if (shape === "collection" && !links) {
@@ -977,6 +1070,7 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
       continue;
     }
     hops.push(m.nav.target);
+    via = m.nav;
     type = svc.types.get(m.nav.type) ?? type;
     onType?.(i, type);
     optionsType = type;
@@ -992,30 +1086,45 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
   const source = hops.length > 1 ? hops[hops.length - 2] : undefined;
   const ifMatch = headers["if-match"];
   const hasIfMatch = ifMatch !== undefined && String(ifMatch).trim() !== "";
+  // An update is answered with what it changed (a read), unless the request asks for no answer.
+  const minimal = /\breturn\s*=\s*minimal\b/i.test(String(headers.prefer ?? ""));
+  const composition = via?.composition === true;
   for (const method of ctx.methods) {
     const add = (op: string, what = target) => ctx.out.add(what, op, `${why}: ${method} ${shape}`);
     if (method === "GET" || method === "HEAD") {
       // A read never invokes an action (back ends refuse GET on one): it reads at most.
-      if (shape === "collection" || shape === "count") add("list");
+      if (shape === "ref" && source !== undefined) {
+        // Reading links: a back end may read every entity of both sets (SAP's mock server does).
+        add("list", source);
+        add("list");
+      } else if (shape === "collection" || shape === "count") add("list");
       else if (shape !== "function") add("get");
       continue;
     }
     if (shape === "ref") {
+      if (method === "DELETE") {
+        // Removing a link: a back end may delete its source (SAP's mock server does), and a composition's child (CAP does).
+        if (source !== undefined) add("delete", source);
+        if (composition) {
+          add("delete");
+          cascades(ctx, type, why, method);
+          continue;
+        }
+      }
       if (source !== undefined) add("update", source);
       add("get");
+      // A link to a composition may insert a child instead.
+      if (composition) add("create");
       if (method === "PUT" || method === "POST" || method === "PATCH") {
         mentions(ctx, body.toString("utf8"), `${why}: link target in the body`, false, true);
         linkTarget(ctx, body, `${why}: link target in the body`);
       }
       continue;
     }
-    if (shape === "function") continue;
-    if (shape === "action") {
-      add("update");
-      continue;
-    }
+    if (shape === "function" || shape === "action") continue;
     if (shape === "property" || shape === "value") {
       add("update");
+      if (shape === "property" && (method === "PUT" || method === "PATCH" || method === "MERGE") && !minimal) add("get");
       continue;
     }
     if (shape === "count") {
@@ -1031,12 +1140,15 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
       case "PATCH":
         add("update");
         if (shape === "collection" || !hasIfMatch) add("create");
+        if (!minimal) add("get");
         break;
       case "MERGE":
         add("update");
+        if (!minimal) add("get");
         break;
       case "DELETE":
         add("delete");
+        cascades(ctx, type, why, method);
         break;
       default:
         for (const op of writeOps(method)) add(op);
@@ -1052,6 +1164,33 @@ function resourcePath(ctx: Ctx, segs: readonly string[], headers: ReceivedReques
     batch: false,
     metadata: false,
   };
+}
+
+/**
+ * A call of an operation: its grant (`invoke`, by the name a key is granted
+ * it by), a read of what it is bound to (`list` for a collection), and a
+ * read of every entity set its result lies in. What it does beside (an
+ * action's writes, a function's reads) is the operation's: its grant covers
+ * it.
+ */
+function operationTouches(ctx: Ctx, op: OpDef, binding: string | undefined, collection: boolean, why: string): void {
+  const label = `${why}: calls ${ctx.svc.grantOf(op)}`;
+  ctx.out.add(ctx.svc.grantOf(op), "invoke", label);
+  if (binding !== undefined) ctx.out.add(binding, collection ? "list" : "get", `${label} (its binding)`);
+  const r = op.returns;
+  if (r !== undefined && "set" in r) ctx.out.add(r.set, r.many ? "list" : "get", `${label} (its result)`);
+}
+
+/** What deleting an entity of `type` deletes too: the entities of its compositions, and theirs. */
+function cascades(ctx: Ctx, type: TypeDef, why: string, method: string, seen = new Set<string>()): void {
+  if (seen.has(type.name)) return;
+  seen.add(type.name);
+  for (const [name, nav] of Object.entries(ctx.svc.members(type).navs)) {
+    if (nav.composition !== true) continue;
+    ctx.out.add(nav.target, "delete", `${why}: ${method} cascades to ${name}`);
+    const t = ctx.svc.types.get(nav.type);
+    if (t !== undefined) cascades(ctx, t, why, method, seen);
+  }
 }
 
 /** What a JSON (or other) entity body asks for beyond the resource path: deep inserts and binds. */
@@ -1083,13 +1222,26 @@ function entityBody(ctx: Ctx, type: TypeDef | undefined, body: Buffer, why: stri
       const bind = /^(.*)@(?:odata\.)?bind$/i.exec(key);
       if (bind) {
         const nav = at === undefined ? undefined : ctx.svc.member(at, bind[1]!);
-        if (nav?.kind === "nav") ctx.out.add(nav.nav.target, "get", `${why}: bind ${key}`);
-        else mentions(ctx, bind[1]!, `${why}: bind ${key}`, false, true);
+        if (nav?.kind === "nav") {
+          const composition = nav.nav.composition === true;
+          if (member === null) {
+            // Unbound: a composition's child goes with the link.
+            if (update) ctx.out.add(nav.nav.target, composition ? "delete" : "get", `${why}: bind ${key} (null)`);
+          } else {
+            ctx.out.add(nav.nav.target, "get", `${why}: bind ${key}`);
+            // A composition's children belong to it: a back end may insert one rather than link what the URL names,
+            // and binding a single-valued one in an update replaces (deletes) the child it held.
+            if (composition) ctx.out.add(nav.nav.target, "create", `${why}: bind ${key} (a composition)`);
+            if (composition && update && !nav.nav.many) ctx.out.add(nav.nav.target, "delete", `${why}: bind ${key} (replaces a composition's child)`);
+          }
+        } else mentions(ctx, bind[1]!, `${why}: bind ${key}`, false, true);
         for (const ref of Array.isArray(member) ? member : [member]) if (typeof ref === "string") referenceUrl(ctx, ref, `${why}: bind ${key}`, base);
         continue;
       }
       if (/^@(odata\.)?id$/i.test(key) && typeof member === "string") {
-        referenceUrl(ctx, member, `${why}: ${key}`, base);
+        // V4 control information means nothing in a V2 payload: a V2 back end ignores it (SAP CAP's V2 adapter and
+        // SAP's mock server do), the object is an entity (see `linkOf`).
+        if (ctx.svc.version === "4.0") referenceUrl(ctx, member, `${why}: ${key}`, base);
         continue;
       }
       if (key === "__metadata" && member !== null && typeof member === "object") {
@@ -1099,17 +1251,41 @@ function entityBody(ctx: Ctx, type: TypeDef | undefined, body: Buffer, why: stri
       }
       if (key.includes("@")) continue;
       const m = at === undefined ? undefined : ctx.svc.member(at, key);
-      if (m?.kind === "nav" && member !== null && typeof member === "object") {
-        for (const item of Array.isArray(member) ? member : [member]) {
+      if (m?.kind === "nav" && (member === null || typeof member === "object")) {
+        const composition = m.nav.composition === true;
+        if (member === null) {
+          // The related entity is unlinked in an update; a composition's child is deleted with it.
+          if (update) ctx.out.add(m.nav.target, composition ? "delete" : "get", `${why}: ${m.name} set to null`);
+          continue;
+        }
+        let items: unknown[];
+        let replaces = false;
+        if (Array.isArray(member)) {
+          items = member;
+          replaces = true;
+        } else if (ctx.svc.version === "2.0" && m.nav.many && Array.isArray((member as Record<string, unknown>).results)) {
+          // V2's collection wrapper.
+          items = (member as Record<string, unknown[]>).results!;
+          replaces = true;
+        } else {
+          items = [member];
+        }
+        // In an update a collection is the whole related set (the others are unlinked), and a single-valued
+        // composition's child is replaced: a composition's children left out are deleted.
+        if (update && (replaces || (composition && !m.nav.many))) ctx.out.add(m.nav.target, composition ? "delete" : "get", `${why}: ${m.name} replaced`);
+        for (const item of items) {
           // An entity reference (OData 4.01 §11.4.2.2; V2 `__metadata` with only a `uri`, `__deferred`) links the entity it names.
           const link = linkOf(ctx.svc.version, item);
           if (link !== undefined) {
             ctx.out.add(m.nav.target, "get", `${why}: link ${m.name}`);
+            // In a composition a reference is no link: a back end may ignore it and insert a new child (CAP does).
+            if (composition) ctx.out.add(m.nav.target, "create", `${why}: link ${m.name} (a composition)`);
             if (link !== "") referenceUrl(ctx, link, `${why}: link ${m.name}`, base);
             continue;
           }
           ctx.out.add(m.nav.target, "create", `${why}: nested ${m.name}`);
-          if (update) ctx.out.add(m.nav.target, "update", `${why}: nested ${m.name}`);
+          // A nested entity in an update, or one that names an existing entity besides its data, may update it.
+          if (update || idOf(ctx.svc.version, item) !== undefined) ctx.out.add(m.nav.target, "update", `${why}: nested ${m.name}`);
           walk(item, ctx.svc.types.get(m.nav.type), depth + 1);
         }
         continue;
@@ -1125,6 +1301,19 @@ function entityBody(ctx: Ctx, type: TypeDef | undefined, body: Buffer, why: stri
 }
 
 // ---------------------------------------------------------------- URLs in bodies
+
+/** The id a nested object names an existing entity by (V4 `@odata.id`/`@id`, V2 `__metadata.uri`), if any. */
+function idOf(version: Version, item: unknown): string | undefined {
+  if (item === null || typeof item !== "object" || Array.isArray(item)) return undefined;
+  const o = item as Record<string, unknown>;
+  if (version === "2.0") {
+    const metadata = o.__metadata;
+    const uri = metadata !== null && typeof metadata === "object" ? (metadata as Record<string, unknown>).uri : undefined;
+    return typeof uri === "string" ? uri : undefined;
+  }
+  const id = o["@odata.id"] ?? o["@id"];
+  return typeof id === "string" ? id : undefined;
+}
 
 /**
  * The URL of an entity reference nested under a navigation: in V4 an object

@@ -10,6 +10,19 @@ export const PATH = "resource path";
 /** The reason of an entity set the resource path navigates through. */
 export const SOURCE = "navigation source in resource path";
 
+/** Why a single-valued navigation's target set is listed (SAP CAP scans it). */
+export const scan = (navigation: string): string => `navigation '${navigation}' (a back end may scan the set for it)`;
+/** Why the set a path stands at is listed where SAP's mock server reads it whole. */
+export const whole = (what: string): string => `${what} (a back end may read the whole set there)`;
+/** Why a write below a path's first entity needs that operation on it (SAP's mock server writes it). */
+export const ROOT = "the entity the path starts from (a back end may write it)";
+/** Why such a write needs `list` of the first set when its first segment names no key. */
+export const ROOT_BY_NO_KEY = "the entity the path starts from, by no key (a back end may look for it in the whole set)";
+/** Why a link change needs `create` of the linked set (SAP's mock server creates from a V2 $links body). */
+export const LINK_CREATES = "link change (a back end may create the linked entity)";
+/** Why adding a link needs `list` of the source set. */
+export const LINK_SOURCE = "link added (a back end may look for the source in the whole set)";
+
 /** One (entity set, operation) access with its reason. */
 export function acc(entitySet: string, operation: Operation, reason: string): Access {
   return { entitySet, operation, reason };

@@ -26,6 +26,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { fuzzCase } from "../../test-support/fuzz/generators.js";
 import {
+  ShapeStats,
   checkExchange,
   classOf,
   envInt,
@@ -78,6 +79,7 @@ Fuzz("the upstream receives nothing the key may not do, under every reading of t
   const numRuns = envInt("ERPLINK_FUZZ_RUNS", 10_000);
   const timeLimit = envInt("ERPLINK_FUZZ_TIME_MS", 45_000);
   const stats = { runs: 0, forwarded: 0, refused: 0, batches: 0 };
+  const shapes = new ShapeStats();
   const started = Date.now();
   const property = fc.asyncProperty(fuzzCase(U), async ({ case: c }) => {
     stats.runs++;
@@ -85,6 +87,7 @@ Fuzz("the upstream receives nothing the key may not do, under every reading of t
     const { ex, problems } = await exchange(ctx, c);
     if (ex.forwarded.length > 0) stats.forwarded++;
     else stats.refused++;
+    shapes.count(c, ex.forwarded.length > 0);
     if (problems.length > 0) throw new Error(`\n${report(ex, problems)}\n`);
   });
   try {
@@ -94,7 +97,7 @@ Fuzz("the upstream receives nothing the key may not do, under every reading of t
   } finally {
     console.log(
       `forward-fuzz: seed ${seed}, ${stats.runs} requests (shrinking included) in ${((Date.now() - started) / 1000).toFixed(1)} s: ` +
-        `${stats.forwarded} forwarded, ${stats.refused} refused, ${stats.batches} $batch`,
+        `${stats.forwarded} forwarded, ${stats.refused} refused, ${stats.batches} $batch; by shape (forwarded/requests): ${shapes}`,
     );
   }
 });
@@ -103,7 +106,7 @@ Fuzz("the oracle itself: known requests read as expected under each interpretati
   const root = { instance: "prod", service: "SALES" };
   const read = (method: string, target: string, body = "", headers: Record<string, string> = {}) =>
     Object.fromEntries(
-      readRequest(U, root, { method, target, headers: { "if-match": "*", ...headers }, body: Buffer.from(body) }).map((r) => [
+      readRequest(U, root, { method, target, headers: { "if-match": "*", prefer: "return=minimal", ...headers }, body: Buffer.from(body) }).map((r) => [
         r.interpretation,
         violations(U, "SALES", r).map((v) => v.kind),
       ]),
@@ -169,6 +172,46 @@ Fuzz("the oracle itself: known requests read as expected under each interpretati
   // A nested entity reference links (a read); with data beside it, it is an entity (a create, and an update).
   assert.equal(read("MERGE", item, '{"Order":{"@odata.id":"Orders(1)"}}'), clean);
   assert.equal(read("MERGE", item, '{"Order":{"@odata.id":"Orders(1)","Note":"x"}}').whatwg, ["unpermitted", "unpermitted"]);
+});
+
+Fuzz("the oracle itself: operations need their grant, links and compositions what back ends do with them", () => {
+  const read = (service: string, instance: string, method: string, target: string, body = "", headers: Record<string, string> = {}) =>
+    Object.fromEntries(
+      readRequest(U, { instance, service }, { method, target, headers: { "if-match": "*", prefer: "return=minimal", ...headers }, body: Buffer.from(body) }).map((r) => [
+        r.interpretation,
+        [...new Set(violations(U, service, r).map((v) => v.kind))],
+      ]),
+    );
+  const clean = { whatwg: [], legacy: [], lenient: [], decodefirst: [], capgrammar: [] };
+  const all = (kind: string) => ({ whatwg: [kind], legacy: [kind], lenient: [kind], decodefirst: [kind], capgrammar: [kind] });
+  const G = "01234567-89ab-cdef-0123-456789abcdef";
+  const shipment = `/svc/v4/logistics/Shipments(${G})`;
+  // A call needs the operation's grant (by its qualified name, whether the call is qualified or not; an import by its
+  // own name), a read of what it is bound to and of the set its result lies in.
+  assert.equal(read("LOGISTICS", "prod", "GET", `${shipment}/Lg.Track(at=2024-01-31T10:00:00Z)`), clean);
+  assert.equal(read("LOGISTICS", "prod", "GET", `${shipment}/Track(at=2024-01-31T10:00:00Z)`), clean);
+  assert.equal(read("LOGISTICS", "prod", "POST", `${shipment}/Lg.Dispatch`, '{"mode":"Air"}'), all("unpermitted"));
+  assert.equal(read("SALES", "prod", "GET", "/svc/v4/sales/TopCustomers(limit=1)"), clean);
+  assert.equal(read("SALES", "prodv2", "GET", "/svc/v2/sales/TopCustomers?limit=1"), clean);
+  assert.equal(read("SALES", "prod", "POST", "/svc/v4/sales/Reset"), all("unpermitted"));
+  assert.equal(read("SALES", "prod", "GET", "/svc/v4/sales/Orders(1)/Fz.Recent()"), all("unpermitted"));
+  // An operation named in an expression may read anything (CAP's own parser refuses the name).
+  assert.equal(read("SALES", "prod", "GET", "/svc/v4/sales/Orders?$filter=Total%20gt%201"), { ...all("touches-anything"), capgrammar: [] });
+  // Reading links lists both sets; removing one deletes its source, and a composition's child.
+  assert.equal(read("SALES", "prod", "GET", "/svc/v4/sales/Orders(1)/Items/$ref"), all("unpermitted"));
+  assert.equal(read("LOGISTICS", "prod", "GET", `${shipment}/Parcels/$ref`), clean);
+  assert.equal(read("LOGISTICS", "prod", "DELETE", `${shipment}/Parcels(ShipmentID=${G},ParcelNo=1)/$ref`), clean);
+  assert.equal(read("SALES", "prod", "DELETE", "/svc/v4/sales/Orders(1)/Items(OrderID=1,ItemNo=2)/$ref"), all("unpermitted"));
+  // A single-valued composition set to null deletes its child; replaced by a new one, creates and updates it too.
+  assert.equal(read("LOGISTICS", "prod", "PATCH", shipment, '{"Manifest":null}'), clean);
+  assert.equal(read("LOGISTICS", "prod", "PATCH", shipment, '{"Manifest":{"ManifestID":1}}'), all("unpermitted"));
+  assert.equal(read("LOGISTICS", "prod", "PATCH", shipment, '{"Parcels":[]}'), clean);
+  // An update is answered with what it changed, unless it asks for no answer.
+  assert.equal(read("SALES", "prod", "MERGE", "/svc/v4/sales/OrderItems(OrderID=1,ItemNo=2)", '{"Quantity":1}', { prefer: "" }), all("unpermitted"));
+  // V4 control information means nothing in a V2 body; in a V4 one the reference is read.
+  const escaping = `{"Parcels":[{"@odata.id":"../master/BusinessPartners('1')"}]}`;
+  assert.equal(read("LOGISTICS", "prodv2", "POST", "/svc/v2/logistics/Shipments", escaping), clean);
+  assert.equal(read("LOGISTICS", "prod", "POST", "/svc/v4/logistics/Shipments", escaping), { ...all("escape"), decodefirst: [] });
 });
 
 Fuzz("the oracle's own RFC 3986 reference resolution: the RFC's examples (§5.4), fragments dropped", () => {

@@ -67,7 +67,11 @@ export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyM
   for (let h = 0; h < last; h++) accesses.add(hops[h]!, "get", "navigation source in resource path");
   const isRead = method === "GET" || method === "HEAD";
 
-  if (tail?.kind === "operation") return operationAccesses(path, method, model, accesses);
+  if (tail?.kind === "operation") {
+    const scope = operationAccesses(path, method, model, accesses);
+    widerAccesses(path, method, isRead, accesses);
+    return scope;
+  }
 
   const target = hops[last]!;
   const read: Operation = path.shape === "collection" ? "list" : "get";
@@ -105,7 +109,27 @@ export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyM
   } else {
     accesses.add(target, "update", "resource path");
   }
+  widerAccesses(path, method, isRead, accesses);
   return path.position === undefined ? { position: undefined, missing: "primitive", label: "" } : { position: path.position, label: "" };
+}
+
+/**
+ * What a back end may read or write beyond what the path addresses (see
+ * `WiderRead` in `./bind/path.ts`): a single-valued navigation's whole target
+ * set, for any method (SAP CAP scans it); when reading, the whole set where a
+ * segment stands that SAP's mock server does not know; when writing below
+ * the path's first segment, that first entity (SAP's mock server updates or
+ * deletes it, whatever follows), and its whole set when the first segment
+ * names no key (it looks for the entity there).
+ */
+function widerAccesses(path: BoundPath, method: string, isRead: boolean, accesses: AccessList): void {
+  // A link change reaches its target by the link's body or $id, not by scanning.
+  const scans = isRead || path.tail?.kind !== "ref";
+  for (const wider of path.wider) if (isRead || (scans && wider.kind === "scan")) accesses.add(wider.entitySet, "list", wider.reason);
+  if (isRead || method === "POST" || !path.beyondRoot) return;
+  const root = path.hops[0]!;
+  accesses.add(root, method === "DELETE" ? "delete" : "update", "the entity the path starts from (a back end may write it)");
+  if (!path.rootAddressed) accesses.add(root, "list", "the entity the path starts from, by no key (a back end may look for it in the whole set)");
 }
 
 /** What the back end deletes with the entity at the path's end (CAP: the entities of its compositions). */
@@ -140,7 +164,10 @@ function linkAccesses(path: BoundPath, method: string, model: ServiceModel, acce
   const holder = model.linkHolder(via.source, via.navigation.name);
   if (holder !== "target") accesses.add(source, "update", "link change");
   if (holder !== "source") accesses.add(target, "update", "link change (foreign key of the linked entity)");
-  if (composition) accesses.add(target, "create", "link to a composition (a back end may insert a child)");
+  // A back end may create an entity from the link's body rather than link one
+  // (SAP's mock server does for V2 $links, after reading the source's set).
+  if (!removes) accesses.add(target, "create", composition ? "link to a composition (a back end may insert a child)" : "link change (a back end may create the linked entity)");
+  if (method === "POST") accesses.add(source, "list", "link added (a back end may look for the source in the whole set)");
   accesses.add(target, "get", "link target");
 }
 

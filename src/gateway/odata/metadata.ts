@@ -179,10 +179,8 @@ export interface EnumInfo {
 }
 
 /**
- * A parsed `$metadata` document. Name lookups try the exact name first and
- * then a unique case-insensitive match, because some services (OData 4.01)
- * resolve identifiers case-insensitively: an authorizer that matched only the
- * exact spelling could be walked around by changing the case of a name.
+ * A parsed `$metadata` document. Names are looked up exactly as the
+ * document spells them (see `findName`).
  */
 export interface ServiceModel {
   /** Protocol family: `"4.0"` for EDMX 4.0/4.01, `"2.0"` for EDMX 1.0 (OData V1 to V3). */
@@ -373,19 +371,17 @@ function splitCollection(type: string): { type: string; collection: boolean } {
   return m ? { type: m[1], collection: true } : { type, collection: false };
 }
 
-/** Exact lookup, then a unique case-insensitive one. Returns the map's own spelling. */
+/**
+ * Exact lookup. Names are never matched in another case: a back end that
+ * matches exactly (SAP's mock server, SAP Gateway) reads a name in another
+ * case as no name at all, and acts on what stands before it (SAP's mock
+ * server reads the whole entity set there, or deletes the entity a path
+ * starts from), so a spelling erplink read as a member would be another
+ * request there. A name that is not the model's is refused.
+ */
 function findName<T>(map: ReadonlyMap<string, T>, name: string): [string, T] | undefined {
   const exact = map.get(name);
-  if (exact !== undefined) return [name, exact];
-  const lower = name.toLowerCase();
-  let found: [string, T] | undefined;
-  for (const [key, value] of map) {
-    if (key.toLowerCase() === lower) {
-      if (found !== undefined) return undefined; // ambiguous: refuse to pick
-      found = [key, value];
-    }
-  }
-  return found;
+  return exact === undefined ? undefined : [name, exact];
 }
 
 const parser = new XMLParser({
@@ -746,28 +742,13 @@ class Model implements ServiceModel {
     return this.#chain(typeName).some((t) => t.name === ancestor);
   }
 
-  /**
-   * A member of the type chain by exact name, or with `loose` by unique
-   * case-insensitive name.
-   */
-  #member<T>(typeName: string, pick: (t: StructuredType) => Map<string, T>, name: string, loose: boolean): [string, T] | undefined {
-    const chain = this.#chain(typeName);
-    if (!loose) {
-      for (const t of chain) {
-        const v = pick(t).get(name);
-        if (v !== undefined) return [name, v];
-      }
-      return undefined;
+  /** A member of the type chain by exact name. */
+  #member<T>(typeName: string, pick: (t: StructuredType) => Map<string, T>, name: string): [string, T] | undefined {
+    for (const t of this.#chain(typeName)) {
+      const v = pick(t).get(name);
+      if (v !== undefined) return [name, v];
     }
-    let found: [string, T] | undefined;
-    for (const t of chain) {
-      const hit = findName(pick(t), name);
-      if (hit !== undefined) {
-        if (found !== undefined && found[0] !== hit[0]) return undefined;
-        found = hit;
-      }
-    }
-    return found;
+    return undefined;
   }
 
   #setPosition(set: SetDef): Position {
@@ -844,7 +825,7 @@ class Model implements ServiceModel {
   }
 
   linkHolder(position: Position, name: string): "source" | "target" | undefined {
-    const found = this.#member(position.type, (t) => t.navigations, name, false) ?? this.#member(position.type, (t) => t.navigations, name, true);
+    const found = this.#member(position.type, (t) => t.navigations, name);
     if (found === undefined) return undefined;
     const nav = found[1];
     if (nav.relationship !== undefined) {
@@ -855,7 +836,7 @@ class Model implements ServiceModel {
     }
     if (nav.constrained) return "source";
     if (nav.partner !== undefined) {
-      const partner = this.#member(nav.type, (t) => t.navigations, nav.partner, false);
+      const partner = this.#member(nav.type, (t) => t.navigations, nav.partner);
       if (partner?.[1].constrained) return "target";
     }
     return undefined;
@@ -863,16 +844,11 @@ class Model implements ServiceModel {
 
   step(position: Position, name: string): Step {
     if (name.includes(".")) return this.#qualifiedStep(position, name);
-    // Exact spellings of either kind win over case-insensitive matches.
-    const exact = this.#memberStep(position, name, false);
+    const exact = this.#memberStep(position, name);
     if (exact !== undefined) return exact;
-    // A derived type's navigation spelled so in another case: a back end that
-    // matches names exactly follows it for an entity of that type, whatever
-    // member of this type the name matches ignoring case.
+    // A derived type's navigation (in any case): refused with a hint to cast.
     const derived = this.derivedNavigations(position).get(name.toLowerCase());
     if (derived !== undefined) return { kind: "unknown", derivedNavigation: derived };
-    const loose = this.#memberStep(position, name, true);
-    if (loose !== undefined) return loose;
     if (this.version === "4.0") {
       // OData 4.01 lets bound operations in a default namespace go unqualified.
       const op = this.#unqualifiedOperation(name);
@@ -934,8 +910,8 @@ class Model implements ServiceModel {
     return out;
   }
 
-  #memberStep(position: Position, name: string, loose: boolean): Step | undefined {
-    const prop = this.#member(position.type, (t) => t.properties, name, loose);
+  #memberStep(position: Position, name: string): Step | undefined {
+    const prop = this.#member(position.type, (t) => t.properties, name);
     if (prop !== undefined) {
       const [propName, def] = prop;
       const complex = this.#types.get(def.type);
@@ -956,7 +932,7 @@ class Model implements ServiceModel {
       }
       return { kind: "property", name: propName, type: def.type, collection: def.collection };
     }
-    const nav = this.#member(position.type, (t) => t.navigations, name, loose);
+    const nav = this.#member(position.type, (t) => t.navigations, name);
     return nav === undefined ? undefined : this.#navigate(position, nav[0], nav[1]);
   }
 
@@ -1150,7 +1126,7 @@ class Model implements ServiceModel {
   boundOperation(name: string): BoundOperation | undefined {
     if (!name.includes(".")) return this.#unqualifiedOperation(name);
     const qualified = this.#qualify(name);
-    return this.#operations.get(qualified) ?? findName(this.#operations, qualified)?.[1];
+    return this.#operations.get(qualified);
   }
 }
 

@@ -341,6 +341,11 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
       walkReference: (url, reason) => walkReference(url, { ...pathContext, reason }),
     });
   }
+  if (path.shape === "entity" && path.tail === undefined) {
+    // Paging and ordering need a collection; back ends fail on them otherwise (SAP's mock server sorts one entity: a 500).
+    const forCollections = COLLECTION_OPTIONS.find((name) => raw.options.has(name));
+    if (forCollections !== undefined) invalid(`$${forCollections} applies to collections, and the resource path addresses one entity`);
+  }
   bindOptions({ model, aliases, read: accesses.reads(), budget, applied: new Set() }, scope, options);
   const id = raw.options.get("id");
   if (id !== undefined) idOption(id, path, method, input, pathContext, accesses);
@@ -375,6 +380,9 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
     ...(referable !== undefined ? { referable } : {}),
   };
 }
+
+/** System query options that apply to collections only (without `$`). */
+const COLLECTION_OPTIONS: readonly string[] = ["top", "skip", "orderby", "count", "inlinecount", "skiptoken", "search"];
 
 /** The reason of the reads an update's answer makes (see `answer` in {@link Analysis}). */
 const ANSWER_REASON = "the answer";

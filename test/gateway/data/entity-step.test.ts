@@ -93,7 +93,8 @@ const CASES: readonly Case[] = [
   { key: "wild", url: `${S}/Secrets`, status: 404, code: "NOT_FOUND", message: "entity set 'Secrets' not found", denialStep: "", accesses: [] },
   { key: "wild", url: `${S}/Products`, status: 200, denialStep: "", accesses: ["list Products"], forwarded: "GET /erp/SALES/Products" },
   // Names matched regardless of case count only for a set the key may touch; otherwise the name is looked at as written.
-  { key: "cased", url: `${S}/salesorders`, status: 200, denialStep: "", accesses: ["list SalesOrders"], forwarded: "GET /erp/SALES/salesorders" },
+  // A name in another case is another name: not granted here, so the entity step stops it.
+  { key: "cased", url: `${S}/salesorders`, status: 403, code: "FORBIDDEN", message: NO_ACCESS("salesorders"), denialStep: "ENTITY", accesses: ["list salesorders"] },
   { key: "cased", url: `${S}/products`, status: 404, code: "NOT_FOUND", message: "entity set 'products' not found", denialStep: "", accesses: [] },
   { key: "cased", url: `${S}/Products`, status: 403, code: "FORBIDDEN", message: NO_ACCESS("Products"), denialStep: "ENTITY", accesses: ["list Products"] },
   // Function and action imports are names like entity sets: the entity step first, then the gateway's own refusal.

@@ -35,17 +35,20 @@ shape("V2: version and entity sets", () => {
   assert.equal(v2.singletons, []);
 });
 
-shape("root: entity sets, singletons and imports, case-insensitive as a fallback", () => {
+shape("root: entity sets, singletons and imports, by their exact names", () => {
   assert.equal(v4.root("Me"), {
     kind: "singleton",
     name: "Me",
     position: { entitySet: "Me", type: "Sales.Customer", bindingPath: [], collection: false, complex: false },
   });
-  assert.equal(v4.root("customers"), {
+  assert.equal(v4.root("Customers"), {
     kind: "entitySet",
     name: "Customers",
     position: { entitySet: "Customers", type: "Sales.Customer", bindingPath: [], collection: true, complex: false },
   });
+  // Another case is no name: a back end that matches names exactly reads it so.
+  assert.is(v4.root("customers"), undefined);
+  assert.is(v4.root("search"), undefined);
   const search = v4.root("Search");
   assert.equal(search !== undefined && "operation" in search ? [search.kind, search.name, search.operation.name, search.operation.kind] : search, ["functionImport", "Search", "Search", "function"]);
   const reset = v4.root("ResetAll");
@@ -100,7 +103,7 @@ const propertyCases: [typeof v4, string, string, boolean][] = [
   [v4, "SalesOrders", "Customer", false],
   [v4, "SalesOrders", "Nope", false],
   [v4, "Extensions", "Dynamic", false],
-  [v4, "Customers", "name", true],
+  [v4, "Customers", "name", false],
   [v2, "CustomerSet", "Address", true],
   [v2, "CustomerSet", "ToOrders", false],
 ];

@@ -12,8 +12,9 @@
  *   service has it, and one it may touch that the service lacks with 404
  *   (the key's entity step is asked before the lookup: the answer never
  *   tells which sets exist).
- * - Names match exactly, then case-insensitively when unique (4.01
- *   services may resolve names so); the model's spelling is reported.
+ * - Names match exactly as the model spells them; another case is refused
+ *   (a back end that matches exactly reads it as no name, and acts on what
+ *   stands before it).
  * - A navigation whose entity set the document does not name, a path after
  *   an operation, `$each`, `$filter` and `$query` segments are denied;
  *   anything the grammar or the model does not produce is invalid.
@@ -52,10 +53,30 @@ export interface Crossing {
   readonly navigation: Extract<Step, { kind: "navigation" }>;
 }
 
+/**
+ * A set a back end may read more of than the path addresses: a single-valued
+ * navigation (SAP CAP finds its target by scanning the target's table), or a
+ * segment a back end that does not know it reads as "the whole set here"
+ * (SAP's mock server: a cast, a key as a segment, `$value`, `$ref`, a
+ * segment after a property).
+ */
+export interface WiderRead {
+  readonly entitySet: string;
+  readonly reason: string;
+  /** `scan`: a single-valued navigation, for any method; `unknown`: a segment SAP's mock server does not know, when reading. */
+  readonly kind: "scan" | "unknown";
+}
+
 /** A bound resource path. */
 export interface BoundPath {
   /** Entity sets reached, in order; the last is the target (an import reaches none). */
   readonly hops: string[];
+  /** Sets a back end may read whole for the path (see {@link WiderRead}), in order. */
+  readonly wider: WiderRead[];
+  /** Whether the path goes on after its first segment. */
+  beyondRoot: boolean;
+  /** Whether the first segment addresses one entity (a key, or a singleton). */
+  rootAddressed: boolean;
   position: Position | undefined;
   shape: Shape;
   /** Whether the last step addressed a property of the target (or its `$value`). */
@@ -80,8 +101,7 @@ export interface PathContext {
 
 /**
  * What the first segment names, looked up only after the key's entity step:
- * see the module comment. A case-insensitive match counts only when the key
- * may touch the set it matches; otherwise the name is looked at as written.
+ * see the module comment.
  */
 export function resolveRoot(name: string, ctx: PathContext): Root {
   const step = ctx.entityStep ?? (() => undefined);
@@ -101,11 +121,14 @@ export function bindPath(segments: readonly PathSegment[], ctx: PathContext): Bo
   const root = resolveRoot(first.name, ctx);
   let state: BoundPath;
   if ("operation" in root) {
-    state = { hops: [], position: undefined, shape: "entity", property: false, tail: undefined, via: undefined, singleton: false };
+    state = { hops: [], wider: [], beyondRoot: false, rootAddressed: false, position: undefined, shape: "entity", property: false, tail: undefined, via: undefined, singleton: false };
     state.tail = { kind: "operation", call: callOf(root.operation, root.operation.overloads, first.args, undefined, undefined, ctx, `${root.name}`) };
   } else {
     state = {
       hops: [root.name],
+      wider: [],
+      beyondRoot: segments.length > 1,
+      rootAddressed: root.kind === "singleton" || first.args !== undefined,
       position: root.position,
       shape: root.kind === "singleton" ? "entity" : "collection",
       property: false,
@@ -138,6 +161,9 @@ function step(state: BoundPath, segment: PathSegment, links: boolean, ctx: PathC
     if (tail.kind === "operation") denied(`path segments after ${tail.call.operation.bound ? "bound operation" : "operation"} '${tail.call.operation.name}' are not allowed`);
     invalid(`$${tail.kind} must be the last path segment`);
   }
+  // SAP's mock server reads a property's value and then, for any segment
+  // after it (`$value`, a member of a complex value), the whole set.
+  if (state.property && !(segment.kind === "dollar" && segment.text === "$count")) widerRead(state, "a segment after a property");
   if (segment.kind === "dollar") {
     if (links) invalid("$links must be followed by a navigation property");
     return dollarSegment(state, segment.text, ctx);
@@ -157,6 +183,7 @@ function step(state: BoundPath, segment: PathSegment, links: boolean, ctx: PathC
   switch (found.kind) {
     case "property":
       if (args !== undefined) invalid(`property '${found.name}' cannot take a key`);
+      if (found.dynamic) widerRead(state, `dynamic property '${found.name}'`);
       state.property = true;
       if (found.position !== undefined) {
         state.position = found.position;
@@ -175,6 +202,8 @@ function step(state: BoundPath, segment: PathSegment, links: boolean, ctx: PathC
       }
       state.via = { source: position, navigation: found };
       state.hops.push(found.target.entitySet);
+      // SAP CAP finds a single-valued navigation's target by scanning its table for the row that refers back.
+      if (!found.collection) state.wider.push({ entitySet: found.target.entitySet, reason: `navigation '${found.name}' (a back end may scan the set for it)`, kind: "scan" });
       state.position = found.target;
       state.property = false;
       state.shape = found.collection ? "collection" : "entity";
@@ -188,6 +217,7 @@ function step(state: BoundPath, segment: PathSegment, links: boolean, ctx: PathC
     }
     case "cast":
       if (args !== undefined) invalid(`type cast '${found.name}' cannot take a key here`);
+      widerRead(state, `type cast '${found.name}'`);
       state.position = found.position;
       return false;
     case "function":
@@ -209,6 +239,7 @@ function collectionSegment(state: BoundPath, segment: Exclude<PathSegment, { kin
     const found = ctx.model.step(position, segment.name);
     switch (found.kind) {
       case "cast":
+        widerRead(state, `type cast '${found.name}'`);
         state.position = found.position;
         if (segment.args !== undefined) {
           bindKey(segment.args, found.position, `the key of ${found.name}`, ctx);
@@ -243,7 +274,18 @@ function collectionSegment(state: BoundPath, segment: Exclude<PathSegment, { kin
     }
   }
   if (mismatch !== undefined) invalid(`malformed key segment '${excerpt(segment.text)}': ${mismatch}`);
+  widerRead(state, "a key as a segment");
   addressOne(state);
+}
+
+/**
+ * Records that a back end may read the whole set the path stands at: SAP's
+ * mock server reads it for a segment it does not know (a cast, a key as a
+ * segment, `$value`, `$ref`, a segment after a property).
+ */
+function widerRead(state: BoundPath, what: string): void {
+  const set = state.hops[state.hops.length - 1];
+  if (set !== undefined) state.wider.push({ entitySet: set, reason: `${what} (a back end may read the whole set there)`, kind: "unknown" });
 }
 
 function dollarSegment(state: BoundPath, segment: string, ctx: PathContext): boolean {
@@ -261,10 +303,12 @@ function dollarSegment(state: BoundPath, segment: string, ctx: PathContext): boo
       if (state.shape === "entity" && state.position !== undefined && !ctx.model.hasStream(state.position)) {
         invalid(`$value must follow a media entity or a primitive property: '${state.position.type}' has no stream`);
       }
+      if (state.shape === "entity") widerRead(state, "$value");
       state.tail = { kind: "value" };
       return false;
     case "$ref":
       if (!isEntityTyped || state.property) invalid("$ref must follow an entity or a collection of entities");
+      widerRead(state, "$ref");
       state.tail = { kind: "ref" };
       return false;
     case "$links":
@@ -291,18 +335,17 @@ function literalOf(value: ArgumentValue, what: string, ctx: PathContext): Expr &
 /**
  * Checks a key predicate against the key of the type at `position`: one
  * unnamed value for a single key, or exactly the key properties by name
- * (matched ignoring case when unique), each a literal of its type.
+ * (as the model spells them), each a literal of its type.
  */
 export function bindKey(args: Arguments, position: Position, what: string, ctx: PathContext): void {
   const keys = ctx.model.keyTypes(position);
   if (args.kind === "empty") invalid(`empty key in ${what}`);
-  let given: (readonly [string, ArgumentValue])[];
+  let given: readonly (readonly [string, ArgumentValue])[];
   if (args.kind === "positional") {
     if (keys.length !== 1) invalid(`${what} needs a named value for each key property (${keys.map((k) => k.name).join(", ")})`);
     given = [[keys[0]!.name, args.value]];
   } else {
-    const lower = new Map(keys.map((k) => [k.name.toLowerCase(), k.name]));
-    given = args.pairs.map(([name, value]) => [keys.some((k) => k.name === name) ? name : (lower.get(name.toLowerCase()) ?? name), value] as const);
+    given = args.pairs;
     const names = new Set(given.map(([n]) => n));
     if (names.size !== given.length || keys.length !== given.length || !keys.every((k) => names.has(k.name))) {
       invalid(`${what} must name exactly the key properties ${keys.map((k) => k.name).join(", ")}`);
