@@ -242,7 +242,7 @@ export const DATA_CASES: readonly DataCase[] = [
   { method: "GET", url: `${SALES}/SalesOrders?$expand%00=Customer` },
   { method: "GET", url: `${SALES}/SalesOrders?%E3%80%80$expand=Customer` },
   { method: "GET", url: `${SALES}/SalesOrders?EXPAND=Items($expand=Product)` },
-  { method: "GET", url: `${SALES}/SalesOrders?$EXPAND=Customer&expand-me=1` },
+  { method: "GET", url: `${SALES}/SalesOrders(1)?$EXPAND=Customer&expand-me=1` },
   { method: "GET", url: `${SALES}/SalesOrders?$expand=Customer&Expand=Items` },
   { method: "POST", url: `${SALES}/$batch`, headers: { "content-type": "multipart/mixed; boundary=b" }, body: part("SalesOrders?%20$expand=Items($expand=Product)") },
   { method: "POST", url: `${SALES}/$batch`, headers: JSON_TYPE, body: JSON.stringify({ requests: [{ id: "1", method: "GET", url: "SalesOrders?EXPAND=Items($expand=Product)" }] }) },

@@ -129,7 +129,7 @@ export function decision(res: CheckResponse): Decision {
  */
 export const RESPELT_CASES: ReadonlySet<string> = new Set([
   "/odata/prod/SALES/Customers('a%20b;c&e+f..g')",
-  "/odata/prod/SALES/SalesOrders?$EXPAND=Customer&expand-me=1",
+  "/odata/prod/SALES/SalesOrders(1)?$EXPAND=Customer&expand-me=1",
   "/odata/prod/SALES/SalesOrders?$filter=Note+eq+'a;b%2Bc'&sap-language=EN&flag&$top=2",
 ]);
 

@@ -110,7 +110,10 @@ export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyM
     accesses.add(target, "update", "resource path");
   }
   widerAccesses(path, method, isRead, accesses);
-  return path.position === undefined ? { position: undefined, missing: "primitive", label: "" } : { position: path.position, label: "" };
+  if (path.position === undefined) return { position: undefined, missing: "primitive", label: "" };
+  // A create's options apply to the one entity it creates.
+  if (method === "POST" && path.shape === "collection" && tail === undefined) return { position: { ...path.position, collection: false }, label: "" };
+  return { position: path.position, label: "" };
 }
 
 /**

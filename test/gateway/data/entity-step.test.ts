@@ -172,7 +172,7 @@ const CASES: readonly Case[] = [
     code: "FORBIDDEN",
     message: NO_ACCESS("Products"),
     denialStep: "ENTITY",
-    accesses: ["get SalesOrders", "list SalesOrders", "get Products"],
+    accesses: ["get SalesOrders", "list SalesOrders", "list Products"],
   },
 ];
 

@@ -133,12 +133,12 @@ Fwd("regression (option names the back end normalizes): names that are not plain
   assert.is(ctx.seen.length, 0);
   // Case and the $-less 4.01 form are the system option: authorized as such, written canonically.
   assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?EXPAND=Items($expand=Product) HTTP/1.1`), 403, "FORBIDDEN", "API key has no access to entity 'Products'");
-  const res = await raw(ctx, `GET ${SALES}/SalesOrders?$EXPAND=Customer&expand-me=1 HTTP/1.1`);
+  const res = await raw(ctx, `GET ${SALES}/SalesOrders(1)?$EXPAND=Customer&expand-me=1 HTTP/1.1`);
   assert.is(res.status, 201, res.body);
-  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders?$expand=Customer&expand-me=1&sap-client=100`);
+  assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders(1)?$expand=Customer&expand-me=1&sap-client=100`);
   const entry = await logOf(ctx, res.headers["x-request-id"]!);
   assert.equal(entry.accesses, [
-    { entity: "SalesOrders", operation: "list" },
+    { entity: "SalesOrders", operation: "get" },
     { entity: "Customers", operation: "get" },
   ]);
   assertEnvelope(

@@ -160,7 +160,7 @@ mp("V4: GETs around a change set (create, $1 reference, bind, update); forwarded
     acc("Products", "get", "part 3: bind Product"),
     acc("SalesOrders", "update", "part 4: resource path"),
     acc("Products", "list", "part 6: resource path"),
-    acc("Categories", "get", "part 6: $expand Category"),
+    acc("Categories", "list", "part 6: $expand Category"),
   ]);
 });
 
@@ -181,7 +181,7 @@ mp("V2 (SAP style): MERGE, tunnelled MERGE and a Content-ID reference in a chang
   expectAccess(run(body, { model: V2 }), 5, forwarded, [
     acc("SalesOrderSet", "get", "part 1: navigation source in resource path"),
     acc("SalesOrderItemSet", "list", "part 1: resource path"),
-    acc("ProductSet", "get", "part 1: $expand ToProduct"),
+    acc("ProductSet", "list", "part 1: $expand ToProduct"),
     acc("SalesOrderSet", "create", "part 2: resource path"),
     acc("SalesOrderItemSet", "create", "part 3: resource path"),
     acc("SalesOrderSet", "update", "part 4: resource path"),
@@ -1121,7 +1121,7 @@ reading("part URLs are forwarded in canonical form: data in literals encoded, op
   expectAccess(run(body), 2, forwarded, [
     acc("Customers", "get", "part 1: resource path"),
     acc("Products", "list", "part 2: resource path"),
-    acc("Categories", "get", "part 2: $expand Category"),
+    acc("Categories", "list", "part 2: $expand Category"),
   ]);
 });
 

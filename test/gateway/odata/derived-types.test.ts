@@ -93,13 +93,11 @@ table("derived types: a derived navigation spelled exactly beats a base member m
 ]);
 
 // Finding 2: `$expand=*` expanded the declared type's navigations only; a back end expands an entity's own.
-const EVERY_DERIVED = [
-  acc("Secrets", "get", "$expand P.RushOrder/Courier"),
-  acc("Secrets", "list", "$expand P.RushOrder/Items"),
-];
+// Expanded from a collection, every navigation reads many rows: one `list` of Secrets covers both.
+const EVERY_DERIVED = [acc("Secrets", "list", "$expand P.RushOrder/Courier")];
 table("derived types: $expand=* needs the derived types' navigations too", [
-  { path: "/Orders", query: "$expand=*", expect: get(acc("Orders", "list", PATH), acc("Customers", "list", "$expand items"), acc("Customers", "get", "$expand Customer"), ...EVERY_DERIVED) },
-  { path: "/Orders", query: "$expand=*/$ref", expect: get(acc("Orders", "list", PATH), acc("Customers", "list", "$expand items"), acc("Customers", "get", "$expand Customer"), ...EVERY_DERIVED) },
+  { path: "/Orders", query: "$expand=*", expect: get(acc("Orders", "list", PATH), acc("Customers", "list", "$expand items"), ...EVERY_DERIVED) },
+  { path: "/Orders", query: "$expand=*/$ref", expect: get(acc("Orders", "list", PATH), acc("Customers", "list", "$expand items"), ...EVERY_DERIVED) },
   // (`list Customers` is the resource path's already.)
   {
     path: "/Customers",
@@ -107,9 +105,7 @@ table("derived types: $expand=* needs the derived types' navigations too", [
     expect: get(
       acc("Customers", "list", PATH),
       acc("Orders", "list", "$expand Orders"),
-      acc("Customers", "get", "$expand Orders/Customer"),
-      acc("Secrets", "get", "$expand Orders/P.RushOrder/Courier"),
-      acc("Secrets", "list", "$expand Orders/P.RushOrder/Items"),
+      acc("Secrets", "list", "$expand Orders/P.RushOrder/Courier"),
     ),
   },
   {
@@ -118,9 +114,7 @@ table("derived types: $expand=* needs the derived types' navigations too", [
     expect: get(
       acc("Customers", "list", PATH),
       acc("Orders", "list", "$expand Orders"),
-      acc("Customers", "get", "$expand Orders/Customer"),
-      acc("Secrets", "get", "$expand Orders/P.RushOrder/Courier"),
-      acc("Secrets", "list", "$expand Orders/P.RushOrder/Items"),
+      acc("Secrets", "list", "$expand Orders/P.RushOrder/Courier"),
     ),
   },
 ]);

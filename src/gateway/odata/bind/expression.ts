@@ -42,6 +42,13 @@ export interface Scope {
   readonly missing?: "function" | "primitive";
   /** Navigation path from the request's target to here, for reasons (`""` or `Items/`). */
   readonly label: string;
+  /**
+   * Whether the scope stands for several entities (a collection, or one
+   * entity of one): a navigation followed from it reads a row of its
+   * target for each of them, which is a `list` of the target, however
+   * each row is found.
+   */
+  readonly many?: boolean;
 }
 
 /** Receives every navigation read an expression (or an option) needs. */
@@ -99,7 +106,7 @@ export function environment(scope: Scope, computed: ReadonlySet<string> = new Se
 
 /** The scope of an entity (not the collection) at `scope`: expressions are evaluated per entity. */
 export function itemScope(scope: Scope): Scope {
-  return scope.position === undefined || !scope.position.collection ? scope : { ...scope, position: { ...scope.position, collection: false } };
+  return scope.position === undefined || !scope.position.collection ? scope : { ...scope, many: true, position: { ...scope.position, collection: false } };
 }
 
 /** Why an expression's member cannot be followed from `scope`. */
@@ -128,6 +135,7 @@ export function followPath(
   let { position, label } = scope;
   let missing = scope.missing;
   let crossed = false;
+  let many = scope.many === true || position?.collection === true;
   for (let k = 0; k < segs.length; k++) {
     const { name, args } = segs[k]!;
     spend(ctx.budget, 1);
@@ -152,7 +160,8 @@ export function followPath(
         if (step.target === undefined) {
           denied(`cannot authorize navigation '${excerpt(navLabel)}' in ${what}: the service metadata does not say which entity set it leads to`);
         }
-        ctx.read(step.target.entitySet, step.collection, `${what} ${navLabel}`);
+        many ||= step.collection;
+        ctx.read(step.target.entitySet, many, `${what} ${navLabel}`);
         crossed = true;
         position = step.target;
         label = `${navLabel}/`;
@@ -178,7 +187,7 @@ export function followPath(
         invalid(`'${excerpt(name)}' is not a property or navigation of '${position.type}' in ${what}`);
     }
   }
-  return { scope: { position, label, ...(missing && position === undefined ? { missing } : {}) }, crossed };
+  return { scope: { position, label, ...(missing && position === undefined ? { missing } : {}), ...(many ? { many } : {}) }, crossed };
 }
 
 /** Binds an expression at `env`, reporting the reads it needs. */
