@@ -8,12 +8,15 @@
  * | --- | --- |
  * | passes an entity on its path (`Orders(1)/Items`) | `get` of its set |
  * | reads the target: a collection, `$count` / one entity, a property, `$value` | `list` / `get` |
- * | follows a navigation in an option (`$expand`, `$filter`, …) | `list` (collection-valued) / `get` (single) |
+ * | follows a single-valued navigation in the path (`Items(1)/Order`) | `list` of its target besides: SAP CAP scans the target's table for it |
+ * | has a segment SAP's mock server does not know (a cast, a key as a segment, `$value`, `$ref` of an entity, a segment after a property, a dynamic property), when reading | `list` of the set it stands in: the mock server reads that whole set |
+ * | follows a navigation in an option (`$expand`, `$filter`, …) | `list` when collection-valued or followed from several entities / `get` from one entity to one |
  * | `POST` to a collection | `create` |
  * | `PUT`/`PATCH`/`MERGE` of an entity, or writes one of its properties | `update` (and `create` for an upsert, unless `If-Match: *` is added) |
  * | `DELETE` of an entity | `delete`, and `delete` of every set its cascading navigations reach |
+ * | writes below the path's first entity (a property, a navigation, `$value`, `$ref`) | that operation on the first entity besides (SAP's mock server updates or deletes it, whatever follows), and `list` of its set when the first segment names no key |
  * | reads links (`GET …/$ref`, V2 `…/$links/…`) | `list` of both sets: a back end may read all of them (SAP's mock server does) |
- * | adds or changes a link (`$ref`, V2 `$links`) | `update` of the side holding the foreign key (both when the document does not say), `get` of the linked entity |
+ * | adds or changes a link (`$ref`, V2 `$links`) | `update` of the side holding the foreign key (both when the document does not say), `get` and `create` of the linked set (SAP's mock server creates from a V2 `$links` body); adding one, `list` of the source's set |
  * | removes a link | `delete` of the source (SAP's mock server deletes it), and of a composition child (`OnDelete Cascade`, containment: SAP CAP deletes it) or else `update` as above |
  * | adds a link to a composition | `create` of the child's set besides: a back end may insert a child rather than link one |
  * | calls a function or action | `invoke` of the operation by name, `get`/`list` of what it is bound to, `get`/`list` of every entity set its result lies in |
