@@ -139,16 +139,17 @@ function keysOfRow(container, row) {
       return original.apply(this, args);
     };
   };
+  // A singleton is one entity: whatever the mock server reads of it is a read of that entity (`get`).
   const read = (container, keyValues) => {
-    const full = isFullKey(container, keyValues);
-    const detail = Object.keys(keyValues ?? {}).length === 0 ? "all" : keyPredicate(keyValues);
+    const full = isSingleton(container) || isFullKey(container, keyValues);
+    const detail = isSingleton(container) ? undefined : Object.keys(keyValues ?? {}).length === 0 ? "all" : keyPredicate(keyValues);
     record(full ? "get" : "list", entitySetOf(container), detail);
   };
   // Keyed lookups: by the full key a `get`, by part of it (a to-many navigation) a `list`.
   wrap("fetchEntries", read);
   wrap("hasEntry", read);
   // The whole set (a collection, $filter, $count, $top, …).
-  wrap("getAllEntries", (c) => record("list", entitySetOf(c), "all"));
+  wrap("getAllEntries", (c) => record(isSingleton(c) ? "get" : "list", entitySetOf(c), isSingleton(c) ? undefined : "all"));
   // A read with no key: a singleton (`get`), else the set's first row (`list`).
   wrap("getDefaultElement", (c) => record(isSingleton(c) ? "get" : "list", entitySetOf(c), isSingleton(c) ? undefined : "first row"));
   wrap("addEntry", (c, row) => record("create", entitySetOf(c), keyPredicate(keysOfRow(c, row))));
