@@ -8,9 +8,9 @@
  * Each call to `startCapBackend` spawns its own child process (CAP allows one
  * app per process) on 127.0.0.1 with fresh sample data; see README.md.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startChildBackend } from "../child-backend.js";
 
 export interface StartCapBackendOptions {
   /** Port on 127.0.0.1; default 0, an ephemeral port. */
@@ -90,22 +90,6 @@ export interface CapEffect {
 export const CAP_CREDENTIALS = { username: "erp-user", password: "erp-pass" } as const;
 
 const here = dirname(fileURLToPath(import.meta.url));
-const STARTUP_TIMEOUT_MS = 20_000;
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // Children also exit when their stdin (held by us) closes; this covers a normal exit.
-  process.once("exit", () => {
-    for (const child of live) child.kill("SIGKILL");
-  });
-}
-
-function basicAuth(username: string, password: string): string {
-  return `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`;
-}
 
 interface ReadyLine {
   readonly port: number;
@@ -114,96 +98,26 @@ interface ReadyLine {
 }
 
 export async function startCapBackend(options: StartCapBackendOptions = {}): Promise<CapBackend> {
-  installExitHook();
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  const child = spawn(process.execPath, [join(here, "server.mjs")], {
-    cwd: here,
-    env: {
-      ...process.env,
-      NODE_ENV: "test",
-      NODE_OPTIONS: "",
-      CAP_PORT: String(options.port ?? 0),
-      CAP_BULK_BP: String(options.bulkBusinessPartners ?? 0),
-      CAP_DEBUG: options.debug ? "1" : "0",
-      CAP_WATCH_STDIN: "1",
+  const backend = await startChildBackend<ReadyLine>(
+    {
+      name: "the CAP back end",
+      script: join(here, "server.mjs"),
+      env: {
+        CAP_PORT: String(options.port ?? 0),
+        CAP_BULK_BP: String(options.bulkBusinessPartners ?? 0),
+        CAP_DEBUG: options.debug ? "1" : "0",
+        CAP_WATCH_STDIN: "1",
+      },
+      marker: "CAP_READY",
+      credentials: CAP_CREDENTIALS,
+      ...(options.debug ? { debug: true } : {}),
     },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  live.add(child);
-  /** How the process ended, once it has. */
-  let exit: string | undefined;
-  const exited = new Promise<void>((resolve) => {
-    child.once("exit", (code, signal) => {
-      live.delete(child);
-      exit = `${signal ?? code}`;
-      resolve();
-    });
-  });
-  let stderr = "";
-  child.stderr!.on("data", (chunk: Buffer) => {
-    if (options.debug) process.stderr.write(chunk);
-    else stderr = (stderr + chunk.toString("utf8")).slice(-4000);
-  });
-
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
-    await exited;
-    clearTimeout(timer);
-  };
-
-  try {
-    const ready = await new Promise<ReadyLine>((resolve, reject) => {
-      let out: string | null = "";
-      const timer = setTimeout(() => reject(new Error("CAP back end did not start within 20 s")), deadline - Date.now());
-      child.stdout!.on("data", (chunk: Buffer) => {
-        if (options.debug) process.stderr.write(chunk);
-        if (out === null) return;
-        out += chunk.toString("utf8");
-        const m = /^CAP_READY (.*)$/m.exec(out);
-        if (m) {
-          out = null;
-          clearTimeout(timer);
-          resolve(JSON.parse(m[1]!) as ReadyLine);
-        }
-      });
-      child.once("exit", (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`CAP back end exited during startup (${signal ?? code})`));
-      });
-      child.once("error", reject);
-    });
-
-    const baseUrl = `http://127.0.0.1:${ready.port}`;
-    const authorization = basicAuth(CAP_CREDENTIALS.username, CAP_CREDENTIALS.password);
-    const probes = [...Object.values(ready.v4), ...Object.values(ready.v2)].map((p) => `${baseUrl}${p}$metadata`);
-    for (const url of probes) {
-      for (;;) {
-        const status = await fetch(url, { headers: { authorization } }).then(
-          async (r) => (await r.arrayBuffer(), r.status),
-          () => 0,
-        );
-        if (status === 200) break;
-        if (Date.now() > deadline) throw new Error(`CAP back end: ${url} answered ${status || "nothing"}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-    const ledger = async (requestId: string): Promise<readonly LedgerStatement[]> => {
-      if (exit !== undefined) throw new Error(`the CAP back end has exited (${exit}): ${stderr.slice(-1000)}`);
-      const res = await fetch(`${baseUrl}/__ledger/${encodeURIComponent(requestId)}`);
-      if (res.status !== 200) throw new Error(`CAP's ledger answered ${res.status}`);
-      return ((await res.json()) as { statements: LedgerStatement[] }).statements;
-    };
-    const effects = async (requestId: string): Promise<readonly CapEffect[]> => {
-      if (exit !== undefined) throw new Error(`the CAP back end has exited (${exit}): ${stderr.slice(-1000)}`);
-      const res = await fetch(`${baseUrl}/__effects/${encodeURIComponent(requestId)}`);
-      if (res.status !== 200) throw new Error(`CAP's effect oracle answered ${res.status}: ${await res.text()}`);
-      return ((await res.json()) as { effects: CapEffect[] }).effects;
-    };
-    return { baseUrl, v4: ready.v4, v2: ready.v2, credentials: { ...CAP_CREDENTIALS }, ledger, effects, stop };
-  } catch (err) {
-    await stop();
-    throw new Error(`${(err as Error).message}${stderr ? `\n--- CAP stderr ---\n${stderr}` : ""}`, { cause: err });
-  }
+    (ready) => [...Object.values(ready.v4), ...Object.values(ready.v2)],
+  );
+  const { v4, v2 } = backend.ready;
+  const ledger = async (requestId: string): Promise<readonly LedgerStatement[]> =>
+    (await backend.getJson<{ statements: LedgerStatement[] }>(`/__ledger/${encodeURIComponent(requestId)}`)).statements;
+  const effects = async (requestId: string): Promise<readonly CapEffect[]> =>
+    (await backend.getJson<{ effects: CapEffect[] }>(`/__effects/${encodeURIComponent(requestId)}`)).effects;
+  return { baseUrl: backend.baseUrl, v4, v2, credentials: { ...CAP_CREDENTIALS }, ledger, effects, stop: backend.stop };
 }

@@ -14,6 +14,7 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createEffectOracle } from "./effects.mjs";
+import { exitWithParent } from "../child-lifecycle.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -206,19 +207,8 @@ if (bulk > 0) {
   await cds.db.run(cds.ql.INSERT.into("erp.BusinessPartner").entries(rows));
 }
 
-function shutdown() {
-  server.closeAllConnections?.();
-  server.close();
-  process.exit(0);
-}
-process.on("SIGTERM", shutdown);
-process.on("SIGINT", shutdown);
-// Die with the parent, which holds our stdin open (see index.ts).
-if (process.env.CAP_WATCH_STDIN === "1") {
-  process.stdin.on("end", shutdown);
-  process.stdin.on("error", shutdown);
-  process.stdin.resume();
-}
+// Die with the parent, which holds our stdin open (see ../child-backend.ts).
+exitWithParent(server, process.env.CAP_WATCH_STDIN === "1");
 
 // Service roots, e.g. { API_SALES_ORDER: "/odata/v4/api-sales-order/" }.
 const v4 = {};

@@ -22,6 +22,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { exitWithParent } from "../child-lifecycle.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const edmxDir = join(here, "..", "..", "third_party", "sap-edmx");
@@ -263,19 +264,8 @@ const server = app.listen(Number(process.env.MOCKSERVER_PORT ?? 0), "127.0.0.1")
 await new Promise((resolve, reject) => server.once("listening", resolve).once("error", reject));
 const port = server.address().port;
 
-function shutdown() {
-  server.closeAllConnections?.();
-  server.close();
-  process.exit(0);
-}
-process.on("SIGTERM", shutdown);
-process.on("SIGINT", shutdown);
-// Die with the parent, which holds our stdin open (see index.ts).
-if (process.env.MOCKSERVER_WATCH_STDIN === "1") {
-  process.stdin.on("end", shutdown);
-  process.stdin.on("error", shutdown);
-  process.stdin.resume();
-}
+// Die with the parent, which holds our stdin open (see ../child-backend.ts).
+exitWithParent(server, process.env.MOCKSERVER_WATCH_STDIN === "1");
 
 const roots = Object.fromEntries(SERVICES.map((s) => [s.name, `${s.urlPath}/`]));
 process.stdout.write(`MOCKSERVER_READY ${JSON.stringify({ port, url: `http://127.0.0.1:${port}`, roots })}\n`);

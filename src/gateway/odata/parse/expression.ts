@@ -27,8 +27,8 @@
  * Pure; bounded: nesting beyond {@link MAX_NESTING} and texts costing more
  * than the caller's budget are refused.
  */
-import { MAX_NESTING, excerpt, invalid } from "../syntax.js";
-import { LiteralError, readLiteral, stringEnd, type Dialect, type Literal } from "./literal.js";
+import { MAX_NESTING, excerpt, invalid, skipSingleQuoted } from "../syntax.js";
+import { LiteralError, readLiteral, type Dialect, type Literal } from "./literal.js";
 
 /** A binary operator, lower case. */
 export type BinaryOperator =
@@ -117,7 +117,7 @@ export function refuseOutsideLiterals(s: string, what: string): void {
   for (let i = 0; i < s.length; i++) {
     const c = s[i]!;
     if (c === "'") {
-      const end = stringEnd(s, i);
+      const end = skipSingleQuoted(s, i);
       if (end < 0) return; // unterminated: the parser says so
       i = end - 1;
     } else if (c === "\\") {

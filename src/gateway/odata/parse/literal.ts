@@ -14,6 +14,7 @@
  * `aggregation'…'` as "drop the key and answer the set") never see it. A
  * typed literal holds no quote.
  */
+import { skipSingleQuoted } from "../syntax.js";
 
 /** The grammar's dialect: OData V4 (4.0 and 4.01) or V2. */
 export type Dialect = "4.0" | "2.0";
@@ -98,22 +99,6 @@ const CONTINUES = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}_.:'-]/u;
 /** What may follow `null`, `true`, `false`, `INF`, `NaN`: anything that cannot continue a name. */
 const CONTINUES_WORD = /[\p{L}\p{Nl}\p{Nd}\p{Mn}\p{Mc}\p{Pc}\p{Cf}_.']/u;
 
-/**
- * Index just past the single-quoted string opening at `s[i]` (`''` is an
- * escaped quote), or -1 when it is not terminated.
- */
-export function stringEnd(s: string, i: number): number {
-  let j = i + 1;
-  for (;;) {
-    const close = s.indexOf("'", j);
-    if (close < 0) return -1;
-    if (s[close + 1] === "'") {
-      j = close + 2;
-      continue;
-    }
-    return close + 1;
-  }
-}
 
 /**
  * Reads the literal starting at `s[i]` in `dialect`, or returns undefined
@@ -126,7 +111,7 @@ export function readLiteral(s: string, i: number, dialect: Dialect): ReadLiteral
   const c = s[i];
   if (c === undefined) return undefined;
   if (c === "'") {
-    const end = stringEnd(s, i);
+    const end = skipSingleQuoted(s, i);
     if (end < 0) throw new LiteralError("unterminated string literal");
     return { literal: { kind: "string", value: s.slice(i + 1, end - 1).replaceAll("''", "'") }, end };
   }
@@ -206,7 +191,7 @@ export function readLiteral(s: string, i: number, dialect: Dialect): ReadLiteral
 /** A literal written `prefix'…'`. */
 function prefixed(s: string, i: number, prefix: string, dialect: Dialect): ReadLiteral {
   const open = i + prefix.length;
-  const end = stringEnd(s, open);
+  const end = skipSingleQuoted(s, open);
   if (end < 0) throw new LiteralError(`unterminated literal ${prefix}'…`);
   const inner = s.slice(open + 1, end - 1);
   // A typed literal never holds a quote: back ends that end it at the first one (SAP CAP's V2
