@@ -72,7 +72,8 @@ export function fromMockServer(effects: readonly MockEffect[]): JudgedEffect[] {
   const written = new Set(effects.filter((e) => e.operation === "update" || e.operation === "delete").map((e) => `${e.entitySet}\u0000${e.detail ?? ""}`));
   return effects.map((e) => ({
     operation: e.operation,
-    entitySets: [e.entitySet],
+    // Rows with no entity set stand for an entity of the sets their type lives in.
+    entitySets: e.entitySets ?? [e.entitySet],
     ...(e.operation === "get" && written.has(`${e.entitySet}\u0000${e.detail ?? ""}`) ? { locates: true } : {}),
     detail: `${e.entitySet} ${e.detail ?? ""}`,
   }));

@@ -54,6 +54,12 @@ export type EffectOperation = "get" | "list" | "create" | "update" | "delete";
 export interface Effect {
   readonly operation: EffectOperation;
   readonly entitySet: string;
+  /**
+   * For rows with no entity set (`(Type)`): the service's entity sets of
+   * that type, where the `$metadata` places such an entity (V2 navigation
+   * data the mock server keeps inside the row it belongs to).
+   */
+  readonly entitySets?: readonly string[];
   readonly detail?: string;
 }
 

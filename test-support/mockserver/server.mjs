@@ -63,14 +63,15 @@ const CREDENTIALS = { username: "erp-user", password: "erp-pass" };
 // Effects: per request id, what the data layer did, one entry per
 // (operation, entity set), in the order first seen.
 const EFFECTS_MAX = 50_000;
-/** @type {Map<string, Map<string, { operation: string, entitySet: string, details: string[] }>>} */
+/** @type {Map<string, Map<string, { operation: string, entitySet: string, sets: string[] | undefined, details: string[] }>>} */
 const effects = new Map();
 /** @type {AsyncLocalStorage<{ ids: string[], batch: boolean, parts: number }>} */
 const context = new AsyncLocalStorage();
 
-function record(operation, entitySet, detail) {
+function record(operation, container, detail) {
   const ctx = context.getStore();
   if (ctx === undefined) return;
+  const entitySet = entitySetOf(container);
   for (const id of ctx.ids) {
     let list = effects.get(id);
     if (list === undefined) {
@@ -81,7 +82,7 @@ function record(operation, entitySet, detail) {
     const key = `${operation} ${entitySet}`;
     let entry = list.get(key);
     if (entry === undefined) {
-      entry = { operation, entitySet, details: [] };
+      entry = { operation, entitySet, sets: setsOfType(container), details: [] };
       list.set(key, entry);
     }
     if (detail !== undefined && !entry.details.includes(detail) && entry.details.length < 20) entry.details.push(detail);
@@ -93,6 +94,22 @@ function entitySetOf(container) {
   const set = container._mockDataEntitySet?.entitySetDefinition;
   if (set?.name) return set.name;
   return `(${container._entityType?.name ?? "?"})`;
+}
+
+/**
+ * For rows with no entity set (V2 navigation data the mock server keeps
+ * inside the row it belongs to): the service's entity sets of their type,
+ * where the `$metadata` says such an entity lives.
+ */
+function setsOfType(container) {
+  if (container._mockDataEntitySet?.entitySetDefinition?.name) return undefined;
+  const type = container._entityType?.fullyQualifiedName;
+  const metadata = container._mockDataEntitySet?.dataAccess?.getMetadata?.();
+  if (type === undefined || metadata === undefined) return [];
+  return metadata
+    .getEntitySets()
+    .filter((set) => set.entityType?.fullyQualifiedName === type)
+    .map((set) => set.name);
 }
 
 function isSingleton(container) {
@@ -144,18 +161,18 @@ function keysOfRow(container, row) {
   const read = (container, keyValues) => {
     const full = isSingleton(container) || isFullKey(container, keyValues);
     const detail = isSingleton(container) ? undefined : Object.keys(keyValues ?? {}).length === 0 ? "all" : keyPredicate(keyValues);
-    record(full ? "get" : "list", entitySetOf(container), detail);
+    record(full ? "get" : "list", container, detail);
   };
   // Keyed lookups: by the full key a `get`, by part of it (a to-many navigation) a `list`.
   wrap("fetchEntries", read);
   wrap("hasEntry", read);
   // The whole set (a collection, $filter, $count, $top, …).
-  wrap("getAllEntries", (c) => record(isSingleton(c) ? "get" : "list", entitySetOf(c), isSingleton(c) ? undefined : "all"));
+  wrap("getAllEntries", (c) => record(isSingleton(c) ? "get" : "list", c, isSingleton(c) ? undefined : "all"));
   // A read with no key: a singleton (`get`), else the set's first row (`list`).
-  wrap("getDefaultElement", (c) => record(isSingleton(c) ? "get" : "list", entitySetOf(c), isSingleton(c) ? undefined : "first row"));
-  wrap("addEntry", (c, row) => record("create", entitySetOf(c), keyPredicate(keysOfRow(c, row))));
-  wrap("updateEntry", (c, keyValues) => record("update", entitySetOf(c), keyPredicate(keyValues)));
-  wrap("removeEntry", (c, keyValues) => record("delete", entitySetOf(c), keyPredicate(keyValues)));
+  wrap("getDefaultElement", (c) => record(isSingleton(c) ? "get" : "list", c, isSingleton(c) ? undefined : "first row"));
+  wrap("addEntry", (c, row) => record("create", c, keyPredicate(keysOfRow(c, row))));
+  wrap("updateEntry", (c, keyValues) => record("update", c, keyPredicate(keyValues)));
+  wrap("removeEntry", (c, keyValues) => record("delete", c, keyPredicate(keyValues)));
 }
 
 // $batch: the mock server handles the parts one after another, each through
@@ -219,9 +236,12 @@ app.disable("x-powered-by");
 app.get("/__effects/:id", (req, res) => {
   const list = effects.get(req.params.id);
   res.json({
-    effects: [...(list?.values() ?? [])].map(({ operation, entitySet, details }) =>
-      details.length ? { operation, entitySet, detail: details.join(" | ") } : { operation, entitySet },
-    ),
+    effects: [...(list?.values() ?? [])].map(({ operation, entitySet, sets, details }) => ({
+      operation,
+      entitySet,
+      ...(sets !== undefined ? { entitySets: sets } : {}),
+      ...(details.length ? { detail: details.join(" | ") } : {}),
+    })),
   });
 });
 
