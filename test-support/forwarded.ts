@@ -101,8 +101,10 @@ export async function assertForwardedAsAuthorized(
     });
     assert.ok(again.kind === "access" || again.kind === "metadata", `read again, the request is ${again.kind}: ${"message" in again ? again.message : ""}`);
     // What erplink let the key do besides shows in what it sent: an upsert without If-Match: * may create; an update
-    // without Prefer: return=minimal is answered with what it changed.
-    const granted = again.kind !== "access" ? [] : [...(again.upsertEntitySet !== undefined ? [{ entitySet: again.upsertEntitySet, operation: "create" }] : []), ...(again.answer ?? [])];
+    // is answered with what it changed unless its Prefer is exactly erplink's `return=minimal`.
+    const minimal = headers["prefer"]?.trim() === "return=minimal";
+    const answer = again.kind === "access" && !minimal ? (again.answer ?? []) : [];
+    const granted = again.kind !== "access" ? [] : [...(again.upsertEntitySet !== undefined ? [{ entitySet: again.upsertEntitySet, operation: "create" }] : []), ...answer];
     accesses = again.kind === "access" ? again.accesses : [];
     for (const g of granted) if (!accesses.some((a) => a.entitySet === g.entitySet && a.operation === g.operation)) accesses = [...accesses, g];
   }

@@ -298,8 +298,10 @@ export function reanalyze(universe: Universe, instance: string, service: string,
       return { accesses: [] };
     case "access": {
       // What the key was allowed besides shows in what was sent: an upsert without If-Match: * creates; an update
-      // without Prefer: return=minimal is answered (a read of what it changed).
-      const granted = [...(analysis.upsertEntitySet !== undefined ? [`create ${analysis.upsertEntitySet}`] : []), ...(analysis.answer ?? []).map((a) => `${a.operation} ${a.entitySet}`)];
+      // is answered (a read of what it changed) unless its Prefer is exactly erplink's `return=minimal`.
+      const minimal = headers["prefer"]?.trim() === "return=minimal";
+      const answer = minimal ? [] : (analysis.answer ?? []);
+      const granted = [...(analysis.upsertEntitySet !== undefined ? [`create ${analysis.upsertEntitySet}`] : []), ...answer.map((a) => `${a.operation} ${a.entitySet}`)];
       return { accesses: [...analysis.accesses.map((a) => `${a.operation} ${a.entitySet}`), ...granted] };
     }
     case "batch": {

@@ -131,7 +131,9 @@ export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyM
 function widerAccesses(path: BoundPath, method: string, isRead: boolean, accesses: AccessList): void {
   // A link change reaches its target by the link's body or $id, not by scanning.
   const scans = isRead || path.tail?.kind !== "ref";
-  for (const wider of path.wider) if (isRead || (scans && wider.kind === "scan")) accesses.add(wider.entitySet, "list", wider.reason);
+  // An operation reads its binding as a read does, whatever its method (SAP's mock server reads the whole set for a cast before it).
+  const reads = isRead || path.tail?.kind === "operation";
+  for (const wider of path.wider) if (reads || (scans && wider.kind === "scan")) accesses.add(wider.entitySet, "list", wider.reason);
   if (isRead || method === "POST" || !path.beyondRoot) return;
   const root = path.hops[0]!;
   accesses.add(root, method === "DELETE" ? "delete" : "update", "the entity the path starts from (a back end may write it)");

@@ -507,8 +507,14 @@ function analyzePart(
         else ifMatchStar = true;
       }
       const answer = analysis.answer ?? [];
-      if (answer.length > 0 && answer.every((a) => input.may(a.entitySet, a.operation))) {
-        for (const a of answer) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}`);
+      // OData V2 has no `return=minimal`: V2 back ends answer an update in a
+      // batch with the entity whatever a part asks (SAP's mock server does),
+      // and erplink does not rewrite a batch's answer, so there the key must
+      // be allowed to read it.
+      const allowed = answer.every((a) => input.may(a.entitySet, a.operation));
+      if (answer.length > 0 && (allowed || input.model?.version === "2.0")) {
+        const why = allowed ? "" : " (OData V2 answers an update with the entity)";
+        for (const a of answer) accesses.add(a.entitySet, a.operation, `part ${part.no}: ${a.reason}${why}`);
       } else if (answer.length > 0) preferMinimal = true;
     }
     // A reference to an entity erplink knows the address of is replaced by

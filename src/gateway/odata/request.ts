@@ -133,11 +133,15 @@ export type Analysis =
       /**
        * What the back end reads to answer an update with the entity it
        * changed (OData's default `return=representation`): `get` of the
-       * target, `list` of every set a nested entity was written in. The
-       * gateway authorizes them when the key may; otherwise it asks the back
-       * end for no answer (`Prefer: return=minimal`), so that the row is not
-       * read back for a key that may not read it. (A create's answer is what
-       * the request created: its `create` covers reading it back.)
+       * target (also for a property or its `$value`), `get` of the entity
+       * the path starts from when the write is below it, `list` of every set
+       * a nested entity was written in. Whatever the client's own `Prefer`
+       * says: the gateway authorizes them when the key may; otherwise it
+       * replaces that header with `Prefer: return=minimal` (and drops an
+       * answer's body), so that the row is not read back for a key that may
+       * not read it; in a V2 `$batch`, which has no such preference, the key
+       * must be allowed them. (A create's answer is what the request
+       * created: its `create` covers reading it back.)
        */
       readonly answer?: readonly Access[];
       /**
@@ -338,7 +342,7 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
       model,
       accesses,
       resolveReference: input.resolveReference,
-      walkReference: (url, reason) => walkReference(url, { ...pathContext, reason }),
+      walkReference: (url, reason) => walkReference(url, { ...pathContext, reason }, accesses),
     });
   }
   if (path.shape === "entity" && path.tail === undefined) {
@@ -358,8 +362,11 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
     // A blank If-Match is no precondition: back ends ignore it (CAP tests its truthiness).
     !headers.get("if-match")?.trim() &&
     headers.get("if-none-match")?.trim() !== "*";
-  // A client that asks for no answer (or the gateway, for a key that may not read it) has nothing read back.
-  const answer = /\breturn\s*=\s*minimal\b/i.test(headers.get("prefer") ?? "") ? [] : answerOf(path, method, accesses.items);
+  // What the answer reads, whatever the client's own Prefer says: back ends
+  // read a Prefer header differently (SAP CAP honours its first `return=`,
+  // SAP's mock server only a header that is exactly `return=minimal`), so a
+  // key that may not read it has the header replaced (see `answer`).
+  const answer = answerOf(path, method, accesses.items);
   const entityPath = entityPathOf(segments, path, method, model);
   const referable =
     entityPath === undefined
@@ -393,8 +400,15 @@ const ANSWER_REASON = "the answer";
  * navigation the body writes leads to (back ends answer with it expanded).
  */
 function answerOf(path: BoundPath, method: string, found: readonly Access[]): Access[] {
-  if ((method !== "PUT" && method !== "PATCH" && method !== "MERGE") || path.tail !== undefined || path.hops.length === 0) return [];
-  const out: Access[] = [{ entitySet: path.hops[path.hops.length - 1]!, operation: "get", reason: ANSWER_REASON }];
+  const { tail, hops } = path;
+  if ((method !== "PUT" && method !== "PATCH" && method !== "MERGE") || tail?.kind === "operation" || tail?.kind === "count" || hops.length === 0) return [];
+  const out: Access[] = [];
+  // A property's or a media entity's `$value` is answered with the entity too (SAP's mock server does).
+  if (tail?.kind !== "ref") out.push({ entitySet: hops[hops.length - 1]!, operation: "get", reason: ANSWER_REASON });
+  // A write below the path's first entity is answered with that entity (SAP's mock server writes and returns it).
+  if (path.beyondRoot && !out.some((o) => o.entitySet === hops[0])) {
+    out.push({ entitySet: hops[0]!, operation: "get", reason: `${ANSWER_REASON} (the entity the path starts from)` });
+  }
   for (const a of found) {
     // A nested navigation the body writes (deep insert or update, or its related set replaced) is answered with the entity.
     if (/^(?:deep |unlink )/.test(a.reason) && !out.some((o) => o.entitySet === a.entitySet && o.operation === "list")) {
@@ -579,7 +593,7 @@ function bodyTargetOf(path: BoundPath, method: string): BodyTarget | undefined {
  * `@odata.id`) or in `$id`: it must address one entity. Returns the entity
  * sets it passes, the target last.
  */
-function walkReference(path: string, ctx: PathContext): readonly string[] {
+function walkReference(path: string, ctx: PathContext, accesses: AccessList): readonly string[] {
   const segments = decodeSegments(path);
   // The URL is forwarded as written: it must read the same to a back end
   // that decodes first and splits after, so no decoded segment may hold what
@@ -591,6 +605,14 @@ function walkReference(path: string, ctx: PathContext): readonly string[] {
   if (segments.length === 0 || segments[0]!.startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);
   const bound = bindPath(segments.map((s) => parsePathSegment(s, ctx.dialect)), ctx);
   if (bound.tail !== undefined || bound.property || bound.shape !== "entity" || bound.hops.length === 0) invalid(`'${excerpt(path)}' does not address one entity`);
+  // Back ends may resolve a reference by reading its URL (SAP's mock server
+  // runs a GET of it): a segment that would read a whole set there is
+  // refused; a single-valued navigation is a `list` of its target, as in a
+  // resource path (SAP CAP scans for it).
+  for (const wider of bound.wider) {
+    if (wider.kind === "scan") accesses.add(wider.entitySet, "list", `${ctx.reason}: ${wider.reason}`);
+    else invalid(`'${excerpt(path)}' must address its entity by key, not through ${wider.reason.replace(/ \(.*\)$/, "")}: a back end that resolves it by reading it would read the whole set '${wider.entitySet}'`);
+  }
   return bound.hops;
 }
 
@@ -617,7 +639,7 @@ function idOption(value: string, path: BoundPath, method: string, input: Request
     target = resolved.startsWith("/") ? resolved.slice(1) : resolved;
   }
   if (target.includes("?") || target.includes("#")) invalid(`'${excerpt(value)}' in $id must not have a query or fragment`);
-  const hops = walkReference(target, { ...ctx, reason: "$id" });
+  const hops = walkReference(target, { ...ctx, reason: "$id" }, accesses);
   const linked = path.hops[path.hops.length - 1]!;
   // A back end unlinks by the key it names, whatever set the URL says: it must be where the link leads.
   if (hops[hops.length - 1] !== linked) invalid(`'${excerpt(value)}' in $id is not an entity of '${linked}', where the link leads`);

@@ -327,7 +327,7 @@ table("body: entity references", [
     model: "v4",
     path: "/SalesOrders",
     json: { Customer: { "@odata.id": "SalesOrders(9)/Customer" } },
-    expect: createOrder(acc("Customers", "get", "link Customer"), acc("SalesOrders", "get", "link Customer")),
+    expect: createOrder(acc("Customers", "get", "link Customer"), acc("Customers", "list", "link Customer: navigation 'Customer' (a back end may scan the set for it)"), acc("SalesOrders", "get", "link Customer")),
   },
   // With data besides the id, the nested entity may update the one it names.
   {
@@ -386,7 +386,19 @@ table("body: bind", [
   })),
   { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('ACME Inc')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
   { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('C1')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
-  { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers/C1" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
+  // A reference must address its entity by key: a back end that resolves it by reading it (SAP's mock server) would read the whole set for a key as a segment or a cast.
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    json: { "Customer@odata.bind": "Customers/C1" },
+    expect: invalid("'Customers/C1' must address its entity by key, not through a key as a segment: a back end that resolves it by reading it would read the whole set 'Customers' in 'Customer@odata.bind'"),
+  },
+  {
+    model: "v4",
+    path: "/Customers",
+    json: { ID: "C9", "Orders@odata.bind": ["SalesOrders(1)/Sales.SpecialOrder"] },
+    expect: invalid("'SalesOrders(1)/Sales.SpecialOrder' must address its entity by key, not through type cast 'Sales.SpecialOrder': a back end that resolves it by reading it would read the whole set 'SalesOrders' in 'Orders@odata.bind'"),
+  },
   { model: "v4", path: "/SalesOrders", json: { "Customer@bind": "Customers('C1')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
   // The annotation's term is matched ignoring case, the navigation's name exactly.
   { model: "v4", path: "/SalesOrders", json: { "Customer@OData.Bind": "Customers('C1')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
@@ -403,7 +415,8 @@ table("body: bind", [
     model: "v4",
     path: "/SalesOrders",
     json: { "Customer@odata.bind": "SalesOrders(5)/Customer" },
-    expect: createOrder(acc("Customers", "get", "bind Customer"), acc("SalesOrders", "get", "bind Customer")),
+    // A single-valued navigation is a list of its target, as in a resource path (SAP CAP scans for it).
+    expect: createOrder(acc("Customers", "get", "bind Customer"), acc("Customers", "list", "bind Customer: navigation 'Customer' (a back end may scan the set for it)"), acc("SalesOrders", "get", "bind Customer")),
   },
   {
     model: "v4",
