@@ -87,7 +87,10 @@ export async function assertForwardedAsAuthorized(
   if (rest.split("?")[0] === "$batch") {
     const again = analyzeBatch({ contentType, body: r.body, clientRoot: service.clientRoot, model: service.model, may: () => true });
     assert.is(again.kind, "access", again.kind === "access" ? "" : again.message);
-    accesses = again.kind === "access" ? again.accesses : [];
+    // Read again with every access allowed, a part's answer is authorized; erplink asked for none (`Prefer:
+    // return=minimal`) where the key may not read it, which the effects below judge.
+    const logged = (a: { entitySet: string; operation: string }) => entry!.accesses.some((x) => x.entity === a.entitySet && x.operation === a.operation);
+    accesses = again.kind === "access" ? again.accesses.filter((a) => !/: the answer/.test(a.reason) || logged(a)) : [];
   } else {
     if (clientBody !== undefined) assert.is(text, clientBody, "the body the back end received is the client's");
     else assert.is(r.body.length, 0, "no body was sent");
