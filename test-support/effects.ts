@@ -31,7 +31,10 @@
  * its grant alone: erplink cannot see what a function reads beside its
  * result or what an action writes, and the admin who grants `invoke` trusts
  * the operation with it. Every other request is judged by the rules above,
- * whatever the client sent and however the back end read it.
+ * whatever the client sent and however the back end read it. (The back ends
+ * record a batch's effects together, SAP CAP's without telling the parts
+ * apart, so a batch with one such part is judged by its grant as a whole;
+ * the forwarding fuzzer's oracle still reads each of its other parts.)
  */
 import type { CapEffect } from "./cap/index.js";
 import type { Effect as MockEffect } from "./mockserver/index.js";
