@@ -105,8 +105,10 @@ export async function assertForwardedAsAuthorized(
     assert.ok(again.kind === "access" || again.kind === "metadata", `read again, the request is ${again.kind}: ${"message" in again ? again.message : ""}`);
     // What erplink let the key do besides shows in what it sent: an upsert without If-Match: * may create; an update
     // is answered with what it changed unless its Prefer is exactly erplink's `return=minimal`.
+    // (A key that may read the answer has a client's own `return=minimal` forwarded as it is: then it may be either.)
     const minimal = headers["prefer"]?.trim() === "return=minimal";
-    const answer = again.kind === "access" && !minimal ? (again.answer ?? []) : [];
+    const logged = (a: { entitySet: string; operation: string }) => entry!.accesses.some((x) => x.entity === a.entitySet && x.operation === a.operation);
+    const answer = again.kind === "access" ? (again.answer ?? []).filter((a) => !minimal || logged(a)) : [];
     const granted = again.kind !== "access" ? [] : [...(again.upsertEntitySet !== undefined ? [{ entitySet: again.upsertEntitySet, operation: "create" }] : []), ...answer];
     accesses = again.kind === "access" ? again.accesses : [];
     for (const g of granted) if (!accesses.some((a) => a.entitySet === g.entitySet && a.operation === g.operation)) accesses = [...accesses, g];

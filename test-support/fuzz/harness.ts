@@ -266,7 +266,7 @@ function headerRecord(h: IncomingHttpHeaders): Record<string, string | undefined
 }
 
 /** erplink's own analyzer run again on what the upstream received: its accesses, or why it refuses. */
-export function reanalyze(universe: Universe, instance: string, service: string, r: Received): { accesses: string[] } | { refused: string } {
+export function reanalyze(universe: Universe, instance: string, service: string, r: Received): { accesses: string[]; optional?: string[] } | { refused: string } {
   const root = rootPathOf(universe, { instance, service });
   const model = modelFor(universe, instance, service);
   const t = r.target;
@@ -299,10 +299,12 @@ export function reanalyze(universe: Universe, instance: string, service: string,
     case "access": {
       // What the key was allowed besides shows in what was sent: an upsert without If-Match: * creates; an update
       // is answered (a read of what it changed) unless its Prefer is exactly erplink's `return=minimal`.
+      // (A key that may read the answer has the client's own `return=minimal` forwarded as it is: then the answer's
+      // reads may have been authorized or not.)
       const minimal = headers["prefer"]?.trim() === "return=minimal";
-      const answer = minimal ? [] : (analysis.answer ?? []);
-      const granted = [...(analysis.upsertEntitySet !== undefined ? [`create ${analysis.upsertEntitySet}`] : []), ...answer.map((a) => `${a.operation} ${a.entitySet}`)];
-      return { accesses: [...analysis.accesses.map((a) => `${a.operation} ${a.entitySet}`), ...granted] };
+      const answer = (analysis.answer ?? []).map((a) => `${a.operation} ${a.entitySet}`);
+      const granted = [...(analysis.upsertEntitySet !== undefined ? [`create ${analysis.upsertEntitySet}`] : []), ...(minimal ? [] : answer)];
+      return { accesses: [...analysis.accesses.map((a) => `${a.operation} ${a.entitySet}`), ...granted], ...(minimal ? { optional: answer } : {}) };
     }
     case "batch": {
       const batch = analyzeBatch({
@@ -433,7 +435,7 @@ export function checkExchange(universe: Universe, ex: Exchange, options: CheckOp
     if ("refused" in again) {
       problems.push({ kind: "reanalysis-refuses", message: `erplink's analyzer refuses the request it forwarded (${again.refused}); it authorized [${logged.join(", ")}]` });
     } else {
-      const now = [...new Set(again.accesses)].sort();
+      const now = [...new Set([...again.accesses, ...(again.optional ?? []).filter((a) => logged.includes(a))])].sort();
       const was = [...new Set(logged)].sort();
       if (now.join("|") !== was.join("|")) {
         problems.push({ kind: "reanalysis-differs", message: `authorized [${was.join(", ")}] but the received request analyzes as [${now.join(", ")}]` });

@@ -600,6 +600,13 @@ function walkReference(path: string, ctx: PathContext, accesses: AccessList): re
   // would split or end it, inside a literal or not.
   for (const s of segments) {
     if (/[/\\#?%]/.test(s)) invalid(`body URLs are forwarded as written: '${excerpt(path)}' may not encode '/', '\\', '#', '?' or '%'`);
+    // Nor may a quoted literal hold what a key parser that splits before it
+    // unquotes reads as structure (SAP's mock server splits a key at ',' and
+    // '=' and between the first '(' and the last ')'): it would look up
+    // another key, or none, and read the whole set.
+    for (const literal of s.match(/'(?:[^']|'')*'/g) ?? []) {
+      if (/[=,()]/.test(literal.slice(1, -1))) invalid(`body URLs are forwarded as written: a quoted value in '${excerpt(path)}' may not hold '=', ',' or parentheses`);
+    }
     serializePath([s]);
   }
   if (segments.length === 0 || segments[0]!.startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);

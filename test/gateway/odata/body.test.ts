@@ -386,6 +386,15 @@ table("body: bind", [
   })),
   { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('ACME Inc')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
   { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('C1')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
+  // Bind URLs are forwarded as written: a key parser that splits before it unquotes (SAP's mock server) would read another key.
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    json: { "Customer@odata.bind": "Customers('&$id=x(1)y')" },
+    expect: invalid("body URLs are forwarded as written: a quoted value in 'Customers('&$id=x(1)y')' may not hold '=', ',' or parentheses in 'Customer@odata.bind'"),
+  },
+  { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('a,b')" }, expect: invalid("body URLs are forwarded as written: a quoted value in 'Customers('a,b')' may not hold '=', ',' or parentheses in 'Customer@odata.bind'") },
+  { model: "v4", path: "/SalesOrders", json: { "Customer@odata.bind": "Customers('O''Neil')" }, expect: createOrder(acc("Customers", "get", "bind Customer")) },
   // A reference must address its entity by key: a back end that resolves it by reading it (SAP's mock server) would read the whole set for a key as a segment or a cast.
   {
     model: "v4",
