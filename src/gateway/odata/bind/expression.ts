@@ -106,7 +106,10 @@ export function environment(scope: Scope, computed: ReadonlySet<string> = new Se
 
 /** The scope of an entity (not the collection) at `scope`: expressions are evaluated per entity. */
 export function itemScope(scope: Scope): Scope {
-  return scope.position === undefined || !scope.position.collection ? scope : { ...scope, many: true, position: { ...scope.position, collection: false } };
+  if (scope.position === undefined || !scope.position.collection) return scope;
+  // Object.assign and literals, not spreads with further members: V8 (Node 20) takes a slow path for those.
+  const position: Position = Object.assign({}, scope.position, { collection: false });
+  return scope.missing === undefined ? { position, label: scope.label, many: true } : { position, label: scope.label, missing: scope.missing, many: true };
 }
 
 /** Why an expression's member cannot be followed from `scope`. */
@@ -187,7 +190,8 @@ export function followPath(
         invalid(`'${excerpt(name)}' is not a property or navigation of '${position.type}' in ${what}`);
     }
   }
-  return { scope: { position, label, ...(missing && position === undefined ? { missing } : {}), ...(many ? { many } : {}) }, crossed };
+  const reached: Scope = missing !== undefined && position === undefined ? { position, label, missing, many } : { position, label, many };
+  return { scope: reached, crossed };
 }
 
 /** Binds an expression at `env`, reporting the reads it needs. */

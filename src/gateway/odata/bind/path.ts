@@ -151,7 +151,7 @@ export function bindPath(segments: readonly PathSegment[], ctx: PathContext): Bo
 /** A key was applied: one entity of the collection is addressed. */
 function addressOne(state: BoundPath): void {
   state.shape = "entity";
-  if (state.position !== undefined) state.position = { ...state.position, collection: false };
+  if (state.position !== undefined) state.position = Object.assign({}, state.position, { collection: false });
 }
 
 /** Applies one segment after the first; returns whether the next must be a `$links` navigation. */
