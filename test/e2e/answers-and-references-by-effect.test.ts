@@ -4,10 +4,11 @@
  * Fiori elements mock server (V2 API_BUSINESS_PARTNER and
  * API_SALES_ORDER_SRV, V4 TripPin) or to SAP CAP (V4 and V2), and what the
  * back end's data layer read and wrote for it must be covered by the
- * accesses erplink authorized (test-support/forwarded.ts with the back ends'
- * effect oracles, test-support/effects.ts); on a refusal the back end
- * receives nothing. Beside the effects, the answer the client gets is
- * checked: an update's answer is a read of the entity.
+ * accesses erplink authorized (the effect lab, test-support/effect-lab.ts:
+ * test-support/forwarded.ts with the back ends' effect oracles,
+ * test-support/effects.ts); on a refusal the back end receives nothing.
+ * Beside the effects, the answer the client gets is checked: an update's
+ * answer is a read of the entity.
  *
  * What the back ends do:
  * - SAP's mock server resolves a reference (`@odata.bind`, `@odata.id`, V2
@@ -27,255 +28,56 @@
  * stays as it was; a key allowed is forwarded with every effect covered, and
  * an update by a key without `get` is answered without the entity.
  */
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { LightMyRequestResponse } from "fastify";
-import { parseMetadata } from "../../src/gateway/odata/metadata.js";
-import { startCapBackend, type CapBackend } from "../../test-support/cap/index.js";
-import { fromCap, fromMockServer, uncovered } from "../../test-support/effects.js";
-import { assertForwardedAsAuthorized, type ForwardedService } from "../../test-support/forwarded.js";
-import { startMockServer, type MockServer } from "../../test-support/mockserver/index.js";
-import { startRecordingProxy, type Received, type RecordingProxy } from "../../test-support/recording-proxy.js";
-import { createWorld, type World } from "../../test-support/world.js";
-import { json, post } from "../../test-support/http.js";
+import { fromMockServer, uncovered } from "../../test-support/effects.js";
+import { BP, BP2, BP4, CAP_BP, CAP_NOTES, JSON_TYPE, MOCK_BP, MOCK_SO, MOCK_TRIP, MULTIPART, NOTES2, NOTES4, SO, TRIP, onCap, type Permissions } from "../../test-support/effect-lab.js";
+import { assertError, authorized, batchOf, call, capEffects, changeSetOf, direct, effectLabSuite, entity, lacks, mockEffects, part, seed, upstream } from "../../test-support/effect-lab.js";
 
-interface Ctx {
-  cap: CapBackend;
-  mock: MockServer;
-  capProxy: RecordingProxy;
-  mockProxy: RecordingProxy;
-  services: ForwardedService[];
-  world: World;
-  keys: Record<string, string>;
-}
+const permissions: Permissions = {
+  // References: the referring entity's update and get of the entity referred to; list of it for a navigation.
+  personUpdater: { trip: { TripPin: { People: ["get", "update"], Me: ["get", "update"] } } },
+  personListUpdater: { trip: { TripPin: { People: ["list", "get", "update"] } } },
+  meUpdater: { trip: { TripPin: { Me: ["get", "update"], People: ["get"] } } },
+  customerBinder: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_Customer: ["get"] } } },
+  customerListBinder: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_Customer: ["list", "get"] } } },
+  secretBinder: onCap({ API_NOTES: { Notes: ["get", "update"], Folders: ["get"], Secrets: ["get"] } }),
+  secretListBinder: onCap({ API_NOTES: { Notes: ["get", "update"], Folders: ["get"], Secrets: ["list", "get"] } }),
+  // Updates: without get of what they answer, and with it.
+  blindUpdater: {
+    sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["update"] } },
+    trip: { TripPin: { People: ["update"], Me: ["update"] } },
+    ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] }, API_NOTES: { Notes: ["update"] } }),
+  },
+  seeingUpdater: {
+    sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["get", "update"] } },
+    trip: { TripPin: { People: ["get", "update"], Me: ["get", "update"] } },
+    ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] }, API_NOTES: { Notes: ["get", "update"] } }),
+  },
+  blindAddressUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["update"] } } },
+  addressUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update"] } } },
+  // Bound operations behind a cast.
+  lastNameCaller: { trip: { TripPin: { People: ["get"], "Trippin.UpdateLastName": ["invoke"] } } },
+  lastNameListCaller: { trip: { TripPin: { People: ["list", "get"], "Trippin.UpdateLastName": ["invoke"] } } },
+  favoriteCaller: { trip: { TripPin: { People: ["get"], Airlines: ["get"], "Trippin.GetFavoriteAirline": ["invoke"] } } },
+  // The attacks erplink keeps defending.
+  noteGetter: onCap({ API_NOTES: { Notes: ["get"] } }),
+  noteLister: onCap({ API_NOTES: { Notes: ["list", "get"] } }),
+  noteWriter: onCap({ API_NOTES: { Notes: ["get", "create", "update", "delete"] } }),
+  folderOfCaller: onCap({ API_NOTES: { folderOf: ["invoke"], Folders: ["get"] } }),
+  capPartnerCreator: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["create"] } }),
+  partnerGetter: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } } },
+  partnerLister: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"] } } },
+  partnerUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] } } },
+  orderLister: { sap: { API_SALES_ORDER_SRV: { A_SalesOrder: ["list", "get"] } } },
+  personGetter: { trip: { TripPin: { People: ["get"] } } },
+};
 
-/** Through erplink: SAP's mock server (instances `sap`, V2, and `trip`, V4) and SAP CAP (`s4`, V4, and `s4v2`, V2). */
-const BP = "/odata/sap/API_BUSINESS_PARTNER";
-const SO = "/odata/sap/API_SALES_ORDER_SRV";
-const TRIP = "/odata/trip/TripPin";
-const BP4 = "/odata/s4/API_BUSINESS_PARTNER";
-const BP2 = "/odata/s4v2/API_BUSINESS_PARTNER";
-const NOTES4 = "/odata/s4/API_NOTES";
-const NOTES2 = "/odata/s4v2/API_NOTES";
-
-/** Straight to the back ends. */
-const MOCK_BP = "/sap/opu/odata/sap/API_BUSINESS_PARTNER";
-const MOCK_SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV";
-const MOCK_TRIP = "/odata/trippin";
-const CAP_BP = "/odata/v4/api-business-partner";
-const CAP_NOTES = "/odata/v4/api-notes";
-
-const MULTIPART = { "content-type": "multipart/mixed; boundary=b" };
-const JSON_TYPE = { "content-type": "application/json" };
-
-const E2E = suite<Ctx>("update answers and entity references judged by what SAP's mock server and SAP CAP do with them");
-
-E2E.before(async (ctx) => {
-  try {
-    [ctx.cap, ctx.mock] = await Promise.all([startCapBackend(), startMockServer()]);
-    [ctx.capProxy, ctx.mockProxy] = await Promise.all([startRecordingProxy(ctx.cap.baseUrl), startRecordingProxy(ctx.mock.baseUrl)]);
-    const model = async (backend: "cap" | "mock", root: string) => parseMetadata((await direct(ctx, backend, "GET", `${root}/$metadata`)).body);
-    const mock = async (clientRoot: string, upstreamRoot: string): Promise<ForwardedService> => ({ clientRoot, upstreamRoot, model: await model("mock", upstreamRoot), mock: ctx.mock });
-    const cap = async (clientRoot: string, upstreamRoot: string, service: string): Promise<ForwardedService> => ({
-      clientRoot,
-      upstreamRoot,
-      model: await model("cap", upstreamRoot),
-      cap: { backend: ctx.cap, service },
-    });
-    ctx.services = await Promise.all([
-      mock(BP, MOCK_BP),
-      mock(SO, MOCK_SO),
-      mock(TRIP, MOCK_TRIP),
-      cap(BP4, CAP_BP, "API_BUSINESS_PARTNER"),
-      cap(BP2, "/odata/v2/api-business-partner", "API_BUSINESS_PARTNER"),
-      cap(NOTES4, CAP_NOTES, "API_NOTES"),
-      cap(NOTES2, "/odata/v2/api-notes", "API_NOTES"),
-    ]);
-    ctx.world = await createWorld();
-    const app = ctx.world.app;
-    const sys = json(await post(app, "/admin/systems", { name: "S4HANA" })).data.id;
-    const mockAuth = { type: "basic", ...ctx.mock.credentials };
-    const capAuth = { type: "basic", ...ctx.cap.credentials };
-    const capServices = { API_BUSINESS_PARTNER: { path: "api-business-partner" }, API_NOTES: { path: "api-notes" } };
-    const instances: [string, string, Record<string, { path: string }>, unknown][] = [
-      ["sap", `${ctx.mockProxy.baseUrl}/sap/opu/odata/sap/`, { API_BUSINESS_PARTNER: { path: "API_BUSINESS_PARTNER" }, API_SALES_ORDER_SRV: { path: "API_SALES_ORDER_SRV" } }, mockAuth],
-      ["trip", `${ctx.mockProxy.baseUrl}/odata/`, { TripPin: { path: "trippin" } }, mockAuth],
-      ["s4", `${ctx.capProxy.baseUrl}/odata/v4/`, capServices, capAuth],
-      ["s4v2", `${ctx.capProxy.baseUrl}/odata/v2/`, capServices, capAuth],
-    ];
-    for (const [name, base_url, services, auth] of instances) {
-      const res = await post(app, `/admin/systems/${sys}/instances`, { name, base_url, services, auth });
-      assert.is(res.statusCode, 201, res.body);
-    }
-    const onCap = (services: Record<string, unknown>) => ({ s4: services, s4v2: services });
-    const permissions: Record<string, Record<string, unknown>> = {
-      // References: the referring entity's update and get of the entity referred to; list of it for a navigation.
-      personUpdater: { trip: { TripPin: { People: ["get", "update"], Me: ["get", "update"] } } },
-      personListUpdater: { trip: { TripPin: { People: ["list", "get", "update"] } } },
-      meUpdater: { trip: { TripPin: { Me: ["get", "update"], People: ["get"] } } },
-      customerBinder: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_Customer: ["get"] } } },
-      customerListBinder: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_Customer: ["list", "get"] } } },
-      secretBinder: onCap({ API_NOTES: { Notes: ["get", "update"], Folders: ["get"], Secrets: ["get"] } }),
-      secretListBinder: onCap({ API_NOTES: { Notes: ["get", "update"], Folders: ["get"], Secrets: ["list", "get"] } }),
-      // Updates: without get of what they answer, and with it.
-      blindUpdater: {
-        sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["update"] } },
-        trip: { TripPin: { People: ["update"], Me: ["update"] } },
-        ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] }, API_NOTES: { Notes: ["update"] } }),
-      },
-      seeingUpdater: {
-        sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["get", "update"] } },
-        trip: { TripPin: { People: ["get", "update"], Me: ["get", "update"] } },
-        ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] }, API_NOTES: { Notes: ["get", "update"] } }),
-      },
-      blindAddressUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["update"] } } },
-      addressUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update"] } } },
-      // Bound operations behind a cast.
-      lastNameCaller: { trip: { TripPin: { People: ["get"], "Trippin.UpdateLastName": ["invoke"] } } },
-      lastNameListCaller: { trip: { TripPin: { People: ["list", "get"], "Trippin.UpdateLastName": ["invoke"] } } },
-      favoriteCaller: { trip: { TripPin: { People: ["get"], Airlines: ["get"], "Trippin.GetFavoriteAirline": ["invoke"] } } },
-      // The attacks erplink keeps defending.
-      noteGetter: onCap({ API_NOTES: { Notes: ["get"] } }),
-      noteLister: onCap({ API_NOTES: { Notes: ["list", "get"] } }),
-      noteWriter: onCap({ API_NOTES: { Notes: ["get", "create", "update", "delete"] } }),
-      folderOfCaller: onCap({ API_NOTES: { folderOf: ["invoke"], Folders: ["get"] } }),
-      capPartnerCreator: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["create"] } }),
-      partnerGetter: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } } },
-      partnerLister: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"] } } },
-      partnerUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] } } },
-      orderLister: { sap: { API_SALES_ORDER_SRV: { A_SalesOrder: ["list", "get"] } } },
-      personGetter: { trip: { TripPin: { People: ["get"] } } },
-    };
-    ctx.keys = {};
-    for (const [name, granted] of Object.entries(permissions)) {
-      const res = await post(app, "/admin/api-keys", { name, permissions: granted });
-      assert.is(res.statusCode, 201, res.body);
-      ctx.keys[name] = json(res).data.key;
-    }
-  } catch (error) {
-    // uvu drops what a hook throws: say it.
-    console.error("setting up the answers and references suite failed:", error);
-    throw error;
-  }
-});
-
-E2E.after(async (ctx) => {
-  await ctx.world?.close();
-  await Promise.all([ctx.capProxy?.close(), ctx.mockProxy?.close()]);
-  await Promise.all([ctx.cap?.stop(), ctx.mock?.stop()]);
-});
-
-/** A request straight to a back end with its credentials (JSON unless `$metadata`). */
-async function direct(ctx: Ctx, backend: "cap" | "mock", method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
-  const server = backend === "cap" ? ctx.cap : ctx.mock;
-  const { username, password } = server.credentials;
-  const headers: Record<string, string> = {
-    authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`,
-    accept: path.endsWith("/$metadata") ? "application/xml" : "application/json",
-    ...(body !== undefined ? { "content-type": "application/json" } : {}),
-  };
-  const res = await fetch(`${server.baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-  return { status: res.status, body: await res.text() };
-}
-
-/** Adds a row at SAP's mock server (straight, not through erplink). */
-async function seed(ctx: Ctx, collection: string, row: Record<string, unknown>): Promise<void> {
-  const res = await direct(ctx, "mock", "POST", collection, row);
-  assert.is(res.status, 201, `seeding ${collection}: ${res.body}`);
-}
-
-/** One entity read straight from a back end (V2's `d` unwrapped). */
-async function entity(ctx: Ctx, backend: "cap" | "mock", path: string): Promise<Record<string, unknown>> {
-  const res = await direct(ctx, backend, "GET", path);
-  assert.is(res.status, 200, `${path}: ${res.body}`);
-  const parsed = JSON.parse(res.body);
-  return parsed.d ?? parsed;
-}
-
-function serviceOf(ctx: Ctx, url: string): ForwardedService {
-  const found = ctx.services.find((s) => url.startsWith(`${s.clientRoot}/`));
-  assert.ok(found, `no service for ${url}`);
-  return found!;
-}
-
-/**
- * A request through erplink with a data key. What the back end received is
- * what erplink authorized and logged (nothing on a refusal), and what its
- * data layer did is covered by the accesses authorized.
- */
-async function call(ctx: Ctx, key: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
-  const payload = body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body);
-  const res = await ctx.world.app.inject({
-    method: method as "GET",
-    url,
-    headers: {
-      authorization: `Bearer ${ctx.keys[key]}`,
-      accept: "application/json",
-      ...(payload !== undefined && typeof body !== "string" ? JSON_TYPE : {}),
-      ...headers,
-    },
-    ...(payload !== undefined ? { payload } : {}),
-  });
-  const service = serviceOf(ctx, url);
-  const logs = { store: ctx.world.store, flush: () => ctx.world.layer.logWriter.flush() };
-  await assertForwardedAsAuthorized(logs, service.cap ? ctx.capProxy : ctx.mockProxy, service, String(res.headers["x-request-id"]), /\/\$batch$/.test(url) ? undefined : payload);
-  return res;
-}
-
-/** What the back end received for an exchange (exactly one request, else the check in `call` failed). */
-function upstream(ctx: Ctx, res: LightMyRequestResponse): Received {
-  const id = String(res.headers["x-request-id"]);
-  const got = [...ctx.capProxy.received, ...ctx.mockProxy.received].filter((r) => r.headers["x-request-id"] === id);
-  assert.is(got.length, 1, `the back end received ${got.length} requests for ${id}`);
-  return got[0]!;
-}
-
-/** The accesses erplink logged for an exchange, as `operation entity`. */
-async function authorized(ctx: Ctx, res: LightMyRequestResponse): Promise<{ entity: string; operation: string }[]> {
-  await ctx.world.layer.logWriter.flush();
-  const id = String(res.headers["x-request-id"]);
-  const entry = (await ctx.world.store.logs.query({ limit: 1000 })).items.find((e) => e.requestId === id);
-  assert.ok(entry, `no request-log entry for ${id}`);
-  return entry!.accesses.map((a) => ({ entity: a.entity, operation: a.operation }));
-}
-
-function assertError(res: LightMyRequestResponse, status: number, code: string, message: string): void {
-  assert.is(res.statusCode, status, res.body);
-  assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
-}
-
-const lacks = (operation: string, entity: string, batchPart?: string, partNo = 1) =>
-  `API key lacks permission '${operation}' for entity '${entity}'${batchPart === undefined ? "" : ` (batch part ${partNo}: ${batchPart})`}`;
+const E2E = effectLabSuite("update answers and entity references judged by what SAP's mock server and SAP CAP do with them", permissions);
 
 /** The refusal of a reference that reads the whole set at a back end that resolves it by reading it. */
 const wholeSet = (url: string, through: string, set: string, where?: string) =>
   `'${url}' must address its entity by key, not through ${through}: a back end that resolves it by reading it would read the whole set '${set}'${where === undefined ? "" : ` in '${where}'`}`;
-
-/** What SAP's mock server's data layer did for a request, as `operation entitySet`. */
-async function mockEffects(ctx: Ctx, res: LightMyRequestResponse): Promise<string[]> {
-  return fromMockServer(await ctx.mock.effects(String(res.headers["x-request-id"]))).map((e) => `${e.operation} ${e.entitySets.join("|")}`);
-}
-
-/** What SAP CAP's database did for a request on the sets of `service`, as `operation entitySet`. */
-async function capEffects(ctx: Ctx, res: LightMyRequestResponse, service: string): Promise<string[]> {
-  return fromCap(await ctx.cap.effects(String(res.headers["x-request-id"])), service).map((e) => `${e.operation} ${e.entitySets.join("|")}`);
-}
-
-/** A multipart `$batch` body of parts outside any change set. */
-function batchOf(...requests: string[]): string {
-  return [...requests.flatMap((r) => ["--b", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "", r]), "--b--", ""].join("\r\n");
-}
-
-/** A multipart `$batch` body of one change set holding `requests`. */
-function changeSetOf(...requests: string[]): string {
-  const parts = requests.flatMap((http) => ["--c", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "", http]);
-  return ["--b", "Content-Type: multipart/mixed; boundary=c", "", ...parts, "--c--", "--b--", ""].join("\r\n");
-}
-
-/** One HTTP request inside a batch part. */
-function part(requestLine: string, headers: string[] = [], body = ""): string {
-  return [requestLine, ...headers, "", body].join("\r\n");
-}
 
 /** The status of a batch answer's one part (SAP CAP answers a multipart batch in JSON when the client accepts it). */
 function partStatus(body: string): number {

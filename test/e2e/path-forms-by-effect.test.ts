@@ -4,8 +4,9 @@
  * elements mock server (V2 API_BUSINESS_PARTNER and API_SALES_ORDER_SRV,
  * V4 TripPin) or to SAP CAP (V4 and V2), and what the back end's data layer
  * read and wrote for it must be covered by the accesses erplink authorized
- * (test-support/forwarded.ts with the back ends' effect oracles,
- * test-support/effects.ts); on a refusal the back end receives nothing.
+ * (the effect lab, test-support/effect-lab.ts: test-support/forwarded.ts
+ * with the back ends' effect oracles, test-support/effects.ts); on a
+ * refusal the back end receives nothing.
  *
  * What the back ends do with such paths:
  * - SAP's mock server deletes the whole entity for a DELETE of one of its
@@ -26,274 +27,80 @@
  * (exact status and envelope, the data unchanged), and a key with it is
  * forwarded with every effect covered.
  */
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { LightMyRequestResponse } from "fastify";
-import { parseMetadata } from "../../src/gateway/odata/metadata.js";
-import { startCapBackend, type CapBackend } from "../../test-support/cap/index.js";
-import { fromCap, uncovered } from "../../test-support/effects.js";
-import { assertForwardedAsAuthorized, type ForwardedService } from "../../test-support/forwarded.js";
-import { startMockServer, type MockServer } from "../../test-support/mockserver/index.js";
-import { startRecordingProxy, type RecordingProxy } from "../../test-support/recording-proxy.js";
-import { createWorld, type World } from "../../test-support/world.js";
-import { json, post } from "../../test-support/http.js";
+import { uncovered } from "../../test-support/effects.js";
+import { ALL, BP, BP2, BP4, CAP_BP, MOCK_BP, MOCK_SO, MOCK_TRIP, MULTIPART, NOTES2, NOTES4, SO, TRIP, onCap, type Permissions } from "../../test-support/effect-lab.js";
+import { assertError, batchOf, call, capEffects, changeSetOf, direct, effectLabSuite, lacks, mockEffects, mockEntity, part, seed } from "../../test-support/effect-lab.js";
 
-interface Ctx {
-  cap: CapBackend;
-  mock: MockServer;
-  capProxy: RecordingProxy;
-  mockProxy: RecordingProxy;
-  services: ForwardedService[];
-  world: World;
-  keys: Record<string, string>;
-}
-
-/** Through erplink: SAP's mock server (instances `sap`, V2, and `trip`, V4) and SAP CAP (`s4`, V4, and `s4v2`, V2). */
-const BP = "/odata/sap/API_BUSINESS_PARTNER";
-const SO = "/odata/sap/API_SALES_ORDER_SRV";
-const TRIP = "/odata/trip/TripPin";
-const BP4 = "/odata/s4/API_BUSINESS_PARTNER";
-const BP2 = "/odata/s4v2/API_BUSINESS_PARTNER";
-const NOTES4 = "/odata/s4/API_NOTES";
-const NOTES2 = "/odata/s4v2/API_NOTES";
-
-/** Straight to the back ends. */
-const MOCK_BP = "/sap/opu/odata/sap/API_BUSINESS_PARTNER";
-const MOCK_SO = "/sap/opu/odata/sap/API_SALES_ORDER_SRV";
-const MOCK_TRIP = "/odata/trippin";
-const CAP_BP = "/odata/v4/api-business-partner";
-
-const ALL = ["list", "get", "create", "update", "delete"];
-const MULTIPART = { "content-type": "multipart/mixed; boundary=b" };
-
-const E2E = suite<Ctx>("path forms judged by what SAP's mock server and SAP CAP do with them");
-
-E2E.before(async (ctx) => {
-  try {
-    [ctx.cap, ctx.mock] = await Promise.all([startCapBackend(), startMockServer()]);
-    [ctx.capProxy, ctx.mockProxy] = await Promise.all([startRecordingProxy(ctx.cap.baseUrl), startRecordingProxy(ctx.mock.baseUrl)]);
-    const model = async (backend: "cap" | "mock", root: string) => parseMetadata((await direct(ctx, backend, "GET", `${root}/$metadata`)).body);
-    const mock = async (clientRoot: string, upstreamRoot: string): Promise<ForwardedService> => ({ clientRoot, upstreamRoot, model: await model("mock", upstreamRoot), mock: ctx.mock });
-    const cap = async (clientRoot: string, upstreamRoot: string, service: string): Promise<ForwardedService> => ({
-      clientRoot,
-      upstreamRoot,
-      model: await model("cap", upstreamRoot),
-      cap: { backend: ctx.cap, service },
-    });
-    ctx.services = await Promise.all([
-      mock(BP, MOCK_BP),
-      mock(SO, MOCK_SO),
-      mock(TRIP, MOCK_TRIP),
-      cap(BP4, CAP_BP, "API_BUSINESS_PARTNER"),
-      cap(BP2, "/odata/v2/api-business-partner", "API_BUSINESS_PARTNER"),
-      cap(NOTES4, "/odata/v4/api-notes", "API_NOTES"),
-      cap(NOTES2, "/odata/v2/api-notes", "API_NOTES"),
-    ]);
-    ctx.world = await createWorld();
-    const app = ctx.world.app;
-    const sys = json(await post(app, "/admin/systems", { name: "S4HANA" })).data.id;
-    const mockAuth = { type: "basic", ...ctx.mock.credentials };
-    const capAuth = { type: "basic", ...ctx.cap.credentials };
-    const capServices = { API_BUSINESS_PARTNER: { path: "api-business-partner" }, API_NOTES: { path: "api-notes" } };
-    const instances: [string, string, Record<string, { path: string }>, unknown][] = [
-      ["sap", `${ctx.mockProxy.baseUrl}/sap/opu/odata/sap/`, { API_BUSINESS_PARTNER: { path: "API_BUSINESS_PARTNER" }, API_SALES_ORDER_SRV: { path: "API_SALES_ORDER_SRV" } }, mockAuth],
-      ["trip", `${ctx.mockProxy.baseUrl}/odata/`, { TripPin: { path: "trippin" } }, mockAuth],
-      ["s4", `${ctx.capProxy.baseUrl}/odata/v4/`, capServices, capAuth],
-      ["s4v2", `${ctx.capProxy.baseUrl}/odata/v2/`, capServices, capAuth],
-    ];
-    for (const [name, base_url, services, auth] of instances) {
-      const res = await post(app, `/admin/systems/${sys}/instances`, { name, base_url, services, auth });
-      assert.is(res.statusCode, 201, res.body);
-    }
-    const onCap = (services: Record<string, unknown>) => ({ s4: services, s4v2: services });
-    const permissions: Record<string, Record<string, unknown>> = {
-      // A DELETE of a property.
-      partnerUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] } }, trip: { TripPin: { People: ["get", "update"], Me: ["get", "update"] } } },
-      partnerDeleter: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update", "delete"] } }, trip: { TripPin: { People: ["get", "update", "delete"], Me: ["get", "update", "delete"] } } },
-      // A write through a navigation: every grant on the target, get of the source (or also its writes).
-      targetWriter: {
-        sap: {
-          API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"], A_BusinessPartnerAddress: ALL, A_Customer: ALL },
-          API_SALES_ORDER_SRV: { A_SalesOrder: ["get"], A_SalesOrderItem: ALL },
-        },
-      },
-      sourceWriter: {
-        sap: {
-          API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update", "delete"], A_BusinessPartnerAddress: ALL, A_Customer: ALL },
-          API_SALES_ORDER_SRV: { A_SalesOrder: ["get", "delete"], A_SalesOrderItem: ALL },
-        },
-      },
-      // Reads of one entity, or of the set.
-      oneReader: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["get"] } }, trip: { TripPin: { People: ["get"] } } },
-      setReader: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["list", "get"] } }, trip: { TripPin: { People: ["list", "get"] } } },
-      everything: {
-        sap: { API_BUSINESS_PARTNER: { "*": ALL }, API_SALES_ORDER_SRV: { "*": ALL, releaseApprovalRequest: ["invoke"] } },
-        trip: { TripPin: { "*": ALL } },
-        ...onCap({ API_BUSINESS_PARTNER: { "*": ALL }, API_NOTES: { "*": ALL } }),
-      },
-      // Link changes: the sides' updates; also create of the linked set; also list of the source.
-      linker: {
-        sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update"], A_Customer: ["get", "update"] } },
-        trip: { TripPin: { People: ["get", "update"] } },
-      },
-      linkCreator: {
-        sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update", "create"], A_Customer: ["get", "update", "create"] } },
-        trip: { TripPin: { People: ["get", "update", "create"] } },
-      },
-      linkAdder: {
-        sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get", "update"], A_BusinessPartnerAddress: ["get", "update", "create"], A_Customer: ["get", "update", "create"] } },
-        trip: { TripPin: { People: ["list", "get", "update", "create"] } },
-      },
-      // Single-valued navigations on CAP.
-      targetGetter: onCap({
-        API_NOTES: { Notes: ["get"], Folders: ["get"], Secrets: ["get"] },
-        API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"], A_BusinessPartnerAddress: ["get"] },
-      }),
-      targetLister: onCap({
-        API_NOTES: { Notes: ["get"], Folders: ["list", "get"], Secrets: ["list", "get"] },
-        API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"], A_BusinessPartnerAddress: ["get"] },
-      }),
-      // Updates by key.
-      partnerReader: { ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } }), sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } }, trip: { TripPin: { People: ["get"] } } },
-      blindUpdater: { ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] } }), sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] } }, trip: { TripPin: { People: ["update"] } } },
-      // The attacks erplink keeps defending.
-      noteGetter: onCap({ API_NOTES: { Notes: ["get"] } }),
-      noteLister: onCap({ API_NOTES: { Notes: ["list", "get"] } }),
-      folderLister: onCap({ API_NOTES: { Folders: ["list", "get"] } }),
-      noteWriter: onCap({ API_NOTES: { Notes: ["get", "create", "update", "delete"] } }),
-      capPartnerGetter: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } }),
-      capPartnerUpdater: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] } }),
-      capPartnerCreator: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["create"] } }),
-      capPartnerDeleter: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "delete"] } }),
-      capAddressUpdater: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update"] } }),
-      mockPartnerGetter: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } } },
-      orderGetter: { sap: { API_SALES_ORDER_SRV: { A_SalesOrder: ["get"] } } },
-      traveller: { trip: { TripPin: { People: ["get"], Airlines: ["get"], Airports: ["get"] } } },
-      personUpdater: { trip: { TripPin: { People: ["get", "update"] } } },
-      meGetter: { trip: { TripPin: { Me: ["get"] } } },
-    };
-    ctx.keys = {};
-    for (const [name, granted] of Object.entries(permissions)) {
-      const res = await post(app, "/admin/api-keys", { name, permissions: granted });
-      assert.is(res.statusCode, 201, res.body);
-      ctx.keys[name] = json(res).data.key;
-    }
-  } catch (error) {
-    // uvu drops what a hook throws: say it.
-    console.error("setting up the path forms suite failed:", error);
-    throw error;
-  }
-});
-
-E2E.after(async (ctx) => {
-  await ctx.world?.close();
-  await Promise.all([ctx.capProxy?.close(), ctx.mockProxy?.close()]);
-  await Promise.all([ctx.cap?.stop(), ctx.mock?.stop()]);
-});
-
-/** A request straight to a back end with its credentials (JSON unless `$metadata`). */
-async function direct(ctx: Ctx, backend: "cap" | "mock", method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> {
-  const server = backend === "cap" ? ctx.cap : ctx.mock;
-  const { username, password } = server.credentials;
-  const headers: Record<string, string> = {
-    authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`,
-    accept: path.endsWith("/$metadata") ? "application/xml" : "application/json",
-    ...(body !== undefined ? { "content-type": "application/json" } : {}),
-  };
-  const res = await fetch(`${server.baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-  return { status: res.status, body: await res.text() };
-}
-
-/** Adds a row at SAP's mock server (straight, not through erplink). */
-async function seed(ctx: Ctx, collection: string, row: Record<string, unknown>): Promise<void> {
-  const res = await direct(ctx, "mock", "POST", collection, row);
-  assert.is(res.status, 201, `seeding ${collection}: ${res.body}`);
-}
-
-/** The mock server's answer for one entity, read straight: its status and (when found) the entity. */
-async function mockEntity(ctx: Ctx, path: string): Promise<{ status: number; entity: Record<string, unknown> | undefined }> {
-  const res = await direct(ctx, "mock", "GET", path);
-  if (res.status !== 200) return { status: res.status, entity: undefined };
-  const parsed = JSON.parse(res.body);
-  return { status: 200, entity: parsed.d ?? parsed };
-}
-
-function serviceOf(ctx: Ctx, url: string): ForwardedService {
-  const found = ctx.services.find((s) => url.startsWith(`${s.clientRoot}/`));
-  assert.ok(found, `no service for ${url}`);
-  return found!;
-}
-
-/**
- * A request through erplink with a data key. What the back end received is
- * what erplink authorized and logged (nothing on a refusal), and what its
- * data layer did is covered by the accesses authorized; `judged: false`
- * leaves the effect oracle out (the caller judges the effects itself).
- */
-async function call(
-  ctx: Ctx,
-  key: string,
-  method: string,
-  url: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-  judged = true,
-): Promise<LightMyRequestResponse> {
-  const payload = body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body);
-  const res = await ctx.world.app.inject({
-    method: method as "GET",
-    url,
-    headers: {
-      authorization: `Bearer ${ctx.keys[key]}`,
-      accept: "application/json",
-      ...(payload !== undefined && typeof body !== "string" ? { "content-type": "application/json" } : {}),
-      ...headers,
+const permissions: Permissions = {
+  // A DELETE of a property.
+  partnerUpdater: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"] } }, trip: { TripPin: { People: ["get", "update"], Me: ["get", "update"] } } },
+  partnerDeleter: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update", "delete"] } }, trip: { TripPin: { People: ["get", "update", "delete"], Me: ["get", "update", "delete"] } } },
+  // A write through a navigation: every grant on the target, get of the source (or also its writes).
+  targetWriter: {
+    sap: {
+      API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"], A_BusinessPartnerAddress: ALL, A_Customer: ALL },
+      API_SALES_ORDER_SRV: { A_SalesOrder: ["get"], A_SalesOrderItem: ALL },
     },
-    ...(payload !== undefined ? { payload } : {}),
-  });
-  const service = serviceOf(ctx, url);
-  const logs = { store: ctx.world.store, flush: () => ctx.world.layer.logWriter.flush() };
-  const judge = judged ? service : { ...service, mock: undefined, cap: undefined };
-  await assertForwardedAsAuthorized(logs, service.cap ? ctx.capProxy : ctx.mockProxy, judge, String(res.headers["x-request-id"]), /\/\$batch$/.test(url) ? undefined : payload);
-  return res;
-}
+  },
+  sourceWriter: {
+    sap: {
+      API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update", "delete"], A_BusinessPartnerAddress: ALL, A_Customer: ALL },
+      API_SALES_ORDER_SRV: { A_SalesOrder: ["get", "delete"], A_SalesOrderItem: ALL },
+    },
+  },
+  // Reads of one entity, or of the set.
+  oneReader: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["get"] } }, trip: { TripPin: { People: ["get"] } } },
+  setReader: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"] }, API_SALES_ORDER_SRV: { A_SalesOrder: ["list", "get"] } }, trip: { TripPin: { People: ["list", "get"] } } },
+  everything: {
+    sap: { API_BUSINESS_PARTNER: { "*": ALL }, API_SALES_ORDER_SRV: { "*": ALL, releaseApprovalRequest: ["invoke"] } },
+    trip: { TripPin: { "*": ALL } },
+    ...onCap({ API_BUSINESS_PARTNER: { "*": ALL }, API_NOTES: { "*": ALL } }),
+  },
+  // Link changes: the sides' updates; also create of the linked set; also list of the source.
+  linker: {
+    sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update"], A_Customer: ["get", "update"] } },
+    trip: { TripPin: { People: ["get", "update"] } },
+  },
+  linkCreator: {
+    sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update", "create"], A_Customer: ["get", "update", "create"] } },
+    trip: { TripPin: { People: ["get", "update", "create"] } },
+  },
+  linkAdder: {
+    sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get", "update"], A_BusinessPartnerAddress: ["get", "update", "create"], A_Customer: ["get", "update", "create"] } },
+    trip: { TripPin: { People: ["list", "get", "update", "create"] } },
+  },
+  // Single-valued navigations on CAP.
+  targetGetter: onCap({
+    API_NOTES: { Notes: ["get"], Folders: ["get"], Secrets: ["get"] },
+    API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"], A_BusinessPartnerAddress: ["get"] },
+  }),
+  targetLister: onCap({
+    API_NOTES: { Notes: ["get"], Folders: ["list", "get"], Secrets: ["list", "get"] },
+    API_BUSINESS_PARTNER: { A_BusinessPartner: ["list", "get"], A_BusinessPartnerAddress: ["get"] },
+  }),
+  // Updates by key.
+  partnerReader: { ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } }), sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } }, trip: { TripPin: { People: ["get"] } } },
+  blindUpdater: { ...onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] } }), sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] } }, trip: { TripPin: { People: ["update"] } } },
+  // The attacks erplink keeps defending.
+  noteGetter: onCap({ API_NOTES: { Notes: ["get"] } }),
+  noteLister: onCap({ API_NOTES: { Notes: ["list", "get"] } }),
+  folderLister: onCap({ API_NOTES: { Folders: ["list", "get"] } }),
+  noteWriter: onCap({ API_NOTES: { Notes: ["get", "create", "update", "delete"] } }),
+  capPartnerGetter: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } }),
+  capPartnerUpdater: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["update"] } }),
+  capPartnerCreator: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["create"] } }),
+  capPartnerDeleter: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "delete"] } }),
+  capAddressUpdater: onCap({ API_BUSINESS_PARTNER: { A_BusinessPartner: ["get", "update"], A_BusinessPartnerAddress: ["get", "update"] } }),
+  mockPartnerGetter: { sap: { API_BUSINESS_PARTNER: { A_BusinessPartner: ["get"] } } },
+  orderGetter: { sap: { API_SALES_ORDER_SRV: { A_SalesOrder: ["get"] } } },
+  traveller: { trip: { TripPin: { People: ["get"], Airlines: ["get"], Airports: ["get"] } } },
+  personUpdater: { trip: { TripPin: { People: ["get", "update"] } } },
+  meGetter: { trip: { TripPin: { Me: ["get"] } } },
+};
 
-function assertError(res: LightMyRequestResponse, status: number, code: string, message: string): void {
-  assert.is(res.statusCode, status, res.body);
-  assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
-}
-
-const lacks = (operation: string, entity: string, batchPart?: string) =>
-  `API key lacks permission '${operation}' for entity '${entity}'${batchPart === undefined ? "" : ` (batch part 1: ${batchPart})`}`;
-
-/** What SAP's mock server's data layer did for a request, as `operation entitySet` (reads to locate a written row included). */
-async function mockEffects(ctx: Ctx, res: LightMyRequestResponse): Promise<string[]> {
-  return (await ctx.mock.effects(String(res.headers["x-request-id"]))).map((e) => `${e.operation} ${e.entitySet}`);
-}
-
-/** What SAP CAP's database did for a request on the sets of `service`, as `operation entitySet`. */
-async function capEffects(ctx: Ctx, res: LightMyRequestResponse, service: string): Promise<string[]> {
-  return fromCap(await ctx.cap.effects(String(res.headers["x-request-id"])), service).map((e) => `${e.operation} ${e.entitySets.join("|")}`);
-}
-
-/** A multipart `$batch` body of parts outside any change set. */
-function batchOf(...requests: string[]): string {
-  return [...requests.flatMap((r) => ["--b", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "", r]), "--b--", ""].join("\r\n");
-}
-
-/** A multipart `$batch` body of one change set holding `requests` (each with its MIME headers, if any). */
-function changeSetOf(...requests: (string | { mime: string[]; http: string })[]): string {
-  const parts = requests.flatMap((r) => {
-    const { mime, http } = typeof r === "string" ? { mime: [], http: r } : r;
-    return ["--c", "Content-Type: application/http", "Content-Transfer-Encoding: binary", ...mime, "", http];
-  });
-  return ["--b", "Content-Type: multipart/mixed; boundary=c", "", ...parts, "--c--", "--b--", ""].join("\r\n");
-}
-
-/** One HTTP request inside a batch part. */
-function part(requestLine: string, headers: string[] = [], body = ""): string {
-  return [requestLine, ...headers, "", body].join("\r\n");
-}
+const E2E = effectLabSuite("path forms judged by what SAP's mock server and SAP CAP do with them", permissions);
 
 // ---------------------------------------------------------------------------------------------
 
