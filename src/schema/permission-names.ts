@@ -28,6 +28,10 @@ export const ENTITY_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]{0,127}(?:\\.[A-Za-z_]
 /** Most (instance, service, entity) entries one key may hold. */
 export const MAX_PERMISSION_ENTRIES = 10_000;
 
+function operationList(ops: readonly string[]): Record<string, unknown> {
+  return { type: "array", minItems: 1, items: { type: "string", enum: [...ops] } };
+}
+
 /** The JSON Schema of a permissions document (the entry cap is only described). */
 export function permissionsJsonSchema(): Record<string, unknown> {
   const wildOr = (pattern: string) => `^\\*$|${pattern}`;
@@ -40,7 +44,9 @@ export function permissionsJsonSchema(): Record<string, unknown> {
       additionalProperties: {
         type: "object",
         propertyNames: { pattern: wildOr(ENTITY_NAME_PATTERN) },
-        additionalProperties: { type: "array", minItems: 1, items: { type: "string", enum: [...OPERATIONS] } },
+        // `*` names every entity set and no operation, so it never holds `invoke`.
+        properties: { [WILDCARD]: operationList(OPERATIONS.filter((op) => op !== "invoke")) },
+        additionalProperties: operationList(OPERATIONS),
       },
     },
   };

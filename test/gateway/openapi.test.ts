@@ -179,8 +179,10 @@ OpenApi("bodies: rules JSON Schema can write are written (positive integers, req
   const perms = schemas.ApiKeyUpdate.properties.permissions;
   assert.equal(perms.type, ["object", "null"]);
   assert.equal(perms.propertyNames, { pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" });
-  const ops = perms.additionalProperties.additionalProperties.additionalProperties;
-  assert.equal(ops, { type: "array", minItems: 1, items: { type: "string", enum: ["list", "get", "create", "update", "delete", "invoke"] } });
+  const entities = perms.additionalProperties.additionalProperties;
+  assert.equal(entities.additionalProperties, { type: "array", minItems: 1, items: { type: "string", enum: ["list", "get", "create", "update", "delete", "invoke"] } });
+  // `*` at entity level never includes an operation, so the schema does not let it hold `invoke`.
+  assert.equal(entities.properties, { "*": { type: "array", minItems: 1, items: { type: "string", enum: ["list", "get", "create", "update", "delete"] } } });
   // Header names and values of an explained request.
   const headers = explain.properties.headers;
   assert.equal([headers.propertyNames.pattern, headers.additionalProperties.pattern], ["^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "^[^\\u0000-\\u0008\\u000a-\\u001f\\u007f]*$"]);
