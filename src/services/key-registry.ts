@@ -10,6 +10,7 @@
  * processes) and replaces or drops the cached entries, so a revoke or an
  * update made anywhere takes effect everywhere within one sync interval.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { ApiKeyRecord, ApiKeyStore } from "../store/index.js";
 import { hashApiKey } from "./api-key-secret.js";
 import { ColdReadBudget, bounded } from "./cache-bounds.js";
@@ -26,10 +27,17 @@ export interface KeyRegistryOptions {
    * Most store reads per second for tokens not in memory. Anyone can forge
    * well-formed tokens (the checksum is public), so distinct bogus tokens
    * must not buy one store read each: past this budget a cold token is
-   * answered as unknown (and not remembered, so a real key works once the
-   * flood passes).
+   * answered `unavailable` with `Retry-After` (never as unknown: a valid key
+   * that could not be read now is not an invalid one, and a client that
+   * rotates keys on 401 must not do it for nothing), and nothing is
+   * remembered, so a real key works once the flood passes.
    */
   readonly coldReadsPerSecond?: number;
+}
+
+/** The refusal of a token that needs a store read while the cold-read budget is spent. */
+function coldBudgetSpent(): ConnectError {
+  return new ConnectError("too many keys not yet in memory at once: retry in a second", Code.Unavailable, { "retry-after": "1" });
 }
 
 /** Whether a key has expired at `now`. */
@@ -84,7 +92,7 @@ export class KeyRegistry {
     }
     const inFlight = this.loading.get(hash);
     if (inFlight !== undefined) return inFlight.promise;
-    if (!this.coldReads.take()) return undefined;
+    if (!this.coldReads.take()) return Promise.reject(coldBudgetSpent());
     // Concurrent misses for one hash share one store read.
     const load = {
       stale: false,

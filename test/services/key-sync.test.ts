@@ -4,6 +4,7 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { ApiKeyService } from "../../src/gen/erplink/admin/v1/api_key_pb.js";
 import { generateApiKeySecret } from "../../src/services/api-key-secret.js";
 import { KeyRegistry, SYNC_OVERLAP_MS } from "../../src/services/key-registry.js";
@@ -85,22 +86,34 @@ Sync("a sync never replaces a cached key with an older version, and looks back o
   }
 });
 
-Sync("forged well-formed tokens cost at most coldReadsPerSecond store reads", async () => {
+Sync("forged well-formed tokens cost at most coldReadsPerSecond store reads; beyond them a token not cached is 'unavailable, retry in 1 s', never unknown", async () => {
   const w = await createWorld();
   try {
     const store = countingStore(w.store.apiKeys);
     let now = w.now.getTime();
     const registry = new KeyRegistry({ store, clock: () => new Date(now), negativeTtlMs: 30_000, maxEntries: 100, coldReadsPerSecond: 5 });
     const forged = Array.from({ length: 20 }, () => generateApiKeySecret());
-    for (const token of forged) assert.is(await registry.lookup(token), undefined);
+    const spent = async (token: string) => {
+      const err = await Promise.resolve()
+        .then(() => registry.lookup(token))
+        .then(
+          () => assert.unreachable("a cold token beyond the budget was answered"),
+          (e: unknown) => e,
+        );
+      assert.instance(err, ConnectError);
+      assert.equal([(err as ConnectError).code, (err as ConnectError).metadata.get("retry-after")], [Code.Unavailable, "1"]);
+    };
+    for (const token of forged.slice(0, 5)) assert.is(await registry.lookup(token), undefined);
+    for (const token of forged.slice(5)) await spent(token);
     assert.is(store.reads, 5);
-    // A real key presented during the flood is refused but not remembered as unknown...
+    // A real key presented during the flood is not refused as invalid, nor remembered as unknown...
     const real = await w.client(ApiKeyService).createApiKey({ apiKey: { name: "real" } });
-    assert.is(await registry.lookup(real.key), undefined);
+    await spent(real.key);
     assert.is(store.reads, 5);
-    // ...so once the budget refills it works.
+    // ...so once the budget refills it works; the forged ones read are remembered as unknown, at no read.
     now += 1000;
     assert.is((await registry.lookup(real.key))?.id, real.apiKey!.id);
+    assert.is(await registry.lookup(forged[0]!), undefined);
     assert.is(store.reads, 6);
   } finally {
     await w.close();

@@ -4,7 +4,7 @@
  * and admin keys are 403 (data access needs a data key). Both come from the
  * services as ConnectErrors, which the gateway's error table maps.
  */
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { extend, type Authenticated, type Incoming } from "./exchange.js";
 import type { DataKey, DataPort } from "./ports.js";
 
@@ -13,7 +13,8 @@ export async function authenticate<K extends DataKey>(incoming: Incoming, port: 
   try {
     key = await port.authenticate(incoming.req.headers.authorization);
   } catch (err) {
-    if (err instanceof ConnectError) incoming.fact.denialStep = "KEY_INVALID";
+    // A key that could not be read now (the store, or the cold-read budget: 503) was not found invalid.
+    if (err instanceof ConnectError && err.code !== Code.Unavailable) incoming.fact.denialStep = "KEY_INVALID";
     throw err;
   }
   incoming.fact.apiKeyId = key.id;
