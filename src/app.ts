@@ -127,6 +127,8 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     health: () => ({ request_log: layer.logWriter.stats() }),
     data: layer.dataPlane,
     upstreamTimeoutMs: config.upstreamTimeoutMs,
+    upstreamTotalTimeoutMs: config.upstreamTotalTimeoutMs,
+    upstreamConnections: config.upstreamConnections,
     // Envoy's ext_authz Check; each decision counts as `api="ext_authz"`.
     extAuthz: {
       injectionToken: config.extAuthzToken,

@@ -55,8 +55,12 @@ export interface Config {
   readonly sessionIdleMinutes: number;
   /** A session ends this long after it was created (hours). */
   readonly sessionMaxHours: number;
-  /** How long the data path waits for a back end's answer (ms) before 504. */
+  /** How long the data path waits for a back end's answer (ms) before 504, waiting for a connection included. */
   readonly upstreamTimeoutMs: number;
+  /** How long a whole answer of a back end may take, its body included (ms). */
+  readonly upstreamTotalTimeoutMs: number;
+  /** Most requests in flight to one instance's back end at once. */
+  readonly upstreamConnections: number;
   /** `ERPLINK_EXT_AUTHZ_TOKEN`: the bearer token Envoy sends to get back-end credentials from Check; unset: never. */
   readonly extAuthzToken?: string | undefined;
   /** `GET /metrics`: off (not served, nothing recorded), on (no credential), or token (a bearer token). */
@@ -235,6 +239,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     sessionIdleMinutes: int("ERPLINK_SESSION_IDLE_MINUTES", 30, 1, 7 * 24 * 60),
     sessionMaxHours: int("ERPLINK_SESSION_MAX_HOURS", 12, 1, 30 * 24),
     upstreamTimeoutMs: int("ERPLINK_UPSTREAM_TIMEOUT_MS", 30_000, 100, 600_000),
+    upstreamTotalTimeoutMs: int("ERPLINK_UPSTREAM_TOTAL_TIMEOUT_MS", 600_000, 1_000, 86_400_000),
+    upstreamConnections: int("ERPLINK_UPSTREAM_CONNECTIONS", 64, 1, 4_096),
     extAuthzToken,
     metrics: metricsMode === "token" ? { mode: "token", token: metricsToken ?? "" } : { mode: metricsMode === "off" ? "off" : "on" },
   };

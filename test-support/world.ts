@@ -80,6 +80,8 @@ export interface WorldOptions {
   readonly adminLimits?: Limits;
   readonly dataLimits?: Limits;
   readonly upstreamTimeoutMs?: number;
+  /** `ERPLINK_UPSTREAM_CONNECTIONS`: most requests in flight to one instance's back end. */
+  readonly upstreamConnections?: number;
   /** `ERPLINK_PUBLIC_URL`: the base URL clients use. */
   readonly publicUrl?: string;
   /** `ERPLINK_CORS_ORIGINS`: origins allowed to call the RPC endpoints from browsers. */
@@ -119,6 +121,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     record: (entry) => layer.logWriter.record(entry),
     data: layer.dataPlane,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 2_000,
+    ...(options.upstreamConnections !== undefined ? { upstreamConnections: options.upstreamConnections } : {}),
     bindDiagnostics: (port) => layer.bindDiagnostics(port),
     ready: () => store.ping(),
     logger: false,

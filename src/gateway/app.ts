@@ -76,6 +76,10 @@ export interface GatewayOptions {
   readonly data?: DataPort<DataKey>;
   /** Upstream answer timeout of the data path (ms). */
   readonly upstreamTimeoutMs?: number;
+  /** How long a whole upstream answer may take (ms; default 10 minutes). */
+  readonly upstreamTotalTimeoutMs?: number;
+  /** Most requests in flight to one instance's back end (default 64). */
+  readonly upstreamConnections?: number;
   /** Whether the data path caches analyses of bodiless reads (default true; false only for differential tests). */
   readonly analysisCache?: boolean;
   /**
@@ -362,6 +366,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     // Created once, shared by the data routes and the diagnostics.
     const resources = createDataResources({
       upstreamTimeoutMs: options.upstreamTimeoutMs ?? 30_000,
+      upstreamTotalTimeoutMs: options.upstreamTotalTimeoutMs,
+      upstreamConnections: options.upstreamConnections,
       metadataTtlMs: 5 * 60_000,
       metrics: options.metrics?.data,
       analysisCache: options.analysisCache,

@@ -101,7 +101,10 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
     if (authorization !== undefined) sent.authorization = authorization;
     if (csrf?.token !== undefined) sent["x-csrf-token"] = csrf.token;
     if (csrf !== undefined && csrf.cookie !== "") sent.cookie = csrf.cookie;
-    const answer = await deps.forwarder.send({ origin: root.origin, path, method: request.method, headers: sent, body });
+    const answer = await deps.forwarder.send(
+      { origin: root.origin, path, method: request.method, headers: sent, body },
+      { instance: instance.id, service: a.serviceName, startedAt: started },
+    );
     const csrfRefused = csrf !== undefined && csrfRequired(answer.status, answer.headers);
     const tokenRefused = answer.status === 401 && instance.credentials.type === "oauth2_client_credentials";
     if (attempt === 0 && (csrfRefused || tokenRefused)) {

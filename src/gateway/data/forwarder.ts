@@ -5,12 +5,19 @@
  * so no URL parser sits between what was verified and what is sent (a
  * proxy library that rebuilds the URL, as `@fastify/reply-from` does with
  * `new URL(source, base)` and the client's query, would be a second parser).
- * Keep-alive connection pools per origin, no retries (the client decides),
- * answers streamed.
+ * Keep-alive connections, no retries (the client decides), answers streamed.
+ *
+ * Each instance's back end gets at most `connections` requests in flight,
+ * shared fairly between its services (`./connection-gate.ts`). One deadline
+ * covers the whole exchange up to the answer's headers: waiting for a
+ * connection, connecting, sending, and the back end's wait before it
+ * answers; after the headers each gap in the body is bounded by the same
+ * time, and the whole answer by `totalTimeoutMs`.
  */
 import type { Readable } from "node:stream";
 import { Agent, errors } from "undici";
 import { GatewayError } from "../errors.js";
+import { ConnectionGate, type NoSlot, type Release } from "./connection-gate.js";
 
 /** A request as it goes to the back end. */
 export interface UpstreamRequest {
@@ -32,10 +39,30 @@ export interface UpstreamResponse {
   readonly body: Readable;
 }
 
+/** Where a request goes, for the connection limits. */
+export interface UpstreamRoute {
+  /** The instance whose connections it takes. */
+  readonly instance: string;
+  /** The service it addresses (services of one instance share its connections fairly). */
+  readonly service: string;
+  /**
+   * When the exchange started (`performance.now()`): the deadline runs from
+   * there, so what came before the send (a CSRF or OAuth token fetch) counts.
+   */
+  readonly startedAt: number;
+}
+
 /** Options of {@link Forwarder}. */
 export interface ForwarderOptions {
-  /** How long the back end may take to answer, and to send each part of its body (ms). */
+  /**
+   * How long an exchange may take up to the answer's headers, waiting for a
+   * connection included, and each gap in the answer's body (ms).
+   */
   readonly timeoutMs: number;
+  /** How long a whole answer may take, its body included (ms); default 10 minutes. */
+  readonly totalTimeoutMs?: number;
+  /** Most requests in flight to one instance's back end; default 64. */
+  readonly connections?: number;
 }
 
 /**
@@ -46,7 +73,7 @@ export interface ForwarderOptions {
  * for any other error.
  */
 export function brokenAnswerError(err: unknown): GatewayError | undefined {
-  if (isTimeout(err)) return notInTime();
+  if (isTimeout(err) || err === TOTAL_DEADLINE) return notInTime();
   if (err instanceof errors.UndiciError) return new GatewayError(502, "the back end's answer broke off");
   return undefined;
 }
@@ -61,33 +88,78 @@ function notInTime(): GatewayError {
   return new GatewayError(504, "the back end did not answer in time");
 }
 
+/** The reason a whole answer's deadline aborts its body with. */
+const TOTAL_DEADLINE = new Error("the back end's answer took longer than the total deadline");
+
+/** Default of {@link ForwarderOptions.totalTimeoutMs}. */
+const DEFAULT_TOTAL_TIMEOUT_MS = 600_000;
+/** Default of {@link ForwarderOptions.connections}. */
+export const DEFAULT_UPSTREAM_CONNECTIONS = 64;
+
 /** Upstream connections of the data path. */
 export class Forwarder {
-  private readonly agent: Agent;
+  /** Connections are limited per instance by the gates, not per origin by the agent. */
+  private readonly agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 30_000 });
+  private readonly gates = new Map<string, ConnectionGate>();
 
-  constructor(private readonly options: ForwarderOptions) {
-    this.agent = new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 30_000 });
+  constructor(private readonly options: ForwarderOptions) {}
+
+  /** The gate of an instance's connections. */
+  gate(instance: string): ConnectionGate {
+    let gate = this.gates.get(instance);
+    if (gate === undefined) {
+      gate = new ConnectionGate(this.options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS);
+      this.gates.set(instance, gate);
+    }
+    return gate;
   }
 
   /**
    * Sends `request`; resolves with the answer's status and headers. Throws a
-   * {@link GatewayError}: 504 when the back end does not answer in time, 502
-   * when it cannot be reached.
+   * {@link GatewayError}: 504 when no answer came within the deadline
+   * (waiting for a connection included), 503 when too many requests wait for
+   * the instance's connections already, 502 when the back end cannot be reached.
    */
-  async send(request: UpstreamRequest): Promise<UpstreamResponse> {
+  async send(request: UpstreamRequest, route: UpstreamRoute): Promise<UpstreamResponse> {
+    const { timeoutMs } = this.options;
+    const left = route.startedAt + timeoutMs - performance.now();
+    if (left <= 0) throw notInTime();
+    const deadline = new AbortController();
+    let timer: NodeJS.Timeout | undefined = setTimeout(() => deadline.abort(), left);
+    let release: Release | undefined;
     try {
+      const gate = this.gate(route.instance);
+      const slot = gate.take(route.service, deadline.signal);
+      release = slot instanceof Promise ? await slot.catch(noSlot) : slot;
       const res = await this.agent.request({
         origin: request.origin,
         path: request.path,
         method: request.method as "GET",
         headers: request.headers,
         body: request.body,
-        headersTimeout: this.options.timeoutMs,
-        bodyTimeout: this.options.timeoutMs,
+        signal: deadline.signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
       });
+      // From the headers on, each gap is bounded by bodyTimeout and the whole answer by the total deadline.
+      clearTimeout(timer);
+      const total = route.startedAt + (this.options.totalTimeoutMs ?? DEFAULT_TOTAL_TIMEOUT_MS) - performance.now();
+      timer = setTimeout(() => res.body.destroy(TOTAL_DEADLINE), Math.max(total, 0));
+      const done = release;
+      const answered = timer;
+      res.body.once("close", () => {
+        clearTimeout(answered);
+        done();
+      });
+      release = undefined;
+      timer = undefined;
       return { status: res.statusCode, headers: res.headers, body: res.body };
     } catch (err) {
-      throw isTimeout(err) ? notInTime() : new GatewayError(502, "the back end could not be reached");
+      if (err instanceof GatewayError) throw err;
+      throw deadline.signal.aborted || isTimeout(err) ? notInTime() : new GatewayError(502, "the back end could not be reached");
+    } finally {
+      clearTimeout(timer);
+      release?.();
     }
   }
 
@@ -95,4 +167,10 @@ export class Forwarder {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/** The gateway's error for a request that got no connection. */
+function noSlot(reason: NoSlot): never {
+  if (reason === "full") throw new GatewayError(503, "too many requests are waiting for this instance's back end: retry shortly", { headers: { "retry-after": "1" } });
+  throw new GatewayError(504, "the back end did not answer in time (no connection to it came free)");
 }

@@ -15,6 +15,10 @@ import { MetadataCache } from "./metadata-cache.js";
 export interface DataResourceOptions {
   /** Upstream answer timeout (ms): slower answers get 504. */
   readonly upstreamTimeoutMs: number;
+  /** How long a whole upstream answer may take (ms; the forwarder's default when unset). */
+  readonly upstreamTotalTimeoutMs?: number | undefined;
+  /** Most requests in flight to one instance's back end (the forwarder's default when unset). */
+  readonly upstreamConnections?: number | undefined;
   /** How long a service's `$metadata` is cached (ms). */
   readonly metadataTtlMs: number;
   /** Where the caches count lookups and fetches (default: nowhere). */
@@ -41,6 +45,10 @@ export function createDataResources(options: DataResourceOptions): DataResources
   const { metrics } = options;
   const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs, metrics });
   const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs, metrics });
-  const forwarder = new Forwarder({ timeoutMs: options.upstreamTimeoutMs });
+  const forwarder = new Forwarder({
+    timeoutMs: options.upstreamTimeoutMs,
+    ...(options.upstreamTotalTimeoutMs !== undefined ? { totalTimeoutMs: options.upstreamTotalTimeoutMs } : {}),
+    ...(options.upstreamConnections !== undefined ? { connections: options.upstreamConnections } : {}),
+  });
   return { sessions, metadata, analyses: options.analysisCache === false ? undefined : new AnalysisCache(), forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
 }

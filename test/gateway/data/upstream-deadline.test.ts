@@ -1,0 +1,104 @@
+/**
+ * The upstream deadline covers the whole exchange, waiting for a connection
+ * included: requests to a back end that hangs get 504 within a tenth of the
+ * configured timeout however many of them wait, a healthy service of the
+ * same instance keeps answering meanwhile, and beyond the waiting room a
+ * request is refused at once with 503 and `Retry-After`.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Socket } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
+import { createWorld, type World } from "../../../test-support/world.js";
+import { json, post } from "../../../test-support/http.js";
+
+const TIMEOUT_MS = 1_500;
+
+interface Ctx {
+  upstream: http.Server;
+  sockets: Set<Socket>;
+  world: World;
+  key: string;
+}
+
+const Deadline = suite<Ctx>("upstream deadline");
+
+/** A back end whose service `slow` never answers its entity requests, and `fast` answers at once. */
+async function start(ctx: Ctx, connections?: number): Promise<void> {
+  ctx.sockets = new Set();
+  ctx.upstream = http.createServer((req, res) => {
+    if (req.url?.endsWith("/$metadata")) {
+      res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
+      return;
+    }
+    if (req.url?.startsWith("/odata/slow/")) return; // hangs
+    res.writeHead(200, { "content-type": "application/json;odata.metadata=minimal", "odata-version": "4.0" }).end('{"value":[]}');
+  });
+  ctx.upstream.on("connection", (s: Socket) => {
+    ctx.sockets.add(s);
+    s.on("close", () => ctx.sockets.delete(s));
+  });
+  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
+  const base = `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/odata/`;
+  ctx.world = await createWorld({ upstreamTimeoutMs: TIMEOUT_MS, ...(connections !== undefined ? { upstreamConnections: connections } : {}) });
+  const sys = json(await post(ctx.world.app, "/admin/systems", { name: "S4" })).data.id;
+  const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
+    name: "prod",
+    base_url: base,
+    services: { SLOW: { path: "slow" }, FAST: { path: "fast" } },
+  });
+  assert.is(ins.statusCode, 201);
+  ctx.key = json(await post(ctx.world.app, "/admin/api-keys", { name: "app", permissions: { prod: { "*": { "*": ["list"] } } } })).data.key;
+}
+
+Deadline.after.each(async (ctx) => {
+  await ctx.world.close();
+  for (const s of ctx.sockets) s.destroy();
+  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+});
+
+async function timed(ctx: Ctx, service: string): Promise<{ status: number; ms: number; code: string | undefined; retryAfter: unknown }> {
+  const t0 = performance.now();
+  const res = await ctx.world.app.inject({ method: "GET", url: `/odata/prod/${service}/SalesOrders`, headers: { authorization: `Bearer ${ctx.key}` } });
+  const code = res.statusCode >= 400 ? (json(res).error as { code: string }).code : undefined;
+  return { status: res.statusCode, ms: performance.now() - t0, code, retryAfter: res.headers["retry-after"] };
+}
+
+Deadline("a hanging back end: every request gets 504 within a tenth of the timeout, waiting for a connection included; a healthy service of the instance answers meanwhile", async (ctx) => {
+  await start(ctx);
+  // Both services asked for once (their $metadata read, the slow one's request timed out).
+  assert.is((await timed(ctx, "FAST")).status, 200);
+  assert.is((await timed(ctx, "SLOW")).status, 504);
+  // More hanging requests than the instance has connections (64).
+  const burst = Array.from({ length: 100 }, () => timed(ctx, "SLOW"));
+  const healthy: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const fast = await timed(ctx, "FAST");
+    assert.is(fast.status, 200);
+    healthy.push(fast.ms);
+  }
+  const slow = await Promise.all(burst);
+  for (const s of slow) {
+    assert.equal([s.status, s.code], [504, "GATEWAY_TIMEOUT"]);
+    assert.ok(s.ms >= TIMEOUT_MS - 5 && s.ms <= TIMEOUT_MS * 1.1, `504 after ${Math.round(s.ms)} ms, timeout ${TIMEOUT_MS} ms`);
+  }
+  assert.ok(Math.max(...healthy) < TIMEOUT_MS / 3, `the healthy service answered in ${healthy.map(Math.round).join(", ")} ms while the other hung`);
+});
+
+Deadline("beyond the requests that may wait for the instance's connections, a request is refused at once with 503 and Retry-After", async (ctx) => {
+  // Two connections: one in flight for a service once two were asked for, sixteen waiting.
+  await start(ctx, 2);
+  assert.is((await timed(ctx, "FAST")).status, 200);
+  const answers = await Promise.all(Array.from({ length: 30 }, () => timed(ctx, "SLOW")));
+  const refused = answers.filter((a) => a.status === 503);
+  assert.is(refused.length, 30 - 1 - 16);
+  for (const r of refused) {
+    assert.equal([r.code, r.retryAfter], ["UNAVAILABLE", "1"]);
+    assert.ok(r.ms < TIMEOUT_MS / 3, `refused after ${Math.round(r.ms)} ms`);
+  }
+  for (const a of answers.filter((a) => a.status !== 503)) assert.equal([a.status, a.code], [504, "GATEWAY_TIMEOUT"]);
+});
+
+Deadline.run();
