@@ -8,6 +8,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { AbuseGuard } from "./abuse-guard.js";
 import { settleStream } from "./h2-stream.js";
 
 /** Fastify's request handler, as a server factory receives it (HTTP/1.1 or HTTP/2 compat objects). */
@@ -26,6 +27,8 @@ export interface DualProtocolServerOptions {
   readonly keepAliveTimeoutMs: number;
   /** Idle timeout of HTTP/2 sessions (ms). */
   readonly http2SessionTimeoutMs: number;
+  /** Limits on rapid resets, streams at once, reconnecting abusers and pipelining (default: {@link AbuseGuard}'s). */
+  readonly guard?: AbuseGuard;
 }
 
 /**
@@ -54,15 +57,17 @@ export function isDualProtocolServer(server: unknown): server is DualProtocolSer
 
 /** Creates the one-port server; pass it to Fastify as `serverFactory`. */
 export function createDualProtocolServer(handler: RequestHandler, options: DualProtocolServerOptions): DualProtocolServer {
-  const h1 = http.createServer(handler as http.RequestListener);
+  const guard = options.guard ?? new AbuseGuard();
+  const h1 = http.createServer(guard.pipeline(handler as http.RequestListener));
   h1.keepAliveTimeout = options.keepAliveTimeoutMs;
   let shortcut: Http2Shortcut | undefined;
   // The streams the shortcut leaves get Node's compat objects, made as Node
   // makes them (CONNECT, Expect) by a server of their own that never
   // listens: it only turns a stream into the handler's request and response.
   const compat = http2.createServer(handler);
-  const h2 = http2.createServer();
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: guard.maxConcurrentStreams } });
   h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (!guard.admitStream(stream)) return;
     if (shortcut !== undefined && shortcut(stream, headers)) return;
     compat.emit("stream", stream, headers, flags, rawHeaders);
     // As the shortcut does for its own: the unread rest drained after the answer, the stream
@@ -77,6 +82,7 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
   let closing = false;
   h2.on("session", (session) => {
     sessions.add(session);
+    guard.watchSession(session, session.socket?.remoteAddress);
     session.once("close", () => sessions.delete(session));
     session.setTimeout(options.http2SessionTimeoutMs, () => session.close());
     if (closing) session.close();
@@ -84,6 +90,11 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
   const sockets = new Set<net.Socket>();
 
   const outer = net.createServer((socket) => {
+    // An address that was just sent away for abuse is refused for a while.
+    if (guard.refuses(socket.remoteAddress)) {
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.setTimeout(options.firstByteTimeoutMs, () => socket.destroy());

@@ -73,7 +73,14 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   // A client that reset its request (or lost its session) before anything was sent: nothing is.
   // Over HTTP/2 with no Content-Length, Node ends the request at the reset, so a body cut short
   // would pass for a whole one; and a client that sent END_STREAM, then reset, has given up.
-  if ((reply.request.raw as { aborted?: boolean }).aborted === true) throw new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
+  const gone = () => clientGone(reply);
+  // Node runs a stream's handler, up to here, while it still reads the frames
+  // that came with its HEADERS: a reset sent right behind them (HTTP/2 rapid
+  // reset) is read only once this turn of the event loop has seen them all.
+  // Waiting for that turn costs one setImmediate, and a stream reset by then
+  // is never forwarded.
+  if (reply.request.raw.httpVersionMajor === 2) await new Promise(setImmediate);
+  if (gone()) throw clientGoneError();
   const { path, headers } = upstreamTarget(a, deps.port);
 
   if (request.body !== undefined) headers["content-type"] = request.body.contentType;
@@ -103,7 +110,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
     if (csrf !== undefined && csrf.cookie !== "") sent.cookie = csrf.cookie;
     const answer = await deps.forwarder.send(
       { origin: root.origin, path, method: request.method, headers: sent, body },
-      { instance: instance.id, service: a.serviceName, startedAt: started },
+      { instance: instance.id, service: a.serviceName, startedAt: started, gone },
     );
     const csrfRefused = csrf !== undefined && csrfRequired(answer.status, answer.headers);
     const tokenRefused = answer.status === 401 && instance.credentials.type === "oauth2_client_credentials";
@@ -164,6 +171,26 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   // (an upstream error mid-stream ends the connection, or the HTTP/2 stream
   // with INTERNAL_ERROR; the status is sent).
   reply.send(answer);
+}
+
+/**
+ * Whether the client has given up on the exchange: it reset its HTTP/2
+ * stream (a stream whose request had ended is reset without an `aborted`
+ * event: its closed state says it), its request was aborted, or its
+ * connection is gone. Checked before anything is sent upstream, and again
+ * once a connection is there, so a reset request is never forwarded.
+ */
+function clientGone(reply: FastifyReply): boolean {
+  const req = reply.request.raw as { aborted?: boolean; socket?: { destroyed?: boolean } | null };
+  if (req.aborted === true) return true;
+  const stream = (reply.raw as unknown as { stream?: http2.ServerHttp2Stream }).stream;
+  if (stream !== undefined) return stream.closed || stream.destroyed;
+  return req.socket?.destroyed === true;
+}
+
+/** The error of an exchange its client gave up before anything was sent. */
+export function clientGoneError(): GatewayError {
+  return new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
 }
 
 /** Reads an answer's body to its end and drops it (errors included). */

@@ -50,6 +50,8 @@ export interface UpstreamRoute {
    * there, so what came before the send (a CSRF or OAuth token fetch) counts.
    */
   readonly startedAt: number;
+  /** Whether the client has given up; checked once a connection is there, before anything is sent. */
+  readonly gone?: () => boolean;
 }
 
 /** Options of {@link Forwarder}. */
@@ -131,6 +133,7 @@ export class Forwarder {
       const gate = this.gate(route.instance);
       const slot = gate.take(route.service, deadline.signal);
       release = slot instanceof Promise ? await slot.catch(noSlot) : slot;
+      if (route.gone?.() === true) throw new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
       const res = await this.agent.request({
         origin: request.origin,
         path: request.path,

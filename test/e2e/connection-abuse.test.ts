@@ -1,0 +1,188 @@
+/**
+ * Clients that use the protocols against erplink rather than to talk to it,
+ * on a real port: HTTP/2 rapid reset (a request and its reset in one packet,
+ * over and over) is never forwarded and gets its session closed with
+ * ENHANCE_YOUR_CALM, its address is refused for a while while others are
+ * served, and an HTTP/1.1 connection that pipelines hundreds of requests has
+ * only a few in progress at once, every one answered in order.
+ */
+import http from "node:http";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { AbuseGuard } from "../../src/gateway/abuse-guard.js";
+import { V4_METADATA } from "../../test-support/odata/fixtures.js";
+import { PREFACE, rawHeaders, rawRst } from "../../test-support/raw-h2.js";
+import { addProdSales } from "../../test-support/sales-world.js";
+import { createWorld, type World } from "../../test-support/world.js";
+
+interface Ctx {
+  world: World;
+  upstream: http.Server;
+  port: number;
+  key: string;
+  /** Data requests the back end received. */
+  hits: number;
+  /** Most data requests the back end had in progress at once. */
+  maxInProgress: number;
+  /** How long the back end takes to answer a data request (ms). */
+  delayMs: number;
+}
+
+const PATH = "/odata/prod/SALES/SalesOrders";
+const NGHTTP2_CANCEL = 0x8;
+const ENHANCE_YOUR_CALM = 0xb;
+
+const Abuse = suite<Ctx>("connection abuse: rapid reset, reconnecting, pipelining");
+
+Abuse.before.each(async (ctx) => {
+  ctx.hits = 0;
+  ctx.maxInProgress = 0;
+  ctx.delayMs = 0;
+  let inProgress = 0;
+  ctx.upstream = http.createServer((req, res) => {
+    if (req.url?.endsWith("/$metadata")) {
+      res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
+      return;
+    }
+    ctx.hits++;
+    inProgress++;
+    ctx.maxInProgress = Math.max(ctx.maxInProgress, inProgress);
+    setTimeout(() => {
+      inProgress--;
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ value: [], echo: req.url }));
+    }, ctx.delayMs);
+  });
+  await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
+  ctx.world = await createWorld({ dualProtocol: true });
+  await ctx.world.app.listen({ port: 0, host: "127.0.0.1" });
+  ctx.port = (ctx.world.app.server.address() as AddressInfo).port;
+  ctx.key = await addProdSales(ctx.world.app, `http://127.0.0.1:${(ctx.upstream.address() as AddressInfo).port}/odata/`, { SalesOrders: ["list", "get"] });
+  // The service's $metadata read once, so that every request below is decided at once.
+  const warm = await ctx.world.app.inject({ method: "GET", url: PATH, headers: { authorization: `Bearer ${ctx.key}` } });
+  assert.is(warm.statusCode, 200);
+  ctx.hits = 0;
+  ctx.maxInProgress = 0;
+});
+
+Abuse.after.each(async (ctx) => {
+  await ctx.world.close();
+  ctx.upstream.closeAllConnections();
+  await new Promise<void>((r) => ctx.upstream.close(() => r()));
+});
+
+/** The frames of the server's answer, as [type, stream, payload]. */
+function frames(bytes: Buffer): [number, number, Buffer][] {
+  const out: [number, number, Buffer][] = [];
+  for (let at = 0; at + 9 <= bytes.length; ) {
+    const length = bytes.readUIntBE(at, 3);
+    if (at + 9 + length > bytes.length) break;
+    out.push([bytes[at + 3]!, bytes.readUInt32BE(at + 5) & 0x7fffffff, bytes.subarray(at + 9, at + 9 + length)]);
+    at += 9 + length;
+  }
+  return out;
+}
+
+/**
+ * Opens an h2c connection from `localAddress` and writes `pairs` requests,
+ * each followed by its reset in the same packet; resolves with what the
+ * server sent until it closed the connection (or 3 s passed), or with
+ * "refused" when the connection was closed before any byte came back.
+ */
+function rapidReset(ctx: Ctx, localAddress: string, pairs: number): Promise<Buffer | "refused"> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: "127.0.0.1", port: ctx.port, localAddress });
+    const chunks: Buffer[] = [];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.on("error", () => {});
+    const timer = setTimeout(() => socket.destroy(), 3_000);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve(chunks.length === 0 ? "refused" : Buffer.concat(chunks));
+    });
+    socket.on("connect", () => {
+      const headers: [string, string][] = [
+        [":method", "GET"],
+        [":scheme", "http"],
+        [":authority", `127.0.0.1:${ctx.port}`],
+        [":path", PATH],
+        ["authorization", `Bearer ${ctx.key}`],
+      ];
+      const packet: Buffer[] = [PREFACE];
+      for (let i = 0; i < pairs; i++) packet.push(rawHeaders(1 + 2 * i, headers, true), rawRst(1 + 2 * i, NGHTTP2_CANCEL));
+      socket.write(Buffer.concat(packet));
+    });
+  });
+}
+
+/** GET over a fresh HTTP/1.1 connection from `localAddress`: the status, or "refused". */
+function getFrom(ctx: Ctx, localAddress: string): Promise<number | "refused"> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: "127.0.0.1", port: ctx.port, path: PATH, localAddress, agent: false, headers: { authorization: `Bearer ${ctx.key}` } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode!));
+    });
+    req.on("error", () => resolve("refused"));
+  });
+}
+
+Abuse("HTTP/2 rapid reset: no reset request is forwarded, the session is sent ENHANCE_YOUR_CALM, its address is refused for a while while others are served", async (ctx) => {
+  const answer = await rapidReset(ctx, "127.0.0.2", 1_000);
+  assert.ok(answer !== "refused");
+  const goaway = frames(answer as Buffer).find(([type]) => type === 0x7);
+  assert.ok(goaway !== undefined, "the session was sent GOAWAY");
+  assert.is(goaway[2].readUInt32BE(4), ENHANCE_YOUR_CALM);
+  assert.is(ctx.hits, 0, "no reset request reached the back end");
+  // The address that did it is refused now; another is served.
+  assert.is(await rapidReset(ctx, "127.0.0.2", 1), "refused");
+  assert.is(await getFrom(ctx, "127.0.0.2"), "refused");
+  assert.is(await getFrom(ctx, "127.0.0.1"), 200);
+  // After its penalty (a second for a first strike) the address is served again.
+  await new Promise((r) => setTimeout(r, 1_100));
+  assert.is(await getFrom(ctx, "127.0.0.2"), 200);
+});
+
+Abuse("HTTP/1.1 pipelining: hundreds of requests on one connection, a few in progress at once, all answered in order", async (ctx) => {
+  ctx.delayMs = 20;
+  const count = 200;
+  const socket = net.connect({ host: "127.0.0.1", port: ctx.port });
+  await new Promise((r) => socket.once("connect", r));
+  let received = "";
+  socket.setEncoding("latin1");
+  socket.on("data", (s: string) => (received += s));
+  const requests: string[] = [];
+  for (let i = 0; i < count; i++) requests.push(`GET ${PATH}?$top=${i} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ctx.key}\r\n\r\n`);
+  socket.write(requests.join(""));
+  const deadline = Date.now() + 20_000;
+  while ((received.match(/HTTP\/1\.1 200 OK/g)?.length ?? 0) < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  socket.destroy();
+  const echoes = [...received.matchAll(/"echo":"[^"]*\$top=(\d+)"/g)].map((m) => Number(m[1]));
+  assert.equal(echoes, Array.from({ length: count }, (_, i) => i), "every request answered, in order");
+  assert.is(ctx.hits, count);
+  assert.ok(ctx.maxInProgress <= 8, `at most 8 in progress at the back end, saw ${ctx.maxInProgress}`);
+});
+
+Abuse("strikes: a first refusal lasts a second, each further one twice as long, up to a minute; a quiet minute forgets them", () => {
+  let now = 0;
+  const guard = new AbuseGuard({ now: () => now });
+  guard.strike("10.0.0.1");
+  assert.ok(guard.refuses("10.0.0.1"));
+  assert.not.ok(guard.refuses("10.0.0.2"));
+  now = 1_001;
+  assert.not.ok(guard.refuses("10.0.0.1"));
+  guard.strike("10.0.0.1");
+  now += 1_999;
+  assert.ok(guard.refuses("10.0.0.1"), "two seconds for a second strike");
+  for (let i = 0; i < 10; i++) guard.strike("10.0.0.1");
+  now += 59_999;
+  assert.ok(guard.refuses("10.0.0.1"), "capped at a minute");
+  now += 2;
+  assert.not.ok(guard.refuses("10.0.0.1"));
+  now += 60_001;
+  guard.strike("10.0.0.1");
+  now += 1_001;
+  assert.not.ok(guard.refuses("10.0.0.1"), "forgotten after a quiet minute: a first strike again");
+});
+
+Abuse.run();
