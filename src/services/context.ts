@@ -15,6 +15,10 @@ import { UsageRecorder } from "./usage.js";
 /** Dependencies shared by the services. */
 export interface ServiceDeps {
   readonly store: Store;
+  /** Where the instance service says which instance names changed, so that the data plane's cache forgets them at once. */
+  readonly instanceChanges: InstanceChanges;
+  /** How long the data plane serves an instance from memory (ms): other processes' changes arrive within it. */
+  readonly instanceTtlMs: number;
   /** The current time; tests inject a fixed or stepping clock. */
   readonly clock: () => Date;
   readonly newId: IdGenerator;
@@ -65,10 +69,23 @@ export interface ServiceSettings {
   readonly auditRetentionMs?: number | undefined;
   /** How sessions expire (default: 30 min idle, 12 h absolute). */
   readonly sessionPolicy?: SessionPolicy;
-  /** How long a cached session is trusted before it is re-read (ms; the key-sync interval). */
+  /** How long a cached session or instance is trusted before it is re-read (ms; the key-sync interval). */
   readonly sessionRefreshMs?: number;
   /** Where the services report (default: nowhere). */
   readonly metrics?: Metrics;
+}
+
+/** Names of instances created, changed or deleted in this process, told to whoever listens. */
+export class InstanceChanges {
+  private readonly listeners: ((name: string) => void)[] = [];
+  /** Calls `listener` with every name changed from now on. */
+  listen(listener: (name: string) => void): void {
+    this.listeners.push(listener);
+  }
+  /** Tells the listeners that the instances named `names` changed. */
+  changed(...names: string[]): void {
+    for (const name of names) for (const listener of this.listeners) listener(name);
+  }
 }
 
 /** Builds the services' dependencies over a store. */
@@ -77,6 +94,8 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
   const newId = settings.newId ?? createIdGenerator(clock);
   return {
     store,
+    instanceChanges: new InstanceChanges(),
+    instanceTtlMs: settings.sessionRefreshMs ?? 2_000,
     clock,
     newId,
     keys: new KeyRegistry({

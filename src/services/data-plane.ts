@@ -50,18 +50,23 @@ export function upstreamInstance(rec: InstanceRecord, secrets: SecretBox): Upstr
   };
 }
 
-/** How long an instance is served from memory before it is read again (ms). */
-const INSTANCE_TTL_MS = 5_000;
-
 /** The data plane's decisions and lookups. */
 export class DataPlane {
   private readonly instances = new Map<string, { at: number; value: UpstreamInstance | undefined }>();
+  /** Store reads in flight by name; a change meanwhile marks them stale, and they are not kept. */
+  private readonly loading = new Map<string, { promise: Promise<UpstreamInstance | undefined>; stale: boolean }>();
 
   constructor(
     private readonly deps: ServiceDeps,
     /** Whether a token is the master key (compared in constant time). */
     private readonly isMasterKey: (token: string) => boolean,
-  ) {}
+  ) {
+    deps.instanceChanges.listen((name) => {
+      this.instances.delete(name);
+      const load = this.loading.get(name);
+      if (load !== undefined) load.stale = true;
+    });
+  }
 
   /**
    * The data key of an `Authorization` header. Throws `unauthenticated`
@@ -109,21 +114,39 @@ export class DataPlane {
     }
   }
 
-  /** The instance named `name`, or undefined; cached for a few seconds. */
+  /**
+   * The instance named `name`, or undefined. Served from memory for the
+   * key-sync interval: a change made in this process is in force at once
+   * (the instance service tells this cache), one made by another process
+   * within the interval. Concurrent misses share one store read.
+   */
   async instance(name: string): Promise<UpstreamInstance | undefined> {
     const now = this.deps.clock().getTime();
     const hit = this.instances.get(name);
-    if (hit !== undefined && now - hit.at < INSTANCE_TTL_MS) return hit.value;
-    let rec: InstanceRecord | undefined;
-    try {
-      rec = await this.deps.store.instances.getByName(name);
-    } catch (err) {
-      throw toConnectError(err, { singular: "instance" });
-    }
-    const value = rec === undefined ? undefined : upstreamInstance(rec, this.deps.secrets);
-    if (this.instances.size > 10_000) this.instances.clear();
-    this.instances.set(name, { at: now, value });
-    return value;
+    if (hit !== undefined && now - hit.at < this.deps.instanceTtlMs) return hit.value;
+    const inFlight = this.loading.get(name);
+    if (inFlight !== undefined && !inFlight.stale) return inFlight.promise;
+    const load = {
+      stale: false,
+      promise: this.deps.store.instances.getByName(name).then(
+        (rec: InstanceRecord | undefined) => {
+          if (this.loading.get(name) === load) this.loading.delete(name);
+          const value = rec === undefined ? undefined : upstreamInstance(rec, this.deps.secrets);
+          // A change while the read was in flight: this read may predate it, so it is not kept.
+          if (!load.stale) {
+            if (this.instances.size > 10_000) this.instances.clear();
+            this.instances.set(name, { at: now, value });
+          }
+          return value;
+        },
+        (err: unknown) => {
+          if (this.loading.get(name) === load) this.loading.delete(name);
+          throw toConnectError(err, { singular: "instance" });
+        },
+      ),
+    };
+    this.loading.set(name, load);
+    return load.promise;
   }
 
   /** Whether the key may see the service at all (for `$metadata` and the service document). */

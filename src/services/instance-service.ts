@@ -162,6 +162,8 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         },
         snapshot,
       );
+      // A name looked up before it existed is remembered as unknown: no longer.
+      this.deps.instanceChanges.changed(rec.name);
       return create(CreateInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }
@@ -198,6 +200,8 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         () => this.deps.store.instances.update(instance.id, patch),
         snapshot,
       );
+      // In force at once in this process, under its old name and its new one.
+      this.deps.instanceChanges.changed(current.name, rec.name);
       return create(UpdateInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }
@@ -241,6 +245,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         },
         () => this.deps.store.instances.delete(req.id),
       );
+      this.deps.instanceChanges.changed(current.name);
       return create(DeleteInstanceResponseSchema, { instance: instanceToMessage(rec) });
     });
   }
