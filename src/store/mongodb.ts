@@ -68,10 +68,10 @@ export async function createMongoBackend(options: MongoBackendOptions): Promise<
     async collection(spec) {
       const coll = db.collection<Document>(spec.name);
       await guard(() => ensureIndexes(coll, spec.indexes.filter((i) => keptBy(i, "mongodb"))));
-      return new MongoCollection(coll, spec);
+      return new MongoCollection(coll, spec, options.serverSelectionTimeoutMs);
     },
     async ping() {
-      await guard(() => db.command({ ping: 1 }));
+      await withDeadline(guard(() => db.command({ ping: 1 })), options.serverSelectionTimeoutMs);
     },
     async close() {
       await client.close();
@@ -141,6 +141,22 @@ async function guard<T>(op: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * `op`, or StoreUnavailableError once `ms` have passed. A server that stopped
+ * answering without closing its connections (frozen, or behind a dead
+ * network path) would otherwise hold the operation until the socket timeout:
+ * the caller is answered in time, and the driver's operation ends on its own
+ * (a write that reaches the server after all is the ambiguity every timeout
+ * has: the client was told 503, and may retry).
+ */
+function withDeadline<T>(op: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnavailableError({ cause: new Error(`no answer within ${ms} ms`) })), ms);
+  });
+  return Promise.race([op, late]).finally(() => clearTimeout(timer));
+}
+
 /** Equality filter with explicit `$eq`, so a value can never act as an operator. */
 function eqFilter(where: Where): Filter<Document> {
   assertScalars(where);
@@ -156,7 +172,14 @@ class MongoCollection implements DocumentCollection {
   constructor(
     private readonly coll: Collection<Document>,
     private readonly spec: CollectionSpec,
+    /** How long an operation a request waits for may take (ms): a frozen server answers nothing, ever. */
+    private readonly timeoutMs: number,
   ) {}
+
+  /** {@link guard}, and unavailable after `timeoutMs` whatever the driver still waits for. */
+  private bounded<T>(op: () => Promise<T>): Promise<T> {
+    return withDeadline(guard(op), this.timeoutMs);
+  }
 
   /** Names the field of a duplicate-key error from the server's keyPattern, or finds it. */
   private async duplicate(err: MongoServerError, doc: Record<string, unknown>, id: string): Promise<DuplicateKeyError> {
@@ -168,7 +191,7 @@ class MongoCollection implements DocumentCollection {
 
   async insert(doc: Document): Promise<void> {
     try {
-      await guard(() => this.coll.insertOne(doc));
+      await this.bounded(() => this.coll.insertOne(doc));
     } catch (err) {
       if (err instanceof MongoServerError && err.code === 11000) throw await this.duplicate(err, doc, doc._id);
       throw err;
@@ -181,13 +204,13 @@ class MongoCollection implements DocumentCollection {
 
   async findOne(where: Where): Promise<Document | undefined> {
     const filter = eqFilter(where);
-    return (await guard(() => this.coll.findOne(filter))) ?? undefined;
+    return (await this.bounded(() => this.coll.findOne(filter))) ?? undefined;
   }
 
   async list(where: Where, options: ListOptions): Promise<Document[]> {
     const filter: Record<string, unknown> = eqFilter(where);
     if (options.afterId !== undefined) filter._id = { $gt: options.afterId };
-    return guard(() =>
+    return this.bounded(() =>
       this.coll
         .find(filter as Filter<Document>)
         .sort({ _id: 1 })
@@ -198,13 +221,13 @@ class MongoCollection implements DocumentCollection {
 
   async count(where: Where): Promise<number> {
     const filter = eqFilter(where);
-    return guard(() => this.coll.countDocuments(filter));
+    return this.bounded(() => this.coll.countDocuments(filter));
   }
 
   async update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
     assertScalars({ _id: id });
     try {
-      const doc = await guard(() =>
+      const doc = await this.bounded(() =>
         this.coll.findOneAndUpdate({ _id: { $eq: id } }, { $set: set }, { returnDocument: "after" }),
       );
       return doc ?? undefined;
@@ -224,7 +247,7 @@ class MongoCollection implements DocumentCollection {
   async increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number> {
     assertScalars({ _id: id });
     const op = () =>
-      guard(() =>
+      this.bounded(() =>
         this.coll.findOneAndUpdate(
           { _id: { $eq: id } },
           { $inc: { [field]: delta }, $set: set } as UpdateFilter<Document>,
@@ -245,7 +268,7 @@ class MongoCollection implements DocumentCollection {
   async insertMany(docs: readonly Document[]): Promise<void> {
     if (docs.length === 0) return;
     try {
-      await guard(() => this.coll.insertMany([...docs], { ordered: false }));
+      await this.bounded(() => this.coll.insertMany([...docs], { ordered: false }));
     } catch (err) {
       // The ids are fresh (the port's contract), so a duplicate is a document
       // of this batch an earlier attempt wrote: an insert the server took in
@@ -260,7 +283,7 @@ class MongoCollection implements DocumentCollection {
     // Equality as explicit $eq, so a value can never act as an operator.
     const filter = newestFilter(query);
     for (const [field, value] of Object.entries(query.where)) filter[field] = { $eq: value };
-    return guard(() =>
+    return this.bounded(() =>
       this.coll
         .find(filter as Filter<Document>)
         .sort({ _id: -1 })
@@ -270,7 +293,7 @@ class MongoCollection implements DocumentCollection {
   }
 
   async since(field: string, from: Date, limit: number): Promise<Document[]> {
-    return guard(() =>
+    return this.bounded(() =>
       this.coll
         .find({ [field]: { $gte: from } } as Filter<Document>)
         .sort({ [field]: 1 })
@@ -305,7 +328,7 @@ class MongoCollection implements DocumentCollection {
 
   async delete(id: string): Promise<Document | undefined> {
     assertScalars({ _id: id });
-    return (await guard(() => this.coll.findOneAndDelete({ _id: { $eq: id } }))) ?? undefined;
+    return (await this.bounded(() => this.coll.findOneAndDelete({ _id: { $eq: id } }))) ?? undefined;
   }
 
   async getMany(ids: readonly string[]): Promise<Document[]> {
@@ -314,7 +337,7 @@ class MongoCollection implements DocumentCollection {
     // filter FerretDB 1.x hands to SQLite, which stops at the match, where
     // any other filter decodes every document of the collection. The scalar
     // check keeps the value from being an operator.
-    const docs = await Promise.all(ids.map((id) => guard(() => this.coll.findOne({ _id: id }))));
+    const docs = await Promise.all(ids.map((id) => this.bounded(() => this.coll.findOne({ _id: id }))));
     return docs.filter((d): d is Document => d !== null);
   }
 
@@ -331,7 +354,7 @@ class MongoCollection implements DocumentCollection {
       // (a flush: an hour and a day), one upsert each is cheaper than the
       // look-up.
       const ids = increments.map((i) => i.id);
-      const found = await guard(() =>
+      const found = await this.bounded(() =>
         this.coll.find({ _id: { $in: ids } } as Filter<Document>, { projection: { _id: 1 } }).toArray(),
       );
       const existing = new Set(found.map((d) => d._id));
@@ -340,7 +363,7 @@ class MongoCollection implements DocumentCollection {
     }
     if (fresh.length > 0) {
       try {
-        await guard(() => this.coll.insertMany(fresh.map(incrementedDocument), { ordered: false }));
+        await this.bounded(() => this.coll.insertMany(fresh.map(incrementedDocument), { ordered: false }));
       } catch (err) {
         // Created meanwhile by another writer: add to those instead.
         const taken = duplicateIndexes(err);
@@ -349,7 +372,7 @@ class MongoCollection implements DocumentCollection {
       }
     }
     if (updates.length === 0) return;
-    await guard(() =>
+    await this.bounded(() =>
       this.coll.bulkWrite(
         updates.map((i) => ({
           updateOne: {

@@ -132,6 +132,30 @@ if (base !== undefined) {
     assert.ok(res.allowed, `Authorize: ${DenialStep[res.denialStep]} ${res.message}`);
   });
 
+  test(`database frozen (SIGSTOP: connections open, nothing answered): reads, /readyz and Authorize are answered 503 UNAVAILABLE within ${ANSWER_BOUND_MS} ms; thawed, they succeed again`, async (ctx) => {
+    const { erplink, ferret, authz } = ready(ctx);
+    ferret.child.kill("SIGSTOP");
+    try {
+      const timeoutMs = ANSWER_BOUND_MS + 10_000;
+      assertUnavailable(await rest(erplink.baseUrl, "GET", "/admin/systems?while=frozen", { auth: MASTER, timeoutMs }), "GET /admin/systems (frozen)");
+      // (A write sent now would reach the database when it thaws: answered 503, it may still be applied, as after any timeout.)
+      assertUnavailable(await rest(erplink.baseUrl, "GET", "/readyz", { timeoutMs }), "GET /readyz (frozen)");
+      const started = Date.now();
+      const err = await grpcError(authz.call.authorize(authorize(ctx.key.secret)));
+      assert.ok(Date.now() - started <= ANSWER_BOUND_MS, `Authorize took ${Date.now() - started} ms`);
+      assert.is(grpc.status[err.code], "UNAVAILABLE", `details: ${err.details}`);
+    } finally {
+      ferret.child.kill("SIGCONT");
+    }
+    await pollUntil(
+      "/readyz is 200 after the thaw",
+      async () => ((await rest(erplink.baseUrl, "GET", "/readyz", { timeoutMs: 5000 })).status === 200 ? true : undefined),
+      { intervalMs: 250, timeoutMs: 15_000 },
+    );
+    const res = await authz.call.authorize(authorize(ctx.key.secret));
+    assert.ok(res.allowed, `Authorize: ${DenialStep[res.denialStep]} ${res.message}`);
+  });
+
   test(`database stopped (SIGTERM): /readyz turns 503 UNAVAILABLE, each request answered within ${ANSWER_BOUND_MS} ms`, async (ctx) => {
     const { erplink, ferret } = ready(ctx);
     const code = await ferret.stop();
