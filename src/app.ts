@@ -88,6 +88,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
           ...config.store,
           logMaxEntries: config.logMaxEntries ?? Infinity,
           onProblem: (fields: Record<string, unknown>, message: string) => logger.error(fields, message),
+          log: logger,
           // Not part of config.store: without it here the log stayed in this thread whatever ERPLINK_LOG_THREAD said.
           logThread: config.logThread,
         }

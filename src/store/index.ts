@@ -5,7 +5,7 @@ import type { StoreMetrics } from "../metrics/port.js";
 import { openApiKeyStore, type ApiKeyStore } from "./api-keys.js";
 import { openAuditStore, type AuditStore } from "./audit-entries.js";
 import type { StoreBackend } from "./collection.js";
-import { createEmbeddedBackend } from "./embedded.js";
+import { createEmbeddedBackend, type StoreLog } from "./embedded.js";
 import { openInstanceStore, type InstanceStore } from "./instances.js";
 import { instrumentBackend, instrumentRequestLog } from "./instrumented.js";
 import { createMongoBackend } from "./mongodb.js";
@@ -18,6 +18,7 @@ import { openSystemStore, type SystemStore } from "./systems.js";
 import { openUsageRollupStore, type UsageRollupStore } from "./usage-rollups.js";
 
 export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
+export type { StoreLog } from "./embedded.js";
 export type { Page, PageRequest, Patch } from "./aggregate.js";
 export type { SystemRecord, SystemStore } from "./systems.js";
 export type { InstanceRecord, InstanceStore, StoredBackendAuth } from "./instances.js";
@@ -67,6 +68,8 @@ export type StoreOptions =
       readonly onProblem?: (fields: Record<string, unknown>, message: string) => void;
       /** The request log in a worker thread of its own (./request-log-worker.ts); not for a `:memory:` store. Default: off. */
       readonly logThread?: boolean;
+      /** Where the collections' files report a tail cut at open, a write the disk refused, a rewrite that failed. */
+      readonly log?: StoreLog;
     }
   | { readonly kind: "mongodb"; readonly url: string; readonly serverSelectionTimeoutMs: number };
 
@@ -139,7 +142,7 @@ export async function createStore(options: StoreOptions, metrics?: StoreMetrics)
   const backend =
     options.kind === "mongodb"
       ? await createMongoBackend(options)
-      : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000 });
+      : await createEmbeddedBackend({ dataDir: options.dataDir, compactionIntervalMs: 10 * 60_000, log: options.log });
   try {
     return await openStore(metrics === undefined ? backend : instrumentBackend(backend, metrics), {
       ...(options.kind === "embedded" ? { logMaxEntries: options.logMaxEntries, onProblem: options.onProblem, logThread: options.logThread } : {}),
