@@ -37,6 +37,13 @@ export interface IndexSpec {
 export interface CollectionSpec {
   readonly name: string;
   readonly indexes: readonly IndexSpec[];
+  /**
+   * Whether the embedded store flushes each write to the disk before it is
+   * acknowledged (default true). False only for counts whose loss in a crash
+   * costs little and whose writes are on the data path: a write that fails
+   * is still refused and undone.
+   */
+  readonly flush?: boolean;
 }
 
 /** Options of {@link DocumentCollection.list}. */

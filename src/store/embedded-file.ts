@@ -97,6 +97,8 @@ export class DataFile {
   constructor(
     readonly path: string,
     private readonly openFile: OpenDataFile,
+    /** Whether an append is flushed to the disk before it is acknowledged. */
+    private readonly flush = true,
   ) {}
 
   /**
@@ -131,7 +133,7 @@ export class DataFile {
       }
       try {
         await writeAll(fh, buffer, this.length);
-        await fh.datasync();
+        if (this.flush) await fh.datasync();
       } catch (err) {
         // Part of it may be in the file, or in the page cache only: cut it.
         this.dirty = true;

@@ -257,7 +257,7 @@ export async function createEmbeddedBackend(options: EmbeddedBackendOptions): Pr
       } else {
         const filename = join(options.dataDir, `${spec.name}.db`);
         ds = new Datastore({ filename });
-        await new DurableDatastore(ds, new DataFile(filename, openFile), health, options.log).load();
+        await new DurableDatastore(ds, new DataFile(filename, openFile, spec.flush !== false), health, options.log).load();
       }
       for (const index of spec.indexes) {
         if (keptBy(index, "embedded")) {

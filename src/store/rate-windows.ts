@@ -27,6 +27,9 @@ import { plainIndex, type CollectionSpec, type DocumentCollection, type StoreBac
 export const rateWindowsCollection: CollectionSpec = {
   name: "rate_windows",
   indexes: [plainIndex("rate_windows", "w"), plainIndex("rate_windows", "expiresAt")],
+  // A crash may lose the last counts of a window (a key may then use up to its limit again within
+  // it); a flush per count would cost every limited key's request a disk flush.
+  flush: false,
 };
 
 /** The outcome of {@link RateWindowStore.lease}. */
