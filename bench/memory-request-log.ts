@@ -58,6 +58,7 @@ function entry(i: number): RequestLogRecord {
     userAgent: flat(`${UA} ${i % 3}`),
     upstreamMethod: "GET",
     upstreamUrl: flat(`https://s4.example.com:44300/sap/opu/odata/sap/API_BUSINESS_PARTNER/A_BusinessPartner${query}&sap-client=100`),
+    responseBytes: 1800 + (i % 400),
     expiresAt: new Date(now + 30 * 86_400_000),
   };
 }

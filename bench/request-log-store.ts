@@ -76,6 +76,7 @@ function entry(): RequestLogRecord {
     userAgent: "undici",
     upstreamMethod: "GET",
     upstreamUrl: `http://127.0.0.1:40000/odata/ProductService/Products?$top=${12 + (i % 7)}`,
+    responseBytes: 2048,
     expiresAt: new Date(timestamp.getTime() + 30 * 86_400_000),
   };
 }

@@ -44,6 +44,7 @@ export function logEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     userAgent: "ua",
     upstreamMethod: "",
     upstreamUrl: "",
+    responseBytes: 0,
     ...overrides,
   };
 }

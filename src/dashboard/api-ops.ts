@@ -32,6 +32,8 @@ export interface RequestLog {
   readonly upstream_duration_ms?: number;
   readonly upstream_method?: string;
   readonly upstream_url?: string;
+  /** Bytes of the answer's body sent (int64: a string in JSON). */
+  readonly response_bytes?: string;
   readonly client_ip?: string;
   readonly user_agent?: string;
 }

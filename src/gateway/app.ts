@@ -5,6 +5,7 @@
  * services only through a Connect transport.
  */
 import { randomUUID } from "node:crypto";
+import http2 from "node:http2";
 import type net from "node:net";
 import {
   ScalarType,
@@ -37,7 +38,7 @@ import { createDiagnostics } from "./data/diagnostics.js";
 import { brokenAnswerError } from "./data/forwarder.js";
 import { createDataResources } from "./data/resources.js";
 import { registerDataRoutes, type DataKey, type DataLogFacts, type DataPort } from "./data/route.js";
-import { CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail } from "./errors.js";
+import { CLIENT_CLOSED_REQUEST, CODE_TABLE, GatewayError, fromConnectError, type ErrorDetail, type Outcome } from "./errors.js";
 import { createExtAuthzService, type ExtAuthzDecision } from "./ext-authz/service.js";
 import { bodySchema as restBodySchema } from "./json-schema.js";
 import { createRequestRecorder, createRpcMetricsInterceptor, registerMetricsEndpoint, type MetricsEndpoint } from "./metrics.js";
@@ -68,7 +69,11 @@ export interface GatewayOptions {
   readonly admit: (
     authorization: string | undefined,
   ) => Promise<{ readonly headers: Readonly<Record<string, string>>; readonly principalId: string; readonly sessionId?: string | undefined }>;
-  /** Receives one entry per `/admin` request, after its response (queued, never awaited). */
+  /**
+   * Receives one entry per `/admin` request, admin RPC call and data
+   * request, when its exchange ends, answered or cut short (queued, never
+   * awaited).
+   */
   readonly record?: (entry: AccessLogEntry) => void;
   /** Resolves when the store answers; rejects otherwise (drives `/readyz`). */
   readonly ready: () => Promise<void>;
@@ -156,6 +161,8 @@ export interface AccessLogEntry {
   readonly upstreamMethod: string;
   /** Data requests: the full URL sent to the back end (origin, path, query); "" when nothing was forwarded. */
   readonly upstreamUrl: string;
+  /** Bytes of the answer's body sent to the client: all of it when answered in full, else up to where the exchange ended. */
+  readonly responseBytes: number;
 }
 
 /** What the request log needs to know of a request beyond Fastify's own (one per gateway). */
@@ -222,7 +229,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     bodyLimit: options.bodyLimit,
     // Reuse a well-formed incoming X-Request-Id; otherwise make one.
     genReqId: (req) => requestIdOf(req.headers["x-request-id"]),
-    // At most one access-log line per request, written by the onResponse hook below.
+    // At most one access-log line per request, written when its exchange ends (exchangeEnded below).
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: options.serverFactory ? "idle" : undefined,
     // While draining, requests on open connections are still served (with
@@ -258,6 +265,15 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   // request, and a promise per hook is measurable there (issue #14).
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
+    // The one place each exchange is reported (request line, metrics, request
+    // log): when it ends, however it ends, answered in full or cut short
+    // (Fastify's onResponse runs only after an HTTP/1.1 answer has finished,
+    // and after every HTTP/2 stream, reset or not). Over HTTP/2 the stream's
+    // close rather than the compat response's: for a HEAD request, Node's
+    // compat response emits it only once it has been ended, which an
+    // exchange cut short need never be.
+    const raw = reply.raw as { stream?: http2.ServerHttp2Stream } & NodeJS.EventEmitter;
+    (req.raw.httpVersionMajor === 2 && raw.stream !== undefined ? raw.stream : raw).on("close", () => exchangeClosed(req, reply));
     done();
   });
   // While draining, finish in-flight HTTP/1.1 requests with `Connection:
@@ -278,8 +294,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     if (page !== undefined) reply.headers(page);
     done();
   });
-  // At most one access-log line per request, and one request-log entry per /admin
-  // request, both after the response.
+  // At most one access-log line per request, and one request-log entry per
+  // /admin and data request, both when the exchange ends.
   const record = options.record;
   // Calls of the admin services over gRPC, gRPC-Web and Connect: the
   // services report caller and outcome into these (see src/schema/call-facts.ts).
@@ -288,21 +304,35 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   const accessLog = options.accessLog === true;
   /** The level of an answered request's `request` line: info with the access log on, else debug if written at all. */
   const requestLineLevel = (log: FastifyBaseLogger): "info" | "debug" | undefined => (accessLog ? "info" : debugEnabled(log) ? "debug" : undefined);
-  app.addHook("onResponse", (req, reply, done) => {
-    try {
-      afterResponse(req, reply);
-    } finally {
-      done();
-    }
-  });
-  function afterResponse(req: FastifyRequest, reply: FastifyReply): void {
+  /** Data requests whose exchange ended while their handler still ran: reported when it returns. */
+  const endedWhileHandled = new WeakSet<object>();
+  function exchangeClosed(req: FastifyRequest, reply: FastifyReply): void {
+    const data = dataFacts.get(req);
+    // Reported once the handler has returned (with what was forwarded and how the back end answered).
+    if (data?.handling === true) endedWhileHandled.add(req);
+    else exchangeEnded(req, reply, data);
+  }
+  function dataHandled(req: FastifyRequest, reply: FastifyReply): void {
+    const data = dataFacts.get(req);
+    if (data !== undefined) data.handling = false;
+    if (endedWhileHandled.delete(req)) exchangeEnded(req, reply, data);
+  }
+  function exchangeEnded(req: FastifyRequest, reply: FastifyReply, data: DataLogFacts | undefined): void {
     const ms = reply.elapsedTime;
+    // The request line and metrics count the status sent (as the h2c shortcut's calls do, src/gateway/rpc/direct.ts).
     const level = requestLineLevel(req.log);
     if (level !== undefined) req.log[level]({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(ms) }, "request");
-    const data = dataFacts.get(req);
     // Metrics: every request by route class; a data request's record stage too.
     recordMetrics?.({ route: req.routeOptions.url, method: req.method, status: reply.statusCode, seconds: ms / 1000 }, data);
     const call = callFacts.get(req);
+    // An RPC's outcome is its code, whatever HTTP status carried it (gRPC answers 200).
+    let status = call?.code !== undefined ? CODE_TABLE[call.code].status : reply.statusCode;
+    let cutShort: Outcome | undefined;
+    if (!answeredInFull(req, reply)) {
+      // The request log says how it ended, whichever came first: the back end's answer failed midway, or the client went away.
+      cutShort = data?.answerFailure ?? CLIENT_CLOSED_REQUEST;
+      status = cutShort.status;
+    }
     if (call !== undefined) {
       const failed = call.code === undefined ? undefined : CODE_TABLE[call.code];
       facts.principals.set(req, call.principalId);
@@ -321,15 +351,14 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         sessionId: facts.sessions.get(req) ?? "",
         method: req.method,
         path: req.url,
-        // An RPC's outcome is its code, whatever HTTP status carried it (gRPC answers 200).
-        status: call?.code !== undefined ? CODE_TABLE[call.code].status : reply.statusCode,
+        status,
         durationMs: Math.round(ms * 1000) / 1000,
         instance: data?.instance ?? "",
         service: data?.service ?? "",
         accesses: data?.accesses ?? [],
         denialStep: data?.denialStep ?? "",
-        errorCode: facts.errorCodes.get(req) ?? "",
-        errorMessage: (facts.errorMessages.get(req) ?? call?.message ?? "").slice(0, MAX_LOGGED_MESSAGE),
+        errorCode: cutShort?.code ?? facts.errorCodes.get(req) ?? "",
+        errorMessage: (cutShort?.message ?? facts.errorMessages.get(req) ?? call?.message ?? "").slice(0, MAX_LOGGED_MESSAGE),
         upstreamStatus: data?.upstreamStatus ?? 0,
         upstreamDurationMs: data?.upstreamDurationMs ?? 0,
         clientIp: req.ip,
@@ -337,6 +366,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         // Admin requests and RPC calls forward nothing.
         upstreamMethod: data?.upstreamMethod ?? "",
         upstreamUrl: data?.upstreamUrl ?? "",
+        // A streamed answer as far as it went; erplink's own (whole or not sent at all) by its length.
+        responseBytes: data?.answerBytes ?? (cutShort === undefined && req.method !== "HEAD" ? contentLengthOf(reply) : 0),
       });
     }
   }
@@ -379,6 +410,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       resources,
       facts: dataFacts,
       publicUrl: options.publicUrl,
+      handled: dataHandled,
     });
     options.bindDiagnostics?.(createDiagnostics({ port: options.data, resources, publicUrl: options.publicUrl }));
     // Envoy's ext_authz Check, decided by the data path's stages over the same resources.
@@ -473,6 +505,32 @@ function routedPath(req: FastifyRequest): string {
 /** Whether a request was routed to the OData data path (by its route, not the path it sent). */
 function isDataRoute(req: FastifyRequest): boolean {
   return req.routeOptions.url?.startsWith("/odata/") === true;
+}
+
+const { NGHTTP2_NO_ERROR } = http2.constants;
+
+/**
+ * Whether an exchange's answer was handed over whole. HTTP/2: its stream
+ * finished writing and closed without an error code (closing a stream with
+ * a code, as the data path does when the back end's answer breaks off, also
+ * finishes its writable side). HTTP/1.1: the response finished writing; an
+ * in-process `inject()` answer ends on a stand-in socket that is written on
+ * the next turn, so one ended on a socket still open counts too (over a
+ * real connection, one that closed with the answer's end unwritten does not).
+ */
+function answeredInFull(req: FastifyRequest, reply: FastifyReply): boolean {
+  const raw = reply.raw;
+  if (req.raw.httpVersionMajor === 2) {
+    const stream = (raw as unknown as http2.Http2ServerResponse).stream;
+    return stream.writableFinished && (stream.rstCode ?? NGHTTP2_NO_ERROR) === NGHTTP2_NO_ERROR;
+  }
+  return raw.writableFinished || (raw.writableEnded && raw.socket?.destroyed === false);
+}
+
+/** The Content-Length of erplink's own answer (0 when it has none). */
+function contentLengthOf(reply: FastifyReply): number {
+  const length = Number(reply.getHeader("content-length"));
+  return Number.isSafeInteger(length) && length > 0 ? length : 0;
 }
 
 /** Whether a request is an `/admin` request (answered no-store, and logged). */

@@ -38,6 +38,22 @@ export const CODE_TABLE: Readonly<Record<Code, HttpError>> = {
   [Code.Unauthenticated]: { status: 401, code: "UNAUTHORIZED" },
 };
 
+/** An exchange's outcome as the request log names it, with what happened. */
+export interface Outcome extends HttpError {
+  readonly message: string;
+}
+
+/**
+ * The request log's outcome of an exchange whose client went away before
+ * its answer was complete (before it began, or midway): 499, as nginx and
+ * Envoy log it. Never answered: there is no one left to answer.
+ */
+export const CLIENT_CLOSED_REQUEST: Outcome = {
+  status: 499,
+  code: "CLIENT_CLOSED_REQUEST",
+  message: "the client went away before the answer was complete",
+};
+
 /** Envelope code for each status the gateway answers by itself. */
 const STATUS_CODES: Readonly<Record<number, string>> = {
   400: "VALIDATION_ERROR",

@@ -47,6 +47,8 @@ export function requestLogToMessage(r: RequestLogRecord): RequestLog {
     upstreamMethod: r.upstreamMethod,
     upstreamUrl: r.upstreamUrl,
     sessionId: r.sessionId,
+    // Never anything but a count; a stored value that is not one (a hand-edited line) is read as none.
+    responseBytes: Number.isSafeInteger(r.responseBytes) && r.responseBytes > 0 ? BigInt(r.responseBytes) : 0n,
   });
 }
 

@@ -741,6 +741,7 @@ const compiledLine: (entry: RequestLogRecord) => string = fastJson({
     userAgent: TEXT,
     upstreamMethod: TEXT,
     upstreamUrl: TEXT,
+    responseBytes: NUMBER,
     expiresAt: DATE,
   } satisfies Record<keyof RequestLogRecord, unknown>,
 });
@@ -813,6 +814,8 @@ function parseLine(line: string): RequestLogRecord | Date | number | undefined {
     userAgent: text(o.userAgent),
     upstreamMethod: text(o.upstreamMethod),
     upstreamUrl: text(o.upstreamUrl),
+    // Absent in lines written before the field existed.
+    responseBytes: number(o.responseBytes),
     expiresAt,
   };
 }

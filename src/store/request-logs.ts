@@ -34,6 +34,8 @@ export interface RequestLogRecord {
   readonly upstreamMethod: string;
   /** Data requests: the full URL sent to the back end (origin, path, query); "" when nothing was forwarded. */
   readonly upstreamUrl: string;
+  /** Bytes of the answer's body sent to the client (up to where the exchange ended, when it was cut short). */
+  readonly responseBytes: number;
   /** When the entry may be purged. */
   readonly expiresAt: Date;
 }
@@ -123,6 +125,7 @@ function fromDoc(d: Document): RequestLogRecord {
     upstreamUrl: (d.upstreamUrl as string | undefined) ?? "",
     sessionId: (d.sessionId as string | undefined) ?? "",
     errorMessage: (d.errorMessage as string | undefined) ?? "",
+    responseBytes: (d.responseBytes as number | undefined) ?? 0,
     expiresAt: decodeDate(d.expiresAt),
   };
 }

@@ -120,6 +120,8 @@ it("an admin GET produces exactly one entry, only after a flush, with every fiel
     errorMessage: "",
     clientIp: "203.0.113.7",
     userAgent: "erplink-test/1.0 (+https://example.com)",
+    // The whole answer, as sent.
+    responseBytes: Buffer.byteLength(res.body),
     expiresAt: new Date(e.timestamp.getTime() + RETENTION_MS),
   });
   assert.equal(w.layer.logWriter.stats(), { queued: 0, written: 1, dropped: 0, evicted: 0, entries: null });
@@ -286,6 +288,7 @@ const SEED: RequestLogRecord[] = [
     upstreamDurationMs: 12.5,
     upstreamMethod: "GET",
     upstreamUrl: UPSTREAM_URL,
+    responseBytes: 70_000,
   }),
   rec(2, { apiKeyId: KEY_A, method: "DELETE", status: 403, instance: "prod", service: "API_SO", accesses: [{ entity: "A_SalesOrder", operation: "delete" }], denialStep: "OPERATION", errorCode: "FORBIDDEN" }),
   rec(3, { apiKeyId: "", status: 401, errorCode: "UNAUTHORIZED", errorMessage: "invalid API key" }),
@@ -362,6 +365,8 @@ it("GET /admin/logs: the REST shape of an entry (snake_case, every field, RFC 33
         upstream_url: UPSTREAM_URL,
         session_id: "",
         error_message: "",
+        // int64: a string in JSON.
+        response_bytes: "70000",
       },
     ],
     meta: { requestId: res.headers["x-request-id"] },
@@ -505,6 +510,7 @@ it("GET /admin/logs/{id}: 200 with the entry; 404 NOT_FOUND naming the id for an
       upstream_url: "",
       session_id: "",
       error_message: "invalid API key",
+      response_bytes: "0",
     },
     meta: { requestId: res.headers["x-request-id"] },
   });

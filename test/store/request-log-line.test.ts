@@ -46,6 +46,7 @@ const recordArb: fc.Arbitrary<RequestLogRecord> = fc.record({
   userAgent: text,
   upstreamMethod: text,
   upstreamUrl: text,
+  responseBytes: number,
   expiresAt: date,
 });
 

@@ -129,6 +129,7 @@ test("append/get round-trips every field (accesses, fractional durations, dates 
     upstreamMethod: "PATCH",
     // Percent-encoding, `$` and `'` exactly as sent: stored verbatim, never normalised.
     upstreamUrl: "https://s4.example.com:8443/sap/opu/odata/sap/API_BP/A_BusinessPartner('1%2F2')?$select=Name&sap-client=100",
+    responseBytes: 70_000,
     expiresAt: new Date("2026-02-01T03:04:05.679Z"),
   };
   await store.logs.append([rec]);

@@ -204,6 +204,7 @@ function LogDetail(props: { log: RequestLog; headingRef: { current: HTMLHeadingE
     ["Upstream status", l.upstream_status ? String(l.upstream_status) : "(not forwarded)"],
     ["Upstream time", l.upstream_duration_ms ? `${l.upstream_duration_ms} ms` : ""],
     ["Upstream request", l.upstream_url ? `${l.upstream_method ?? ""} ${l.upstream_url}` : "(nothing sent)"],
+    ["Answer sent", `${l.response_bytes ?? "0"} bytes`],
     ["Client", `${l.client_ip ?? ""} ${l.user_agent ?? ""}`.trim()],
   ];
   return (

@@ -6,8 +6,9 @@
  * cookies on modifying requests). A refused CSRF token (403 with
  * `X-CSRF-Token: Required`) or OAuth token (401) is fetched anew and the
  * request sent once more; the client's answer is the back end's, streamed,
- * with its headers cleaned (`./headers.ts`). Records what was sent and how
- * the back end answered for the request log.
+ * with its headers cleaned (`./headers.ts`). Records what was sent, how
+ * the back end answered, how much of its answer was passed on and whether
+ * it failed midway, for the request log.
  *
  * Headers erplink adds: `X-Request-Id`; `Forwarded` and
  * `X-Forwarded-For/-Proto/-Host`; `X-Forwarded-Path` with the path the
@@ -18,13 +19,14 @@
  */
 import http2 from "node:http2";
 import type { FastifyReply } from "fastify";
+import { errors } from "undici";
 import { GatewayError } from "../errors.js";
 import type { Operation } from "./ports.js";
 import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
 import { analysisNeutral, markVerified } from "./analysis-cache.js";
 import { decisionOf } from "./authorize.js";
 import { BODILESS, type Admitted, type Authorized } from "./exchange.js";
-import type { Forwarder, UpstreamResponse } from "./forwarder.js";
+import { brokenAnswerError, type Forwarder, type UpstreamResponse } from "./forwarder.js";
 import { clientResponseHeaders, scopeRepeatability } from "./headers.js";
 import type { DataKey, DataPort } from "./ports.js";
 import { verifyBatch, verifyForward } from "./verify.js";
@@ -155,17 +157,29 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
     reply.send();
     return;
   }
-  answer.once("error", () => {
+  answer.once("error", (err) => {
     if (!reply.raw.headersSent) {
       // Nothing passed yet: the error handler answers (502 or 504, see
       // brokenAnswerError), without what the back end said of its answer.
       for (const name in passed) reply.removeHeader(name);
-    } else if (reply.request.raw.httpVersionMajor === 2) {
+      return;
+    }
+    // Dropped by Fastify because its client went away: that is how the exchange ended, not this.
+    if (err instanceof errors.RequestAbortedError) return;
+    // The request log gives the exchange the status of what happened (the client was sent the back end's): 502, or 504 when it went silent.
+    fact.answerFailure = brokenAnswerError(err) ?? new GatewayError(502, "the back end's answer broke off");
+    if (reply.request.raw.httpVersionMajor === 2) {
       // Over HTTP/2 Fastify's res.destroy() would reset the stream with
       // NO_ERROR, which ends an answer like any other: the client must learn
       // it is incomplete, as over HTTP/1.1, where the connection ends.
       (reply.raw as unknown as http2.Http2ServerResponse).stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     }
+  });
+  // Counted as it is passed on, for the request log. prependListener, not
+  // on: a Readable's on("data") would start the flow before Fastify pipes it.
+  fact.answerBytes = 0;
+  answer.prependListener("data", (chunk: Buffer) => {
+    fact.answerBytes! += chunk.length;
   });
   // Not awaited: the handler returns the reply, and Fastify streams the body
   // (an upstream error mid-stream ends the connection, or the HTTP/2 stream

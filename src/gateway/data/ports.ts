@@ -4,6 +4,7 @@
  * src/services/data-plane.ts and handed over by the composition root, and
  * the facts it reports for the request log. Types only.
  */
+import type { Outcome } from "../errors.js";
 import type { UpstreamCredentials } from "../upstream-session.js";
 
 /** An operation on an entity set, as the permission engine names it. */
@@ -65,4 +66,18 @@ export interface DataLogFacts {
   upstreamUrl: string;
   upstreamStatus: number;
   upstreamDurationMs: number;
+  /**
+   * Bytes of the back end's answer body passed on to the client as it
+   * streamed (up to where the exchange ended); undefined when the answer was
+   * not the back end's body (erplink's own, none).
+   */
+  answerBytes: number | undefined;
+  /**
+   * How the back end's answer failed once it had begun to stream to the
+   * client (it broke off, or went silent for longer than the timeout): the
+   * status and code the request log gives the exchange. Undefined otherwise.
+   */
+  answerFailure: Outcome | undefined;
+  /** Whether the data path's handler still runs (an exchange that ends meanwhile is logged once it returns). */
+  handling: boolean;
 }

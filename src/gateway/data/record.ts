@@ -1,8 +1,9 @@
 /**
  * The request log's view of a data request: created when the request
  * arrives (with where it was addressed), filled in by every stage (the key,
- * the accesses authorized, the denial step, what was sent upstream and how
- * the back end answered), and written by the gateway after the response.
+ * the accesses authorized, the denial step, what was sent upstream, how
+ * the back end answered and how much of its answer was passed on), and
+ * written by the gateway when the exchange ends.
  */
 import type { FastifyRequest } from "fastify";
 import { GatewayError } from "../errors.js";
@@ -33,6 +34,7 @@ export function receive(req: FastifyRequest, facts: WeakMap<object, DataLogFacts
   const params = req.params as { instance: string; service: string };
   const rawUrl = req.raw.url ?? req.url;
   const fact = newFacts(params.instance, params.service);
+  fact.handling = true;
   facts.set(req, fact);
   // An absolute-form target (`GET http://host/odata/…`) is routed by Fastify
   // from its path but would be split here from the scheme: one parser only.
@@ -71,6 +73,9 @@ export function newFacts(instance: string, service: string): DataLogFacts {
     upstreamUrl: "",
     upstreamStatus: 0,
     upstreamDurationMs: 0,
+    answerBytes: undefined,
+    answerFailure: undefined,
+    handling: false,
   };
 }
 

@@ -8,8 +8,9 @@
  * Each stage is its own module in this folder; a refusal is a
  * {@link GatewayError} (answered in the envelope by the gateway's error
  * handler), and every stage fills in the request log's facts (`./record.ts`),
- * which the gateway writes after the response. The caches (`$metadata`
- * models, back-end sessions) and the upstream connections come from
+ * which the gateway writes when the exchange ends (and not before the
+ * handler has returned). The caches (`$metadata` models, back-end
+ * sessions) and the upstream connections come from
  * `./resources.ts`, created once per gateway and shared with the diagnostics.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -34,6 +35,12 @@ export interface DataRouteOptions<K extends DataKey> {
   readonly facts: WeakMap<object, DataLogFacts>;
   /** The base URL clients use (`ERPLINK_PUBLIC_URL`), if configured: the origin named to back ends. */
   readonly publicUrl?: string | undefined;
+  /**
+   * Called once the handler has returned or thrown, for every request that
+   * reached it: an exchange whose client went away meanwhile is logged then,
+   * with what was forwarded and how the back end answered.
+   */
+  readonly handled?: (req: FastifyRequest, reply: FastifyReply) => void;
 }
 
 /** The methods of the data path (MERGE: OData V2 updates). */
@@ -52,15 +59,20 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
 
+    const { handled } = options;
     const handler = async (req: FastifyRequest, reply: FastifyReply) => {
-      const incoming = receive(req, options.facts, publicUrl);
-      const authenticated = await authenticate(incoming, port);
-      const resolved = await resolveInstance(authenticated, port);
-      const analyzed = await analyze(resolved, port, metadata, analyses);
-      const authorized = authorize(analyzed, port);
-      const admitted = await admit(authorized, port, reply);
-      await forward(admitted, { port, forwarder, sessions }, reply);
-      return reply;
+      try {
+        const incoming = receive(req, options.facts, publicUrl);
+        const authenticated = await authenticate(incoming, port);
+        const resolved = await resolveInstance(authenticated, port);
+        const analyzed = await analyze(resolved, port, metadata, analyses);
+        const authorized = authorize(analyzed, port);
+        const admitted = await admit(authorized, port, reply);
+        await forward(admitted, { port, forwarder, sessions }, reply);
+        return reply;
+      } finally {
+        handled?.(req, reply);
+      }
     };
     scope.route({ method: METHODS, url: "/odata/:instance/:service", handler });
     scope.route({ method: METHODS, url: "/odata/:instance/:service/*", handler });

@@ -425,6 +425,8 @@ function log<K extends DataKey>(
     userAgent: typeof ua === "string" ? ua.slice(0, 512) : "",
     upstreamMethod: "",
     upstreamUrl: "",
+    // Envoy answers the client; erplink answered only Envoy.
+    responseBytes: 0,
   });
 }
 

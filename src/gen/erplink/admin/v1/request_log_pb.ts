@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/request_log.proto.
  */
 export const file_erplink_admin_v1_request_log: GenFile = /*@__PURE__*/
-  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL3JlcXVlc3RfbG9nLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIugDCgpSZXF1ZXN0TG9nEgoKAmlkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphcGlfa2V5X2lkGAQgASgJEg4KBm1ldGhvZBgFIAEoCRIMCgRwYXRoGAYgASgJEg4KBnN0YXR1cxgHIAEoBRITCgtkdXJhdGlvbl9tcxgIIAEoARIQCghpbnN0YW5jZRgJIAEoCRIPCgdzZXJ2aWNlGAogASgJEjAKCGFjY2Vzc2VzGAsgAygLMh4uZXJwbGluay5hZG1pbi52MS5FbnRpdHlBY2Nlc3MSEwoLZGVuaWFsX3N0ZXAYDCABKAkSEgoKZXJyb3JfY29kZRgNIAEoCRIXCg91cHN0cmVhbV9zdGF0dXMYDiABKAUSHAoUdXBzdHJlYW1fZHVyYXRpb25fbXMYDyABKAESEQoJY2xpZW50X2lwGBAgASgJEhIKCnVzZXJfYWdlbnQYESABKAkSFwoPdXBzdHJlYW1fbWV0aG9kGBIgASgJEhQKDHVwc3RyZWFtX3VybBgTIAEoCRISCgpzZXNzaW9uX2lkGBQgASgJEhUKDWVycm9yX21lc3NhZ2UYFSABKAkiMQoMRW50aXR5QWNjZXNzEg4KBmVudGl0eRgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkitAcKEFF1ZXJ5TG9nc1JlcXVlc3QSKAoEZnJvbRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEmEKCmFwaV9rZXlfaWQYAyABKAlCTcrzGEkqG14obWFzdGVyfGtleV9bMC05QS1aXXsyNn0pJJIBKW11c3QgYmUgYW4gQVBJIGtleSBpZCAoa2V5X+KApikgb3IgbWFzdGVyElQKCGluc3RhbmNlGAQgASgJQkLK8xg+KiFeW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYzfSSSARhtdXN0IGJlIGFuIGluc3RhbmNlIG5hbWUSVQoHc2VydmljZRgFIAEoCUJEyvMYQColXltBLVphLXowLTlfXVtBLVphLXowLTlfLjs9LV17MCwxMjd9JJIBFm11c3QgYmUgYSBzZXJ2aWNlIG5hbWUSjwEKBmVudGl0eRgGIAEoCUJ/yvMYeypFXltBLVphLXpfXVtBLVphLXowLTlfXXswLDEyN30oPzpcLltBLVphLXpfXVtBLVphLXowLTlfXXswLDEyN30pezAsN30kkgExbXVzdCBiZSBhbiBlbnRpdHkgc2V0IG5hbWUgb3IgYW4gb3BlcmF0aW9uJ3MgbmFtZRJ8CglvcGVyYXRpb24YByABKAlCacrzGGUqKF4obGlzdHxnZXR8Y3JlYXRlfHVwZGF0ZXxkZWxldGV8aW52b2tlKSSSAThtdXN0IGJlIG9uZSBvZiBsaXN0LCBnZXQsIGNyZWF0ZSwgdXBkYXRlLCBkZWxldGUsIGludm9rZRJVCgZtZXRob2QYCCABKAlCRcrzGEEqDV5bQS1aXXsxLDE2fSSSAS9tdXN0IGJlIGFuIEhUVFAgbWV0aG9kIGluIGNhcGl0YWxzLCBzdWNoIGFzIEdFVBJlCgZzdGF0dXMYCSABKAlCVcrzGFEqGV5bMS01XShbMC05XXsyfXxbeFhdezJ9KSSSATNtdXN0IGJlIGEgc3RhdHVzIHN1Y2ggYXMgNDA0IG9yIGEgY2xhc3Mgc3VjaCBhcyA0eHgSSQoKcmVxdWVzdF9pZBgKIAEoCUI1yvMYMSoYXltBLVphLXowLTkuXzotXXsxLDEyOH0kkgEUbXVzdCBiZSBhIHJlcXVlc3QgaWQSEQoJcGFnZV9zaXplGAsgASgFEhIKCnBhZ2VfdG9rZW4YDCABKAkiWAoRUXVlcnlMb2dzUmVzcG9uc2USKgoEbG9ncxgBIAMoCzIcLmVycGxpbmsuYWRtaW4udjEuUmVxdWVzdExvZxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiGwoNR2V0TG9nUmVxdWVzdBIKCgJpZBgBIAEoCSI7Cg5HZXRMb2dSZXNwb25zZRIpCgNsb2cYASABKAsyHC5lcnBsaW5rLmFkbWluLnYxLlJlcXVlc3RMb2cyrwEKCkxvZ1NlcnZpY2USVAoJUXVlcnlMb2dzEiIuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXF1ZXN0GiMuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXNwb25zZRJLCgZHZXRMb2cSHy5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1JlcXVlc3QaIC5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1Jlc3BvbnNlQpcBChRkZXYuZXJwbGluay5hZG1pbi52MUIPUmVxdWVzdExvZ1Byb3RvUAFaK2VycGxpbmsuZGV2L2dlbi9nby9lcnBsaW5rL2FkbWluL3YxO2FkbWludjGiAgNFQViqAhBFcnBsaW5rLkFkbWluLlYxygIQRXJwbGlua1xBZG1pblxWMeoCEkVycGxpbms6OkFkbWluOjpWMWIGcHJvdG8z", [file_erplink_options_v1_field_rules, file_google_protobuf_timestamp]);
+  fileDesc("CiJlcnBsaW5rL2FkbWluL3YxL3JlcXVlc3RfbG9nLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIoAECgpSZXF1ZXN0TG9nEgoKAmlkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSLQoJdGltZXN0YW1wGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphcGlfa2V5X2lkGAQgASgJEg4KBm1ldGhvZBgFIAEoCRIMCgRwYXRoGAYgASgJEg4KBnN0YXR1cxgHIAEoBRITCgtkdXJhdGlvbl9tcxgIIAEoARIQCghpbnN0YW5jZRgJIAEoCRIPCgdzZXJ2aWNlGAogASgJEjAKCGFjY2Vzc2VzGAsgAygLMh4uZXJwbGluay5hZG1pbi52MS5FbnRpdHlBY2Nlc3MSEwoLZGVuaWFsX3N0ZXAYDCABKAkSEgoKZXJyb3JfY29kZRgNIAEoCRIXCg91cHN0cmVhbV9zdGF0dXMYDiABKAUSHAoUdXBzdHJlYW1fZHVyYXRpb25fbXMYDyABKAESEQoJY2xpZW50X2lwGBAgASgJEhIKCnVzZXJfYWdlbnQYESABKAkSFwoPdXBzdHJlYW1fbWV0aG9kGBIgASgJEhQKDHVwc3RyZWFtX3VybBgTIAEoCRISCgpzZXNzaW9uX2lkGBQgASgJEhUKDWVycm9yX21lc3NhZ2UYFSABKAkSFgoOcmVzcG9uc2VfYnl0ZXMYFiABKAMiMQoMRW50aXR5QWNjZXNzEg4KBmVudGl0eRgBIAEoCRIRCglvcGVyYXRpb24YAiABKAkitAcKEFF1ZXJ5TG9nc1JlcXVlc3QSKAoEZnJvbRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoCdG8YAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEmEKCmFwaV9rZXlfaWQYAyABKAlCTcrzGEkqG14obWFzdGVyfGtleV9bMC05QS1aXXsyNn0pJJIBKW11c3QgYmUgYW4gQVBJIGtleSBpZCAoa2V5X+KApikgb3IgbWFzdGVyElQKCGluc3RhbmNlGAQgASgJQkLK8xg+KiFeW0EtWmEtejAtOV1bQS1aYS16MC05Xy4tXXswLDYzfSSSARhtdXN0IGJlIGFuIGluc3RhbmNlIG5hbWUSVQoHc2VydmljZRgFIAEoCUJEyvMYQColXltBLVphLXowLTlfXVtBLVphLXowLTlfLjs9LV17MCwxMjd9JJIBFm11c3QgYmUgYSBzZXJ2aWNlIG5hbWUSjwEKBmVudGl0eRgGIAEoCUJ/yvMYeypFXltBLVphLXpfXVtBLVphLXowLTlfXXswLDEyN30oPzpcLltBLVphLXpfXVtBLVphLXowLTlfXXswLDEyN30pezAsN30kkgExbXVzdCBiZSBhbiBlbnRpdHkgc2V0IG5hbWUgb3IgYW4gb3BlcmF0aW9uJ3MgbmFtZRJ8CglvcGVyYXRpb24YByABKAlCacrzGGUqKF4obGlzdHxnZXR8Y3JlYXRlfHVwZGF0ZXxkZWxldGV8aW52b2tlKSSSAThtdXN0IGJlIG9uZSBvZiBsaXN0LCBnZXQsIGNyZWF0ZSwgdXBkYXRlLCBkZWxldGUsIGludm9rZRJVCgZtZXRob2QYCCABKAlCRcrzGEEqDV5bQS1aXXsxLDE2fSSSAS9tdXN0IGJlIGFuIEhUVFAgbWV0aG9kIGluIGNhcGl0YWxzLCBzdWNoIGFzIEdFVBJlCgZzdGF0dXMYCSABKAlCVcrzGFEqGV5bMS01XShbMC05XXsyfXxbeFhdezJ9KSSSATNtdXN0IGJlIGEgc3RhdHVzIHN1Y2ggYXMgNDA0IG9yIGEgY2xhc3Mgc3VjaCBhcyA0eHgSSQoKcmVxdWVzdF9pZBgKIAEoCUI1yvMYMSoYXltBLVphLXowLTkuXzotXXsxLDEyOH0kkgEUbXVzdCBiZSBhIHJlcXVlc3QgaWQSEQoJcGFnZV9zaXplGAsgASgFEhIKCnBhZ2VfdG9rZW4YDCABKAkiWAoRUXVlcnlMb2dzUmVzcG9uc2USKgoEbG9ncxgBIAMoCzIcLmVycGxpbmsuYWRtaW4udjEuUmVxdWVzdExvZxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiGwoNR2V0TG9nUmVxdWVzdBIKCgJpZBgBIAEoCSI7Cg5HZXRMb2dSZXNwb25zZRIpCgNsb2cYASABKAsyHC5lcnBsaW5rLmFkbWluLnYxLlJlcXVlc3RMb2cyrwEKCkxvZ1NlcnZpY2USVAoJUXVlcnlMb2dzEiIuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXF1ZXN0GiMuZXJwbGluay5hZG1pbi52MS5RdWVyeUxvZ3NSZXNwb25zZRJLCgZHZXRMb2cSHy5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1JlcXVlc3QaIC5lcnBsaW5rLmFkbWluLnYxLkdldExvZ1Jlc3BvbnNlQpcBChRkZXYuZXJwbGluay5hZG1pbi52MUIPUmVxdWVzdExvZ1Byb3RvUAFaK2VycGxpbmsuZGV2L2dlbi9nby9lcnBsaW5rL2FkbWluL3YxO2FkbWludjGiAgNFQViqAhBFcnBsaW5rLkFkbWluLlYxygIQRXJwbGlua1xBZG1pblxWMeoCEkVycGxpbms6OkFkbWluOjpWMWIGcHJvdG8z", [file_erplink_options_v1_field_rules, file_google_protobuf_timestamp]);
 
 /**
  * One request as erplink saw it.
@@ -65,14 +65,19 @@ export type RequestLog = Message<"erplink.admin.v1.RequestLog"> & {
   path: string;
 
   /**
-   * HTTP status of the answer.
+   * HTTP status of the answer. An exchange cut short says how it ended
+   * instead of the status its answer began with: 499 when the client went
+   * away before the answer was complete (before it began, or midway), 502
+   * when the back end's answer broke off midway, 504 when the back end
+   * stopped sending midway for longer than the upstream timeout.
    *
    * @generated from field: int32 status = 7;
    */
   status: number;
 
   /**
-   * Time from arrival to the end of the answer, in milliseconds.
+   * Time from arrival to the end of the exchange (the end of the answer, or
+   * where it was cut short), in milliseconds.
    *
    * @generated from field: double duration_ms = 8;
    */
@@ -108,7 +113,9 @@ export type RequestLog = Message<"erplink.admin.v1.RequestLog"> & {
   denialStep: string;
 
   /**
-   * Failed requests: the error code answered, such as `FORBIDDEN`.
+   * Failed requests: the error code answered, such as `FORBIDDEN`; for an
+   * exchange cut short, `CLIENT_CLOSED_REQUEST` (499), `BAD_GATEWAY` (502)
+   * or `GATEWAY_TIMEOUT` (504).
    *
    * @generated from field: string error_code = 13;
    */
@@ -170,12 +177,23 @@ export type RequestLog = Message<"erplink.admin.v1.RequestLog"> & {
   /**
    * Failed requests: the message answered (the envelope's `error.message`,
    * such as the 403's naming the permission step that failed), at most
-   * 1024 characters. Empty for successes and for entries written before
-   * this field existed.
+   * 1024 characters; for an exchange cut short, what cut it short. Empty
+   * for successes and for entries written before this field existed.
    *
    * @generated from field: string error_message = 21;
    */
   errorMessage: string;
+
+  /**
+   * Bytes of the answer's body sent to the client: all of it for an answer
+   * sent in full, else as much as was sent before the exchange was cut
+   * short (0 when it was cut short before the answer began). For RPC calls,
+   * the answer's `Content-Length`, 0 when it has none. 0 for entries written
+   * before this field existed.
+   *
+   * @generated from field: int64 response_bytes = 22;
+   */
+  responseBytes: bigint;
 };
 
 /**
