@@ -39,6 +39,7 @@ export interface Instance {
   readonly services?: Readonly<Record<string, { readonly path: string }>>;
   readonly auth?: BackendAuth;
   readonly sap_client?: string;
+  readonly upstream_connections?: number;
   readonly created_at: string;
   readonly updated_at: string;
 }
@@ -50,6 +51,7 @@ export interface InstanceInput {
   readonly base_url?: string;
   readonly services?: Readonly<Record<string, { readonly path: string }>>;
   readonly sap_client?: string | null;
+  readonly upstream_connections?: number;
   readonly auth?: BackendAuthInput | null;
 }
 

@@ -219,6 +219,7 @@ export const docs: Readonly<Record<string, string>> = {
   "erplink.admin.v1.Instance.services": "Where each OData service lives under `base_url`, by service name, for\nSAP-style paths such as `srvd_a2x/sap/purchaseorder/0001`. A service not\nlisted here is reached at `base_url` + `/` + its name. At most 500\nentries; names as in API-key permissions.",
   "erplink.admin.v1.Instance.system_id": "Id of the system this instance belongs to; set from the request that\ncreates the instance and never changed.",
   "erplink.admin.v1.Instance.updated_at": "When the instance was last changed; set by the server.",
+  "erplink.admin.v1.Instance.upstream_connections": "Most requests erplink has in flight to this instance's back end at once,\nshared between its services (one that hangs holds at most three\nquarters, and half while another is busy). 0 takes the process default,\n`ERPLINK_UPSTREAM_CONNECTIONS` (64). At most 4096.",
   "erplink.admin.v1.InstanceService": "Manages instances: the deployments of a system (production, development,\n...), each reached at its own OData base URL.\n\nEvery call needs the bearer token of an administrator (the master key) in\nthe `authorization` metadata.",
   "erplink.admin.v1.InstanceService.CreateInstance": "Adds an instance to a system. Fails with `not_found` if the system does\nnot exist, and with `already_exists` if any instance of any system already\nhas the name.",
   "erplink.admin.v1.InstanceService.DeleteInstance": "Deletes an instance and returns it as it was.",

@@ -35,6 +35,8 @@ export interface UpstreamInstance {
    * never the client of erplink.
    */
   readonly sapClient: string | undefined;
+  /** Most requests in flight to the back end, or undefined for the process default. */
+  readonly upstreamConnections: number | undefined;
 }
 
 /** An instance record as the gateway reaches it, its credentials opened. */
@@ -47,6 +49,7 @@ export function upstreamInstance(rec: InstanceRecord, secrets: SecretBox): Upstr
     servicePath: (service) => (Object.hasOwn(services, service) ? services[service]!.path : service),
     credentials: rec.auth ? openBackendAuth(rec.auth, rec.id, secrets) : { type: "none" },
     sapClient: rec.sapClient,
+    upstreamConnections: rec.upstreamConnections,
   };
 }
 

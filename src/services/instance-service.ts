@@ -49,6 +49,11 @@ function sapClientOf(instance: Instance): { sapClient?: string } {
   return instance.sapClient === "" ? {} : { sapClient: instance.sapClient };
 }
 
+/** The record's connection limit of a message's: 0 (the process default) is kept as absent. */
+function upstreamConnectionsOf(instance: Instance): { upstreamConnections?: number } {
+  return instance.upstreamConnections === 0 ? {} : { upstreamConnections: instance.upstreamConnections };
+}
+
 /** The one mapping of a stored instance to its message. */
 export function instanceToMessage(rec: InstanceRecord): Instance {
   return create(InstanceSchema, {
@@ -60,6 +65,7 @@ export function instanceToMessage(rec: InstanceRecord): Instance {
     services: Object.fromEntries(Object.entries(rec.services).map(([name, { path }]) => [name, { path }])),
     auth: rec.auth ? backendAuthToMessage(rec.auth) : undefined,
     sapClient: rec.sapClient ?? "",
+    upstreamConnections: rec.upstreamConnections ?? 0,
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
   });
@@ -135,6 +141,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         services: servicesOf(instance),
         ...(instance.auth ? { auth: sealBackendAuth(instance.auth, id, this.deps.secrets) } : {}),
         ...sapClientOf(instance),
+        ...upstreamConnectionsOf(instance),
         createdAt: now,
         updatedAt: now,
       };
@@ -183,6 +190,9 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         } else if (field.name === "sap_client") {
           // Clearing stores no value (undefined clears), never "".
           Object.assign(patch, { sapClient: sapClientOf(instance).sapClient });
+        } else if (field.name === "upstream_connections") {
+          // 0 (the default) stores no value.
+          Object.assign(patch, { upstreamConnections: upstreamConnectionsOf(instance).upstreamConnections });
         } else Object.assign(patch, toPatch<InstanceRecord>(instance, [field]));
       }
       const current = await this.deps.store.instances.get(instance.id);

@@ -106,6 +106,7 @@ function checkField(msg: Message, field: DescField, out: Violation[], now: Date,
   }
   if (field.fieldKind === "scalar" && typeof value === "number") {
     if (rules.positive && value <= 0) out.push({ field: name, description: "must be greater than zero" });
+    if (rules.maxValue > 0 && value > rules.maxValue) out.push({ field: name, description: `must be at most ${rules.maxValue}` });
     return;
   }
   if (field.fieldKind === "enum") {

@@ -39,6 +39,8 @@ export interface InstanceRecord extends BaseRecord {
    * read as absent.
    */
   readonly sapClient?: string;
+  /** Most requests in flight to the back end; absent for the process default (never 0). */
+  readonly upstreamConnections?: number;
 }
 
 /** The instances collection and its indexes. */
@@ -71,6 +73,7 @@ const codec: Codec<InstanceRecord> = {
     ...(doc.auth ? { auth: doc.auth as StoredBackendAuth } : {}),
     // Absent in older documents; null once cleared.
     ...(typeof doc.sapClient === "string" && doc.sapClient !== "" ? { sapClient: doc.sapClient } : {}),
+    ...(typeof doc.upstreamConnections === "number" && doc.upstreamConnections > 0 ? { upstreamConnections: doc.upstreamConnections } : {}),
     createdAt: decodeDate(doc.createdAt),
     updatedAt: decodeDate(doc.updatedAt),
   }),

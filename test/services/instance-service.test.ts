@@ -588,4 +588,33 @@ it("every InstanceService RPC rejects a caller without a valid bearer token", as
   );
 });
 
+// --- upstream_connections -------------------------------------------------
+
+it("upstream_connections: set at creation, changed and cleared (0: the process default) by the mask, handed to the data plane; above 4096 refused, naming it", async (w) => {
+  const sysId = await createSystem(w, "erp");
+  const c = w.client(InstanceService);
+  const made = await c.createInstance({ systemId: sysId, instance: { name: "prd", baseUrl: URL_OK, upstreamConnections: 8 } });
+  assert.is(made.instance?.upstreamConnections, 8);
+  assert.is((await w.layer.dataPlane.instance("prd"))?.upstreamConnections, 8);
+  const id = made.instance!.id;
+  const update = (upstreamConnections: number) => c.updateInstance({ instance: { id, upstreamConnections }, updateMask: { paths: ["upstream_connections"] } });
+  tick(w);
+  assert.is((await update(16)).instance?.upstreamConnections, 16);
+  assert.is((await w.store.instances.get(id))?.upstreamConnections, 16);
+  tick(w);
+  assert.is((await update(0)).instance?.upstreamConnections, 0);
+  const rec = await w.store.instances.get(id);
+  assert.ok(rec);
+  assert.not.ok("upstreamConnections" in rec, "the default is stored as absent, not as 0");
+  assert.is((await w.layer.dataPlane.instance("prd"))?.upstreamConnections, undefined);
+  const err = await rejects(update(4097), Code.InvalidArgument, "upstream_connections: must be at most 4096");
+  assert.equal(violations(err), [{ field: "upstream_connections", description: "must be at most 4096" }]);
+  await rejects(
+    c.createInstance({ systemId: sysId, instance: { name: "dev", baseUrl: URL_OK, upstreamConnections: 5000 } }),
+    Code.InvalidArgument,
+    "upstream_connections: must be at most 4096",
+  );
+  assert.equal((await allInstances(w)).map((i) => [i.name, i.upstreamConnections]), [["prd", 0]]);
+});
+
 test.run();

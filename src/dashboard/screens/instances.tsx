@@ -61,6 +61,7 @@ interface FormState {
   readonly environment: string;
   readonly baseUrl: string;
   readonly sapClient: string;
+  readonly connections: string;
   readonly services: string;
   readonly auth: AuthChoice;
   readonly username: string;
@@ -75,6 +76,7 @@ const EMPTY: FormState = {
   environment: "",
   baseUrl: "",
   sapClient: "",
+  connections: "",
   services: "",
   auth: "none",
   username: "",
@@ -92,6 +94,7 @@ function fromInstance(i: Instance): FormState {
     environment: i.environment ?? "",
     baseUrl: i.base_url,
     sapClient: i.sap_client ?? "",
+    connections: i.upstream_connections ? String(i.upstream_connections) : "",
     services: servicesText(i.services),
     auth: hasAuth ? "keep" : "none",
     username: i.auth?.username ?? "",
@@ -279,6 +282,8 @@ function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
       services,
       // Empty: none. A create omits it (the API refuses null there); an edit clears it.
       ...(f.sapClient.trim() !== "" ? { sap_client: f.sapClient.trim() } : instance === undefined ? {} : { sap_client: null }),
+      // Empty: the process default (0).
+      ...(f.connections.trim() !== "" ? { upstream_connections: Number(f.connections.trim()) } : instance === undefined ? {} : { upstream_connections: 0 }),
       ...(auth === undefined || (auth === null && instance === undefined) ? {} : { auth }),
     };
     setBusy(true);
@@ -339,6 +344,19 @@ function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
         aria-describedby={id("sap-client-help")}
       />
       <small id={id("sap-client-help")}>Optional, three digits (e.g. 100); empty for the back end's default.</small>
+      <label for={id("connections")}>Connections to the back end</label>
+      <input
+        id={id("connections")}
+        type="number"
+        min={1}
+        max={4096}
+        value={f.connections}
+        onInput={(e) => set({ connections: e.currentTarget.value })}
+        aria-describedby={id("connections-help")}
+      />
+      <small id={id("connections-help")}>
+        Optional: most requests in flight to this back end at once, shared between its services; empty for erplink's default (64).
+      </small>
       <fieldset class="instances-auth">
         <legend>Back-end credentials</legend>
         {hasAuth && (

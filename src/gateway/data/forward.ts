@@ -112,7 +112,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
     if (csrf !== undefined && csrf.cookie !== "") sent.cookie = csrf.cookie;
     const answer = await deps.forwarder.send(
       { origin: root.origin, path, method: request.method, headers: sent, body },
-      { instance: instance.id, service: a.serviceName, startedAt: started, gone },
+      { instance: instance.id, connections: instance.upstreamConnections, service: a.serviceName, startedAt: started, gone },
     );
     const csrfRefused = csrf !== undefined && csrfRequired(answer.status, answer.headers);
     const tokenRefused = answer.status === 401 && instance.credentials.type === "oauth2_client_credentials";

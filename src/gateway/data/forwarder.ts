@@ -43,6 +43,8 @@ export interface UpstreamResponse {
 export interface UpstreamRoute {
   /** The instance whose connections it takes. */
   readonly instance: string;
+  /** The instance's own limit on them, if it sets one (else the process default). */
+  readonly connections?: number | undefined;
   /** The service it addresses (services of one instance share its connections fairly). */
   readonly service: string;
   /**
@@ -106,11 +108,16 @@ export class Forwarder {
 
   constructor(private readonly options: ForwarderOptions) {}
 
-  /** The gate of an instance's connections. */
-  gate(instance: string): ConnectionGate {
+  /**
+   * The gate of an instance's connections, at its own limit or the process
+   * default. A changed limit takes a new gate; requests holding the old
+   * one's slots give them back there.
+   */
+  gate(instance: string, connections?: number): ConnectionGate {
+    const limit = connections ?? this.options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS;
     let gate = this.gates.get(instance);
-    if (gate === undefined) {
-      gate = new ConnectionGate(this.options.connections ?? DEFAULT_UPSTREAM_CONNECTIONS);
+    if (gate === undefined || gate.connections !== limit) {
+      gate = new ConnectionGate(limit);
       this.gates.set(instance, gate);
     }
     return gate;
@@ -130,7 +137,7 @@ export class Forwarder {
     let timer: NodeJS.Timeout | undefined = setTimeout(() => deadline.abort(), left);
     let release: Release | undefined;
     try {
-      const gate = this.gate(route.instance);
+      const gate = this.gate(route.instance, route.connections);
       const slot = gate.take(route.service, deadline.signal);
       release = slot instanceof Promise ? await slot.catch(noSlot) : slot;
       if (route.gone?.() === true) throw new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");

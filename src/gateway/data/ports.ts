@@ -23,6 +23,8 @@ export interface DataInstance {
   readonly credentials: UpstreamCredentials;
   /** The SAP client (three digits) erplink selects on every upstream request, if any. */
   readonly sapClient?: string | undefined;
+  /** Most requests in flight to the back end, or undefined for the process default. */
+  readonly upstreamConnections?: number | undefined;
 }
 
 /** A data key, as far as the data path needs it. */

@@ -14,7 +14,7 @@ import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
 import { createWorld, type World } from "../../../test-support/world.js";
 import { json, post } from "../../../test-support/http.js";
 
-const TIMEOUT_MS = 1_500;
+const TIMEOUT_MS = 3_000;
 
 interface Ctx {
   upstream: http.Server;
@@ -26,7 +26,7 @@ interface Ctx {
 const Deadline = suite<Ctx>("upstream deadline");
 
 /** A back end whose service `slow` never answers its entity requests, and `fast` answers at once. */
-async function start(ctx: Ctx, connections?: number): Promise<void> {
+async function start(ctx: Ctx, connections?: number, instanceConnections?: number): Promise<void> {
   ctx.sockets = new Set();
   ctx.upstream = http.createServer((req, res) => {
     if (req.url?.endsWith("/$metadata")) {
@@ -48,6 +48,7 @@ async function start(ctx: Ctx, connections?: number): Promise<void> {
     name: "prod",
     base_url: base,
     services: { SLOW: { path: "slow" }, FAST: { path: "fast" } },
+    ...(instanceConnections !== undefined ? { upstream_connections: instanceConnections } : {}),
   });
   assert.is(ins.statusCode, 201);
   ctx.key = json(await post(ctx.world.app, "/admin/api-keys", { name: "app", permissions: { prod: { "*": { "*": ["list"] } } } })).data.key;
@@ -87,9 +88,8 @@ Deadline("a hanging back end: every request gets 504 within a tenth of the timeo
   assert.ok(Math.max(...healthy) < TIMEOUT_MS / 3, `the healthy service answered in ${healthy.map(Math.round).join(", ")} ms while the other hung`);
 });
 
-Deadline("beyond the requests that may wait for the instance's connections, a request is refused at once with 503 and Retry-After", async (ctx) => {
+async function waitingRoom(ctx: Ctx): Promise<void> {
   // Two connections: one in flight for a service once two were asked for, sixteen waiting.
-  await start(ctx, 2);
   assert.is((await timed(ctx, "FAST")).status, 200);
   const answers = await Promise.all(Array.from({ length: 30 }, () => timed(ctx, "SLOW")));
   const refused = answers.filter((a) => a.status === 503);
@@ -99,6 +99,16 @@ Deadline("beyond the requests that may wait for the instance's connections, a re
     assert.ok(r.ms < TIMEOUT_MS / 3, `refused after ${Math.round(r.ms)} ms`);
   }
   for (const a of answers.filter((a) => a.status !== 503)) assert.equal([a.status, a.code], [504, "GATEWAY_TIMEOUT"]);
+}
+
+Deadline("beyond the requests that may wait for the instance's connections (ERPLINK_UPSTREAM_CONNECTIONS), a request is refused at once with 503 and Retry-After", async (ctx) => {
+  await start(ctx, 2);
+  await waitingRoom(ctx);
+});
+
+Deadline("an instance's own upstream_connections bounds it instead of the process default", async (ctx) => {
+  await start(ctx, undefined, 2);
+  await waitingRoom(ctx);
 });
 
 Deadline.run();
