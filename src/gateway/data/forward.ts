@@ -75,14 +75,14 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   // A client that reset its request (or lost its session) before anything was sent: nothing is.
   // Over HTTP/2 with no Content-Length, Node ends the request at the reset, so a body cut short
   // would pass for a whole one; and a client that sent END_STREAM, then reset, has given up.
-  const gone = () => clientGone(reply);
+  const client = new ClientOf(reply);
   // Node runs a stream's handler, up to here, while it still reads the frames
   // that came with its HEADERS: a reset sent right behind them (HTTP/2 rapid
   // reset) is read only once this turn of the event loop has seen them all.
   // Waiting for that turn costs one setImmediate, and a stream reset by then
   // is never forwarded.
   if (reply.request.raw.httpVersionMajor === 2) await new Promise(setImmediate);
-  if (gone()) throw clientGoneError();
+  if (client.gone()) throw clientGoneError();
   const { path, headers } = upstreamTarget(a, deps.port);
 
   if (request.body !== undefined) headers["content-type"] = request.body.contentType;
@@ -112,7 +112,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
     if (csrf !== undefined && csrf.cookie !== "") sent.cookie = csrf.cookie;
     const answer = await deps.forwarder.send(
       { origin: root.origin, path, method: request.method, headers: sent, body },
-      { instance: instance.id, connections: instance.upstreamConnections, service: a.serviceName, startedAt: started, gone },
+      { instance: instance.id, connections: instance.upstreamConnections, service: a.serviceName, startedAt: started, client },
     );
     const csrfRefused = csrf !== undefined && csrfRequired(answer.status, answer.headers);
     const tokenRefused = answer.status === 401 && instance.credentials.type === "oauth2_client_credentials";
@@ -200,6 +200,14 @@ function clientGone(reply: FastifyReply): boolean {
   const stream = (reply.raw as unknown as { stream?: http2.ServerHttp2Stream }).stream;
   if (stream !== undefined) return stream.closed || stream.destroyed;
   return req.socket?.destroyed === true;
+}
+
+/** The client of an exchange, as the forwarder asks after it. */
+class ClientOf {
+  constructor(private readonly reply: FastifyReply) {}
+  gone(): boolean {
+    return clientGone(this.reply);
+  }
 }
 
 /** The error of an exchange its client gave up before anything was sent. */

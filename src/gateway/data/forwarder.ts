@@ -53,7 +53,7 @@ export interface UpstreamRoute {
    */
   readonly startedAt: number;
   /** Whether the client has given up; checked once a connection is there, before anything is sent. */
-  readonly gone?: () => boolean;
+  readonly client?: { gone(): boolean };
 }
 
 /** Options of {@link Forwarder}. */
@@ -140,7 +140,7 @@ export class Forwarder {
       const gate = this.gate(route.instance, route.connections);
       const slot = gate.take(route.service, deadline.signal);
       release = slot instanceof Promise ? await slot.catch(noSlot) : slot;
-      if (route.gone?.() === true) throw new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
+      if (route.client?.gone() === true) throw new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
       const res = await this.agent.request({
         origin: request.origin,
         path: request.path,
