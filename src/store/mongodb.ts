@@ -63,15 +63,16 @@ export async function createMongoBackend(options: MongoBackendOptions): Promise<
   });
   await guard(() => client.connect());
   const db = client.db(databaseName(options.url));
+  const liveness = new Liveness(() => db.command({ ping: 1 }), options.serverSelectionTimeoutMs);
   return {
     kind: "mongodb",
     async collection(spec) {
       const coll = db.collection<Document>(spec.name);
       await guard(() => ensureIndexes(coll, spec.indexes.filter((i) => keptBy(i, "mongodb"))));
-      return new MongoCollection(coll, spec, options.serverSelectionTimeoutMs);
+      return new MongoCollection(coll, spec, liveness);
     },
     async ping() {
-      await withDeadline(guard(() => db.command({ ping: 1 })), options.serverSelectionTimeoutMs);
+      await liveness.bound(guard(() => db.command({ ping: 1 })));
     },
     async close() {
       await client.close();
@@ -142,19 +143,76 @@ async function guard<T>(op: () => Promise<T>): Promise<T> {
 }
 
 /**
- * `op`, or StoreUnavailableError once `ms` have passed. A server that stopped
- * answering without closing its connections (frozen, or behind a dead
- * network path) would otherwise hold the operation until the socket timeout:
- * the caller is answered in time, and the driver's operation ends on its own
- * (a write that reaches the server after all is the ambiguity every timeout
- * has: the client was told 503, and may retry).
+ * Tells a server that stopped answering (frozen, or behind a dead network
+ * path, its connections still open) from one that is only slow, so that an
+ * operation a request waits for fails within `timeoutMs` on the first and
+ * goes on on the second (a large aggregation may take longer). An operation
+ * still pending at half the time sends a `ping` (one at a time); at the full
+ * time it fails as unavailable unless the server answered something, that
+ * ping or any other operation, within the last `timeoutMs`, in which case it
+ * is looked at again every half. The driver's socket timeout bounds it in the
+ * end. A failed operation's work is not undone (a write that reaches the
+ * server after all is the ambiguity every timeout has: the client was told
+ * 503, and may retry).
  */
-function withDeadline<T>(op: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError({ cause: new Error(`no answer within ${ms} ms`) })), ms);
-  });
-  return Promise.race([op, late]).finally(() => clearTimeout(timer));
+class Liveness {
+  private lastAnswerAt = performance.now();
+  private probing = false;
+
+  constructor(
+    private readonly ping: () => Promise<unknown>,
+    readonly timeoutMs: number,
+  ) {}
+
+  /** Notes that the server answered (a result or a server error). */
+  heard(): void {
+    this.lastAnswerAt = performance.now();
+  }
+
+  /** `op`, or StoreUnavailableError when the server has answered nothing for `timeoutMs` while it waited. */
+  bound<T>(op: Promise<T>): Promise<T> {
+    const started = performance.now();
+    return new Promise<T>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const look = () => {
+        const now = performance.now();
+        if (now - started >= this.timeoutMs && now - this.lastAnswerAt >= this.timeoutMs) {
+          timer = undefined;
+          reject(new StoreUnavailableError({ cause: new Error(`no answer from the server within ${this.timeoutMs} ms`) }));
+          return;
+        }
+        this.probe();
+        timer = setTimeout(look, Math.max(1, Math.min(this.timeoutMs / 2, started + this.timeoutMs - now)));
+      };
+      timer = setTimeout(look, this.timeoutMs / 2);
+      op.then(
+        (value) => {
+          clearTimeout(timer);
+          this.heard();
+          resolve(value);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          if (err instanceof MongoServerError) this.heard();
+          reject(err);
+        },
+      );
+    });
+  }
+
+  private probe(): void {
+    if (this.probing) return;
+    this.probing = true;
+    this.ping().then(
+      () => {
+        this.probing = false;
+        this.heard();
+      },
+      () => {
+        this.probing = false;
+      },
+    );
+  }
 }
 
 /** Equality filter with explicit `$eq`, so a value can never act as an operator. */
@@ -172,13 +230,13 @@ class MongoCollection implements DocumentCollection {
   constructor(
     private readonly coll: Collection<Document>,
     private readonly spec: CollectionSpec,
-    /** How long an operation a request waits for may take (ms): a frozen server answers nothing, ever. */
-    private readonly timeoutMs: number,
+    /** Fails an operation a request waits for when the server stops answering (a frozen server answers nothing, ever). */
+    private readonly liveness: Liveness,
   ) {}
 
-  /** {@link guard}, and unavailable after `timeoutMs` whatever the driver still waits for. */
+  /** {@link guard}, and unavailable once the server has answered nothing for the timeout. */
   private bounded<T>(op: () => Promise<T>): Promise<T> {
-    return withDeadline(guard(op), this.timeoutMs);
+    return this.liveness.bound(guard(op));
   }
 
   /** Names the field of a duplicate-key error from the server's keyPattern, or finds it. */
