@@ -112,6 +112,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     sessionIdleMs: config.sessionIdleMinutes * 60_000,
     sessionMaxMs: config.sessionMaxHours * 3_600_000,
     sessionRefreshMs: config.keySyncMs,
+    coldReadsPerSecond: config.coldReadsPerSecond,
     log: logger,
     metrics,
   });

@@ -39,6 +39,8 @@ export interface Config {
   readonly usageFlushMs: number;
   /** How often each process reads the API keys other processes changed (ms). */
   readonly keySyncMs: number;
+  /** Most store reads a second for API keys (and, apart, sessions) this process does not hold yet. */
+  readonly coldReadsPerSecond: number;
   /** The key that seals back-end credentials; when unset, main makes or reads one in the data dir. */
   readonly encryptionKey: Buffer | undefined;
   /** How long request-log entries are kept (days). */
@@ -231,6 +233,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     },
     usageFlushMs: int("ERPLINK_USAGE_FLUSH_MS", 30_000, 100, 3_600_000),
     keySyncMs: int("ERPLINK_KEY_SYNC_MS", 2_000, 100, 60_000),
+    coldReadsPerSecond: int("ERPLINK_COLD_READS_PER_SECOND", 200, 1, 100_000),
     encryptionKey,
     logRetentionDays: int("ERPLINK_LOG_RETENTION_DAYS", 30, 1, 3650),
     logMaxEntries: logMaxEntries === 0 ? undefined : logMaxEntries,

@@ -61,6 +61,8 @@ export interface ServiceSettings {
   readonly encryptionKey: Buffer;
   /** How long an unknown key hash is remembered as unknown (ms). */
   readonly negativeCacheTtlMs?: number;
+  /** Most store reads a second for API keys (and, apart, sessions) not in memory (default 200). */
+  readonly coldReadsPerSecond?: number;
   /** Reports a failed background write (usage times). */
   readonly onBackgroundError: (err: unknown) => void;
   readonly clock?: () => Date;
@@ -103,6 +105,7 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
       clock,
       negativeTtlMs: settings.negativeCacheTtlMs ?? 30_000,
       maxEntries: 100_000,
+      ...(settings.coldReadsPerSecond !== undefined ? { coldReadsPerSecond: settings.coldReadsPerSecond } : {}),
     }),
     usage: new UsageRecorder({ store: store.apiKeys, clock, onError: settings.onBackgroundError }),
     limiter: new RateLimiter(store.rateWindows, clock),
@@ -122,6 +125,7 @@ export function createServiceDeps(store: Store, settings: ServiceSettings): Serv
       refreshMs: settings.sessionRefreshMs ?? 2_000,
       negativeTtlMs: settings.negativeCacheTtlMs ?? 30_000,
       maxEntries: 100_000,
+      ...(settings.coldReadsPerSecond !== undefined ? { coldReadsPerSecond: settings.coldReadsPerSecond } : {}),
       onError: settings.onBackgroundError,
     }),
     sessionPolicy: settings.sessionPolicy ?? { idleMs: 30 * 60_000, maxMs: 12 * 3_600_000, masterFingerprint: "" },

@@ -164,6 +164,8 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
     services: {},
     // No SAP client: the back end's default.
     sap_client: "",
+    // No connection limit of its own: the process default.
+    upstream_connections: 0,
     created_at: "2026-01-02T03:04:05Z",
     updated_at: "2026-01-02T03:04:05Z",
   });
@@ -247,6 +249,7 @@ Instances("sap_client: set on create, changed by PATCH, cleared with null or \"\
     ...PROD,
     services: {},
     sap_client: "100",
+    upstream_connections: 0,
     created_at: "2026-01-02T03:04:05Z",
     updated_at: "2026-01-02T03:04:05Z",
   });

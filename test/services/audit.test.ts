@@ -78,6 +78,7 @@ Snapshots("a message in REST form: proto names, enums in lower case, empty neste
     services: { "API.PO": { path: "srvd/po" } },
     auth: { type: "basic", username: "u", password: "[redacted]" },
     sap_client: "",
+    upstream_connections: 0,
   });
   assert.is((snap.auth as Record<string, unknown>).password, marker);
   assert.not.match(inspect(snap, { depth: 10 }), /hunter2/);
