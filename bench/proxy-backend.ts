@@ -6,8 +6,10 @@
  * every time, so that a request straight to it and one through a proxy cost
  * it exactly the same. It counts what it answers, telling requests that came
  * through a proxy (erplink and the others of the benchmark send `Forwarded`)
- * from direct ones; with `countsPath`, `GET <countsPath>` answers the counts
- * as JSON (no credentials), for a benchmark that runs it in another process.
+ * from direct ones, and `Products` requests with another query by query (so
+ * that a benchmark's clients can tell themselves apart by `$top`); with
+ * `countsPath`, `GET <countsPath>` answers the counts as JSON (no
+ * credentials), for a benchmark that runs it in another process.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -71,6 +73,11 @@ export interface BackendCounts {
   metadata: number;
   /** Requests answered with anything but 200 (wrong path, missing credentials). */
   refused: number;
+  /**
+   * `Products` requests whose query was not {@link QUERY}, by query (a
+   * benchmark that sends `$top=<n>` of its own tells its clients apart).
+   */
+  byQuery: Record<string, number>;
 }
 
 /** A running back end. */
@@ -88,7 +95,7 @@ export interface BackendOptions {
 
 /** Starts the back end on 127.0.0.1, on an ephemeral port. */
 export async function startBackend(options: BackendOptions = {}): Promise<Backend> {
-  const counts: BackendCounts = { proxied: 0, direct: 0, metadata: 0, refused: 0 };
+  const counts: BackendCounts = { proxied: 0, direct: 0, metadata: 0, refused: 0, byQuery: {} };
   const metadata = Buffer.from(METADATA, "utf8");
   const dataPath = `${ROOT}/${ENTITY_SET}`;
   const server = http.createServer((req, res) => {
@@ -113,6 +120,8 @@ export async function startBackend(options: BackendOptions = {}): Promise<Backen
     if (path === dataPath && url.slice(q + 1).startsWith("$top=")) {
       if (req.headers.forwarded !== undefined) counts.proxied++;
       else counts.direct++;
+      const query = url.slice(q + 1);
+      if (query !== QUERY) counts.byQuery[query] = (counts.byQuery[query] ?? 0) + 1;
       res.writeHead(200, {
         "content-type": "application/json;odata.metadata=minimal;IEEE754Compatible=false",
         "odata-version": "4.0",

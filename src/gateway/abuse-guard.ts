@@ -172,6 +172,7 @@ export class AbuseGuard {
       if (state === undefined) {
         state = { active: 0, waiting: [], paused: false };
         socket[PIPELINE] = state;
+        holdWhileWaiting(socket, state);
       }
       const pipeline = state;
       const run = (rq: http.IncomingMessage, rs: http.ServerResponse) => {
@@ -202,6 +203,29 @@ export class AbuseGuard {
   }
 }
 
+/**
+ * Keeps a socket paused while requests wait in its pipeline. Node resumes a
+ * socket its server paused whenever the answers queued behind the one being
+ * sent hold few bytes (`socketOnDrain`, called on every write of such an
+ * answer), without knowing of the requests waiting here: each such resume
+ * let Node parse another chunk, so that a client that pipelined 20,000
+ * requests had them all parsed and held while the first few were answered
+ * (four such connections took erplink from 180 to 430 MiB of RSS). The socket's `resume` now leaves it paused
+ * (its parser too) while any request waits; the pipeline resumes it when
+ * the last one is under way.
+ */
+function holdWhileWaiting(socket: PipelinedSocket, pipeline: PipelineState): void {
+  const resume = socket.resume;
+  socket.resume = function (this: PipelinedSocket) {
+    if (pipeline.waiting.length > 0 && !this.destroyed) {
+      this._paused = true;
+      this.parser?.pause();
+      return this;
+    }
+    return resume.call(this);
+  };
+}
+
 const RESET = Symbol("erplink.resetCharge");
 const PIPELINE = Symbol("erplink.pipeline");
 type SessionWithResets = http2.ServerHttp2Session & { [RESET]?: () => void };
@@ -210,4 +234,4 @@ interface PipelineState {
   waiting: [http.IncomingMessage, http.ServerResponse][];
   paused: boolean;
 }
-type PipelinedSocket = net.Socket & { [PIPELINE]?: PipelineState; _paused?: boolean; parser?: { resume(): void } | null };
+type PipelinedSocket = net.Socket & { [PIPELINE]?: PipelineState; _paused?: boolean; parser?: { resume(): void; pause(): void } | null };

@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { AbuseGuard } from "../../src/gateway/abuse-guard.js";
+import { createDualProtocolServer } from "../../src/gateway/server.js";
 import { V4_METADATA } from "../../test-support/odata/fixtures.js";
 import { PREFACE, rawHeaders, rawRst } from "../../test-support/raw-h2.js";
 import { addProdSales } from "../../test-support/sales-world.js";
@@ -161,6 +162,51 @@ Abuse("HTTP/1.1 pipelining: hundreds of requests on one connection, a few in pro
   assert.equal(echoes, Array.from({ length: count }, (_, i) => i), "every request answered, in order");
   assert.is(ctx.hits, count);
   assert.ok(ctx.maxInProgress <= 8, `at most 8 in progress at the back end, saw ${ctx.maxInProgress}`);
+});
+
+Abuse("HTTP/1.1 pipelining: 20,000 requests sent ahead while answers stream in parts are not all read and held: the connection is read a chunk at a time", async () => {
+  // Answers written in two parts, as the data path streams a back end's body: each part of an answer queued
+  // behind the one being sent makes Node resume a socket it paused, whatever waits in the pipeline.
+  let handled = 0;
+  let serverSocket: net.Socket | undefined;
+  const server = createDualProtocolServer(
+    (_req, res) => {
+      handled++;
+      const answer = res as http.ServerResponse;
+      setTimeout(() => {
+        answer.writeHead(200, { "content-type": "text/plain" });
+        answer.write("a".repeat(1000));
+        setTimeout(() => answer.end("b".repeat(1300)), 1);
+      }, 1);
+    },
+    { firstByteTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, http2SessionTimeoutMs: 10_000 },
+  );
+  server.on("connection", (s: net.Socket) => (serverSocket = s));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const client = net.connect((server.address() as AddressInfo).port, "127.0.0.1");
+  try {
+    client.on("error", () => {});
+    await new Promise((r) => client.once("connect", r));
+    const request = "GET /odata/prod/SALES/SalesOrders?$top=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer erpl_0123456789abcdefghijklmnopqrstuvwxyz0123456789ab\r\n\r\n";
+    const all = Buffer.from(request.repeat(20_000), "latin1");
+    // Read answers for a while, then stop reading: the answers back up and the connection must stop being read.
+    client.on("data", () => {});
+    client.write(all);
+    await new Promise((r) => setTimeout(r, 300));
+    client.pause();
+    await new Promise((r) => setTimeout(r, 1_000));
+    const read = serverSocket!.bytesRead;
+    const served = handled;
+    await new Promise((r) => setTimeout(r, 500));
+    assert.is(handled, served, "nothing more is served while the client reads nothing");
+    // What was served, the answers that back up in the kernel's buffers, and one chunk more.
+    assert.ok(read < served * request.length + 256 * 1024, `read ${read} bytes of ${all.length} for ${served} requests served`);
+    assert.ok(read < all.length / 2, `read ${read} bytes of ${all.length}`);
+  } finally {
+    client.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
 });
 
 Abuse("strikes: a first refusal lasts a second, each further one twice as long, up to a minute; a quiet minute forgets them", () => {
