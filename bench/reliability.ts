@@ -717,7 +717,12 @@ async function killScenario(ctx: Context, scenario: "kill-embedded" | "kill-mong
 
       // What was acknowledged is there; what was acknowledged deleted is not.
       const present = new Map((await listAll<{ id: string; name: string }>(base, "/admin/systems", 500)).map((s) => [s.id, s.name]));
-      for (const id of ledger.live.keys()) if (!present.has(id)) lost++;
+      for (const id of ledger.live.keys()) {
+        if (present.has(id)) continue;
+        lost++;
+        // Counted once, not again after each later kill.
+        ledger.live.delete(id);
+      }
       for (const id of ledger.deleted) if (present.has(id)) back++;
       for (const id of ledger.unsure) {
         if (present.has(id)) ledger.live.set(id, present.get(id)!);
