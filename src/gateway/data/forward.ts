@@ -26,7 +26,7 @@ import { csrfRequired, type UpstreamSessions } from "../upstream-session.js";
 import { analysisNeutral, markVerified } from "./analysis-cache.js";
 import { decisionOf } from "./authorize.js";
 import { BODILESS, type Admitted, type Authorized } from "./exchange.js";
-import { brokenAnswerError, type Forwarder, type UpstreamResponse } from "./forwarder.js";
+import { brokenAnswerError, clientGoneError, type Forwarder, type UpstreamResponse } from "./forwarder.js";
 import { clientResponseHeaders, scopeRepeatability } from "./headers.js";
 import type { DataKey, DataPort } from "./ports.js";
 import { verifyBatch, verifyForward } from "./verify.js";
@@ -208,11 +208,6 @@ class ClientOf {
   gone(): boolean {
     return clientGone(this.reply);
   }
-}
-
-/** The error of an exchange its client gave up before anything was sent. */
-export function clientGoneError(): GatewayError {
-  return new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
 }
 
 /** Reads an answer's body to its end and drops it (errors included). */

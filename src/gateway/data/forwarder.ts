@@ -140,7 +140,7 @@ export class Forwarder {
       const gate = this.gate(route.instance, route.connections);
       const slot = gate.take(route.service, deadline.signal);
       release = slot instanceof Promise ? await slot.catch(noSlot) : slot;
-      if (route.client?.gone() === true) throw new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
+      if (route.client?.gone() === true) throw clientGoneError();
       const res = await this.agent.request({
         origin: request.origin,
         path: request.path,
@@ -177,6 +177,11 @@ export class Forwarder {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/** The error of an exchange its client gave up before anything was sent. */
+export function clientGoneError(): GatewayError {
+  return new GatewayError(400, "the client reset the request before it was sent upstream: nothing was forwarded");
 }
 
 /** The gateway's error for a request that got no connection. */
