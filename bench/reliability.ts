@@ -42,7 +42,7 @@
  * before the kill (entries are written in batches every second).
  *
  * Usage: npm run reliability [-- --only <scenario>[,<scenario>…] --seconds 15 --warm 4 --warm-rate 2000 --quiet 5 --after 5 --kills 8 --trace
- *        --node-options <flags for erplink's node, e.g. --max-old-space-size=256>]
+ *        --node-options <flags for erplink's node; default: those of \`npm start\`, e.g. --max-old-space-size=384>]
  * See bench/README.md and README.md's "Reliability".
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -826,7 +826,7 @@ const { values } = parseArgs({
     after: { type: "string", default: "5" },
     kills: { type: "string", default: "8" },
     trace: { type: "boolean", default: false },
-    "node-options": { type: "string", default: "" },
+    "node-options": { type: "string", default: startFlags() },
   },
 });
 const seconds = intOption("seconds", values.seconds, 600);
@@ -843,6 +843,12 @@ const selected = SCENARIOS.filter((s) => only.includes(s));
 const budgetMs =
   selected.reduce((sum, s) => sum + (s.startsWith("kill-") ? 30 + kills * 45 + quiet + after : 60 + MAX_FILL_MS / 1000 + warm + quiet + seconds + after) * 1000, 0) +
   (selected.includes("kill-mongodb") ? 300_000 : 0);
+
+/** The node flags `npm start` gives erplink (package.json), so that the survey measures erplink as it is started. */
+function startFlags(): string {
+  const start = (JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.start ?? "";
+  return (start.match(/--max-old-space-size=\d+|--max-semi-space-size=\d+/g) ?? []).join(" ");
+}
 
 await runBench(budgetMs, async () => {
   const cpus = os.cpus();

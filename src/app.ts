@@ -6,16 +6,19 @@
 import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { getHeapStatistics } from "node:v8";
 import { createRouterTransport } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { pino, type Logger } from "pino";
 import { parseEncryptionKey, type Config } from "./config.js";
 import { createGateway } from "./gateway/app.js";
+import { AbuseGuard } from "./gateway/abuse-guard.js";
 import { createDualProtocolServer } from "./gateway/server.js";
 import { createPrometheusMetrics } from "./metrics/prometheus.js";
 import { outcomeOfDataDecision } from "./metrics/port.js";
 import { createServiceLayer } from "./services/layer.js";
 import { createStore, type Store } from "./store/index.js";
+import { ENTRY_HEAP_BYTES } from "./store/memory-request-log.js";
 
 /** A composed erplink, ready to listen. */
 export interface Erplink {
@@ -66,6 +69,29 @@ async function localEncryptionKey(config: Config, store: Store, logger: Logger):
   return key;
 }
 
+/**
+ * The embedded store keeps its request log in this thread's heap (unless
+ * ERPLINK_LOG_THREAD moves it to a worker, which it does with a data
+ * directory): warns when a full log would take more than
+ * half of the heap limit (`npm start` sets 384 MiB; package.json), which
+ * would end with the process out of memory.
+ */
+function warnOfHeap(config: Config, logger: Logger): void {
+  if (config.store.kind !== "embedded") return;
+  // In a worker thread (with a data directory; src/store/index.ts), the log has a heap of its own.
+  if (config.logThread && config.store.dataDir !== ":memory:") return;
+  const entries = config.logMaxEntries === undefined || config.logMaxEntries === 0 ? Infinity : config.logMaxEntries;
+  const limit = getHeapStatistics().heap_size_limit;
+  if (entries * ENTRY_HEAP_BYTES <= limit / 2) return;
+  const mib = (n: number) => Math.round(n / 2 ** 20);
+  logger.warn(
+    { logMaxEntries: config.logMaxEntries, heapLimitMiB: mib(limit) },
+    entries === Infinity
+      ? "the request log has no cap (ERPLINK_LOG_MAX_ENTRIES=0) and is kept in the heap until the retention purge: set a cap, or ERPLINK_LOG_THREAD=on"
+      : `a full request log takes about ${mib(entries * ENTRY_HEAP_BYTES)} MiB of a ${mib(limit)} MiB heap: lower ERPLINK_LOG_MAX_ENTRIES or raise node's --max-old-space-size`,
+  );
+}
+
 /** Composes erplink from its configuration. */
 export async function createErplink(config: Config, options: ErplinkOptions = {}): Promise<Erplink> {
   // Asynchronous writes keep logging off the request path; close() flushes.
@@ -94,6 +120,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
         }
       : config.store;
   const store = await createStore(storeOptions, metrics?.store);
+  warnOfHeap(config, logger);
   let encryptionKey: Buffer;
   try {
     encryptionKey = config.encryptionKey ?? (await localEncryptionKey(config, store, logger));
@@ -116,7 +143,9 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     log: logger,
     metrics,
   });
-  metrics?.watch({ requestLog: () => layer.logWriter.stats(), apiKeys: () => layer.deps.keys.stats() });
+  // Rapid resets, streams at once, reconnecting abusers and pipelining (src/gateway/abuse-guard.ts).
+  const guard = new AbuseGuard();
+  metrics?.watch({ requestLog: () => layer.logWriter.stats(), apiKeys: () => layer.deps.keys.stats(), connections: () => guard.counts });
   layer.start({ usageFlushMs: config.usageFlushMs, keySyncMs: config.keySyncMs, logFlushMs: 1_000, purgeMs: 5 * 60_000 });
 
   const app = await createGateway({
@@ -154,6 +183,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
         firstByteTimeoutMs: 10_000,
         keepAliveTimeoutMs: 72_000,
         http2SessionTimeoutMs: 72_000,
+        guard,
       }),
   });
 

@@ -170,37 +170,51 @@ export class AbuseGuard {
       const socket = req.socket as PipelinedSocket;
       let state = socket[PIPELINE];
       if (state === undefined) {
-        state = { active: 0, waiting: [], paused: false };
+        state = pipelineOf(socket, handler);
         socket[PIPELINE] = state;
         holdWhileWaiting(socket, state);
       }
-      const pipeline = state;
-      const run = (rq: http.IncomingMessage, rs: http.ServerResponse) => {
-        pipeline.active++;
-        rs.once("close", () => {
-          pipeline.active--;
-          const next = pipeline.waiting.shift();
-          if (next !== undefined) return run(next[0], next[1]);
-          if (pipeline.paused && !socket.destroyed) {
-            pipeline.paused = false;
-            // Left to Node while its answers wait for the client to read them: its drain resumes the socket.
-            if (socket.writableNeedDrain) return;
-            socket._paused = false;
-            socket.parser?.resume();
-            socket.resume();
-          }
-        });
-        handler(rq, rs);
-      };
-      if (pipeline.active < limit) return run(req, res);
-      pipeline.waiting.push([req, res]);
+      if (state.active < limit) return state.run(req, res);
+      state.waiting.push([req, res]);
       // Node's own flag for a socket its server paused: reading a request body does not resume it,
       // and Node pauses its parser once the chunk at hand is parsed.
-      pipeline.paused = true;
+      state.paused = true;
       socket._paused = true;
       socket.pause();
     };
   }
+}
+
+/**
+ * The pipeline of one connection. Its two functions are made once per
+ * connection, not per request: a request costs one listener, no closure.
+ */
+function pipelineOf(socket: PipelinedSocket, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): PipelineState {
+  const state: PipelineState = {
+    active: 0,
+    waiting: [],
+    paused: false,
+    run(rq, rs) {
+      state.active++;
+      // "close" comes once per response.
+      rs.on("close", state.finished);
+      handler(rq, rs);
+    },
+    finished() {
+      state.active--;
+      const next = state.waiting.shift();
+      if (next !== undefined) return state.run(next[0], next[1]);
+      if (state.paused && !socket.destroyed) {
+        state.paused = false;
+        // Left to Node while its answers wait for the client to read them: its drain resumes the socket.
+        if (socket.writableNeedDrain) return;
+        socket._paused = false;
+        socket.parser?.resume();
+        socket.resume();
+      }
+    },
+  };
+  return state;
 }
 
 /**
@@ -233,5 +247,9 @@ interface PipelineState {
   active: number;
   waiting: [http.IncomingMessage, http.ServerResponse][];
   paused: boolean;
+  /** Starts a request: counted in progress until its response closes. */
+  run(req: http.IncomingMessage, res: http.ServerResponse): void;
+  /** A response closed: the next waiting request starts, or the socket reads again. */
+  finished(): void;
 }
 type PipelinedSocket = net.Socket & { [PIPELINE]?: PipelineState; _paused?: boolean; parser?: { resume(): void; pause(): void } | null };

@@ -9,6 +9,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { AbuseGuard } from "./abuse-guard.js";
+import { onClientError } from "./client-errors.js";
 import { settleStream } from "./h2-stream.js";
 
 /** Fastify's request handler, as a server factory receives it (HTTP/1.1 or HTTP/2 compat objects). */
@@ -25,6 +26,13 @@ export interface DualProtocolServerOptions {
   readonly firstByteTimeoutMs: number;
   /** Idle keep-alive timeout of HTTP/1.1 connections (ms). */
   readonly keepAliveTimeoutMs: number;
+  /**
+   * An HTTP/1.1 request whose headers have not all arrived this long after
+   * its first byte is answered 408 and its connection closed (ms; default
+   * 30,000). Checked every quarter of it, at most every 5 s, so a connection
+   * that drips header bytes lives at most 1.25 times this long.
+   */
+  readonly headersTimeoutMs?: number;
   /** Idle timeout of HTTP/2 sessions (ms). */
   readonly http2SessionTimeoutMs: number;
   /** Limits on rapid resets, streams at once, reconnecting abusers and pipelining (default: {@link AbuseGuard}'s). */
@@ -58,7 +66,12 @@ export function isDualProtocolServer(server: unknown): server is DualProtocolSer
 /** Creates the one-port server; pass it to Fastify as `serverFactory`. */
 export function createDualProtocolServer(handler: RequestHandler, options: DualProtocolServerOptions): DualProtocolServer {
   const guard = options.guard ?? new AbuseGuard();
-  const h1 = http.createServer(guard.pipeline(handler as http.RequestListener));
+  const headersTimeout = options.headersTimeoutMs ?? 30_000;
+  const h1 = http.createServer(
+    // requestTimeout stays Node's (300 s for a whole request, body included); it must not be below headersTimeout.
+    { headersTimeout, requestTimeout: Math.max(300_000, headersTimeout), connectionsCheckingInterval: Math.min(5_000, Math.ceil(headersTimeout / 4)) },
+    guard.pipeline(handler as http.RequestListener),
+  );
   h1.keepAliveTimeout = options.keepAliveTimeoutMs;
   let shortcut: Http2Shortcut | undefined;
   // The streams the shortcut leaves get Node's compat objects, made as Node
@@ -123,17 +136,13 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
     socket.on("error", () => socket.destroy());
   }) as DualProtocolServer;
 
-  // Requests node:http's parser refuses: answered by the one-port server's
-  // own `clientError` listeners (Fastify's clientErrorHandler, which Fastify
-  // attaches to the server its serverFactory returns), else as Node would.
+  // Requests node:http's parser refuses or that take too long to arrive:
+  // answered by the one-port server's own `clientError` listeners (Fastify's
+  // clientErrorHandler, which Fastify attaches to the server its
+  // serverFactory returns), else in the envelope all the same.
   h1.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
-    if (outer.listenerCount("clientError") > 0) {
-      outer.emit("clientError", err, socket);
-    } else if (err.code !== "ECONNRESET" && socket.writable) {
-      socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n", () => socket.destroy());
-    } else {
-      socket.destroy();
-    }
+    if (outer.listenerCount("clientError") > 0) outer.emit("clientError", err, socket);
+    else onClientError(err, socket);
   });
 
   // node:http only tracks connections (for closeIdleConnections and its

@@ -165,6 +165,8 @@ export interface MetricSources {
   };
   /** Entries of the `$metadata` cache. */
   readonly metadataCache?: () => number;
+  /** The connection guard's counts (`AbuseGuard.counts`). */
+  readonly connections?: () => { readonly calmed: number; readonly refusedConnections: number; readonly refusedStreams: number };
 }
 
 /** Everything erplink reports. */

@@ -496,6 +496,30 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
     },
   });
 
+  // The connection guard (src/gateway/abuse-guard.ts).
+  const guardCounter = (name: string, help: string, read: (c: NonNullable<ReturnType<NonNullable<MetricSources["connections"]>>>) => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const counts = sources.connections?.();
+        this.inc(counts === undefined ? 0 : read(counts));
+      },
+    });
+  guardCounter(
+    "erplink_http2_sessions_calmed_total",
+    "HTTP/2 sessions closed with GOAWAY ENHANCE_YOUR_CALM because their client reset streams faster than its budget (each also refuses the address for a while).",
+    (c) => c.calmed,
+  );
+  guardCounter(
+    "erplink_connections_refused_total",
+    "Connections closed on arrival because their address had just been sent away for abuse.",
+    (c) => c.refusedConnections,
+  );
+  guardCounter("erplink_http2_streams_refused_total", "HTTP/2 streams refused with REFUSED_STREAM because the process had its most streams open.", (c) => c.refusedStreams);
+
   return {
     registry,
     async scrape() {

@@ -48,6 +48,9 @@ const Datastore = nedbModule as unknown as typeof nedbModule.default;
  */
 export const DEFAULT_MAX_ENTRIES = 50_000;
 
+/** Heap a data request's entry takes, about (bytes; see {@link DEFAULT_MAX_ENTRIES}). */
+export const ENTRY_HEAP_BYTES = 1_536;
+
 /** The file of the entries, in the data directory. */
 export const REQUEST_LOG_FILE = "request_logs.jsonl";
 

@@ -4,7 +4,8 @@
  * over and over) is never forwarded and gets its session closed with
  * ENHANCE_YOUR_CALM, its address is refused for a while while others are
  * served, and an HTTP/1.1 connection that pipelines hundreds of requests has
- * only a few in progress at once, every one answered in order.
+ * only a few in progress at once, every one answered in order, and one
+ * whose headers drip in is cut off at the headers deadline.
  */
 import http from "node:http";
 import net from "node:net";
@@ -203,6 +204,42 @@ Abuse("HTTP/1.1 pipelining: 20,000 requests sent ahead while answers stream in p
     assert.ok(read < served * request.length + 256 * 1024, `read ${read} bytes of ${all.length} for ${served} requests served`);
     assert.ok(read < all.length / 2, `read ${read} bytes of ${all.length}`);
   } finally {
+    client.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
+
+Abuse("HTTP/1.1 slowloris: headers that drip in byte by byte are cut off at the headers deadline with 408 in the envelope, and the connection closed", async () => {
+  let handled = 0;
+  const server = createDualProtocolServer(
+    (_req, res) => {
+      handled++;
+      res.end();
+    },
+    { firstByteTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, http2SessionTimeoutMs: 10_000, headersTimeoutMs: 1_000 },
+  );
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const client = net.connect((server.address() as AddressInfo).port, "127.0.0.1");
+  const drip = setInterval(() => client.writable && client.write("x"), 100);
+  try {
+    client.on("error", () => {});
+    await new Promise((r) => client.once("connect", r));
+    const started = performance.now();
+    client.write("GET /odata/prod/SALES/SalesOrders HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
+    let received = "";
+    client.on("data", (chunk: Buffer) => (received += chunk.toString("latin1")));
+    await new Promise((r) => client.once("close", r));
+    const elapsed = performance.now() - started;
+    // The deadline, checked every quarter of it: cut off between 1 and 1.25 s after the first byte (plus scheduling).
+    assert.ok(elapsed >= 950 && elapsed < 2_000, `closed after ${Math.round(elapsed)} ms`);
+    assert.match(received, /^HTTP\/1\.1 408 Request Timeout\r\n/, JSON.stringify(received));
+    const body = JSON.parse(received.slice(received.indexOf("\r\n\r\n") + 4)) as { error: { code: string; message: string; requestId: string } };
+    assert.is(body.error.code, "REQUEST_TIMEOUT");
+    assert.is(body.error.message, "the request did not arrive in time");
+    assert.is(handled, 0);
+  } finally {
+    clearInterval(drip);
     client.destroy();
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));

@@ -216,6 +216,23 @@ Prom("state read at scrape time: the request log's queue and evictions, the key 
   assert.is(e.value("erplink_api_key_sync_failures_total"), 1);
 });
 
+Prom("the connection guard's counts are read at scrape time: calmed sessions, refused connections and streams, 0 before it is watched", async () => {
+  const m = createPrometheusMetrics({ processMetrics: false });
+  let e = await expose(m);
+  assert.is(e.value("erplink_http2_sessions_calmed_total"), 0);
+  assert.is(e.value("erplink_connections_refused_total"), 0);
+  assert.is(e.value("erplink_http2_streams_refused_total"), 0);
+  const counts = { calmed: 2, refusedConnections: 31, refusedStreams: 4 };
+  m.watch({ connections: () => counts });
+  e = await expose(m);
+  assert.is(e.value("erplink_http2_sessions_calmed_total"), 2);
+  assert.is(e.value("erplink_connections_refused_total"), 31);
+  assert.is(e.value("erplink_http2_streams_refused_total"), 4);
+  counts.refusedConnections = 40;
+  e = await expose(m);
+  assert.is(e.value("erplink_connections_refused_total"), 40);
+});
+
 Prom("the exposition: every family typed and described; process metrics by default; one registry per instance", async () => {
   const a = createPrometheusMetrics();
   const b = createPrometheusMetrics();

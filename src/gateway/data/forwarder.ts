@@ -17,7 +17,7 @@
 import type { Readable } from "node:stream";
 import { Agent, errors } from "undici";
 import { GatewayError } from "../errors.js";
-import { ConnectionGate, type NoSlot, type Release } from "./connection-gate.js";
+import { ConnectionGate, Deadline, type NoSlot, type Release } from "./connection-gate.js";
 
 /** A request as it goes to the back end. */
 export interface UpstreamRequest {
@@ -133,12 +133,12 @@ export class Forwarder {
     const { timeoutMs } = this.options;
     const left = route.startedAt + timeoutMs - performance.now();
     if (left <= 0) throw notInTime();
-    const deadline = new AbortController();
+    const deadline = new Deadline();
     let timer: NodeJS.Timeout | undefined = setTimeout(() => deadline.abort(), left);
     let release: Release | undefined;
     try {
       const gate = this.gate(route.instance, route.connections);
-      const slot = gate.take(route.service, deadline.signal);
+      const slot = gate.take(route.service, deadline);
       release = slot instanceof Promise ? await slot.catch(noSlot) : slot;
       if (route.client?.gone() === true) throw clientGoneError();
       const res = await this.agent.request({
@@ -147,7 +147,7 @@ export class Forwarder {
         method: request.method as "GET",
         headers: request.headers,
         body: request.body,
-        signal: deadline.signal,
+        signal: deadline,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
@@ -166,7 +166,7 @@ export class Forwarder {
       return { status: res.statusCode, headers: res.headers, body: res.body };
     } catch (err) {
       if (err instanceof GatewayError) throw err;
-      throw deadline.signal.aborted || isTimeout(err) ? notInTime() : new GatewayError(502, "the back end could not be reached");
+      throw deadline.aborted || isTimeout(err) ? notInTime() : new GatewayError(502, "the back end could not be reached");
     } finally {
       clearTimeout(timer);
       release?.();

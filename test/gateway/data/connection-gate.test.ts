@@ -7,11 +7,11 @@
 import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ConnectionGate, type Release } from "../../../src/gateway/data/connection-gate.js";
+import { ConnectionGate, Deadline, type Release } from "../../../src/gateway/data/connection-gate.js";
 
 const Gate = suite("connection gate");
 
-const never = new AbortController().signal;
+const never = new Deadline();
 const settle = () => new Promise((r) => setImmediate(r));
 
 Gate("one service alone uses every connection; the next waits, and gets the first that comes free", async () => {
@@ -55,8 +55,8 @@ Gate("a waiter gives up at its deadline, and what it held back goes to the other
   const gate = new ConnectionGate(2);
   const a = gate.tryTake("A")!;
   gate.tryTake("A")!;
-  const deadline = new AbortController();
-  const waiting = gate.take("A", deadline.signal) as Promise<Release>;
+  const deadline = new Deadline();
+  const waiting = gate.take("A", deadline) as Promise<Release>;
   deadline.abort();
   assert.is(await waiting.then(() => "granted", (e: unknown) => e), "deadline");
   assert.equal(gate.load(), { inFlight: 2, waiting: 0 });
@@ -91,13 +91,13 @@ Gate("property: in flight never above the limit, no service above its share whil
       async (connections, steps: Step[]) => {
         const gate = new ConnectionGate(connections, 1_000);
         const held: { service: string; release: Release }[] = [];
-        const waiting: { service: string; abort: AbortController; settled: boolean }[] = [];
+        const waiting: { service: string; abort: Deadline; settled: boolean }[] = [];
         const count = (service: string) => held.filter((h) => h.service === service).length;
         for (const step of steps) {
           if (step.kind === "take") {
             const service = `S${step.service}`;
-            const abort = new AbortController();
-            const got = gate.take(service, abort.signal);
+            const abort = new Deadline();
+            const got = gate.take(service, abort);
             if (got instanceof Promise) {
               const w = { service, abort, settled: false };
               waiting.push(w);
