@@ -5,6 +5,17 @@
 import { ConfigError, loadConfig } from "./config.js";
 import { createErplink } from "./app.js";
 
+/**
+ * The dashboard's address as a browser on this machine opens it: under
+ * `ERPLINK_PUBLIC_URL` when set, else on the host erplink listens on
+ * (`localhost` for a wildcard address).
+ */
+function dashboardUrl(publicUrl: string | undefined, host: string, port: number): string {
+  if (publicUrl !== undefined) return `${publicUrl.replace(/\/+$/, "")}/dashboard/`;
+  const name = host === "" || host === "0.0.0.0" || host === "::" ? "localhost" : host.includes(":") ? `[${host}]` : host;
+  return `http://${name}:${port}/dashboard/`;
+}
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -28,10 +39,14 @@ async function main(): Promise<void> {
     logger.warn("ERPLINK_MASTER_KEY is not set: using a generated master key, printed once on stderr");
   }
   await erplink.app.listen({ host: config.host, port: config.port });
+  const addresses = erplink.app.addresses().map((a) => (typeof a === "string" ? { address: a, port: config.port } : a));
+  const dashboard = dashboardUrl(config.publicUrl, config.host, addresses[0]?.port ?? config.port);
   logger.info(
-    { store: erplink.store.kind, address: erplink.app.addresses().map((a) => (typeof a === "string" ? a : `${a.address}:${a.port}`)) },
+    { store: erplink.store.kind, address: addresses.map((a) => `${a.address}:${a.port}`), dashboard },
     "erplink listening (HTTP/1.1 REST + Connect, and h2c gRPC, on one port)",
   );
+  // For the person who just ran `npm start`: where to go next.
+  process.stderr.write(`\n  Dashboard: ${dashboard}  (sign in with the master key)\n\n`);
 
   let stopping = false;
   const stop = (signal: string) => {

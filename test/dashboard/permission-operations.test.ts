@@ -234,8 +234,19 @@ if (browserAvailable("dashboard permission operations suite")) {
     await ctx.page.getByLabel("OData URL").fill("/odata/s4-prod/SALES/Customers");
     await ctx.page.getByText("With the saved permissions:", { exact: true }).waitFor();
     await json.fill(JSON.stringify(wild));
-    await form.getByText(`s4-prod.SALES.*: ${reason} (the tree keeps the last valid permissions)`).waitFor();
+    await form.getByText(`s4-prod.SALES.*: ${reason} (the tree keeps the last valid permissions; fix the JSON to save)`).waitFor();
     assert.is(await json.getAttribute("aria-invalid"), "true");
+    // Saving now would save the tree's last valid permissions, not what is shown: Save is disabled.
+    const saveButton = form.getByRole("button", { name: "Save changes" });
+    assert.ok(await saveButton.isDisabled(), "Save is disabled while the JSON is invalid");
+    await json.fill('{ "s4-prod": { "SALES": { "Customers": ["list"], } } }');
+    await form.getByText(/\(the tree keeps the last valid permissions; fix the JSON to save\)$/).waitFor();
+    assert.ok(await saveButton.isDisabled(), "a trailing comma disables Save too");
+    // Submitted all the same (Enter in a field of the form): refused with the reason, nothing sent.
+    await form.evaluate((f) => (f as unknown as { requestSubmit(): void }).requestSubmit());
+    await ctx.page.getByRole("alert").getByText(/^Fix the permissions JSON first: /).waitFor();
+    assert.equal((await admin("GET", `/admin/api-keys/${id}`)).body.data.permissions, { "s4-prod": { SALES: { Customers: ["list"] } } }, "nothing was saved");
+    await json.fill(JSON.stringify(wild));
     // Explain is not sent an invalid draft.
     await ctx.page.getByText(/^Your unsaved permissions are invalid, so they cannot be explained: s4-prod\.SALES\.\*: 'invoke' must name the operation/).waitFor();
     await json.fill(JSON.stringify({ "s4-prod": { SALES: { Customers: ["list"] } } }));

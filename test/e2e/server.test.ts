@@ -543,7 +543,7 @@ const proc = suite("e2e: src/main.ts as a process");
 
 const KEY_PATTERN = /erpl_master_[A-Za-z0-9_-]{43}/g;
 
-proc("no ERPLINK_MASTER_KEY: the generated key is printed once on stderr, never logged, works as a bearer token; SIGTERM exits 0", async () => {
+proc("no ERPLINK_MASTER_KEY: the generated key is printed once on stderr, never logged, works as a bearer token; the dashboard's URL is printed; SIGTERM exits 0", async () => {
   const port = await freePort();
   let main: MainProcess | undefined;
   let grpcJs: GrpcJsClient<typeof SystemService> | undefined;
@@ -555,6 +555,11 @@ proc("no ERPLINK_MASTER_KEY: the generated key is printed once on stderr, never 
     const key = keys[0]!;
     assert.ok(main.stderr().includes(`\n    ${key}\n`), "the key stands on its own line");
     const base = `http://127.0.0.1:${port}`;
+    assert.ok(main.stderr().includes(`\n  Dashboard: ${base}/dashboard/  (sign in with the master key)\n`), `stderr: ${main.stderr()}`);
+    const page = await fetch(`${base}/dashboard/`);
+    assert.is(page.status, 200);
+    assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+    await page.arrayBuffer();
 
     const health = await fetch(`${base}/healthz`);
     assert.is(health.status, 200);

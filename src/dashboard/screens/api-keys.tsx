@@ -206,6 +206,8 @@ export function ApiKeys() {
   const [editDraft, setEditDraft] = useState<Draft>(EMPTY);
   /** Why the edited permissions' JSON view cannot be applied, or "". */
   const [editJsonError, setEditJsonError] = useState("");
+  // While the permissions JSON does not parse, the tree holds the last valid permissions: saving would save those, not what is shown.
+  const [newJsonError, setNewJsonError] = useState("");
 
   const load = async () => {
     try {
@@ -270,6 +272,7 @@ export function ApiKeys() {
   const startEdit = (key: ApiKey) => {
     setEditing(key);
     setEditDraft(draftOf(key));
+    setEditJsonError("");
     setError("");
     setStatus("");
     if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`);
@@ -284,6 +287,7 @@ export function ApiKeys() {
     if (editing === undefined) return;
     setError("");
     setStatus("");
+    if (editJsonError !== "") return setError(`Fix the permissions JSON first: ${editJsonError}`);
     const input = inputOf(editDraft, false);
     if (typeof input === "string") return setError(input);
     setBusy(true);
@@ -349,12 +353,21 @@ export function ApiKeys() {
         <form class="inline-form key-form" onSubmit={create} aria-labelledby="new-key-title">
           <h2 id="new-key-title">New API key</h2>
           <KeyForm draft={draft} setDraft={setDraft} creating idPrefix="new-key" />
-          {draft.type === "data" && <PermissionEditor value={draft.permissions} onChange={(p) => setDraft({ ...draft, permissions: p })} idPrefix="new-perm" />}
+          {draft.type === "data" && (
+            <PermissionEditor value={draft.permissions} onChange={(p) => setDraft({ ...draft, permissions: p })} idPrefix="new-perm" onJsonError={setNewJsonError} />
+          )}
           <div class="actions">
-            <button type="submit" disabled={busy}>
+            <button type="submit" disabled={busy || (draft.type === "data" && newJsonError !== "")} aria-describedby={newJsonError !== "" ? "new-perm-json-status" : undefined}>
               {busy ? "Creating…" : "Create key"}
             </button>
-            <button type="button" class="secondary" onClick={() => setCreating(false)}>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                setCreating(false);
+                setNewJsonError("");
+              }}
+            >
               Cancel
             </button>
           </div>
@@ -372,7 +385,7 @@ export function ApiKeys() {
               <PermissionEditor value={editDraft.permissions} onChange={(p) => setEditDraft({ ...editDraft, permissions: p })} idPrefix="edit-perm" onJsonError={setEditJsonError} />
             )}
             <div class="actions">
-              <button type="submit" disabled={busy}>
+              <button type="submit" disabled={busy || editJsonError !== ""} aria-describedby={editJsonError !== "" ? "edit-perm-json-status" : undefined}>
                 {busy ? "Saving…" : "Save changes"}
               </button>
               <button type="button" class="secondary" onClick={closeEditor}>

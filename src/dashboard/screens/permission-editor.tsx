@@ -457,7 +457,7 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
             aria-describedby={`${idPrefix}-json-status`}
           />
           <p id={`${idPrefix}-json-status`} class={jsonError === "" ? "hint" : "error"}>
-            {jsonError === "" ? "In sync with the tree." : `${jsonError} (the tree keeps the last valid permissions)`}
+            {jsonError === "" ? "In sync with the tree." : `${jsonError} (the tree keeps the last valid permissions; fix the JSON to save)`}
           </p>
         </div>
       </div>
