@@ -30,7 +30,7 @@ export function SignIn() {
       signedIn.value = true;
     } catch (err) {
       field.value = "";
-      setError(err instanceof ApiError ? withRequestId(err) : "Signing in failed.");
+      setError(err instanceof ApiError ? signInError(err) : "Signing in failed.");
       field.focus();
     } finally {
       setBusy(false);
@@ -67,6 +67,14 @@ export function SignIn() {
 }
 
 /** An API error in words, with its request id to look it up in the logs. */
+/** What a refused sign-in means, in words, with the request id to quote. */
+function signInError(err: ApiError): string {
+  const id = err.requestId === "" ? "" : ` (request ${err.requestId})`;
+  if (err.status === 401) return `This is not a valid admin key: check that you pasted all of it, and that it has not been revoked or expired.${id}`;
+  if (err.status === 403) return `This is a data key: the dashboard needs the master key or an admin key.${id}`;
+  return withRequestId(err);
+}
+
 export function withRequestId(err: ApiError): string {
   return err.requestId === "" ? err.message : `${err.message} (request ${err.requestId})`;
 }
