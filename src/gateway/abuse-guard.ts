@@ -139,6 +139,8 @@ export class AbuseGuard {
   admitStream(stream: http2.ServerHttp2Stream): boolean {
     if (this.openStreams >= this.maxProcessStreams) {
       this.counts.refusedStreams++;
+      // Closing with an error code emits 'error' on the stream: without a listener it would end the process.
+      stream.on("error", () => {});
       stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
       return false;
     }

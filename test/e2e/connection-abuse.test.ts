@@ -8,6 +8,7 @@
  * whose headers drip in is cut off at the headers deadline.
  */
 import http from "node:http";
+import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
 import { suite } from "uvu";
@@ -241,6 +242,49 @@ Abuse("HTTP/1.1 slowloris: headers that drip in byte by byte are cut off at the 
   } finally {
     clearInterval(drip);
     client.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});
+
+Abuse("HTTP/2 streams beyond the process's limit are refused with REFUSED_STREAM, and the server lives on to serve the next", async () => {
+  const guard = new AbuseGuard({ maxProcessStreams: 4 });
+  const server = createDualProtocolServer(
+    (req, res) => {
+      // Held open until the client ends its body: each stream stays counted.
+      req.on("end", () => res.end("ok"));
+      req.resume();
+    },
+    { firstByteTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000, http2SessionTimeoutMs: 10_000, guard },
+  );
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const session = http2.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  session.on("error", () => {});
+  try {
+    const open = Array.from({ length: 4 }, () => session.request({ ":method": "POST", ":path": "/held", "content-length": "1" }));
+    for (const s of open) s.on("error", () => {}).resume();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.is(guard.streams(), 4);
+    const refused = session.request({ ":method": "POST", ":path": "/one-too-many", "content-length": "1" });
+    const code = await new Promise<number>((resolve) => {
+      refused.on("error", () => {});
+      refused.on("close", () => resolve(refused.rstCode ?? -1));
+    });
+    assert.is(code, http2.constants.NGHTTP2_REFUSED_STREAM);
+    assert.is(guard.counts.refusedStreams, 1);
+    // The held streams finish, and a new one is served.
+    const done = open.map((s) => new Promise((r) => s.on("close", r)));
+    for (const s of open) s.end("x");
+    await Promise.all(done);
+    const next = session.request({ ":method": "POST", ":path": "/next", "content-length": "1" });
+    next.end("x");
+    let body = "";
+    next.setEncoding("utf8");
+    next.on("data", (c: string) => (body += c));
+    await new Promise((r) => next.on("end", r));
+    assert.is(body, "ok");
+  } finally {
+    session.destroy();
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   }
