@@ -42,12 +42,15 @@ const PHASES = ["examples", "coverage", "fuzzing", "stateful"] as const;
 const RUN_TIMEOUT_MS = 420_000;
 
 /**
- * Two answers the document lists but the checks would count against erplink:
+ * Answers the document lists but the checks would count against erplink:
  * - the catalog reaches the instance's back end, and none is reachable here:
  *   502 `BAD_GATEWAY` (504 when slow), as documented for that operation;
  * - an explained request whose `url` contradicts its `instance` or `service`
  *   fields (`/odata/a/…` with `instance: "b"`) is a malformed call (400),
- *   a rule between fields that JSON Schema cannot write.
+ *   a rule between fields that JSON Schema cannot write;
+ * - a PATCH or DELETE of a system, an instance or an API key whose
+ *   `If-Match` (or body `etag`), generated at random, is not the resource's
+ *   etag is refused with 412 `PRECONDITION_FAILED`, as documented.
  * Only these statuses of only these operations are expected; every other
  * check applies to them unchanged.
  */
@@ -63,6 +66,30 @@ checks.not_a_server_error.expected-statuses = ["2XX", "3XX", "4XX", "502", "504"
 [[operations]]
 include-operation-id = "ExplainApiKey"
 checks.positive_data_acceptance.expected-statuses = ["2XX", "3XX", "400", "401", "403", "404", "409", "429", "5XX"]
+
+[[operations]]
+include-operation-id = "UpdateSystem"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "412", "429", "5XX"]
+
+[[operations]]
+include-operation-id = "DeleteSystem"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "412", "429", "5XX"]
+
+[[operations]]
+include-operation-id = "UpdateInstance"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "412", "429", "5XX"]
+
+[[operations]]
+include-operation-id = "DeleteInstance"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "412", "429", "5XX"]
+
+[[operations]]
+include-operation-id = "UpdateApiKey"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "412", "429", "5XX"]
+
+[[operations]]
+include-operation-id = "DeleteApiKey"
+checks.positive_data_acceptance.expected-statuses = ["2XX", "3XX", "401", "403", "404", "409", "412", "429", "5XX"]
 `;
 
 async function ensureSchemathesis(): Promise<void> {

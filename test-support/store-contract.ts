@@ -5,6 +5,7 @@
  * test/ because uvu runs every file there.
  */
 import { inspect } from "node:util";
+import { MongoClient } from "mongodb";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createIdGenerator, isId, type IdPrefix } from "../src/services/ids.js";
@@ -12,6 +13,8 @@ import type { DocumentCollection } from "../src/store/collection.js";
 import {
   DuplicateKeyError,
   NotFoundError,
+  RevisionMismatchError,
+  type ApiKeyRecord,
   type AuditRecord,
   type InstanceRecord,
   type InstanceStore,
@@ -20,6 +23,7 @@ import {
   type SystemRecord,
   type SystemStore,
 } from "../src/store/index.js";
+import { testMongoUrl } from "./world.js";
 
 /** A store under test and how to throw it away. */
 export type ContractStore = Store & { dispose(): Promise<void> };
@@ -102,6 +106,15 @@ function assertNotFound(err: unknown, collection: string, id: string): void {
   assert.equal({ name: nf.name, collection: nf.collection, id: nf.id }, { name: "NotFoundError", collection, id });
 }
 
+function assertMismatch(err: unknown, collection: string, id: string, expected: number, actual: number): void {
+  assert.instance(err, RevisionMismatchError, `expected RevisionMismatchError, got ${describe(err)}`);
+  const m = err as RevisionMismatchError;
+  assert.equal(
+    { name: m.name, collection: m.collection, id: m.id, expected: m.expected, actual: m.actual },
+    { name: "RevisionMismatchError", collection, id, expected, actual },
+  );
+}
+
 function assertTypeError(err: unknown, what: string): void {
   assert.instance(err, TypeError, `${what}: expected TypeError, got ${describe(err)}`);
 }
@@ -134,6 +147,26 @@ function plainCollectionOf(store: Store): DocumentCollection {
   const coll = (store.usageRollups as unknown as { readonly hoursColl?: DocumentCollection }).hoursColl;
   assert.type(coll?.findOne, "function", "UsageRollupStore has no `hoursColl`");
   return coll as DocumentCollection;
+}
+
+/**
+ * Why the store's database cannot be held to an atomic compare-and-set
+ * (findOneAndUpdate with the revision in its filter), or undefined when it
+ * can: FerretDB 1.x reads and writes a document in two steps, so two
+ * concurrent conditional writes may both apply there (as the README says
+ * of `$inc` and compare-and-set). MongoDB and the embedded store make it
+ * atomic.
+ */
+async function nonAtomicCompareAndSet(store: Store): Promise<string | undefined> {
+  const url = testMongoUrl();
+  if (store.kind !== "mongodb" || url === undefined) return undefined;
+  const client = new MongoClient(url);
+  try {
+    const info = await client.db().admin().command({ buildInfo: 1 });
+    return info.ferretdbVersion === undefined ? undefined : `a FerretDB server (version ${String(info.ferretdbVersion)}) does not make compare-and-set atomic`;
+  } finally {
+    await client.close();
+  }
 }
 
 /** Registers and runs the store contract suite on stores from `open`. */
@@ -304,6 +337,127 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     await systems.delete(a);
     assertNotFound(await rejection(() => systems.delete(a)), "systems", a);
     assert.equal(await all(systems), [recB]);
+  });
+
+  // ---- revisions (etags) -----------------------------------------------------
+
+  test("systems: revise raises the revision by one in the write; a record stored without one is at 0; update (erplink's own write) leaves it", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b] = idsOf("sys", 2);
+    await systems.create(system(a, "legacy"));
+    await systems.create(system(b, "fresh", { revision: 1 }));
+    assert.is((await systems.get(a))!.revision, undefined, "a document written without a revision reads as having none (0)");
+    assert.is((await systems.revise(a, { description: "one", updatedAt: T1 })).revision, 1);
+    assert.is((await systems.revise(a, { description: "two", updatedAt: T2 }, 1)).revision, 2);
+    assert.equal(await systems.get(a), system(a, "legacy", { description: "two", updatedAt: T2, revision: 2 }));
+    assert.is((await systems.update(a, { description: "touched" })).revision, 2);
+    assert.is((await systems.revise(b, { description: "b" }, 1)).revision, 2);
+  });
+
+  test("systems: revise expecting revision 0 applies to a record stored without a revision", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a] = idsOf("sys", 1);
+    await systems.create(system(a, "legacy"));
+    assert.equal(await systems.revise(a, { description: "changed" }, 0), system(a, "legacy", { description: "changed", revision: 1 }));
+    assertMismatch(await rejection(() => systems.revise(a, { description: "again" }, 0)), "systems", a, 0, 1);
+  });
+
+  test("systems: revise with a stale revision throws RevisionMismatchError(expected, actual) and changes nothing; of an absent record NotFoundError", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, absent] = idsOf("sys", 2);
+    const rec = system(a, "erp", { revision: 3 });
+    await systems.create(rec);
+    assertMismatch(await rejection(() => systems.revise(a, { description: "stale", updatedAt: T2 }, 2)), "systems", a, 2, 3);
+    assertMismatch(await rejection(() => systems.revise(a, { description: "never", updatedAt: T2 }, -1)), "systems", a, -1, 3);
+    assert.equal(await systems.get(a), rec);
+    assertNotFound(await rejection(() => systems.revise(absent, { description: "x" }, 3)), "systems", absent);
+    assertNotFound(await rejection(() => systems.revise(absent, { description: "x" })), "systems", absent);
+  });
+
+  test("systems: of concurrent revises expecting the same revision, exactly one applies and the others throw RevisionMismatchError", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const unsupported = await nonAtomicCompareAndSet(storeOf(ctx));
+    if (unsupported !== undefined) return console.log(`    (not checked: ${unsupported})`);
+    const ids = idsOf("sys", 10);
+    for (const [round, id] of ids.entries()) {
+      await systems.create(system(id, `race-${round}`, { revision: 1 }));
+      const writers = 2 + (round % 4);
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: writers }, (_, i) => systems.revise(id, { description: `writer ${i}` }, 1)),
+      );
+      const won = outcomes.flatMap((o, i) => (o.status === "fulfilled" ? [i] : []));
+      assert.is(won.length, 1, `round ${round}: ${won.length} of ${writers} writers applied`);
+      for (const o of outcomes) if (o.status === "rejected") assertMismatch(o.reason, "systems", id, 1, 2);
+      assert.equal(await systems.get(id), system(id, `race-${round}`, { description: `writer ${won[0]}`, revision: 2 }));
+    }
+  });
+
+  test("systems: delete with a stale revision throws RevisionMismatchError and removes nothing; with the current one removes the record", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const [a, b] = idsOf("sys", 2);
+    const rec = system(a, "erp", { revision: 2 });
+    await systems.create(rec);
+    await systems.create(system(b, "legacy"));
+    assertMismatch(await rejection(() => systems.delete(a, 1)), "systems", a, 1, 2);
+    assert.equal(await systems.get(a), rec);
+    assert.equal(await systems.delete(a, 2), rec);
+    assert.is(await systems.get(a), undefined);
+    assertNotFound(await rejection(() => systems.delete(a, 2)), "systems", a);
+    assert.equal(await systems.delete(b, 0), system(b, "legacy"));
+  });
+
+  test("systems: a delete and a revise expecting the same revision, concurrently: exactly one applies", async (ctx) => {
+    const { systems } = storeOf(ctx);
+    const unsupported = await nonAtomicCompareAndSet(storeOf(ctx));
+    if (unsupported !== undefined) return console.log(`    (not checked: ${unsupported})`);
+    const ids = idsOf("sys", 8);
+    for (const [round, id] of ids.entries()) {
+      await systems.create(system(id, `race-${round}`, { revision: 4 }));
+      const [deleted, revised] = await Promise.allSettled([systems.delete(id, 4), systems.revise(id, { description: "changed" }, 4)]);
+      assert.is([deleted, revised].filter((o) => o.status === "fulfilled").length, 1, `round ${round}`);
+      const after = await systems.get(id);
+      if (deleted.status === "fulfilled") {
+        assert.is(after, undefined);
+        assert.ok(revised.status === "rejected" && (revised.reason instanceof NotFoundError || revised.reason instanceof RevisionMismatchError), `round ${round}: ${describe(revised.status === "rejected" ? revised.reason : undefined)}`);
+      } else {
+        assert.equal(after, system(id, `race-${round}`, { description: "changed", revision: 5 }));
+        assertMismatch(deleted.reason, "systems", id, 4, 5);
+      }
+    }
+  });
+
+  test("instances and API keys keep revisions too: revise raises it, a stale one changes nothing", async (ctx) => {
+    const { systems, instances, apiKeys } = storeOf(ctx);
+    const [s] = idsOf("sys", 1);
+    const [i] = idsOf("ins", 1);
+    const [k] = idsOf("key", 1);
+    await systems.create(system(s, "erp"));
+    const ins = instance(i, s, "prod", { revision: 1 });
+    await instances.create(ins);
+    assert.is((await instances.revise(i, { environment: "qa" }, 1)).revision, 2);
+    assertMismatch(await rejection(() => instances.revise(i, { environment: "dev" }, 1)), "instances", i, 1, 2);
+    assert.equal(await instances.get(i), { ...ins, environment: "qa", revision: 2 });
+    const key = {
+      id: k,
+      name: "app",
+      type: "data" as const,
+      keyHash: "ab".repeat(32),
+      prefix: "erpl_abcdefg",
+      permissions: {},
+      rateLimits: {},
+      createdAt: T0,
+      updatedAt: T0,
+      revision: 1,
+    };
+    await apiKeys.create(key);
+    // A key's use is erplink's own write: the revision stays.
+    assert.is((await apiKeys.update(k, { lastUsedAt: T1 })).revision, 1);
+    assertMismatch(await rejection(() => apiKeys.revoke(k, T2, 0)), "api_keys", k, 0, 1);
+    const facts = (r: ApiKeyRecord | undefined) => r && { name: r.name, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt, revision: r.revision };
+    assert.equal(facts(await apiKeys.get(k)), { name: "app", lastUsedAt: T1, revokedAt: undefined, revision: 1 });
+    assert.equal(facts(await apiKeys.revoke(k, T2, 1)), { name: "app", lastUsedAt: T1, revokedAt: undefined, revision: 1 }, "returned as it was");
+    assert.is(await apiKeys.get(k), undefined);
+    assert.equal(facts((await apiKeys.changedSince(T2, 10))[0]), { name: "app", lastUsedAt: T1, revokedAt: T2, revision: 2 });
   });
 
   // ---- paging ----------------------------------------------------------------

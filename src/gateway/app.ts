@@ -30,6 +30,7 @@ import Fastify, {
 import type { Metrics } from "../metrics/port.js";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
+import { ETAG_FIELD, parseIfMatch, shownEtag } from "../schema/etag.js";
 import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
 import { apiReferenceHeaders, registerApiReference } from "./api-reference.js";
 import { onClientError } from "./client-errors.js";
@@ -44,7 +45,7 @@ import { bodySchema as restBodySchema } from "./json-schema.js";
 import { createRequestRecorder, createRpcMetricsInterceptor, registerMetricsEndpoint, type MetricsEndpoint } from "./metrics.js";
 import { buildOpenApi } from "./openapi.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
-import { ROUTES, fastifyPath, type RestRoute } from "./route-table.js";
+import { ROUTES, answersEtag, fastifyPath, type RestRoute } from "./route-table.js";
 import { registerRpc } from "./rpc/plugin.js";
 import { adminCredential, clearedSessionCookies, ownOriginOf, sessionCookies, type AdminCredential } from "./session-cookies.js";
 import type { RequestHandler } from "./server.js";
@@ -652,6 +653,42 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   obj[keys[keys.length - 1]!] = value;
 }
 
+/** The request's `If-Match` field value (several fields joined as one list), if any. */
+function ifMatchOf(req: FastifyRequest): string | undefined {
+  const value = req.headers["if-match"] as string | string[] | undefined;
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+/**
+ * The etag a conditional write (PATCH, DELETE) hands to its service, which
+ * compares it with the resource's in the write itself: the body's `etag`
+ * (`given`, "" for none) and `If-Match` must both hold. Without `If-Match`,
+ * or with `*` (any current resource: the service answers 404 for none), the
+ * body's (none: unconditional). With a list, the strong tags (RFC 9110
+ * §13.1.1: weak ones never match), only the body's when it gave one; one
+ * candidate is sent as it is, else the resource's etag is read (404 when
+ * there is none, since a precondition is not evaluated where the answer
+ * would not be 2xx) and sent if it is a candidate, and otherwise the write
+ * fails with 412. A field that is neither `*` nor a list of entity tags
+ * matches nothing.
+ */
+async function writeCondition(ifMatch: string | undefined, given: string, current: () => Promise<string>, singular: string): Promise<string> {
+  if (ifMatch === undefined) return given;
+  const parsed = parseIfMatch(ifMatch);
+  if (parsed?.any === true) return given;
+  const strong = [...new Set((parsed?.tags ?? []).filter((t) => !t.weak).map((t) => t.tag))];
+  const candidates = given === "" ? strong : strong.filter((t) => t === given);
+  if (candidates.length === 1) return candidates[0]!;
+  const now = await current();
+  if (candidates.includes(now)) return now;
+  const shown = ifMatch.length > 200 ? `${ifMatch.slice(0, 200)}…` : ifMatch;
+  const weak = parsed?.tags.some((t) => t.weak) === true ? "; weak tags never match" : "";
+  throw new GatewayError(
+    412,
+    `the ${singular} changed since it was read (If-Match: ${shown}${given === "" ? "" : ` and etag ${shownEtag(given)}`}, now ${now}${weak}): read it again and retry`,
+  );
+}
+
 function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayOptions, facts: RequestFacts): void {
   const method = route.rpc as DescMethodUnary;
   const bodySchema = route.body ? restBodySchema(method.input, route.body, false) : undefined;
@@ -671,6 +708,7 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
     return { name, kind };
   });
   const maskField = route.body?.patch ? method.input.fields.find((f) => f.name === route.body!.patch) : undefined;
+  const sendsEtag = answersEtag(route);
   const publicOrigin = options.publicUrl === undefined ? undefined : new URL(options.publicUrl).origin;
   // `Location` URLs: under the public base URL (its path prefix included) when configured.
   const publicBase = options.publicUrl?.replace(/\/+$/, "");
@@ -764,6 +802,22 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       for (const [param, path] of Object.entries(route.params ?? {})) {
         setPath(json, path, (req.params as Record<string, string>)[param]);
       }
+      const headers = new Headers({ "x-request-id": req.id });
+      const credential = credentials.get(req);
+      if (credential?.authorization) headers.set("authorization", credential.authorization);
+      if (route.conditional !== undefined) {
+        // The etag the service compares, in the same write: the body's, If-Match's, or one both allow.
+        const resource = route.body ? (json[route.body.field] as Record<string, unknown>) : json;
+        const given = typeof resource[ETAG_FIELD] === "string" ? (resource[ETAG_FIELD] as string) : "";
+        const id = (req.params as Record<string, string>).id!;
+        const get = route.conditional.get as DescMethodUnary;
+        const current = async () => {
+          const res = await options.transport.unary(get, undefined, undefined, headers, fromJson(get.input, { id }), undefined);
+          const out = toJson(get.output, res.message, { useProtoFieldName: true }) as Record<string, Record<string, JsonValue>>;
+          return String(out[route.data]?.[ETAG_FIELD] ?? "");
+        };
+        resource[ETAG_FIELD] = await writeCondition(ifMatchOf(req), given, current, route.conditional.singular);
+      }
       let input;
       try {
         input = fromJson(method.input, json as JsonValue);
@@ -772,12 +826,10 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       }
       if (maskField !== undefined) {
         (input as unknown as Record<string, unknown>)[maskField.localName] = create(FieldMaskSchema, {
-          paths: Object.keys(req.body as object).filter((name) => !bodyExtras.has(name)),
+          // The etag is the change's condition, not a field it changes.
+          paths: Object.keys(req.body as object).filter((name) => !bodyExtras.has(name) && !(route.conditional !== undefined && name === ETAG_FIELD)),
         });
       }
-      const headers = new Headers({ "x-request-id": req.id });
-      const credential = credentials.get(req);
-      if (credential?.authorization) headers.set("authorization", credential.authorization);
       const res = await options.transport.unary(method, undefined, undefined, headers, input, undefined);
       const out = toJson(method.output, res.message, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, JsonValue>;
       const meta: Record<string, string> = { requestId: req.id };
@@ -798,6 +850,7 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
         const path = route.location.replace("{id}", encodeURIComponent(String(data.id)));
         reply.header("location", publicBase === undefined ? path : `${publicBase}${path}`);
       }
+      if (sendsEtag && typeof data[ETAG_FIELD] === "string" && data[ETAG_FIELD] !== "") reply.header("etag", data[ETAG_FIELD]);
       return reply.code(route.status).send({ data, meta });
     },
   });

@@ -5,6 +5,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema } from "../gen/erplink/errors/v1/bad_request_pb.js";
 import { BAD_GATEWAY_METADATA } from "../schema/diagnostics.js";
+import { ETAG_MISMATCH_METADATA } from "../schema/etag.js";
 
 /** One failing field, as the envelope's `error.details` lists it. */
 export interface ErrorDetail {
@@ -63,6 +64,7 @@ const STATUS_CODES: Readonly<Record<number, string>> = {
   405: "METHOD_NOT_ALLOWED",
   408: "REQUEST_TIMEOUT",
   409: "CONFLICT",
+  412: "PRECONDITION_FAILED",
   413: "PAYLOAD_TOO_LARGE",
   414: "URI_TOO_LONG",
   415: "UNSUPPORTED_MEDIA_TYPE",
@@ -116,7 +118,13 @@ function isInternal(status: number): boolean {
 export function fromConnectError(err: ConnectError): GatewayError {
   // A back end that failed a call that reaches it (the service catalog) is a bad gateway, not an unavailable store.
   const badGateway = err.code === Code.Unavailable && err.metadata.get(BAD_GATEWAY_METADATA) !== null;
-  const mapped = badGateway ? { status: 502, code: "BAD_GATEWAY" } : (CODE_TABLE[err.code] ?? CODE_TABLE[Code.Internal]);
+  // A stale etag is a failed precondition of HTTP's (If-Match), not a conflict: other `aborted` errors stay 409.
+  const staleEtag = err.code === Code.Aborted && err.metadata.get(ETAG_MISMATCH_METADATA) !== null;
+  const mapped = badGateway
+    ? { status: 502, code: "BAD_GATEWAY" }
+    : staleEtag
+      ? { status: 412, code: "PRECONDITION_FAILED" }
+      : (CODE_TABLE[err.code] ?? CODE_TABLE[Code.Internal]);
   if (isInternal(mapped.status)) return new GatewayError(500, "internal error");
   const details = err
     .findDetails(BadRequestSchema)

@@ -12,6 +12,7 @@
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { docs } from "../gen/docs.js";
 import { rulesOf } from "../schema/field-rules.js";
+import { ETAG_FIELD } from "../schema/etag.js";
 import { HTTP_URL_PATTERN } from "../schema/http-url.js";
 import { permissionsJsonSchema } from "../schema/permission-names.js";
 import { restEnumNames } from "./rest-json.js";
@@ -91,6 +92,13 @@ function nested(options: SchemaOptions): SchemaOptions {
 }
 
 function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
+  if (options.constraints && options.mode === "patch" && field.name === ETAG_FIELD) {
+    return {
+      type: "string",
+      description:
+        "The etag of the resource as you read it: the change is made only if it still has this etag (else 412 and nothing changes), as with `If-Match`. Not a field to change.",
+    };
+  }
   const rules = rulesOf(field);
   let schema: JsonSchema;
   switch (field.fieldKind) {
@@ -166,7 +174,9 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
     // Output-only (and, in patches, immutable) fields stay in input schemas
     // when only types are checked, so that the service can say why they are
     // refused rather than "unknown field".
-    if (options.constraints && options.mode !== "output" && rules.outputOnly) continue;
+    // An etag is written back only as the condition of a change.
+    const condition = options.mode === "patch" && field.name === ETAG_FIELD;
+    if (options.constraints && options.mode !== "output" && rules.outputOnly && !condition) continue;
     if (options.constraints && options.mode === "patch" && rules.immutable) continue;
     const schema = fieldSchema(field, options);
     // In a patch, null clears an optional field (as proto JSON reads it).

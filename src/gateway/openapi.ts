@@ -7,7 +7,7 @@ import { docs } from "../gen/docs.js";
 import { rulesOf } from "../schema/field-rules.js";
 import { pageTokenPattern } from "../schema/resource-ids.js";
 import { bodySchema, messageSchema, type JsonSchema } from "./json-schema.js";
-import type { RestRoute } from "./route-table.js";
+import { answersEtag, type RestRoute } from "./route-table.js";
 
 /** Options of {@link buildOpenApi}. */
 export interface OpenApiOptions {
@@ -32,6 +32,31 @@ const ERROR_RESPONSES: Readonly<Record<string, string>> = {
 /** Further errors of routes with path parameters. */
 const PATH_PARAM_RESPONSES: Readonly<Record<string, string>> = {
   "414": "A path parameter is longer than 256 characters, more than any valid value (`URI_TOO_LONG`).",
+};
+
+/** Further errors of conditional writes (`If-Match`, or an `etag` in the body). */
+const CONDITIONAL_RESPONSES: Readonly<Record<string, string>> = {
+  "412": "The resource's etag is not the one `If-Match` (or the body's `etag`) names: it changed since it was read (`PRECONDITION_FAILED`). Nothing was changed; read it again and retry.",
+};
+
+/** The `If-Match` parameter of a conditional write. */
+const IF_MATCH_PARAMETER = {
+  name: "If-Match",
+  in: "header",
+  required: false,
+  description:
+    "Makes the write conditional (RFC 9110): the resource's etag (as its `ETag` header and its `etag` field give it), a list of them, or `*` (any). " +
+    "When the resource's etag is none of them, the answer is 412 and nothing changes; weak tags (`W/…`) never match. With an `etag` in the body as well, both must match.",
+  schema: { type: "string" },
+};
+
+/** The header of an answer holding one resource with an etag. */
+const ETAG_HEADER = {
+  ETag: {
+    description: "The resource's etag (a strong entity tag, the same as its `etag` field); send it back in `If-Match` to make a write conditional.",
+    required: true,
+    schema: { type: "string" },
+  },
 };
 
 /** Further errors of routes that reach a back end. */
@@ -143,6 +168,7 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
                   : { type: "string", ...(rules?.pattern ? { pattern: `^$|${rules.pattern}` } : {}) };
       parameters.push({ name: q, in: "query", required: false, schema, description: doc });
     }
+    if (route.conditional !== undefined) parameters.push(IF_MATCH_PARAMETER);
     if (parameters.length > 0) operation.parameters = parameters;
     if (route.body) {
       // A custom method's body is a message of its own, named as in the protos.
@@ -184,7 +210,11 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     const responses: Record<string, unknown> = {
       [String(route.status)]: {
         description: route.status === 201 ? "Created." : "OK.",
-        headers: route.location === undefined ? RESPONSE_HEADERS : { ...LOCATION_HEADER, ...RESPONSE_HEADERS },
+        headers: {
+          ...(route.location === undefined ? {} : LOCATION_HEADER),
+          ...(answersEtag(route) ? ETAG_HEADER : {}),
+          ...RESPONSE_HEADERS,
+        },
         content: { "application/json": { schema: envelope(data, route.list === true) } },
       },
     };
@@ -192,6 +222,7 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
       ...ERROR_RESPONSES,
       ...(route.params === undefined ? {} : PATH_PARAM_RESPONSES),
       ...(route.upstream ? UPSTREAM_RESPONSES : {}),
+      ...(route.conditional === undefined ? {} : CONDITIONAL_RESPONSES),
     };
     for (const [status, text] of Object.entries(errors).sort(([a], [b]) => Number(a) - Number(b))) {
       if (!route.body && (status === "413" || status === "415")) continue;

@@ -20,6 +20,7 @@ import { SessionSchema, SessionService } from "../gen/erplink/admin/v1/session_p
 import { SystemSchema, SystemService } from "../gen/erplink/admin/v1/system_pb.js";
 import { UsageSchema, UsageService } from "../gen/erplink/admin/v1/usage_pb.js";
 import { rulesOf } from "../schema/field-rules.js";
+import { ETAG_FIELD } from "../schema/etag.js";
 import { idPattern, type IdPrefix } from "../schema/resource-ids.js";
 
 /** HTTP methods the facade routes. */
@@ -96,6 +97,21 @@ export interface RestRoute {
    * session revoked is the one the request's cookie carried.
    */
   readonly sessionCookies?: "set" | "clear";
+  /**
+   * On the writes (PATCH, DELETE) of a resource with an etag: the write
+   * honours `If-Match` and the body's `etag` (412 `PRECONDITION_FAILED`
+   * when stale). `get` reads the resource when several tags must be
+   * compared with its etag; `singular` names it in messages.
+   */
+  readonly conditional?: { readonly get: DescMethod; readonly singular: string };
+}
+
+/**
+ * Whether a route answers one resource that has an etag (a GET of one, a
+ * create, an update, a delete), which it then also sends as `ETag`.
+ */
+export function answersEtag(route: RestRoute): boolean {
+  return route.list !== true && route.resource.fields.some((f) => f.name === ETAG_FIELD);
 }
 
 /** The JSON Schema of a path parameter's string. */
@@ -144,6 +160,7 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
   const common = { tag: r.tag, resource: r.resource, auth: "admin" as const };
   const collectionPatterns = r.collectionParamIds ? idPatterns(r.collectionParamIds) : undefined;
   const itemPatterns = idPatterns({ id: r.idPrefix });
+  const conditional = r.resource.fields.some((f) => f.name === ETAG_FIELD) ? { conditional: { get: get!, singular: r.singular } } : {};
   return [
     {
       ...common,
@@ -195,6 +212,7 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       body: { field: r.field, schema: r.resource, patch: "update_mask", example: r.examples.update },
       data: r.field,
       status: 200,
+      ...conditional,
     },
     {
       ...common,
@@ -206,6 +224,7 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       paramSchemas: itemPatterns,
       data: r.field,
       status: 200,
+      ...conditional,
     },
   ];
 }

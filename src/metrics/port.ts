@@ -143,7 +143,7 @@ export interface AuthorizationMetrics {
 }
 
 /** How a store operation failed. */
-export type StoreErrorKind = "unavailable" | "duplicate_key" | "other";
+export type StoreErrorKind = "unavailable" | "duplicate_key" | "revision_mismatch" | "other";
 
 /** Store operations, per collection and operation (both fixed by the code). */
 export interface StoreMetrics {

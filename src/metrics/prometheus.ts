@@ -108,7 +108,7 @@ export const STORE_OPERATIONS = [
   "purge",
   "trim",
 ] as const;
-const STORE_ERRORS: readonly StoreErrorKind[] = ["unavailable", "duplicate_key", "other"];
+const STORE_ERRORS: readonly StoreErrorKind[] = ["unavailable", "duplicate_key", "revision_mismatch", "other"];
 
 /** Request and answer times: from a cached decision (well under a millisecond) to the upstream timeout. */
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -423,7 +423,7 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
 
   // The store.
   const storeSeconds = new EventHistogram(registry, "erplink_store_operation_duration_seconds", "Time of a store operation (seconds), failed ones included, by collection and operation.", ["collection", "operation"], STORE_BUCKETS);
-  const storeErrors = new EventCounter(registry, "erplink_store_operation_errors_total", "Store operations that failed, by collection, operation and error (unavailable, duplicate_key, other).", ["collection", "operation", "error"]);
+  const storeErrors = new EventCounter(registry, "erplink_store_operation_errors_total", "Store operations that failed, by collection, operation and error (unavailable, duplicate_key, revision_mismatch, other).", ["collection", "operation", "error"]);
   const collections = new BoundedNames(MAX_COLLECTIONS);
   const OP_SLOTS = STORE_OPERATIONS.length + 1;
   const storeChildren: ({ observe: (v: number) => void; errors: ((v?: number) => void)[] } | undefined)[] = new Array(

@@ -25,6 +25,7 @@ import {
   type UpdateApiKeyRequest,
 } from "../gen/erplink/admin/v1/api_key_pb.js";
 import { DataRequestSchema } from "../gen/erplink/admin/v1/diagnostics_pb.js";
+import { formatEtag } from "../schema/etag.js";
 import type { ApiKeyRecord, StoredPermissions } from "../store/index.js";
 import { SHOWN_PREFIX_LENGTH, generateApiKeySecret, hashApiKey } from "./api-key-secret.js";
 import { actorOf, redact, snapshotOf, type AuditSnapshot } from "./audit.js";
@@ -35,7 +36,7 @@ import { dataKeyLimits } from "./key-registry.js";
 import { translate, validationError, type Violation } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import { parsePermissions } from "./permissions.js";
-import { notFound, requireId, requireResource } from "./resource.js";
+import { expectedRevision, notFound, requireId, requireResource } from "./resource.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
 const names = { singular: "API key" };
@@ -54,6 +55,7 @@ export function apiKeyToMessage(rec: ApiKeyRecord, pendingUse?: Date): ApiKey {
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
     lastUsedAt: lastUsed ? timestampFromDate(lastUsed) : undefined,
+    etag: formatEtag(rec.revision ?? 0),
   });
 }
 
@@ -148,6 +150,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
         ...(key.expiresAt ? { expiresAt: timestampDate(key.expiresAt) } : {}),
         createdAt: now,
         updatedAt: now,
+        revision: 1,
       };
       const rec = await this.deps.audit.record(
         actorOf(ctx),
@@ -168,6 +171,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       const fields = assertValidForUpdate(ApiKeySchema, key, req.updateMask?.paths ?? [], now);
       const current = await this.deps.store.apiKeys.get(key.id);
       if (current === undefined) throw notFound("key", key.id);
+      const expected = expectedRevision(names, key.etag, current);
       const patch: Partial<ApiKeyRecord> = { updatedAt: now };
       const violations: Violation[] = [];
       for (const field of fields) {
@@ -199,7 +203,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
           after: apiKeySnapshot({ ...current, ...patch }),
         },
         async () => {
-          const updated = await this.deps.store.apiKeys.update(key.id, patch);
+          const updated = await this.deps.store.apiKeys.revise(key.id, patch, expected);
           if (updated.revokedAt !== undefined) {
             // Revoked between the read above and this write: it stays
             // revoked, and the update counts as refused (its entry goes).
@@ -250,13 +254,14 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       requireId("key", req.id);
       const current = await this.deps.store.apiKeys.get(req.id);
       if (current === undefined) throw notFound("key", req.id);
+      const expected = expectedRevision(names, req.etag, current);
       const at = this.deps.clock();
       const revoked = (r: ApiKeyRecord) => apiKeySnapshot({ ...r, revokedAt: at, updatedAt: at });
       // Revoked, not removed: other processes learn of it by polling changes.
       const rec = await this.deps.audit.record(
         actorOf(ctx),
         { action: "revoke", resourceType: "api_key", resourceId: req.id, before: apiKeySnapshot(current), after: revoked(current) },
-        () => this.deps.store.apiKeys.revoke(req.id, at),
+        () => this.deps.store.apiKeys.revoke(req.id, at, expected),
         revoked,
       );
       this.deps.keys.forget(rec.keyHash);

@@ -14,7 +14,7 @@
  * process stops between the writes, the entry stays `pending`: it may
  * describe a change that was not made, never the other way round.
  *
- * Snapshots are the resource as the REST API shows it, with secrets replaced
+ * Snapshots are the resource as the REST API shows it (without its etag), with secrets replaced
  * by {@link Redacted} markers: they compare by a keyed digest, so a diff can
  * say that a secret changed, and they serialize as `"[redacted]"`.
  */
@@ -22,8 +22,9 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { toJson, type DescField, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { kRequestId } from "../schema/call-facts.js";
+import { ETAG_FIELD } from "../schema/etag.js";
 import { rulesOf } from "../schema/field-rules.js";
-import { DuplicateKeyError, NotFoundError, type AuditChangeRecord, type AuditJson, type AuditStore } from "../store/index.js";
+import { DuplicateKeyError, NotFoundError, RevisionMismatchError, type AuditChangeRecord, type AuditJson, type AuditStore } from "../store/index.js";
 import { kPrincipal, principalId, type Principal } from "./auth.js";
 import type { IdGenerator } from "./ids.js";
 
@@ -90,6 +91,8 @@ export interface SnapshotOptions {
 export function snapshotOf<D extends DescMessage>(desc: D, message: MessageShape<D>, options: SnapshotOptions = {}): AuditSnapshot {
   const json = toJson(desc, message, { useProtoFieldName: true, alwaysEmitImplicit: true }) as JsonObject;
   const out = restForm(desc, json, false) as Record<string, SnapshotValue>;
+  // The etag is bookkeeping, as `updated_at` is: the entry's own order says which change came first.
+  delete out[ETAG_FIELD];
   for (const field of options.omit ?? []) delete out[field];
   for (const [path, secret] of options.secrets ?? []) {
     let target = out as Record<string, SnapshotValue>;
@@ -263,13 +266,15 @@ export function actorOf(ctx: HandlerContext): AuditActor {
  * an unexpected error) leaves the outcome open.
  */
 function isRefusal(err: unknown): boolean {
-  if (err instanceof DuplicateKeyError || err instanceof NotFoundError) return true;
+  if (err instanceof DuplicateKeyError || err instanceof NotFoundError || err instanceof RevisionMismatchError) return true;
   if (!(err instanceof ConnectError)) return false;
   return [
     Code.InvalidArgument,
     Code.NotFound,
     Code.AlreadyExists,
     Code.FailedPrecondition,
+    // A stale etag: refused before anything was written.
+    Code.Aborted,
     Code.PermissionDenied,
     Code.Unauthenticated,
     Code.OutOfRange,

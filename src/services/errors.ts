@@ -7,7 +7,8 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { settled } from "../schema/settled.js";
 import { kRequestId } from "../schema/call-facts.js";
 import { BadRequestSchema, FieldViolationSchema } from "../gen/erplink/errors/v1/bad_request_pb.js";
-import { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "../store/index.js";
+import { ETAG_MISMATCH_METADATA, formatEtag, shownEtag } from "../schema/etag.js";
+import { DuplicateKeyError, NotFoundError, RevisionMismatchError, StoreUnavailableError } from "../store/index.js";
 
 /** One failing field. */
 export interface Violation {
@@ -34,6 +35,21 @@ export function validationError(all: readonly Violation[]): ConnectError {
       }),
     },
   ]);
+}
+
+/**
+ * The `aborted` error of a write whose etag is stale (or not one erplink
+ * gave): the resource changed since the client read it. Marked with
+ * {@link ETAG_MISMATCH_METADATA} (the etag now), which the REST facade
+ * answers as 412 `PRECONDITION_FAILED`.
+ */
+export function etagMismatch(resource: ResourceNames, given: string, currentRevision: number): ConnectError {
+  const now = formatEtag(currentRevision);
+  return new ConnectError(
+    `the ${resource.singular} changed since it was read (etag ${shownEtag(given)}, now ${now}): read it again and retry`,
+    Code.Aborted,
+    new Headers({ [ETAG_MISMATCH_METADATA]: now }),
+  );
 }
 
 /** How each aggregate is named in messages. */
@@ -65,6 +81,7 @@ export function toConnectError(err: unknown, resource: ResourceNames): ConnectEr
     );
   }
   if (err instanceof NotFoundError) return new ConnectError(`${resource.singular} not found`, Code.NotFound);
+  if (err instanceof RevisionMismatchError) return etagMismatch(resource, formatEtag(err.expected), err.actual);
   if (err instanceof StoreUnavailableError) {
     return new ConnectError("the store is unavailable; try again later", Code.Unavailable, undefined, undefined, err);
   }

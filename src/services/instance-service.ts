@@ -24,6 +24,7 @@ import {
   type UpdateInstanceRequest,
 } from "../gen/erplink/admin/v1/instance_pb.js";
 import { ConnectionTestOptionsSchema } from "../gen/erplink/admin/v1/diagnostics_pb.js";
+import { formatEtag } from "../schema/etag.js";
 import type { InstanceRecord, Patch } from "../store/index.js";
 import { actorOf, redact, snapshotOf, uncertain, type AuditSnapshot, type SnapshotOptions } from "./audit.js";
 import { backendAuthToMessage, sealBackendAuth } from "./backend-auth.js";
@@ -33,7 +34,7 @@ import { requireDiagnostics } from "./diagnostics.js";
 import { translate, validationError } from "./errors.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import type { SecretBox } from "./secret-box.js";
-import { notFound, requireId, requireResource, toPatch } from "./resource.js";
+import { expectedRevision, notFound, requireId, requireResource, toPatch } from "./resource.js";
 import { DELETION_MARK_TTL_MS } from "./system-service.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
@@ -68,6 +69,7 @@ export function instanceToMessage(rec: InstanceRecord): Instance {
     upstreamConnections: rec.upstreamConnections ?? 0,
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
+    etag: formatEtag(rec.revision ?? 0),
   });
 }
 
@@ -144,6 +146,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
         ...upstreamConnectionsOf(instance),
         createdAt: now,
         updatedAt: now,
+        revision: 1,
       };
       const snapshot = (r: InstanceRecord) => instanceSnapshot(r, this.deps.secrets);
       const rec = await this.deps.audit.record(
@@ -197,6 +200,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       }
       const current = await this.deps.store.instances.get(instance.id);
       if (current === undefined) throw notFound("ins", instance.id);
+      const expected = expectedRevision(names, instance.etag, current);
       const snapshot = (r: InstanceRecord) => instanceSnapshot(r, this.deps.secrets);
       const rec = await this.deps.audit.record(
         actorOf(ctx),
@@ -207,7 +211,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
           before: snapshot(current),
           after: snapshot({ ...current, ...patch }),
         },
-        () => this.deps.store.instances.update(instance.id, patch),
+        () => this.deps.store.instances.revise(instance.id, patch, expected),
         snapshot,
       );
       // In force at once in this process, under its old name and its new one.
@@ -244,6 +248,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       requireId("ins", req.id);
       const current = await this.deps.store.instances.get(req.id);
       if (current === undefined) throw notFound("ins", req.id);
+      const expected = expectedRevision(names, req.etag, current);
       const rec = await this.deps.audit.record(
         actorOf(ctx),
         {
@@ -253,7 +258,7 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
           before: instanceSnapshot(current, this.deps.secrets),
           after: null,
         },
-        () => this.deps.store.instances.delete(req.id),
+        () => this.deps.store.instances.delete(req.id, expected),
       );
       this.deps.instanceChanges.changed(current.name);
       return create(DeleteInstanceResponseSchema, { instance: instanceToMessage(rec) });

@@ -3,7 +3,8 @@
  */
 import type { DescField, Message } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { validationError } from "./errors.js";
+import { parseEtag } from "../schema/etag.js";
+import { etagMismatch, validationError, type ResourceNames } from "./errors.js";
 import { isId, type IdPrefix } from "./ids.js";
 
 const KIND: Record<IdPrefix, string> = { sys: "system", ins: "instance", key: "API key", log: "log entry", ses: "session", aud: "audit entry" };
@@ -50,4 +51,21 @@ export function toPatch<R>(msg: Message, fields: readonly DescField[]): Partial<
     patch[field.localName] = field.fieldKind === "map" ? { ...(value as object) } : value;
   }
   return patch as Partial<R>;
+}
+
+/**
+ * The revision a write's etag condition expects of the resource `current`
+ * (as just read): undefined for an empty etag (the write is unconditional),
+ * else the revision the etag names. Throws `aborted` (see
+ * {@link etagMismatch}) when that is not the resource's revision now, or
+ * when the etag is not one erplink gave (it can match no revision). The
+ * store checks the returned revision again in the write itself, atomically,
+ * so a change made in between is refused too.
+ */
+export function expectedRevision(names: ResourceNames, etag: string, current: { readonly revision?: number }): number | undefined {
+  if (etag === "") return undefined;
+  const expected = parseEtag(etag);
+  const revision = current.revision ?? 0;
+  if (expected !== revision) throw etagMismatch(names, etag, revision);
+  return expected;
 }

@@ -19,11 +19,12 @@ import {
   type SystemService,
   type UpdateSystemRequest,
 } from "../gen/erplink/admin/v1/system_pb.js";
+import { formatEtag } from "../schema/etag.js";
 import type { SystemRecord } from "../store/index.js";
 import { actorOf, snapshotOf, type AuditSnapshot } from "./audit.js";
 import type { ServiceDeps } from "./context.js";
 import { translate } from "./errors.js";
-import { notFound, requireId, requireResource, toPatch } from "./resource.js";
+import { expectedRevision, notFound, requireId, requireResource, toPatch } from "./resource.js";
 import { nextPageToken, readPaging } from "./paging.js";
 import { assertValidForCreate, assertValidForUpdate } from "./validation.js";
 
@@ -46,6 +47,7 @@ export function systemToMessage(rec: SystemRecord): System {
     labels: { ...rec.labels },
     createdAt: timestampFromDate(rec.createdAt),
     updatedAt: timestampFromDate(rec.updatedAt),
+    etag: formatEtag(rec.revision ?? 0),
   });
 }
 
@@ -90,6 +92,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
         labels: { ...system.labels },
         createdAt: now,
         updatedAt: now,
+        revision: 1,
       };
       const rec = await this.deps.audit.record(
         actorOf(ctx),
@@ -108,6 +111,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
       const fields = assertValidForUpdate(SystemSchema, system, req.updateMask?.paths ?? []);
       const current = await this.deps.store.systems.get(system.id);
       if (current === undefined) throw notFound("sys", system.id);
+      const expected = expectedRevision(names, system.etag, current);
       const patch = { ...toPatch<SystemRecord>(system, fields), updatedAt: this.deps.clock() };
       const rec = await this.deps.audit.record(
         actorOf(ctx),
@@ -118,7 +122,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
           before: systemSnapshot(current),
           after: systemSnapshot({ ...current, ...patch }),
         },
-        () => this.deps.store.systems.update(system.id, patch),
+        () => this.deps.store.systems.revise(system.id, patch, expected),
         systemSnapshot,
       );
       return create(UpdateSystemResponseSchema, { system: systemToMessage(rec) });
@@ -131,6 +135,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
       const { store } = this.deps;
       const current = await store.systems.get(req.id);
       if (current === undefined) throw notFound("sys", req.id);
+      const expected = expectedRevision(names, req.etag, current);
       const instances = await store.instances.countBySystem(req.id);
       if (instances > 0) {
         throw new ConnectError(
@@ -164,7 +169,7 @@ export class SystemServiceImpl implements ServiceImpl<typeof SystemService> {
             if (this.deps.clock().getTime() - startedAt.getTime() > DELETION_MARK_TTL_MS / 2) {
               throw new ConnectError("the store answered too slowly to delete the system safely; try again", Code.Unavailable);
             }
-            return await store.systems.delete(req.id);
+            return await store.systems.delete(req.id, expected);
           } finally {
             // A mark that cannot be removed keeps instances out of the system until it expires.
             await store.systems.endDeletion(mark).catch(() => undefined);

@@ -32,8 +32,19 @@ export interface PageRequest {
   readonly limit: number;
 }
 
+/**
+ * A resource administrators change: its revision counts their changes
+ * (creation, updates, deletion marks such as a key's revocation), never
+ * erplink's own writes (a key's last use), and its etag is made of it (see
+ * src/schema/etag.ts).
+ */
+export interface RevisedRecord extends BaseRecord {
+  /** Absent: 0 (a document written before revisions were kept, or a record not yet stored). */
+  readonly revision?: number;
+}
+
 /** A record's changeable fields. */
-export type Patch<R extends BaseRecord> = Partial<Omit<R, "id" | "createdAt">>;
+export type Patch<R extends BaseRecord> = Partial<Omit<R, "id" | "createdAt" | "revision">>;
 
 /** Shared CRUD of an aggregate. */
 export class AggregateStore<R extends BaseRecord> {
@@ -62,16 +73,36 @@ export class AggregateStore<R extends BaseRecord> {
     return record;
   }
 
-  /** Changes the given fields; throws NotFoundError or DuplicateKeyError. */
+  /**
+   * Changes the given fields, leaving the revision as it is (erplink's own
+   * bookkeeping, such as a key's last use); throws NotFoundError or
+   * DuplicateKeyError. Administrative changes use {@link revise}.
+   */
   async update(id: string, patch: Patch<R>): Promise<R> {
     const doc = await this.collection.update(id, this.codec.toDoc(patch as Partial<R>));
     if (doc === undefined) throw new NotFoundError(this.name, id);
     return this.codec.fromDoc(doc);
   }
 
-  /** Removes a record and returns it as it was; throws NotFoundError. */
-  async delete(id: string): Promise<R> {
-    const doc = await this.collection.delete(id);
+  /**
+   * Changes the given fields as an administrative change: the same atomic
+   * write adds one to the record's revision, and with `expected` it is made
+   * only if the record is at that revision. Throws NotFoundError,
+   * DuplicateKeyError or RevisionMismatchError (nothing changed).
+   */
+  async revise(id: string, patch: Patch<R>, expected?: number): Promise<R> {
+    const doc = await this.collection.update(id, this.codec.toDoc(patch as Partial<R>), { expected });
+    if (doc === undefined) throw new NotFoundError(this.name, id);
+    return this.codec.fromDoc(doc);
+  }
+
+  /**
+   * Removes a record and returns it as it was; with `expected`, only if it
+   * is at that revision. Throws NotFoundError or RevisionMismatchError
+   * (nothing removed).
+   */
+  async delete(id: string, expected?: number): Promise<R> {
+    const doc = await this.collection.delete(id, expected === undefined ? undefined : { expected });
     if (doc === undefined) throw new NotFoundError(this.name, id);
     return this.codec.fromDoc(doc);
   }
@@ -108,6 +139,11 @@ export function decodeLabels(value: unknown): Record<string, string> {
   const labels: Record<string, string> = {};
   if (Array.isArray(value)) for (const { k, v } of value as { k: string; v: string }[]) labels[k] = v;
   return labels;
+}
+
+/** The `revision` of a record read from `doc`: present only when the document has one (absent reads as 0). */
+export function decodeRevision(doc: Document): { revision?: number } {
+  return typeof doc.revision === "number" ? { revision: doc.revision } : {};
 }
 
 /** Reads a stored date (both adapters store native dates). */

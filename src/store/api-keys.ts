@@ -5,8 +5,9 @@
 import {
   AggregateStore,
   decodeDate,
+  decodeRevision,
   encodeFields,
-  type BaseRecord,
+  type RevisedRecord,
   type Codec,
   type Page,
   type PageRequest,
@@ -21,7 +22,7 @@ export type StoredOperation = "list" | "get" | "create" | "update" | "delete" | 
 export type StoredPermissions = Readonly<Record<string, Readonly<Record<string, Readonly<Record<string, readonly StoredOperation[]>>>>>>;
 
 /** A stored API key. */
-export interface ApiKeyRecord extends BaseRecord {
+export interface ApiKeyRecord extends RevisedRecord {
   readonly name: string;
   readonly type: "data" | "admin";
   /** Hex SHA-256 of the secret; unique. */
@@ -101,6 +102,7 @@ const codec: Codec<ApiKeyRecord> = {
       ...(doc.revokedAt ? { revokedAt: decodeDate(doc.revokedAt) } : {}),
       createdAt: decodeDate(doc.createdAt),
       updatedAt: decodeDate(doc.updatedAt),
+      ...decodeRevision(doc),
     };
   },
 };
@@ -124,11 +126,16 @@ export class ApiKeyStore extends AggregateStore<ApiKeyRecord> {
     return doc === undefined ? undefined : this.codec.fromDoc(doc);
   }
 
-  /** Revokes an active key; returns it as it was. Throws NotFoundError if there is none. */
-  async revoke(id: string, at: Date): Promise<ApiKeyRecord> {
+  /**
+   * Revokes an active key (an administrative change: its revision goes up);
+   * with `expected`, only if the key is at that revision. Returns it as it
+   * was. Throws NotFoundError if there is none, RevisionMismatchError
+   * (nothing changed) if it is at another revision.
+   */
+  async revoke(id: string, at: Date, expected?: number): Promise<ApiKeyRecord> {
     const current = await this.get(id);
     if (current === undefined) throw new NotFoundError(this.name, id);
-    await this.update(id, { revokedAt: at, updatedAt: at });
+    await this.revise(id, { revokedAt: at, updatedAt: at }, expected);
     return current;
   }
 

@@ -73,6 +73,42 @@ export interface Increment {
   readonly set: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * The revision an administrative write expects: a document's `revision`
+ * counts the administrative changes made to it (see src/schema/etag.ts); a
+ * document written before revisions were kept has none and is at 0.
+ */
+export interface RevisionCondition {
+  /** The revision the document must be at for the write to be made; undefined: whatever it is. */
+  readonly expected?: number | undefined;
+}
+
+/** The field of a document that holds its revision. */
+export const REVISION_FIELD = "revision";
+
+/** A document's revision: 0 when it has none (written before revisions were kept). */
+export function revisionOf(doc: Record<string, unknown>): number {
+  const revision = doc[REVISION_FIELD];
+  return typeof revision === "number" ? revision : 0;
+}
+
+/**
+ * The filter (MongoDB syntax, which both adapters speak) of the documents
+ * at revision `expected`, those without one counting as 0. Built from a
+ * number only, never from input.
+ */
+export function revisionFilter(expected: number): Record<string, unknown> {
+  if (!Number.isSafeInteger(expected)) throw new TypeError("an expected revision must be an integer");
+  return expected === 0
+    ? { $or: [{ [REVISION_FIELD]: 0 }, { [REVISION_FIELD]: { $exists: false } }] }
+    : { [REVISION_FIELD]: expected };
+}
+
+/** Checks that a write's `set` leaves the revision to the revision condition. */
+export function assertNoRevision(set: Record<string, unknown>): void {
+  if (REVISION_FIELD in set) throw new TypeError(`${REVISION_FIELD} is set by revised writes only`);
+}
+
 /** A collection of documents, as each adapter provides it. */
 export interface DocumentCollection {
   /** Inserts a new document; throws {@link DuplicateKeyError} on a unique field. */
@@ -82,10 +118,21 @@ export interface DocumentCollection {
   /** Documents matching `where`, in ascending id order. */
   list(where: Where, options: ListOptions): Promise<Document[]>;
   count(where: Where): Promise<number>;
-  /** Sets top-level fields; returns the document after the change, or undefined if absent. */
-  update(id: string, set: Record<string, unknown>): Promise<Document | undefined>;
-  /** Removes a document; returns it as it was, or undefined if absent. */
-  delete(id: string): Promise<Document | undefined>;
+  /**
+   * Sets top-level fields; returns the document after the change, or
+   * undefined if absent. With `revision` (an administrative change), the
+   * same write also adds one to the document's `revision` field, and with
+   * `revision.expected` it is made only if the stored revision is that one
+   * (compare-and-set, in one atomic operation of the database), else it
+   * throws {@link RevisionMismatchError} and changes nothing.
+   */
+  update(id: string, set: Record<string, unknown>, revision?: RevisionCondition): Promise<Document | undefined>;
+  /**
+   * Removes a document; returns it as it was, or undefined if absent. With
+   * `revision.expected`, only if the stored revision is that one, else it
+   * throws {@link RevisionMismatchError} and removes nothing.
+   */
+  delete(id: string, revision?: RevisionCondition): Promise<Document | undefined>;
   /**
    * Atomically adds `delta` to the numeric `field` of a document, creating
    * the document if absent, and sets `set` on it; returns the new value.

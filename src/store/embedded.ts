@@ -25,8 +25,13 @@ import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import nedbModule from "@seald-io/nedb";
 import {
+  assertNoRevision,
   assertScalars,
   duplicateKeyError,
+  REVISION_FIELD,
+  revisionFilter,
+  revisionOf,
+  type RevisionCondition,
   keptBy,
   newestFilter,
   type NewestQuery,
@@ -39,7 +44,7 @@ import {
   type Where,
 } from "./collection.js";
 import { DataFile, openDataFile, serializeLine, type OpenDataFile } from "./embedded-file.js";
-import { StoreUnavailableError } from "./errors.js";
+import { RevisionMismatchError, StoreUnavailableError } from "./errors.js";
 
 // nedb's typings declare an ES default export on a CommonJS module.
 const Datastore = nedbModule as unknown as typeof nedbModule.default;
@@ -323,15 +328,20 @@ class EmbeddedCollection implements DocumentCollection {
     return this.ds.countAsync(where);
   }
 
-  async update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
+  async update(id: string, set: Record<string, unknown>, revision?: RevisionCondition): Promise<Document | undefined> {
     assertScalars({ _id: id });
+    assertNoRevision(set);
+    const expected = revision?.expected;
     try {
+      // nedb runs one operation at a time, so the revision in the query makes this a compare-and-set.
       const { affectedDocuments } = await this.ds.updateAsync(
-        { _id: id },
-        { $set: set },
+        expected === undefined ? { _id: id } : { _id: id, ...revisionFilter(expected) },
+        revision === undefined ? { $set: set } : { $set: set, $inc: { [REVISION_FIELD]: 1 } },
         { returnUpdatedDocs: true, multi: false },
       );
-      return (affectedDocuments as Document | null) ?? undefined;
+      const doc = (affectedDocuments as Document | null) ?? undefined;
+      if (doc === undefined && expected !== undefined) return this.mismatch(id, expected);
+      return doc;
     } catch (err) {
       if (isUniqueViolation(err)) throw await duplicateKeyError(this, this.spec, set, id);
       throw err;
@@ -394,11 +404,25 @@ class EmbeddedCollection implements DocumentCollection {
     return (await this.ds.findAsync({ _id: { $in: [...ids] } })) as Document[];
   }
 
-  async delete(id: string): Promise<Document | undefined> {
+  async delete(id: string, revision?: RevisionCondition): Promise<Document | undefined> {
     assertScalars({ _id: id });
     const doc = await this.get(id);
     if (doc === undefined) return undefined;
-    const removed = await this.ds.removeAsync({ _id: id }, { multi: false });
-    return removed === 1 ? doc : undefined;
+    const expected = revision?.expected;
+    if (expected === undefined) {
+      const removed = await this.ds.removeAsync({ _id: id }, { multi: false });
+      return removed === 1 ? doc : undefined;
+    }
+    if (revisionOf(doc) !== expected) throw new RevisionMismatchError(this.spec.name, id, expected, revisionOf(doc));
+    // Removed only if still at the revision read (one operation): the document returned is the one removed.
+    const removed = await this.ds.removeAsync({ _id: id, ...revisionFilter(expected) }, { multi: false });
+    return removed === 1 ? doc : this.mismatch(id, expected);
+  }
+
+  /** After a revised write that matched nothing: undefined when the document is absent, else its RevisionMismatchError. */
+  private async mismatch(id: string, expected: number): Promise<undefined> {
+    const doc = await this.get(id);
+    if (doc === undefined) return undefined;
+    throw new RevisionMismatchError(this.spec.name, id, expected, revisionOf(doc));
   }
 }

@@ -25,6 +25,24 @@ export class NotFoundError extends Error {
   }
 }
 
+/**
+ * A write expected the document at one revision and it is at another (it
+ * changed since it was read): nothing was written.
+ */
+export class RevisionMismatchError extends Error {
+  override readonly name = "RevisionMismatchError";
+  constructor(
+    readonly collection: string,
+    readonly id: string,
+    /** The revision the write expected. */
+    readonly expected: number,
+    /** The revision the document is at. */
+    readonly actual: number,
+  ) {
+    super(`${collection} ${id} is at revision ${actual}, not ${expected}`);
+  }
+}
+
 /** The database cannot be reached (network, server selection, closed client). */
 export class StoreUnavailableError extends Error {
   override readonly name = "StoreUnavailableError";

@@ -17,7 +17,7 @@ import { openSessionStore, type SessionStore } from "./sessions.js";
 import { openSystemStore, type SystemStore } from "./systems.js";
 import { openUsageRollupStore, type UsageRollupStore } from "./usage-rollups.js";
 
-export { DuplicateKeyError, NotFoundError, StoreUnavailableError } from "./errors.js";
+export { DuplicateKeyError, NotFoundError, RevisionMismatchError, StoreUnavailableError } from "./errors.js";
 export type { StoreLog } from "./embedded.js";
 export type { Page, PageRequest, Patch } from "./aggregate.js";
 export type { SystemRecord, SystemStore } from "./systems.js";

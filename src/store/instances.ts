@@ -5,8 +5,9 @@
 import {
   AggregateStore,
   decodeDate,
+  decodeRevision,
   encodeFields,
-  type BaseRecord,
+  type RevisedRecord,
   type Codec,
   type Page,
   type PageRequest,
@@ -25,7 +26,7 @@ export interface StoredBackendAuth {
 }
 
 /** A stored instance. */
-export interface InstanceRecord extends BaseRecord {
+export interface InstanceRecord extends RevisedRecord {
   readonly systemId: string;
   readonly name: string;
   readonly environment: string;
@@ -76,6 +77,7 @@ const codec: Codec<InstanceRecord> = {
     ...(typeof doc.upstreamConnections === "number" && doc.upstreamConnections > 0 ? { upstreamConnections: doc.upstreamConnections } : {}),
     createdAt: decodeDate(doc.createdAt),
     updatedAt: decodeDate(doc.updatedAt),
+    ...decodeRevision(doc),
   }),
 };
 

@@ -14,10 +14,11 @@ import type {
   Increment,
   ListOptions,
   NewestQuery,
+  RevisionCondition,
   StoreBackend,
   Where,
 } from "./collection.js";
-import { DuplicateKeyError, StoreUnavailableError } from "./errors.js";
+import { DuplicateKeyError, RevisionMismatchError, StoreUnavailableError } from "./errors.js";
 import type { LogQuery, RequestLogPort, RequestLogRecord } from "./request-logs.js";
 import type { Page } from "./aggregate.js";
 
@@ -25,6 +26,7 @@ import type { Page } from "./aggregate.js";
 export function storeErrorKind(err: unknown): StoreErrorKind {
   if (err instanceof StoreUnavailableError) return "unavailable";
   if (err instanceof DuplicateKeyError) return "duplicate_key";
+  if (err instanceof RevisionMismatchError) return "revision_mismatch";
   return "other";
 }
 
@@ -75,11 +77,11 @@ class InstrumentedCollection implements DocumentCollection {
   count(where: Where): Promise<number> {
     return this.timed("count", performance.now(), this.inner.count(where));
   }
-  update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
-    return this.timed("update", performance.now(), this.inner.update(id, set));
+  update(id: string, set: Record<string, unknown>, revision?: RevisionCondition): Promise<Document | undefined> {
+    return this.timed("update", performance.now(), this.inner.update(id, set, revision));
   }
-  delete(id: string): Promise<Document | undefined> {
-    return this.timed("delete", performance.now(), this.inner.delete(id));
+  delete(id: string, revision?: RevisionCondition): Promise<Document | undefined> {
+    return this.timed("delete", performance.now(), this.inner.delete(id, revision));
   }
   increment(id: string, field: string, delta: number, set: Record<string, unknown>): Promise<number> {
     return this.timed("increment", performance.now(), this.inner.increment(id, field, delta, set));

@@ -19,8 +19,13 @@ import {
 } from "mongodb";
 import { ConnectionString } from "mongodb-connection-string-url";
 import {
+  assertNoRevision,
   assertScalars,
   duplicateKeyError,
+  REVISION_FIELD,
+  revisionFilter,
+  revisionOf,
+  type RevisionCondition,
   findDuplicateField,
   incrementedDocument,
   keptBy,
@@ -35,7 +40,7 @@ import {
   type StoreBackend,
   type Where,
 } from "./collection.js";
-import { DuplicateKeyError, StoreUnavailableError } from "./errors.js";
+import { DuplicateKeyError, RevisionMismatchError, StoreUnavailableError } from "./errors.js";
 
 /** Options of {@link createMongoBackend}. */
 export interface MongoBackendOptions {
@@ -282,12 +287,16 @@ class MongoCollection implements DocumentCollection {
     return this.bounded(() => this.coll.countDocuments(filter));
   }
 
-  async update(id: string, set: Record<string, unknown>): Promise<Document | undefined> {
+  async update(id: string, set: Record<string, unknown>, revision?: RevisionCondition): Promise<Document | undefined> {
     assertScalars({ _id: id });
+    assertNoRevision(set);
+    const expected = revision?.expected;
+    // The revision in the filter and its `$inc` in the same findOneAndUpdate: a compare-and-set the server makes atomic.
+    const filter = (expected === undefined ? { _id: { $eq: id } } : { _id: { $eq: id }, ...revisionFilter(expected) }) as Filter<Document>;
+    const update = (revision === undefined ? { $set: set } : { $set: set, $inc: { [REVISION_FIELD]: 1 } }) as UpdateFilter<Document>;
     try {
-      const doc = await this.bounded(() =>
-        this.coll.findOneAndUpdate({ _id: { $eq: id } }, { $set: set }, { returnDocument: "after" }),
-      );
+      const doc = await this.bounded(() => this.coll.findOneAndUpdate(filter, update, { returnDocument: "after" }));
+      if (doc === null && expected !== undefined) return this.mismatch(id, expected);
       return doc ?? undefined;
     } catch (err) {
       if (err instanceof MongoServerError && err.code === 11000) throw await this.duplicate(err, set, id);
@@ -384,9 +393,20 @@ class MongoCollection implements DocumentCollection {
     return { removed: deletedCount, remaining: Math.max(0, total - deletedCount) };
   }
 
-  async delete(id: string): Promise<Document | undefined> {
+  async delete(id: string, revision?: RevisionCondition): Promise<Document | undefined> {
     assertScalars({ _id: id });
-    return (await this.bounded(() => this.coll.findOneAndDelete({ _id: { $eq: id } }))) ?? undefined;
+    const expected = revision?.expected;
+    const filter = (expected === undefined ? { _id: { $eq: id } } : { _id: { $eq: id }, ...revisionFilter(expected) }) as Filter<Document>;
+    const doc = await this.bounded(() => this.coll.findOneAndDelete(filter));
+    if (doc === null && expected !== undefined) return this.mismatch(id, expected);
+    return doc ?? undefined;
+  }
+
+  /** After a revised write that matched nothing: undefined when the document is absent, else its RevisionMismatchError. */
+  private async mismatch(id: string, expected: number): Promise<undefined> {
+    const doc = await this.get(id);
+    if (doc === undefined) return undefined;
+    throw new RevisionMismatchError(this.spec.name, id, expected, revisionOf(doc));
   }
 
   async getMany(ids: readonly string[]): Promise<Document[]> {

@@ -8,10 +8,11 @@ import { randomUUID } from "node:crypto";
 import {
   AggregateStore,
   decodeDate,
+  decodeRevision,
   decodeLabels,
   encodeFields,
   encodeLabels,
-  type BaseRecord,
+  type RevisedRecord,
   type Codec,
   type Page,
   type PageRequest,
@@ -19,7 +20,7 @@ import {
 import { plainIndex, uniqueIndex, type CollectionSpec, type DocumentCollection, type StoreBackend } from "./collection.js";
 
 /** A stored system. */
-export interface SystemRecord extends BaseRecord {
+export interface SystemRecord extends RevisedRecord {
   readonly name: string;
   readonly description: string;
   readonly labels: Readonly<Record<string, string>>;
@@ -40,6 +41,7 @@ const codec: Codec<SystemRecord> = {
     labels: decodeLabels(doc.labels),
     createdAt: decodeDate(doc.createdAt),
     updatedAt: decodeDate(doc.updatedAt),
+    ...decodeRevision(doc),
   }),
 };
 

@@ -101,7 +101,9 @@ onePort("REST over HTTP/1.1: POST /admin/systems with the master key is 201 in t
   assert.is(res.headers.get("x-request-id"), body.meta.requestId);
 
   const data = body.data;
-  assert.equal(Object.keys(data).sort(), ["created_at", "description", "id", "labels", "name", "updated_at"]);
+  assert.equal(Object.keys(data).sort(), ["created_at", "description", "etag", "id", "labels", "name", "updated_at"]);
+  assert.is(data.etag, '"1"');
+  assert.is(res.headers.get("etag"), '"1"');
   assert.match(data.id as string, SYSTEM_ID);
   assert.is(data.name, "S4 production");
   assert.is(data.description, "the big one");

@@ -40,6 +40,7 @@ Systems("POST /admin/systems creates and returns 201 with the envelope and the n
       labels: { team: "fin", "app.kubernetes.io/name": "s4" },
       created_at: "2026-01-02T03:04:05Z",
       updated_at: "2026-01-02T03:04:05Z",
+      etag: '"1"',
     },
     meta: { requestId: res.headers["x-request-id"] },
   });
@@ -101,6 +102,7 @@ Systems("PATCH /admin/systems/:id changes only the fields in the body", async ({
     ...created,
     description: "new",
     updated_at: "2026-02-03T04:05:06.789Z",
+    etag: '"2"',
   });
   const cleared = await patch(world.app, `/admin/systems/${created.id}`, { labels: {}, description: "" });
   assert.is(cleared.statusCode, 200);
@@ -168,6 +170,7 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
     upstream_connections: 0,
     created_at: "2026-01-02T03:04:05Z",
     updated_at: "2026-01-02T03:04:05Z",
+    etag: '"1"',
   });
 
   const got = await world.app.inject({ method: "GET", url: `/admin/instances/${created.id}`, headers: AUTH });
@@ -189,6 +192,7 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
     base_url: "https://s4-new.example.com/odata/",
     environment: "",
     updated_at: "2026-03-01T00:00:00Z",
+    etag: '"2"',
   });
 
   const deleted = await world.app.inject({ method: "DELETE", url: `/admin/instances/${created.id}`, headers: AUTH });
@@ -252,6 +256,7 @@ Instances("sap_client: set on create, changed by PATCH, cleared with null or \"\
     upstream_connections: 0,
     created_at: "2026-01-02T03:04:05Z",
     updated_at: "2026-01-02T03:04:05Z",
+    etag: '"1"',
   });
   const url = `/admin/instances/${created.id}`;
   assert.equal(json(await world.app.inject({ method: "GET", url, headers: AUTH })).data, created);
@@ -263,11 +268,11 @@ Instances("sap_client: set on create, changed by PATCH, cleared with null or \"\
     ["", ""],
   ];
   const actual = [];
-  for (const [value] of changes) {
+  for (const [i, [value]] of changes.entries()) {
     const changed = await patch(world.app, url, { sap_client: value });
     assert.is(changed.statusCode, 200, changed.body);
     const data = json(changed).data;
-    assert.equal(data, { ...created, sap_client: data.sap_client }, "only sap_client changes");
+    assert.equal(data, { ...created, sap_client: data.sap_client, etag: `"${i + 2}"` }, "only sap_client (and the etag) changes");
     actual.push([value, data.sap_client]);
   }
   assert.equal(actual, changes);

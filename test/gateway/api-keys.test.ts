@@ -109,6 +109,7 @@ it("POST /admin/api-keys -> 201 with the secret, its prefix, type data and norma
       prefix: body.data.prefix,
       created_at: T0,
       updated_at: T0,
+      etag: '"1"',
       key: body.data.key,
     },
     meta: { requestId: res.headers["x-request-id"] },
@@ -149,12 +150,12 @@ it("the secret is shown only by POST: GET, list, PATCH and DELETE never contain 
 
   const patched = await patch(w.app, url, { name: "renamed" });
   assert.is(patched.statusCode, 200);
-  assert.equal(json(patched).data, { ...rest, name: "renamed" });
+  assert.equal(json(patched).data, { ...rest, name: "renamed", etag: '"2"' });
   assert.not.ok(patched.body.includes(secret), "PATCH");
 
   const deleted = await del(w, url);
   assert.is(deleted.statusCode, 200);
-  assert.equal(json(deleted).data, { ...rest, name: "renamed" });
+  assert.equal(json(deleted).data, { ...rest, name: "renamed", etag: '"2"' });
   assert.not.ok(deleted.body.includes(secret), "DELETE");
 });
 
@@ -178,7 +179,7 @@ it("the store keeps only the SHA-256 of the secret, never the secret", async (w)
   assert.not.ok(JSON.stringify(doc).includes(secret.slice(12)), "document holds no part of the secret past its prefix");
   assert.equal(
     Object.keys(doc).sort(),
-    ["_id", "createdAt", "keyHash", "name", "permissions", "prefix", "rateLimits", "revoked", "type", "updatedAt"],
+    ["_id", "createdAt", "keyHash", "name", "permissions", "prefix", "rateLimits", "revision", "revoked", "type", "updatedAt"],
   );
 });
 
@@ -307,6 +308,7 @@ it("PATCH changes name, permissions, rate_limits and expires_at, and sets update
     rate_limits: { per_day: 1000 },
     expires_at: "2026-12-31T23:59:59Z",
     updated_at: "2026-02-03T04:05:06.789Z",
+    etag: '"2"',
   };
   assert.equal(json(res), { data: after, meta: { requestId: res.headers["x-request-id"] } });
   assert.equal(json(await get(w, `/admin/api-keys/${created.id}`)).data, after);
@@ -315,7 +317,7 @@ it("PATCH changes name, permissions, rate_limits and expires_at, and sets update
   w.now = new Date("2026-02-04T00:00:00Z");
   const renamed = await patch(w.app, `/admin/api-keys/${created.id}`, { name: "app v3" });
   assert.is(renamed.statusCode, 200);
-  assert.equal(json(renamed).data, { ...after, name: "app v3", updated_at: "2026-02-04T00:00:00Z" });
+  assert.equal(json(renamed).data, { ...after, name: "app v3", updated_at: "2026-02-04T00:00:00Z", etag: '"3"' });
 
 });
 

@@ -8,6 +8,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { BadRequestSchema } from "../../src/gen/erplink/errors/v1/bad_request_pb.js";
 import { CODE_TABLE, fromConnectError } from "../../src/gateway/errors.js";
+import { ETAG_MISMATCH_METADATA } from "../../src/schema/etag.js";
+import { etagMismatch } from "../../src/services/errors.js";
 
 const Table = suite("error table");
 
@@ -40,6 +42,21 @@ for (const [code, status, envelope] of EXPECTED) {
 Table("unauthenticated carries WWW-Authenticate: Bearer; others do not", () => {
   assert.equal(fromConnectError(new ConnectError("x", Code.Unauthenticated)).headers, { "www-authenticate": "Bearer" });
   assert.is(fromConnectError(new ConnectError("x", Code.NotFound)).headers, undefined);
+});
+
+Table("an aborted error marked as a stale etag is 412 PRECONDITION_FAILED; other aborted and failed_precondition errors stay 409 CONFLICT", () => {
+  const stale = fromConnectError(etagMismatch({ singular: "system" }, '"1"', 2));
+  assert.equal(
+    { status: stale.status, code: stale.code, message: stale.message, headers: stale.headers },
+    { status: 412, code: "PRECONDITION_FAILED", message: 'the system changed since it was read (etag "1", now "2"): read it again and retry', headers: undefined },
+  );
+  for (const code of [Code.Aborted, Code.FailedPrecondition]) {
+    const other = fromConnectError(new ConnectError("busy", code));
+    assert.equal([other.status, other.code], [409, "CONFLICT"], Code[code]);
+  }
+  // The mark means nothing on another code.
+  const marked = fromConnectError(new ConnectError("gone", Code.NotFound, new Headers({ [ETAG_MISMATCH_METADATA]: '"2"' })));
+  assert.equal([marked.status, marked.code], [404, "NOT_FOUND"]);
 });
 
 Table("internal errors are masked, details and all", () => {

@@ -95,6 +95,7 @@ OpenApi("describes bodies, envelopes, errors and the bearer scheme", ({ doc }) =
   const created = doc.paths["/admin/api-keys"].post.responses["201"];
   assert.equal(Object.keys(created.headers), [
     "Location",
+    "ETag",
     "X-Request-Id",
     "X-RateLimit-Limit",
     "X-RateLimit-Remaining",
@@ -221,6 +222,40 @@ OpenApi("every 201 declares the Location header; every body example is accepted 
     }
   }
   assert.is(tried, 9, "create and update of systems, instances and API keys, a session, an explanation, a connection test");
+});
+
+OpenApi("etags: PATCH and DELETE of systems, instances and API keys take If-Match and may answer 412; every answer holding one of them declares ETag; a PATCH body may carry etag", ({ doc }) => {
+  const conditional: string[] = [];
+  const etagged: string[] = [];
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const name = `${method.toUpperCase()} ${path}`;
+      const ifMatch = (op.parameters ?? []).find((p: { name: string }) => p.name === "If-Match");
+      if (ifMatch !== undefined) {
+        conditional.push(name);
+        assert.equal([ifMatch.in, ifMatch.required, ifMatch.schema], ["header", false, { type: "string" }], name);
+        assert.match(op.responses["412"].description, /PRECONDITION_FAILED/, name);
+        assert.equal(op.responses["412"].content["application/json"].schema, { $ref: "#/components/schemas/Error" }, name);
+      } else {
+        assert.is(op.responses["412"], undefined, `${name}: no 412 without If-Match`);
+      }
+      const ok = op.responses["200"] ?? op.responses["201"];
+      if (ok.headers.ETag !== undefined) {
+        etagged.push(name);
+        assert.equal(ok.headers.ETag.schema, { type: "string" }, name);
+      }
+    }
+  }
+  const items = ["/admin/systems/{id}", "/admin/instances/{id}", "/admin/api-keys/{id}"];
+  assert.equal(conditional.sort(), items.flatMap((p) => [`DELETE ${p}`, `PATCH ${p}`]).sort());
+  assert.equal(
+    etagged.sort(),
+    [...items.flatMap((p) => [`DELETE ${p}`, `GET ${p}`, `PATCH ${p}`]), "POST /admin/systems", "POST /admin/systems/{id}/instances", "POST /admin/api-keys"].sort(),
+  );
+  for (const name of ["SystemUpdate", "InstanceUpdate", "ApiKeyUpdate"]) {
+    assert.equal(doc.components.schemas[name].properties.etag?.type, ["string", "null"], `${name} takes etag`);
+  }
+  for (const name of ["System", "Instance", "ApiKey"]) assert.is(doc.components.schemas[name].properties.etag.readOnly, true, name);
 });
 
 OpenApi("serves a browsable reference page without a token", async ({ world }) => {

@@ -476,7 +476,7 @@ const WRITES: Readonly<Record<string, Write>> = {
     rest: () => ({ method: "POST", url: "/admin/systems", payload: { name: "new" }, status: 201 }),
   },
   "SystemService.UpdateSystem": {
-    store: ["systems", "update"],
+    store: ["systems", "revise"],
     rpc: (w, { sys }) => w.client(SystemService).updateSystem({ system: { id: sys, description: "d" }, updateMask: { paths: ["description"] } }),
     rest: (_, { sys }) => ({ method: "PATCH", url: `/admin/systems/${sys}`, payload: { description: "d" }, status: 200 }),
   },
@@ -491,7 +491,7 @@ const WRITES: Readonly<Record<string, Write>> = {
     rest: (_, { sys }) => ({ method: "POST", url: `/admin/systems/${sys}/instances`, payload: { name: "new", base_url: "https://n.example.com/" }, status: 201 }),
   },
   "InstanceService.UpdateInstance": {
-    store: ["instances", "update"],
+    store: ["instances", "revise"],
     rpc: (w, { ins }) =>
       w.client(InstanceService).updateInstance({ instance: { id: ins, auth: { type: BackendAuthType.BEARER, token: "S3CRET-tok" } }, updateMask: { paths: ["auth"] } }),
     rest: (_, { ins }) => ({ method: "PATCH", url: `/admin/instances/${ins}`, payload: { auth: { type: "bearer", token: "S3CRET-tok" } }, status: 200 }),
@@ -507,7 +507,7 @@ const WRITES: Readonly<Record<string, Write>> = {
     rest: () => ({ method: "POST", url: "/admin/api-keys", payload: { name: "new" }, status: 201 }),
   },
   "ApiKeyService.UpdateApiKey": {
-    store: ["apiKeys", "update"],
+    store: ["apiKeys", "revise"],
     rpc: (w, { key }) => w.client(ApiKeyService).updateApiKey({ apiKey: { id: key, name: "renamed" }, updateMask: { paths: ["name"] } }),
     rest: (_, { key }) => ({ method: "PATCH", url: `/admin/api-keys/${key}`, payload: { name: "renamed" }, status: 200 }),
   },

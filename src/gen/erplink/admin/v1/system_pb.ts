@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/system.proto.
  */
 export const file_erplink_admin_v1_system: GenFile = /*@__PURE__*/
-  fileDesc("Ch1lcnBsaW5rL2FkbWluL3YxL3N5c3RlbS5wcm90bxIQZXJwbGluay5hZG1pbi52MSLYAgoGU3lzdGVtEhIKAmlkGAEgASgJQgbK8xgCEAESGAoEbmFtZRgCIAEoCUIKyvMYBggBGAEgZBIcCgtkZXNjcmlwdGlvbhgDIAEoCUIHyvMYAyDoBxJjCgZsYWJlbHMYBCADKAsyJC5lcnBsaW5rLmFkbWluLnYxLlN5c3RlbS5MYWJlbHNFbnRyeUItyvMYKThAQiJeW0EtWmEtejAtOV1bQS1aYS16MC05Xy4vLV17MCw2Mn0kSIACEjYKCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAESNgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBsrzGAIQARotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIh4KEEdldFN5c3RlbVJlcXVlc3QSCgoCaWQYASABKAkiPQoRR2V0U3lzdGVtUmVzcG9uc2USKAoGc3lzdGVtGAEgASgLMhguZXJwbGluay5hZG1pbi52MS5TeXN0ZW0iOwoSTGlzdFN5c3RlbXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIlkKE0xpc3RTeXN0ZW1zUmVzcG9uc2USKQoHc3lzdGVtcxgBIAMoCzIYLmVycGxpbmsuYWRtaW4udjEuU3lzdGVtEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI/ChNDcmVhdGVTeXN0ZW1SZXF1ZXN0EigKBnN5c3RlbRgBIAEoCzIYLmVycGxpbmsuYWRtaW4udjEuU3lzdGVtIkAKFENyZWF0ZVN5c3RlbVJlc3BvbnNlEigKBnN5c3RlbRgBIAEoCzIYLmVycGxpbmsuYWRtaW4udjEuU3lzdGVtInAKE1VwZGF0ZVN5c3RlbVJlcXVlc3QSKAoGc3lzdGVtGAEgASgLMhguZXJwbGluay5hZG1pbi52MS5TeXN0ZW0SLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkAKFFVwZGF0ZVN5c3RlbVJlc3BvbnNlEigKBnN5c3RlbRgBIAEoCzIYLmVycGxpbmsuYWRtaW4udjEuU3lzdGVtIiEKE0RlbGV0ZVN5c3RlbVJlcXVlc3QSCgoCaWQYASABKAkiQAoURGVsZXRlU3lzdGVtUmVzcG9uc2USKAoGc3lzdGVtGAEgASgLMhguZXJwbGluay5hZG1pbi52MS5TeXN0ZW0y3gMKDVN5c3RlbVNlcnZpY2USVAoJR2V0U3lzdGVtEiIuZXJwbGluay5hZG1pbi52MS5HZXRTeXN0ZW1SZXF1ZXN0GiMuZXJwbGluay5hZG1pbi52MS5HZXRTeXN0ZW1SZXNwb25zZRJaCgtMaXN0U3lzdGVtcxIkLmVycGxpbmsuYWRtaW4udjEuTGlzdFN5c3RlbXNSZXF1ZXN0GiUuZXJwbGluay5hZG1pbi52MS5MaXN0U3lzdGVtc1Jlc3BvbnNlEl0KDENyZWF0ZVN5c3RlbRIlLmVycGxpbmsuYWRtaW4udjEuQ3JlYXRlU3lzdGVtUmVxdWVzdBomLmVycGxpbmsuYWRtaW4udjEuQ3JlYXRlU3lzdGVtUmVzcG9uc2USXQoMVXBkYXRlU3lzdGVtEiUuZXJwbGluay5hZG1pbi52MS5VcGRhdGVTeXN0ZW1SZXF1ZXN0GiYuZXJwbGluay5hZG1pbi52MS5VcGRhdGVTeXN0ZW1SZXNwb25zZRJdCgxEZWxldGVTeXN0ZW0SJS5lcnBsaW5rLmFkbWluLnYxLkRlbGV0ZVN5c3RlbVJlcXVlc3QaJi5lcnBsaW5rLmFkbWluLnYxLkRlbGV0ZVN5c3RlbVJlc3BvbnNlQpMBChRkZXYuZXJwbGluay5hZG1pbi52MUILU3lzdGVtUHJvdG9QAVorZXJwbGluay5kZXYvZ2VuL2dvL2VycGxpbmsvYWRtaW4vdjE7YWRtaW52MaICA0VBWKoCEEVycGxpbmsuQWRtaW4uVjHKAhBFcnBsaW5rXEFkbWluXFYx6gISRXJwbGluazo6QWRtaW46OlYxYgZwcm90bzM", [file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ch1lcnBsaW5rL2FkbWluL3YxL3N5c3RlbS5wcm90bxIQZXJwbGluay5hZG1pbi52MSLuAgoGU3lzdGVtEhIKAmlkGAEgASgJQgbK8xgCEAESGAoEbmFtZRgCIAEoCUIKyvMYBggBGAEgZBIcCgtkZXNjcmlwdGlvbhgDIAEoCUIHyvMYAyDoBxJjCgZsYWJlbHMYBCADKAsyJC5lcnBsaW5rLmFkbWluLnYxLlN5c3RlbS5MYWJlbHNFbnRyeUItyvMYKThAQiJeW0EtWmEtejAtOV1bQS1aYS16MC05Xy4vLV17MCw2Mn0kSIACEjYKCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAESNgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBsrzGAIQARIUCgRldGFnGAcgASgJQgbK8xgCEAEaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIeChBHZXRTeXN0ZW1SZXF1ZXN0EgoKAmlkGAEgASgJIj0KEUdldFN5c3RlbVJlc3BvbnNlEigKBnN5c3RlbRgBIAEoCzIYLmVycGxpbmsuYWRtaW4udjEuU3lzdGVtIjsKEkxpc3RTeXN0ZW1zUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJZChNMaXN0U3lzdGVtc1Jlc3BvbnNlEikKB3N5c3RlbXMYASADKAsyGC5lcnBsaW5rLmFkbWluLnYxLlN5c3RlbRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiPwoTQ3JlYXRlU3lzdGVtUmVxdWVzdBIoCgZzeXN0ZW0YASABKAsyGC5lcnBsaW5rLmFkbWluLnYxLlN5c3RlbSJAChRDcmVhdGVTeXN0ZW1SZXNwb25zZRIoCgZzeXN0ZW0YASABKAsyGC5lcnBsaW5rLmFkbWluLnYxLlN5c3RlbSJwChNVcGRhdGVTeXN0ZW1SZXF1ZXN0EigKBnN5c3RlbRgBIAEoCzIYLmVycGxpbmsuYWRtaW4udjEuU3lzdGVtEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJAChRVcGRhdGVTeXN0ZW1SZXNwb25zZRIoCgZzeXN0ZW0YASABKAsyGC5lcnBsaW5rLmFkbWluLnYxLlN5c3RlbSIvChNEZWxldGVTeXN0ZW1SZXF1ZXN0EgoKAmlkGAEgASgJEgwKBGV0YWcYAiABKAkiQAoURGVsZXRlU3lzdGVtUmVzcG9uc2USKAoGc3lzdGVtGAEgASgLMhguZXJwbGluay5hZG1pbi52MS5TeXN0ZW0y3gMKDVN5c3RlbVNlcnZpY2USVAoJR2V0U3lzdGVtEiIuZXJwbGluay5hZG1pbi52MS5HZXRTeXN0ZW1SZXF1ZXN0GiMuZXJwbGluay5hZG1pbi52MS5HZXRTeXN0ZW1SZXNwb25zZRJaCgtMaXN0U3lzdGVtcxIkLmVycGxpbmsuYWRtaW4udjEuTGlzdFN5c3RlbXNSZXF1ZXN0GiUuZXJwbGluay5hZG1pbi52MS5MaXN0U3lzdGVtc1Jlc3BvbnNlEl0KDENyZWF0ZVN5c3RlbRIlLmVycGxpbmsuYWRtaW4udjEuQ3JlYXRlU3lzdGVtUmVxdWVzdBomLmVycGxpbmsuYWRtaW4udjEuQ3JlYXRlU3lzdGVtUmVzcG9uc2USXQoMVXBkYXRlU3lzdGVtEiUuZXJwbGluay5hZG1pbi52MS5VcGRhdGVTeXN0ZW1SZXF1ZXN0GiYuZXJwbGluay5hZG1pbi52MS5VcGRhdGVTeXN0ZW1SZXNwb25zZRJdCgxEZWxldGVTeXN0ZW0SJS5lcnBsaW5rLmFkbWluLnYxLkRlbGV0ZVN5c3RlbVJlcXVlc3QaJi5lcnBsaW5rLmFkbWluLnYxLkRlbGV0ZVN5c3RlbVJlc3BvbnNlQpMBChRkZXYuZXJwbGluay5hZG1pbi52MUILU3lzdGVtUHJvdG9QAVorZXJwbGluay5kZXYvZ2VuL2dvL2VycGxpbmsvYWRtaW4vdjE7YWRtaW52MaICA0VBWKoCEEVycGxpbmsuQWRtaW4uVjHKAhBFcnBsaW5rXEFkbWluXFYx6gISRXJwbGluazo6QWRtaW46OlYxYgZwcm90bzM", [file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * An ERP back end, such as one SAP S/4HANA landscape, that erplink connects to
@@ -66,6 +66,20 @@ export type System = Message<"erplink.admin.v1.System"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 6;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * The system's entity tag: an opaque string, such as `"3"`, that changes
+   * whenever an administrator's change (its creation, an update) changes the
+   * system, and not when erplink itself touches it. Set by the server. To make
+   * an update conditional, send back the etag you read in this field (it is
+   * never part of the update mask): when the system has changed since, the
+   * update fails with `aborted` and changes nothing. Left empty, the update
+   * applies whatever the system's etag. The REST facade also sends it as the
+   * `ETag` header, and takes `If-Match`.
+   *
+   * @generated from field: string etag = 7;
+   */
+  etag: string;
 };
 
 /**
@@ -223,8 +237,9 @@ export const CreateSystemResponseSchema: GenMessage<CreateSystemResponse> = /*@_
  */
 export type UpdateSystemRequest = Message<"erplink.admin.v1.UpdateSystemRequest"> & {
   /**
-   * The system to change: `id` names it, and the fields listed in
-   * `update_mask` carry the new values.
+   * The system to change: `id` names it, the fields listed in
+   * `update_mask` carry the new values, and `etag`, when set, makes the
+   * change conditional on the system still having that etag.
    *
    * @generated from field: erplink.admin.v1.System system = 1;
    */
@@ -280,6 +295,15 @@ export type DeleteSystemRequest = Message<"erplink.admin.v1.DeleteSystemRequest"
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * The system's etag as you read it: when given, the system is deleted only
+   * if its etag is still this one; otherwise the call fails with `aborted` and
+   * nothing changes. Empty: deleted whatever its etag.
+   *
+   * @generated from field: string etag = 2;
+   */
+  etag: string;
 };
 
 /**
