@@ -4,10 +4,13 @@
  * been asked for more than one service, no service holds more than three quarters of
  * them (rounded down, at least one fewer than all), so a quarter is always
  * there for the others; while another service has requests in flight or
- * waiting, a service holds at most half (rounded up). A service whose back
- * end hangs thus never takes every connection from the others, and once they
- * ask, every connection that comes free goes to them until the hanging one
- * is back within its half. Waiting requests are served in arrival order
+ * waiting, a service holds at most half (rounded up), and when more
+ * services were asked for in the last few seconds, its part of them (all of
+ * them rounded up: a third for three). A service whose back end hangs thus
+ * never takes every connection from the others, nor do two hanging services
+ * together once a third has been asked for; and once the others ask, every
+ * connection that comes free goes to them until the hanging ones are back
+ * within their part. Waiting requests are served in arrival order
  * among those the limits let through, give up at their deadline, and are
  * few: beyond `maxWaiting` a request is refused at once.
  *
@@ -49,23 +52,44 @@ export class Deadline extends EventEmitter {
   }
 }
 
+/** How long a service counts as asked for after its last request (ms). */
+const RECENT_MS = 10_000;
+/** Most services remembered as asked for lately. */
+const MAX_RECENT = 64;
+
 export class ConnectionGate {
   private inFlight = 0;
   private readonly services = new Map<string, ServiceLoad>();
   private queue: Waiter[] = [];
   /** Services asked for through this gate, up to two (whether it serves more than one is all that counts). */
   private readonly seen = new Set<string>();
+  /** When each service was last asked for (ms), for {@link share}; at most {@link MAX_RECENT}. */
+  private readonly recent = new Map<string, number>();
 
   constructor(
     /** Most requests in flight to the back end at once. */
     readonly connections: number,
     /** Most requests waiting for a slot; beyond it a request is refused at once. */
     private readonly maxWaiting: number = connections * 8,
+    /** The clock (ms), for tests. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** The most one service may hold while another is active. */
+  /** The most one service may hold while another is active: its part among the services asked for lately (at least two). */
   get share(): number {
-    return Math.ceil(this.connections / 2);
+    return Math.ceil(this.connections / Math.max(2, this.recentServices()));
+  }
+
+  /** Services asked for within the last {@link RECENT_MS}. */
+  private recentServices(): number {
+    if (this.recent.size <= 2) return this.recent.size;
+    const since = this.now() - RECENT_MS;
+    let n = 0;
+    for (const [service, at] of this.recent) {
+      if (at >= since) n++;
+      else this.recent.delete(service);
+    }
+    return n;
   }
 
   /** The most one service may hold while no other is active. */
@@ -82,6 +106,9 @@ export class ConnectionGate {
   /** A slot for `service` now, or undefined when the limits say wait. */
   tryTake(service: string): Release | undefined {
     if (this.seen.size < 2) this.seen.add(service);
+    // Refreshed in place; a new name beyond the bound takes the place of the longest remembered.
+    if (!this.recent.has(service) && this.recent.size >= MAX_RECENT) this.recent.delete(this.recent.keys().next().value!);
+    this.recent.set(service, this.now());
     // Waiters of this service come first: a newcomer does not overtake them.
     if (this.services.get(service)?.waiting || !this.mayTake(service)) return undefined;
     return this.grant(service);

@@ -51,6 +51,38 @@ Gate("once a second service was asked for, a hanging one holds at most three qua
   assert.is(aGot, false, "A stays waiting: it holds 4 of 8 while B is active");
 });
 
+Gate("two hanging services do not take every connection from a third: once it is asked for, each holds at most its third", async () => {
+  let now = 0;
+  const gate = new ConnectionGate(8, 64, () => now);
+  const hanging: Record<string, Release[]> = { A: [], B: [] };
+  // A and B hang, and fill what the rules give them while they are the only two.
+  for (let i = 0; i < 8; i++) for (const s of ["A", "B"]) {
+    const r = gate.tryTake(s);
+    if (r !== undefined) hanging[s]!.push(r);
+  }
+  assert.equal([hanging.A!.length, hanging.B!.length], [4, 4], "half each while two are asked for");
+  // C asks: it waits, and from now on a service's part is a third (3 of 8).
+  const cWaits = gate.take("C", never) as Promise<Release>;
+  assert.is(gate.share, 3);
+  const aWaits = gate.take("A", never);
+  let aGot = false;
+  void Promise.resolve(aWaits).then(() => (aGot = true));
+  // A's first hanging request ends (its deadline): the slot goes to C, not back to A.
+  hanging.A!.pop()!();
+  await settle();
+  assert.ok((await Promise.race([cWaits, Promise.resolve("not yet")])) !== "not yet", "C got the freed slot");
+  // B's too: A (3) is at its third, so C's next request gets it.
+  const cAgain = gate.take("C", never) as Promise<Release>;
+  hanging.B!.pop()!();
+  await settle();
+  assert.ok((await Promise.race([cAgain, Promise.resolve("not yet")])) !== "not yet", "C got the next one");
+  assert.is(aGot, false, "A waits: it holds its third");
+  // Ten quiet seconds later only A has been asked for lately: half again (a part is never more than half).
+  now += 10_001;
+  gate.tryTake("A");
+  assert.is(gate.share, 4);
+});
+
 Gate("a waiter gives up at its deadline, and what it held back goes to the others", async () => {
   const gate = new ConnectionGate(2);
   const a = gate.tryTake("A")!;
@@ -125,7 +157,7 @@ Gate("property: in flight never above the limit, no service above its share whil
           for (const w of waiting.filter((w) => !w.settled)) {
             const mine = count(w.service);
             const othersActive = [...active].some((s) => s !== w.service);
-            const admitted = held.length < connections && (mine < Math.ceil(connections / 2) || (!othersActive && mine < gate.alone));
+            const admitted = held.length < connections && (mine < gate.share || (!othersActive && mine < gate.alone));
             assert.not.ok(admitted, `a waiter of ${w.service} could have been served`);
           }
         }
