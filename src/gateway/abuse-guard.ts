@@ -196,17 +196,25 @@ function pipelineOf(socket: PipelinedSocket, handler: (req: http.IncomingMessage
     active: 0,
     waiting: [],
     paused: false,
+    open: new Set(),
     run(rq, rs) {
       state.active++;
+      state.open.add(rs);
       // "close" comes once per response.
       rs.on("close", state.finished);
       handler(rq, rs);
     },
-    finished() {
+    finished(this: http.ServerResponse) {
       state.active--;
+      state.open.delete(this);
+      // The connection is gone: what waits was never started, and never will be.
+      if (socket.destroyed) {
+        state.waiting.length = 0;
+        return;
+      }
       const next = state.waiting.shift();
       if (next !== undefined) return state.run(next[0], next[1]);
-      if (state.paused && !socket.destroyed) {
+      if (state.paused) {
         state.paused = false;
         // Left to Node while its answers wait for the client to read them: its drain resumes the socket.
         if (socket.writableNeedDrain) return;
@@ -216,6 +224,18 @@ function pipelineOf(socket: PipelinedSocket, handler: (req: http.IncomingMessage
       }
     },
   };
+  // Node closes only the response being written when its connection closes;
+  // those queued behind it would never end, and their exchanges never be
+  // reported (nor their request-log entries written). They are closed here
+  // as Node closes the first.
+  socket.once("close", () => {
+    state.waiting.length = 0;
+    for (const rs of [...state.open]) {
+      if (rs.socket !== null && rs.socket !== undefined) continue;
+      rs.destroy();
+      rs.emit("close");
+    }
+  });
   return state;
 }
 
@@ -249,9 +269,11 @@ interface PipelineState {
   active: number;
   waiting: [http.IncomingMessage, http.ServerResponse][];
   paused: boolean;
+  /** Responses of the requests in progress. */
+  open: Set<http.ServerResponse>;
   /** Starts a request: counted in progress until its response closes. */
   run(req: http.IncomingMessage, res: http.ServerResponse): void;
-  /** A response closed: the next waiting request starts, or the socket reads again. */
-  finished(): void;
+  /** A response closed (`this`): the next waiting request starts, or the socket reads again. */
+  finished(this: http.ServerResponse): void;
 }
 type PipelinedSocket = net.Socket & { [PIPELINE]?: PipelineState; _paused?: boolean; parser?: { resume(): void; pause(): void } | null };

@@ -18,7 +18,7 @@ import { createDualProtocolServer } from "../../src/gateway/server.js";
 import { V4_METADATA } from "../../test-support/odata/fixtures.js";
 import { PREFACE, rawHeaders, rawRst } from "../../test-support/raw-h2.js";
 import { addProdSales } from "../../test-support/sales-world.js";
-import { createWorld, type World } from "../../test-support/world.js";
+import { AUTH, createWorld, type World } from "../../test-support/world.js";
 
 interface Ctx {
   world: World;
@@ -164,6 +164,29 @@ Abuse("HTTP/1.1 pipelining: hundreds of requests on one connection, a few in pro
   assert.equal(echoes, Array.from({ length: count }, (_, i) => i), "every request answered, in order");
   assert.is(ctx.hits, count);
   assert.ok(ctx.maxInProgress <= 8, `at most 8 in progress at the back end, saw ${ctx.maxInProgress}`);
+});
+
+Abuse("HTTP/1.1 pipelining: a client that leaves with requests in progress gets one request-log entry per forwarded request, each 499", async (ctx) => {
+  ctx.delayMs = 400;
+  const socket = net.connect(ctx.port, "127.0.0.1");
+  socket.on("error", () => {});
+  await new Promise((r) => socket.once("connect", r));
+  const ids = ["pl-0", "pl-1", "pl-2"];
+  socket.write(ids.map((id) => `GET ${PATH}?$top=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ctx.key}\r\nX-Request-Id: ${id}\r\n\r\n`).join(""));
+  await new Promise((r) => setTimeout(r, 150));
+  assert.is(ctx.hits, 3, "all three were forwarded before the client left");
+  socket.destroy();
+  await new Promise((r) => setTimeout(r, 600));
+  await ctx.world.layer.logWriter.flush();
+  for (const id of ids) {
+    const res = await ctx.world.app.inject({ method: "GET", url: `/admin/logs?request_id=${id}`, headers: AUTH });
+    const entries = (JSON.parse(res.body) as { data: { status: number; error_code: string; upstream_method: string }[] }).data;
+    assert.equal(
+      entries.map((e) => [e.status, e.error_code, e.upstream_method]),
+      [[499, "CLIENT_CLOSED_REQUEST", "GET"]],
+      id,
+    );
+  }
 });
 
 Abuse("HTTP/1.1 pipelining: 20,000 requests sent ahead while answers stream in parts are not all read and held: the connection is read a chunk at a time", async () => {
