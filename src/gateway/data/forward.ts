@@ -181,6 +181,22 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   answer.prependListener("data", (chunk: Buffer) => {
     fact.answerBytes! += chunk.length;
   });
+  // A client that reads nothing more for the upstream timeout has its
+  // exchange ended as one whose client went away: otherwise the answer would
+  // hold its connection to the back end until the total deadline, and a few
+  // clients that never read could take an instance's connections cheaply.
+  let stall: NodeJS.Timeout | undefined;
+  const stallMs = deps.forwarder.stallTimeoutMs;
+  // The pipe pauses the body when a write to the client is refused, and lets it flow at the client's drain.
+  answer.on("pause", () => {
+    if (stall !== undefined) return;
+    stall = setTimeout(() => reply.raw.destroy(), stallMs);
+    reply.raw.once("drain", () => {
+      clearTimeout(stall);
+      stall = undefined;
+    });
+  });
+  answer.once("close", () => clearTimeout(stall));
   // Not awaited: the handler returns the reply, and Fastify streams the body
   // (an upstream error mid-stream ends the connection, or the HTTP/2 stream
   // with INTERNAL_ERROR; the status is sent).

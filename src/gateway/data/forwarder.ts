@@ -109,6 +109,15 @@ export class Forwarder {
   constructor(private readonly options: ForwarderOptions) {}
 
   /**
+   * How long a client may leave an answer unread (ms): while it does, the
+   * answer holds one of the instance's connections, and undici's body timeout
+   * does not run while backpressure pauses the body.
+   */
+  get stallTimeoutMs(): number {
+    return this.options.timeoutMs;
+  }
+
+  /**
    * The gate of an instance's connections, at its own limit or the process
    * default. A changed limit takes a new gate; requests holding the old
    * one's slots give them back there.

@@ -3,15 +3,17 @@
  * included: requests to a back end that hangs get 504 within a tenth of the
  * configured timeout however many of them wait, a healthy service of the
  * same instance keeps answering meanwhile, and beyond the waiting room a
- * request is refused at once with 503 and `Retry-After`.
+ * request is refused at once with 503 and `Retry-After`. A client that stops
+ * reading its answer does not hold the back end's connection beyond the
+ * timeout either.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Socket } from "node:net";
+import net, { type Socket } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { V4_METADATA } from "../../../test-support/odata/fixtures.js";
-import { createWorld, type World } from "../../../test-support/world.js";
+import { AUTH, createWorld, type World } from "../../../test-support/world.js";
 import { json, post } from "../../../test-support/http.js";
 
 const TIMEOUT_MS = 3_000;
@@ -109,6 +111,64 @@ Deadline("beyond the requests that may wait for the instance's connections (ERPL
 Deadline("an instance's own upstream_connections bounds it instead of the process default", async (ctx) => {
   await start(ctx, undefined, 2);
   await waitingRoom(ctx);
+});
+
+Deadline("a client that stops reading a large answer: cut off after the timeout, the back end's connection freed, logged 499 with the bytes passed", async () => {
+  const total = 32 * 2 ** 20;
+  let upstreamClosed = 0;
+  const upstream = http.createServer((req, res) => {
+    if (req.url?.endsWith("/$metadata")) {
+      res.writeHead(200, { "content-type": "application/xml" }).end(V4_METADATA);
+      return;
+    }
+    res.on("close", () => (upstreamClosed = performance.now()));
+    res.writeHead(200, { "content-type": "application/json", "content-length": String(total) });
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    let sent = 0;
+    const more = () => {
+      while (sent < total) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once("drain", more);
+      }
+      res.end();
+    };
+    more();
+  });
+  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
+  const world = await createWorld({ upstreamTimeoutMs: 1_000, dualProtocol: true });
+  const client = new net.Socket();
+  try {
+    await world.app.listen({ port: 0, host: "127.0.0.1" });
+    const sys = json(await post(world.app, "/admin/systems", { name: "S4" })).data.id;
+    const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/odata/`;
+    assert.is((await post(world.app, `/admin/systems/${sys}/instances`, { name: "prod", base_url: base, services: { BIG: { path: "big" } } })).statusCode, 201);
+    const key = json(await post(world.app, "/admin/api-keys", { name: "app", permissions: { prod: { "*": { "*": ["list"] } } } })).data.key;
+    client.on("error", () => {});
+    await new Promise<void>((r) => client.connect((world.app.server.address() as AddressInfo).port, "127.0.0.1", r));
+    const closed = new Promise<void>((r) => client.once("close", () => r()));
+    const t0 = performance.now();
+    client.write(`GET /odata/prod/BIG/SalesOrders HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: stalled-1\r\n\r\n`);
+    // Reads the first bytes, then nothing more.
+    await new Promise((r) => client.once("data", r));
+    client.pause();
+    while (upstreamClosed === 0 && performance.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 50));
+    const at = upstreamClosed - t0;
+    assert.ok(at >= 1_000 && at < 3_000, `the back end's answer abandoned (its connection freed) after ${Math.round(at)} ms`);
+    // What the client had not read is still in its buffers, then the connection's end.
+    client.resume();
+    await closed;
+    await world.layer.logWriter.flush();
+    const res = await world.app.inject({ method: "GET", url: "/admin/logs?request_id=stalled-1", headers: AUTH });
+    const [entry] = (JSON.parse(res.body) as { data: { status: number; error_code: string; upstream_status: number; response_bytes: string | number }[] }).data;
+    assert.equal([entry?.status, entry?.error_code, entry?.upstream_status], [499, "CLIENT_CLOSED_REQUEST", 200]);
+    const bytes = Number(entry!.response_bytes);
+    assert.ok(bytes > 0 && bytes < total, `${bytes} of ${total} bytes passed`);
+  } finally {
+    client.destroy();
+    await world.close();
+    upstream.closeAllConnections();
+    await new Promise<void>((r) => upstream.close(() => r()));
+  }
 });
 
 Deadline.run();
