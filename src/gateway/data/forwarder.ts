@@ -77,7 +77,7 @@ export interface ForwarderOptions {
  * for any other error.
  */
 export function brokenAnswerError(err: unknown): GatewayError | undefined {
-  if (isTimeout(err) || err === TOTAL_DEADLINE) return notInTime();
+  if (isTimeout(err) || err === TOTAL_DEADLINE || err === FIRST_BYTE_DEADLINE) return notInTime();
   if (err instanceof errors.UndiciError) return new GatewayError(502, "the back end's answer broke off");
   return undefined;
 }
@@ -94,6 +94,8 @@ function notInTime(): GatewayError {
 
 /** The reason a whole answer's deadline aborts its body with. */
 const TOTAL_DEADLINE = new Error("the back end's answer took longer than the total deadline");
+/** The reason the exchange's deadline aborts a body whose first byte did not come in time. */
+const FIRST_BYTE_DEADLINE = new Error("the back end's answer did not begin within the deadline");
 
 /** Default of {@link ForwarderOptions.totalTimeoutMs}. */
 const DEFAULT_TOTAL_TIMEOUT_MS = 600_000;
@@ -102,11 +104,17 @@ export const DEFAULT_UPSTREAM_CONNECTIONS = 64;
 
 /** Upstream connections of the data path. */
 export class Forwarder {
-  /** Connections are limited per instance by the gates, not per origin by the agent. */
-  private readonly agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 30_000 });
+  /**
+   * Connections are limited per instance by the gates, not per origin by the
+   * agent. A connection attempt gives up at the timeout (undici's default is
+   * 10 s, and an aborted request does not end the attempt it waits for).
+   */
+  private readonly agent: Agent;
   private readonly gates = new Map<string, ConnectionGate>();
 
-  constructor(private readonly options: ForwarderOptions) {}
+  constructor(private readonly options: ForwarderOptions) {
+    this.agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: options.timeoutMs } });
+  }
 
   /**
    * How long a client may leave an answer unread (ms): while it does, the
@@ -160,18 +168,25 @@ export class Forwarder {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
-      // From the headers on, each gap is bounded by bodyTimeout and the whole answer by the total deadline.
+      // The exchange's deadline runs on to the body's first byte (a back end
+      // that sends its headers and then nothing gets its 504 on time); after
+      // it each gap is bounded by bodyTimeout, and the whole answer by the total deadline.
       clearTimeout(timer);
-      const total = route.startedAt + (this.options.totalTimeoutMs ?? DEFAULT_TOTAL_TIMEOUT_MS) - performance.now();
-      timer = setTimeout(() => res.body.destroy(TOTAL_DEADLINE), Math.max(total, 0));
+      const body = res.body;
+      const now = performance.now();
+      const firstByte = setTimeout(() => body.destroy(FIRST_BYTE_DEADLINE), Math.max(route.startedAt + timeoutMs - now, 0));
+      // Not on("data"): that would start the flow before the body is piped to the client.
+      body.prependOnceListener("data", () => clearTimeout(firstByte));
+      const total = route.startedAt + (this.options.totalTimeoutMs ?? DEFAULT_TOTAL_TIMEOUT_MS) - now;
+      const answered = setTimeout(() => body.destroy(TOTAL_DEADLINE), Math.max(total, 0));
+      timer = undefined;
       const done = release;
-      const answered = timer;
-      res.body.once("close", () => {
+      body.once("close", () => {
+        clearTimeout(firstByte);
         clearTimeout(answered);
         done();
       });
       release = undefined;
-      timer = undefined;
       return { status: res.statusCode, headers: res.headers, body: res.body };
     } catch (err) {
       if (err instanceof GatewayError) throw err;

@@ -36,6 +36,8 @@ async function start(ctx: Ctx, connections?: number, instanceConnections?: numbe
       return;
     }
     if (req.url?.startsWith("/odata/slow/")) return; // hangs
+    // Its headers after two thirds of the timeout, then nothing.
+    if (req.url?.startsWith("/odata/late/")) return void setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).flushHeaders(), (TIMEOUT_MS * 2) / 3);
     res.writeHead(200, { "content-type": "application/json;odata.metadata=minimal", "odata-version": "4.0" }).end('{"value":[]}');
   });
   ctx.upstream.on("connection", (s: Socket) => {
@@ -49,7 +51,7 @@ async function start(ctx: Ctx, connections?: number, instanceConnections?: numbe
   const ins = await post(ctx.world.app, `/admin/systems/${sys}/instances`, {
     name: "prod",
     base_url: base,
-    services: { SLOW: { path: "slow" }, FAST: { path: "fast" } },
+    services: { SLOW: { path: "slow" }, FAST: { path: "fast" }, LATE: { path: "late" } },
     ...(instanceConnections !== undefined ? { upstream_connections: instanceConnections } : {}),
   });
   assert.is(ins.statusCode, 201);
@@ -111,6 +113,19 @@ Deadline("beyond the requests that may wait for the instance's connections (ERPL
 Deadline("an instance's own upstream_connections bounds it instead of the process default", async (ctx) => {
   await start(ctx, undefined, 2);
   await waitingRoom(ctx);
+});
+
+Deadline("a back end that sends its headers late and then nothing: 504 within a tenth of the timeout, counted from the start of the exchange", async (ctx) => {
+  await start(ctx);
+  assert.is((await timed(ctx, "FAST")).status, 200);
+  const t0 = performance.now();
+  await ctx.world.app.inject({ method: "GET", url: "/odata/prod/LATE/SalesOrders", headers: { authorization: `Bearer ${ctx.key}`, "x-request-id": "late-1" } });
+  const ms = performance.now() - t0;
+  assert.ok(ms >= TIMEOUT_MS - 50 && ms <= TIMEOUT_MS * 1.1, `ended after ${Math.round(ms)} ms`);
+  await ctx.world.layer.logWriter.flush();
+  const res = await ctx.world.app.inject({ method: "GET", url: "/admin/logs?request_id=late-1", headers: AUTH });
+  const [entry] = (JSON.parse(res.body) as { data: { status: number; error_code: string; upstream_status: number }[] }).data;
+  assert.equal([entry?.status, entry?.error_code, entry?.upstream_status], [504, "GATEWAY_TIMEOUT", 200]);
 });
 
 Deadline("a client that stops reading a large answer: cut off after the timeout, the back end's connection freed, logged 499 with the bytes passed", async () => {
