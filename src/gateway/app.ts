@@ -30,7 +30,7 @@ import Fastify, {
 import type { Metrics } from "../metrics/port.js";
 import { PRINCIPAL_METADATA, kCallFacts, kRequestId, type CallFacts } from "../schema/call-facts.js";
 import type { DiagnosticsPort } from "../schema/diagnostics.js";
-import { ETAG_FIELD, parseIfMatch, shownEtag } from "../schema/etag.js";
+import { ETAG_FIELD, ETAG_MISMATCH_METADATA, parseIfMatch, shownEtag } from "../schema/etag.js";
 import { Authorization as EnvoyAuthorization } from "../gen/envoy/service/auth/v3/external_auth_pb.js";
 import { apiReferenceHeaders, registerApiReference } from "./api-reference.js";
 import { onClientError } from "./client-errors.js";
@@ -345,6 +345,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     // the limit) has no data facts, and is logged all the same.
     if (record !== undefined && (data !== undefined || isAdmin || call !== undefined || isDataRoute(req))) {
       const ua = req.headers["user-agent"];
+      // A data request that ended before its handler ran (its body still arriving) is still found by its instance and service.
+      const named = data === undefined && isDataRoute(req) ? (req.params as { instance?: string; service?: string }) : undefined;
       record({
         requestId: req.id,
         timestamp: new Date(Date.now() - ms),
@@ -354,8 +356,8 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
         path: req.url,
         status,
         durationMs: Math.round(ms * 1000) / 1000,
-        instance: data?.instance ?? "",
-        service: data?.service ?? "",
+        instance: data?.instance ?? named?.instance ?? "",
+        service: data?.service ?? named?.service ?? "",
         accesses: data?.accesses ?? [],
         denialStep: data?.denialStep ?? "",
         errorCode: cutShort?.code ?? facts.errorCodes.get(req) ?? "",
@@ -606,6 +608,9 @@ function ajvDetail(e: AjvError): ErrorDetail {
     }
     case "minProperties":
       return { field: path || "body", message: "must name at least one field to change" };
+    case "not":
+      // The only `not` of the schemas: a patch that holds its etag and nothing else.
+      return { field: path || "body", message: "must name at least one field to change besides etag" };
     case "format":
       return { field: path || "body", message: `must be a valid ${String(e.params.format)}` };
     default:
@@ -672,22 +677,34 @@ function ifMatchOf(req: FastifyRequest): string | undefined {
  * fails with 412. A field that is neither `*` nor a list of entity tags
  * matches nothing.
  */
-async function writeCondition(ifMatch: string | undefined, given: string, current: () => Promise<string>, singular: string): Promise<string> {
-  if (ifMatch === undefined) return given;
+async function writeCondition(
+  ifMatch: string | undefined,
+  given: string,
+  current: () => Promise<string>,
+  singular: string,
+): Promise<{ readonly etag: string; readonly refusal?: GatewayError }> {
+  if (ifMatch === undefined) return { etag: given };
   const parsed = parseIfMatch(ifMatch);
-  if (parsed?.any === true) return given;
+  if (parsed?.any === true) return { etag: given };
   const strong = [...new Set((parsed?.tags ?? []).filter((t) => !t.weak).map((t) => t.tag))];
   const candidates = given === "" ? strong : strong.filter((t) => t === given);
-  if (candidates.length === 1) return candidates[0]!;
+  if (candidates.length === 1) return { etag: candidates[0]! };
   const now = await current();
-  if (candidates.includes(now)) return now;
+  if (candidates.includes(now)) return { etag: now };
   const shown = ifMatch.length > 200 ? `${ifMatch.slice(0, 200)}…` : ifMatch;
   const weak = parsed?.tags.some((t) => t.weak) === true ? "; weak tags never match" : "";
-  throw new GatewayError(
-    412,
-    `the ${singular} changed since it was read (If-Match: ${shown}${given === "" ? "" : ` and etag ${shownEtag(given)}`}, now ${now}${weak}): read it again and retry`,
-  );
+  // Refused, but by the service, with an etag no resource has: a request that is invalid as well gets its 400 first.
+  return {
+    etag: NO_RESOURCE_ETAG,
+    refusal: new GatewayError(
+      412,
+      `the ${singular} changed since it was read (If-Match: ${shown}${given === "" ? "" : ` and etag ${shownEtag(given)}`}, now ${now}${weak}): read it again and retry`,
+    ),
+  };
 }
+
+/** An etag no resource has (not a revision's): the service refuses the write as stale, once it has checked the rest. */
+const NO_RESOURCE_ETAG = '"none"';
 
 function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayOptions, facts: RequestFacts): void {
   const method = route.rpc as DescMethodUnary;
@@ -805,6 +822,7 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
       const headers = new Headers({ "x-request-id": req.id });
       const credential = credentials.get(req);
       if (credential?.authorization) headers.set("authorization", credential.authorization);
+      let refusal: GatewayError | undefined;
       if (route.conditional !== undefined) {
         // The etag the service compares, in the same write: the body's, If-Match's, or one both allow.
         const resource = route.body ? (json[route.body.field] as Record<string, unknown>) : json;
@@ -816,7 +834,9 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
           const out = toJson(get.output, res.message, { useProtoFieldName: true }) as Record<string, Record<string, JsonValue>>;
           return String(out[route.data]?.[ETAG_FIELD] ?? "");
         };
-        resource[ETAG_FIELD] = await writeCondition(ifMatchOf(req), given, current, route.conditional.singular);
+        const condition = await writeCondition(ifMatchOf(req), given, current, route.conditional.singular);
+        resource[ETAG_FIELD] = condition.etag;
+        refusal = condition.refusal;
       }
       let input;
       try {
@@ -830,7 +850,14 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
           paths: Object.keys(req.body as object).filter((name) => !bodyExtras.has(name) && !(route.conditional !== undefined && name === ETAG_FIELD)),
         });
       }
-      const res = await options.transport.unary(method, undefined, undefined, headers, input, undefined);
+      let res;
+      try {
+        res = await options.transport.unary(method, undefined, undefined, headers, input, undefined);
+      } catch (err) {
+        // The service refused the etag that stands for If-Match's failure: If-Match's words.
+        if (refusal !== undefined && err instanceof ConnectError && err.metadata.get(ETAG_MISMATCH_METADATA) !== null) throw refusal;
+        throw err;
+      }
       const out = toJson(method.output, res.message, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, JsonValue>;
       const meta: Record<string, string> = { requestId: req.id };
       if (route.list && typeof out.next_page_token === "string" && out.next_page_token !== "") {

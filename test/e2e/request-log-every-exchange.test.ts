@@ -323,6 +323,8 @@ async function entryOf(ctx: Ctx, id: string, label: string): Promise<AccessLogEn
 /** The facts of an entry this suite is about. */
 function facts(e: AccessLogEntry) {
   return {
+    instance: e.instance,
+    service: e.service,
     status: e.status,
     errorCode: e.errorCode,
     upstreamMethod: e.upstreamMethod,
@@ -333,7 +335,13 @@ function facts(e: AccessLogEntry) {
 
 /** The entry a case must get (`read`: what its client read, for the length of erplink's own answers). */
 function expected(c: Case, read: Read): ReturnType<typeof facts> {
+  return { instance: "prod", service: "SALES", ...outcome(c, read) };
+}
+
+/** What an exchange's entry says of how it ended. */
+function outcome(c: Case, read: Read): Omit<ReturnType<typeof facts>, "instance" | "service"> {
   const status = c.method === "POST" ? 201 : 200;
+  // Ended before its handler ran, it is still found by the instance and service it named.
   if (c.moment === "request-body") return { ...CLIENT_CLOSED, upstreamMethod: "", upstreamStatus: 0, responseBytes: 0 };
   const forwarded = { upstreamMethod: c.method };
   // The back end never answered: erplink answers itself, in the envelope, unless the client went first.
@@ -383,7 +391,7 @@ test("20 POSTs whose back end breaks off mid-body: 20 entries, 502 BAD_GATEWAY w
     const runs = await Promise.all(Array.from({ length: 10 }, () => exchange(ctx, { version, method: "POST", backend: "breaks", moment: "stays", how: "drop" })));
     for (const { id, read } of runs) {
       const entry = await entryOf(ctx, id, `POST over ${version}`);
-      assert.equal(facts(entry), { status: 502, errorCode: "BAD_GATEWAY", upstreamMethod: "POST", upstreamStatus: 201, responseBytes: FIRST });
+      assert.equal(facts(entry), { instance: "prod", service: "SALES", status: 502, errorCode: "BAD_GATEWAY", upstreamMethod: "POST", upstreamStatus: 201, responseBytes: FIRST });
       assert.is(entry.errorMessage, "the back end's answer broke off");
       assert.is(read.bytes, FIRST);
       assert.is(read.complete, false);
@@ -455,7 +463,7 @@ test("an /admin request whose client goes away while sending its body: one entry
     const entry = await entryOf(ctx, id, `admin over ${version}`);
     assert.equal(
       { ...facts(entry), apiKeyId: entry.apiKeyId, method: entry.method, path: entry.path },
-      { ...CLIENT_CLOSED, upstreamMethod: "", upstreamStatus: 0, responseBytes: 0, apiKeyId: "master", method: "POST", path: "/admin/systems" },
+      { instance: "", service: "", ...CLIENT_CLOSED, upstreamMethod: "", upstreamStatus: 0, responseBytes: 0, apiKeyId: "master", method: "POST", path: "/admin/systems" },
       version,
     );
   }
@@ -466,9 +474,9 @@ test("HEAD, whose answer has no body: answered in full, or its client gone befor
     for (const how of ["reset", "drop"] as const) {
       const whole = await exchange(ctx, { version, method: "HEAD", backend: "whole", moment: "stays", how });
       const label = `HEAD over ${version} (${how})`;
-      assert.equal(facts(await entryOf(ctx, whole.id, label)), { status: 200, errorCode: "", upstreamMethod: "HEAD", upstreamStatus: 200, responseBytes: 0 }, label);
+      assert.equal(facts(await entryOf(ctx, whole.id, label)), { instance: "prod", service: "SALES", status: 200, errorCode: "", upstreamMethod: "HEAD", upstreamStatus: 200, responseBytes: 0 }, label);
       const gone = await exchange(ctx, { version, method: "HEAD", backend: "whole", moment: "before", how });
-      assert.equal(facts(await entryOf(ctx, gone.id, label)), { ...CLIENT_CLOSED, upstreamMethod: "HEAD", upstreamStatus: 200, responseBytes: 0 }, label);
+      assert.equal(facts(await entryOf(ctx, gone.id, label)), { instance: "prod", service: "SALES", ...CLIENT_CLOSED, upstreamMethod: "HEAD", upstreamStatus: 200, responseBytes: 0 }, label);
     }
   }
 });

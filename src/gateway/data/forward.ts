@@ -160,8 +160,10 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   answer.once("error", (err) => {
     if (!reply.raw.headersSent) {
       // Nothing passed yet: the error handler answers (502 or 504, see
-      // brokenAnswerError), without what the back end said of its answer.
+      // brokenAnswerError), without what the back end said of its answer,
+      // and the request log counts that answer's bytes instead.
       for (const name in passed) reply.removeHeader(name);
+      fact.answerBytes = undefined;
       return;
     }
     // Dropped by Fastify because its client went away: that is how the exchange ended, not this.

@@ -14,6 +14,7 @@ import type { DataPathMetrics, FetchResult } from "../../metrics/port.js";
 import { GatewayError } from "../errors.js";
 import { parseMetadata, type ServiceModel } from "../odata/metadata.js";
 import { isTimeout, type UpstreamSessions } from "../upstream-session.js";
+import { Deadline, type ConnectionGate, type NoSlot, type Release } from "./connection-gate.js";
 import type { DataInstance } from "./ports.js";
 import type { ServiceRoot } from "./service-root.js";
 
@@ -75,13 +76,22 @@ export interface MetadataCacheOptions {
   readonly timeoutMs: number;
   /** Where lookups and fetches are counted (default: nowhere). */
   readonly metrics?: Pick<DataPathMetrics, "metadataLookup" | "metadataFetch">;
+  /**
+   * The gate of an instance's connections (the forwarder's): a fetch takes
+   * one of them like a data request, so that a burst of requests naming
+   * services not yet read cannot open more connections to the back end than
+   * the instance allows.
+   */
+  readonly gate?: (instance: DataInstance) => ConnectionGate;
 }
 
-/** A failed fetch: its status (502 or 504), what went wrong, and how it counts. */
+/** A failed fetch: its status (502, 503 or 504), what went wrong, and how it counts. */
 interface Failure {
-  readonly status: 502 | 504;
+  readonly status: 502 | 503 | 504;
   readonly cause: string;
   readonly result: FetchResult;
+  /** Not remembered: no connection to the back end came free (the back end itself said nothing). */
+  readonly transient?: true;
 }
 
 type Entry = { readonly at: number; readonly model: ServiceModel } | { readonly at: number; readonly error: Failure };
@@ -121,6 +131,7 @@ export class MetadataCache {
       flight = this.fetch(instance, root)
         .then((entry) => {
           this.options.metrics?.metadataFetch("model" in entry ? "ok" : entry.error.result, (performance.now() - started) / 1000);
+          if ("error" in entry && entry.error.transient === true) return entry;
           if (this.entries.size >= MAX_MODELS && !this.entries.has(key)) this.entries.clear();
           this.entries.set(key, entry);
           return entry;
@@ -134,6 +145,39 @@ export class MetadataCache {
   }
 
   private async fetch(instance: DataInstance, root: ServiceRoot): Promise<Entry> {
+    const gate = this.options.gate?.(instance);
+    if (gate === undefined) return this.fetchNow(instance, root);
+    const waitStarted = performance.now();
+    const deadline = new Deadline();
+    const timer = setTimeout(() => deadline.abort(), this.options.timeoutMs);
+    let release: Release;
+    try {
+      // Counted as the service's own request: its $metadata is part of what it asks of the back end.
+      const slot = gate.take(root.service, deadline);
+      release = slot instanceof Promise ? await slot : slot;
+    } catch (reason) {
+      clearTimeout(timer);
+      const full = (reason as NoSlot) === "full";
+      return {
+        at: Date.now(),
+        error: {
+          status: full ? 503 : 504,
+          cause: full ? "too many requests are waiting for this instance's back end: retry shortly" : "no connection to the back end came free in time for the service's $metadata",
+          result: full ? "refused" : "timeout",
+          transient: true,
+        },
+      };
+    }
+    clearTimeout(timer);
+    try {
+      // What the wait left of the timeout (at least a millisecond: AbortSignal.timeout wants one).
+      return await this.fetchNow(instance, root, Math.max(1, Math.floor(this.options.timeoutMs - (performance.now() - waitStarted))));
+    } finally {
+      release();
+    }
+  }
+
+  private async fetchNow(instance: DataInstance, root: ServiceRoot, timeoutMs = this.options.timeoutMs): Promise<Entry> {
     const failed = (status: 502 | 504, cause: string, result: FetchResult = status === 504 ? "timeout" : "unreachable"): Entry => ({
       at: Date.now(),
       error: { status, cause, result },
@@ -144,7 +188,7 @@ export class MetadataCache {
     if (auth) headers.authorization = auth;
     let res: Response;
     try {
-      res = await fetch(root.urlOf("$metadata"), { headers, redirect: "manual", signal: AbortSignal.timeout(this.options.timeoutMs) });
+      res = await fetch(root.urlOf("$metadata"), { headers, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
     } catch (err) {
       return isTimeout(err)
         ? failed(504, "the back end did not send the service's $metadata in time")
@@ -174,5 +218,6 @@ export class MetadataCache {
 }
 
 function refusal(failure: Failure, purpose: string): GatewayError {
+  if (failure.status === 503) return new GatewayError(503, `${purpose}: ${failure.cause}`, { headers: { "retry-after": "1" } });
   return new GatewayError(failure.status, `${purpose}: ${failure.cause}`);
 }

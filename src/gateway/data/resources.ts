@@ -44,11 +44,18 @@ export interface DataResources {
 export function createDataResources(options: DataResourceOptions): DataResources {
   const { metrics } = options;
   const sessions = new UpstreamSessions({ timeoutMs: options.upstreamTimeoutMs, metrics });
-  const metadata = new MetadataCache({ sessions, ttlMs: options.metadataTtlMs, timeoutMs: options.upstreamTimeoutMs, metrics });
   const forwarder = new Forwarder({
     timeoutMs: options.upstreamTimeoutMs,
     ...(options.upstreamTotalTimeoutMs !== undefined ? { totalTimeoutMs: options.upstreamTotalTimeoutMs } : {}),
     ...(options.upstreamConnections !== undefined ? { connections: options.upstreamConnections } : {}),
+  });
+  // $metadata fetches take the instance's connections as its data requests do.
+  const metadata = new MetadataCache({
+    sessions,
+    ttlMs: options.metadataTtlMs,
+    timeoutMs: options.upstreamTimeoutMs,
+    metrics,
+    gate: (instance) => forwarder.gate(instance.id, instance.upstreamConnections),
   });
   return { sessions, metadata, analyses: options.analysisCache === false ? undefined : new AnalysisCache(), forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
 }

@@ -21,7 +21,11 @@ export class ServiceRoot {
   /** Whether the root lies below the instance's base URL (a service name or path with dot segments would not). */
   readonly withinBase: boolean;
 
-  constructor(instance: Pick<DataInstance, "baseUrl" | "servicePath" | "sapClient">, service: string) {
+  constructor(
+    instance: Pick<DataInstance, "baseUrl" | "servicePath" | "sapClient">,
+    /** The service's name, as requests name it. */
+    readonly service: string,
+  ) {
     // The admin API validated both parts; the URL parser normalizes them once
     // here, so that every URL built below compares exactly with its re-parse.
     const parsed = new URL(`${instance.baseUrl}/${instance.servicePath(service)}`);

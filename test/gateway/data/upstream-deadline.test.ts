@@ -115,17 +115,60 @@ Deadline("an instance's own upstream_connections bounds it instead of the proces
   await waitingRoom(ctx);
 });
 
-Deadline("a back end that sends its headers late and then nothing: 504 within a tenth of the timeout, counted from the start of the exchange", async (ctx) => {
+Deadline("a back end that sends its headers late and then nothing: 504 in the envelope within a tenth of the timeout, counted from the start of the exchange, logged with that answer's bytes", async (ctx) => {
   await start(ctx);
   assert.is((await timed(ctx, "FAST")).status, 200);
   const t0 = performance.now();
-  await ctx.world.app.inject({ method: "GET", url: "/odata/prod/LATE/SalesOrders", headers: { authorization: `Bearer ${ctx.key}`, "x-request-id": "late-1" } });
+  const answer = await ctx.world.app.inject({ method: "GET", url: "/odata/prod/LATE/SalesOrders", headers: { authorization: `Bearer ${ctx.key}`, "x-request-id": "late-1" } });
   const ms = performance.now() - t0;
+  // Nothing of the back end's answer had passed: erplink's own, in the envelope.
+  assert.is(answer.statusCode, 504);
+  assert.equal(JSON.parse(answer.body), { error: { code: "GATEWAY_TIMEOUT", message: "the back end did not answer in time", requestId: "late-1" } });
   assert.ok(ms >= TIMEOUT_MS - 50 && ms <= TIMEOUT_MS * 1.1, `ended after ${Math.round(ms)} ms`);
   await ctx.world.layer.logWriter.flush();
   const res = await ctx.world.app.inject({ method: "GET", url: "/admin/logs?request_id=late-1", headers: AUTH });
-  const [entry] = (JSON.parse(res.body) as { data: { status: number; error_code: string; upstream_status: number }[] }).data;
+  const [entry] = (JSON.parse(res.body) as { data: { status: number; error_code: string; upstream_status: number; response_bytes: string | number }[] }).data;
   assert.equal([entry?.status, entry?.error_code, entry?.upstream_status], [504, "GATEWAY_TIMEOUT", 200]);
+  assert.is(Number(entry!.response_bytes), Buffer.byteLength(answer.body), "the bytes of the answer the client was sent");
+});
+
+Deadline("$metadata fetches take the instance's connections like data requests: a burst naming many unread services opens no more than the instance allows", async () => {
+  let inProgress = 0;
+  let most = 0;
+  let fetched = 0;
+  const sockets = new Set<Socket>();
+  const upstream = http.createServer((req) => {
+    // Every $metadata hangs: each holds its connection until erplink gives up on it.
+    if (req.url?.endsWith("/$metadata")) {
+      fetched++;
+      inProgress++;
+      most = Math.max(most, inProgress);
+      req.socket.once("close", () => inProgress--);
+    }
+  });
+  upstream.on("connection", (s: Socket) => sockets.add(s));
+  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
+  const world = await createWorld({ upstreamTimeoutMs: 1_000 });
+  try {
+    const sys = json(await post(world.app, "/admin/systems", { name: "S4" })).data.id;
+    const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/odata/`;
+    const services = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`SVC${i}`, { path: `svc${i}` }]));
+    assert.is((await post(world.app, `/admin/systems/${sys}/instances`, { name: "prod", base_url: base, services, upstream_connections: 2 })).statusCode, 201);
+    const key = json(await post(world.app, "/admin/api-keys", { name: "app", permissions: { prod: { "*": { "*": ["list"] } } } })).data.key;
+    const t0 = performance.now();
+    const answers = await Promise.all(
+      Object.keys(services).map((name) => world.app.inject({ method: "GET", url: `/odata/prod/${name}/SalesOrders`, headers: { authorization: `Bearer ${key}` } })),
+    );
+    const ms = performance.now() - t0;
+    assert.ok(most <= 2, `at most the instance's 2 connections fetched $metadata at once, saw ${most}`);
+    assert.ok(fetched >= 2 && fetched < 12, `${fetched} fetched: the others gave up waiting for a connection`);
+    assert.ok(answers.every((a) => a.statusCode === 504), JSON.stringify(answers.map((a) => a.statusCode)));
+    assert.ok(ms < 1_000 * 1.5, `all answered after ${Math.round(ms)} ms`);
+  } finally {
+    await world.close();
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => upstream.close(() => r()));
+  }
 });
 
 Deadline("a client that stops reading a large answer: cut off after the timeout, the back end's connection freed, logged 499 with the bytes passed", async () => {
