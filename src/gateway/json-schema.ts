@@ -191,7 +191,11 @@ export function messageSchema(desc: DescMessage, options: SchemaOptions): JsonSc
   }
   const schema: JsonSchema = { type: "object", properties, additionalProperties: false };
   if (required.length > 0) schema.required = required;
-  if (options.mode === "patch") schema.minProperties = 1;
+  if (options.mode === "patch") {
+    schema.minProperties = 1;
+    // The etag is the change's condition, not a field it changes: a patch of nothing else changes nothing.
+    if ("etag" in properties) schema.not = { required: ["etag"], maxProperties: 1 };
+  }
   if (options.constraints) {
     const description = docs[desc.typeName];
     if (description) schema.description = description;

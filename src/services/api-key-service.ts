@@ -171,7 +171,6 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
       const fields = assertValidForUpdate(ApiKeySchema, key, req.updateMask?.paths ?? [], now);
       const current = await this.deps.store.apiKeys.get(key.id);
       if (current === undefined) throw notFound("key", key.id);
-      const expected = expectedRevision(names, key.etag, current);
       const patch: Partial<ApiKeyRecord> = { updatedAt: now };
       const violations: Violation[] = [];
       for (const field of fields) {
@@ -193,6 +192,8 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
         }
       }
       if (violations.length > 0) throw validationError(violations);
+      // After every check of the request: an invalid change is 400 whatever its etag.
+      const expected = expectedRevision(names, key.etag, current);
       const rec = await this.deps.audit.record(
         actorOf(ctx),
         {

@@ -114,6 +114,19 @@ for (const kind of KINDS) {
     assert.equal([deleted.headers.etag, json(deleted).data.etag], ['"2"', '"2"'], "the resource as it was deleted");
   });
 
+  test("an invalid PATCH is 400 whatever its If-Match says, and one that holds only its etag changes nothing: 400", async ({ w }) => {
+    const { path } = await kind.create(w);
+    assert.is((await patch(w.app, path, kind.otherChange)).statusCode, 200);
+    const before = await read(w, path);
+    const invalid = await w.app.inject({ method: "PATCH", url: path, headers: { ...AUTH, "if-match": 'W/"2", "7"' }, payload: { name: "" } });
+    assert.is(invalid.statusCode, 400, invalid.body);
+    assert.is(json(invalid).error.code, "VALIDATION_ERROR");
+    const onlyEtag = await w.app.inject({ method: "PATCH", url: path, headers: AUTH, payload: { etag: before.etag } });
+    assert.is(onlyEtag.statusCode, 400, onlyEtag.body);
+    assert.equal(json(onlyEtag).error.details, [{ field: "body", message: "must name at least one field to change besides etag" }]);
+    assert.equal(await read(w, path), before);
+  });
+
   test("PATCH with a stale If-Match -> 412 PRECONDITION_FAILED; the resource, its etag and the audit trail stay as they were", async ({ w }) => {
     const { path } = await kind.create(w);
     assert.is((await patch(w.app, path, kind.otherChange)).statusCode, 200);
@@ -226,6 +239,26 @@ for (const kind of KINDS) {
 
   test.run();
 }
+
+const Order = suite<{ w: World }>("REST etags: checked after the request itself");
+Order.before.each(async (ctx) => {
+  ctx.w = await createWorld();
+});
+Order.after.each(async (ctx) => {
+  await ctx.w.close();
+});
+
+Order("an API key's invalid permissions with a stale etag: 400 naming the permissions, not 412", async ({ w }) => {
+  const created = await post(w.app, "/admin/api-keys", { name: "app", permissions: { prod: { SALES: { Orders: ["list"] } } } });
+  const path = `/admin/api-keys/${json(created).data.id}`;
+  assert.is((await patch(w.app, path, { name: "renamed" })).statusCode, 200);
+  const res = await patch(w.app, path, { etag: '"1"', permissions: { prod: { SALES: { Orders: ["fly"] } } } });
+  assert.is(res.statusCode, 400, res.body);
+  assert.is(json(res).error.code, "VALIDATION_ERROR");
+  assert.match(json(res).error.details[0].field, /^permissions\.prod\.SALES\.Orders/);
+});
+
+Order.run();
 
 const Stored = suite<{ w: World }>("REST etags: stored documents");
 Stored.before.each(async (ctx) => {
