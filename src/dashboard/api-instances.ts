@@ -42,6 +42,8 @@ export interface Instance {
   readonly upstream_connections?: number;
   readonly created_at: string;
   readonly updated_at: string;
+  /** Changes with every change: sent back as `If-Match`. */
+  readonly etag?: string;
 }
 
 /** The fields of an instance a form sends (`auth: null` removes the credentials). */
@@ -84,8 +86,9 @@ export const instancesApi = {
       `/admin/systems/${id(systemId)}/instances?page_size=500${pageToken === "" ? "" : `&page_token=${encodeURIComponent(pageToken)}`}`,
     ),
   create: (systemId: string, body: InstanceInput) => call<Instance>("POST", `/admin/systems/${id(systemId)}/instances`, { body }),
-  update: (instanceId: string, body: InstanceInput) => call<Instance>("PATCH", `/admin/instances/${id(instanceId)}`, { body }),
-  remove: (instanceId: string) => call<Instance>("DELETE", `/admin/instances/${id(instanceId)}`),
+  /** Changes only the fields in `body` (the update mask), and only if the instance is still at `etag`. */
+  update: (instanceId: string, body: InstanceInput, etag?: string) => call<Instance>("PATCH", `/admin/instances/${id(instanceId)}`, { body, ifMatch: etag }),
+  remove: (instanceId: string, etag?: string) => call<Instance>("DELETE", `/admin/instances/${id(instanceId)}`, { ifMatch: etag }),
   test: (instanceId: string, service: string) =>
     call<ConnectionTest>("POST", `/admin/instances/${id(instanceId)}/test`, { body: service === "" ? {} : { service } }),
 };

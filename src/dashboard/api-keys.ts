@@ -24,6 +24,8 @@ export interface ApiKey {
   readonly expires_at?: string;
   readonly created_at: string;
   readonly updated_at?: string;
+  /** Changes with every change: sent back as `If-Match`. */
+  readonly etag?: string;
   readonly last_used_at?: string;
 }
 
@@ -120,8 +122,9 @@ export const keysApi = {
   list: () => all<ApiKey>("/admin/api-keys"),
   get: (id: string) => call<ApiKey>("GET", `/admin/api-keys/${enc(id)}`),
   create: (input: ApiKeyInput) => call<CreatedApiKey>("POST", "/admin/api-keys", { body: input }),
-  update: (id: string, input: ApiKeyInput) => call<ApiKey>("PATCH", `/admin/api-keys/${enc(id)}`, { body: input }),
-  revoke: (id: string) => call<ApiKey>("DELETE", `/admin/api-keys/${enc(id)}`),
+  /** Changes only the fields in `input` (the update mask), and only if the key is still at `etag`. */
+  update: (id: string, input: ApiKeyInput, etag?: string) => call<ApiKey>("PATCH", `/admin/api-keys/${enc(id)}`, { body: input, ifMatch: etag }),
+  revoke: (id: string, etag?: string) => call<ApiKey>("DELETE", `/admin/api-keys/${enc(id)}`, { ifMatch: etag }),
   /** With `permissions`, explains that draft instead of the key's saved permissions (nothing is stored). */
   explain: (id: string, request: { instance: string; method: string; url: string; permissions?: Permissions }) =>
     call<Explanation>("POST", `/admin/api-keys/${enc(id)}/explain`, { body: request }),

@@ -49,6 +49,8 @@ export interface System {
   readonly labels: Readonly<Record<string, string>>;
   readonly created_at: string;
   readonly updated_at: string;
+  /** Changes with every change: sent back as `If-Match`. */
+  readonly etag?: string;
 }
 
 const CSRF_COOKIE = "__Host-erplink_csrf";
@@ -79,6 +81,8 @@ interface RequestOptions {
   readonly bearer?: string;
   /** Do not treat a 401 as the end of the session (the sign-in form shows it itself). */
   readonly signingIn?: boolean;
+  /** The etag the change was made against (`If-Match`): a resource changed meanwhile is refused with 412. */
+  readonly ifMatch?: string;
 }
 
 /** One `/admin` call; resolves with the unwrapped data or throws {@link ApiError}. */
@@ -90,6 +94,7 @@ export async function call<T>(method: string, path: string, options: RequestOpti
     if (csrf !== "") headers["x-csrf-token"] = csrf;
   }
   if (options.body !== undefined) headers["content-type"] = "application/json";
+  if (options.ifMatch !== undefined && options.ifMatch !== "") headers["if-match"] = options.ifMatch;
   let res: Response;
   try {
     res = await fetch(path, {
@@ -141,5 +146,5 @@ export const api = {
   listSystems: (pageToken = "") =>
     call<System[]>("GET", `/admin/systems?page_size=500${pageToken === "" ? "" : `&page_token=${encodeURIComponent(pageToken)}`}`),
   createSystem: (system: { name: string; description: string }) => call<System>("POST", "/admin/systems", { body: system }),
-  deleteSystem: (id: string) => call<System>("DELETE", `/admin/systems/${encodeURIComponent(id)}`),
+  deleteSystem: (id: string, etag?: string) => call<System>("DELETE", `/admin/systems/${encodeURIComponent(id)}`, { ifMatch: etag }),
 };

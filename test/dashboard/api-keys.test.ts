@@ -327,6 +327,67 @@ if (browserAvailable("dashboard API keys suite")) {
     await page.getByRole("row", { name: /invoice app v2/ }).waitFor();
   });
 
+  test("two tabs on one key: the stale tab's save is refused and says what changed; overwrite sends only its own field; reload shows the other's", async () => {
+    const created = await admin("POST", "/admin/api-keys", { name: "two tabs", permissions: { "s4-prod": { SALES: { Customers: ["list", "get"] } } }, rate_limits: { per_day: 100 } });
+    assert.is(created.status, 201);
+    const id = created.body.data.id as string;
+    const patches: { ifMatch: string | undefined; body: unknown }[] = [];
+    const [a, b] = [await ctx.context.newPage(), await ctx.context.newPage()];
+    try {
+      for (const p of [a, b]) {
+        p.setDefaultTimeout(8000);
+        await p.goto(`${ctx.erplink.baseUrl}/dashboard/api-keys/${id}`);
+        await p.getByRole("heading", { name: "Edit key two tabs" }).waitFor();
+      }
+      b.on("request", (r) => {
+        if (r.method() === "PATCH") patches.push({ ifMatch: r.headers()["if-match"], body: r.postDataJSON() });
+      });
+      // Tab A lowers the limit and takes a grant away.
+      const formA = a.getByRole("form", { name: "Edit key two tabs" });
+      await formA.getByLabel("Requests per day").fill("50");
+      await formA.getByRole("group", { name: "Entity set Customers in SALES of s4-prod" }).getByLabel("get").uncheck();
+      await formA.getByRole("button", { name: "Save changes" }).click();
+      await a.getByRole("status").getByText("Key two tabs saved.").waitFor();
+      const afterA = (await admin("GET", `/admin/api-keys/${id}`)).body.data;
+      assert.equal([afterA.rate_limits, afterA.permissions], [{ per_day: 50 }, { "s4-prod": { SALES: { Customers: ["list"] } } }]);
+
+      // Tab B, still showing the old key, renames it: refused, nothing written, and told what changed.
+      const formB = b.getByRole("form", { name: "Edit key two tabs" });
+      await formB.getByLabel("Name").fill("two tabs, renamed");
+      await formB.getByRole("button", { name: "Save changes" }).click();
+      const conflict = b.getByRole("alert").filter({ hasText: "Not saved" });
+      await conflict.waitFor();
+      assert.is(
+        (await conflict.locator("#key-conflict-title").textContent())?.trim(),
+        "Not saved: this key was changed since you opened it (its permissions, rate limits).",
+      );
+      assert.equal(patches.at(-1), { ifMatch: created.body.data.etag, body: { name: "two tabs, renamed" } }, "only the changed field, against the version it opened");
+      assert.equal((await admin("GET", `/admin/api-keys/${id}`)).body.data, afterA, "the stale save changed nothing");
+
+      // Overwrite: only the name is sent, so A's limit and grant stay.
+      await conflict.getByRole("button", { name: "Overwrite with my changes" }).click();
+      await b.getByRole("status").getByText("Key two tabs, renamed saved.").waitFor();
+      assert.equal(patches.at(-1), { ifMatch: afterA.etag, body: { name: "two tabs, renamed" } });
+      const afterB = (await admin("GET", `/admin/api-keys/${id}`)).body.data;
+      assert.equal([afterB.name, afterB.rate_limits, afterB.permissions], ["two tabs, renamed", { per_day: 50 }, { "s4-prod": { SALES: { Customers: ["list"] } } }]);
+
+      // Tab A is stale now: its next save is refused too, and Reload shows the key as it is, its edit dropped.
+      await formA.getByLabel("Requests per day").fill("75");
+      await formA.getByRole("button", { name: "Save changes" }).click();
+      const conflictA = a.getByRole("alert").filter({ hasText: "Not saved" });
+      await conflictA.waitFor();
+      assert.ok((await conflictA.textContent())!.includes("(its name)."));
+      await conflictA.getByRole("button", { name: "Reload the key" }).click();
+      await a.getByRole("heading", { name: "Edit key two tabs, renamed" }).waitFor();
+      assert.is(await a.getByRole("form", { name: "Edit key two tabs, renamed" }).getByLabel("Requests per day").inputValue(), "50");
+      assert.equal((await admin("GET", `/admin/api-keys/${id}`)).body.data.rate_limits, { per_day: 50 });
+    } finally {
+      await a.close();
+      await b.close();
+      await admin("DELETE", `/admin/api-keys/${id}`);
+    }
+  });
+
   test("search filters the list; revoke asks first and the key stops working", async () => {
     const { page } = ctx;
     assert.is((await admin("POST", "/admin/api-keys", { name: "ops", type: "admin" })).status, 201);

@@ -86,6 +86,43 @@ function inputOf(d: Draft, creating: boolean): ApiKeyInput | string {
   return out;
 }
 
+/** The fields of an update, by the words the dashboard shows for them. */
+const FIELD_WORDS: Readonly<Record<keyof ApiKeyInput, string>> = {
+  name: "name",
+  type: "type",
+  permissions: "permissions",
+  rate_limits: "rate limits",
+  expires_at: "expiry",
+};
+
+/**
+ * The fields of `draft` that differ from `base` (the key as it was opened):
+ * all an update sends, so that it changes nothing else (its update mask).
+ */
+function changedInput(base: ApiKey, draft: Draft): ApiKeyInput | string {
+  const next = inputOf(draft, false);
+  if (typeof next === "string") return next;
+  const before = inputOf(draftOf(base), false) as ApiKeyInput;
+  const out: Record<string, unknown> = {};
+  for (const field of Object.keys(next) as (keyof ApiKeyInput)[]) {
+    if (JSON.stringify(next[field]) !== JSON.stringify(before[field])) out[field] = next[field];
+  }
+  return out as ApiKeyInput;
+}
+
+/** The fields (in words) in which two versions of a key differ. */
+function differences(a: ApiKey, b: ApiKey): string[] {
+  const x = inputOf(draftOf(a), false) as ApiKeyInput;
+  const y = inputOf(draftOf(b), false) as ApiKeyInput;
+  return (Object.keys(FIELD_WORDS) as (keyof ApiKeyInput)[]).filter((f) => JSON.stringify(x[f]) !== JSON.stringify(y[f])).map((f) => FIELD_WORDS[f]);
+}
+
+/** A save refused because the key changed meanwhile: the key as it is now, and what changed. */
+interface Conflict {
+  readonly current: ApiKey;
+  readonly changed: readonly string[];
+}
+
 /** The curl line for the first named (instance, service, entity set) of the key, or placeholders. */
 function curlLine(key: CreatedApiKey): string {
   let path = "<instance>/<service>/<entity set>";
@@ -206,6 +243,7 @@ export function ApiKeys() {
   const [editDraft, setEditDraft] = useState<Draft>(EMPTY);
   /** Why the edited permissions' JSON view cannot be applied, or "". */
   const [editJsonError, setEditJsonError] = useState("");
+  const [conflict, setConflict] = useState<Conflict | undefined>(undefined);
   // While the permissions JSON does not parse, the tree holds the last valid permissions: saving would save those, not what is shown.
   const [newJsonError, setNewJsonError] = useState("");
 
@@ -273,6 +311,7 @@ export function ApiKeys() {
     setEditing(key);
     setEditDraft(draftOf(key));
     setEditJsonError("");
+    setConflict(undefined);
     setError("");
     setStatus("");
     if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`);
@@ -282,26 +321,52 @@ export function ApiKeys() {
     if (routedId !== "") navigate("api-keys");
   };
 
-  const save = async (event: Event) => {
-    event.preventDefault();
+  /**
+   * Saves the fields the admin changed, against the version they opened
+   * (`If-Match` its etag), or, to overwrite, against `over` (the version
+   * that refused the first save).
+   */
+  const saveAgainst = async (over?: ApiKey) => {
     if (editing === undefined) return;
     setError("");
     setStatus("");
     if (editJsonError !== "") return setError(`Fix the permissions JSON first: ${editJsonError}`);
-    const input = inputOf(editDraft, false);
+    const input = changedInput(editing, editDraft);
     if (typeof input === "string") return setError(input);
+    if (Object.keys(input).length === 0) return setStatus("Nothing to save: no field was changed.");
     setBusy(true);
     try {
-      const { data } = await keysApi.update(editing.id, input);
+      const { data } = await keysApi.update(editing.id, input, (over ?? editing).etag);
       setEditing(data);
       setEditDraft(draftOf(data));
+      setConflict(undefined);
       setStatus(`Key ${data.name} saved.`);
       await load();
     } catch (err) {
-      fail(err);
+      if (err instanceof ApiError && err.status === 412) {
+        // Changed by someone else since it was opened: say what, and let the admin choose. Nothing was saved.
+        try {
+          const { data: current } = await keysApi.get(editing.id);
+          setConflict({ current, changed: differences(editing, current) });
+        } catch (again) {
+          fail(again);
+        }
+      } else fail(err);
     } finally {
       setBusy(false);
     }
+  };
+  const save = (event: Event) => {
+    event.preventDefault();
+    void saveAgainst();
+  };
+  /** Drops the admin's edits and shows the key as it is now. */
+  const reloadKey = () => {
+    if (conflict === undefined) return;
+    setEditing(conflict.current);
+    setEditDraft(draftOf(conflict.current));
+    setConflict(undefined);
+    setStatus(`Key ${conflict.current.name} reloaded: your edits were dropped.`);
   };
 
   const revoke = async (key: ApiKey) => {
@@ -309,7 +374,7 @@ export function ApiKeys() {
     setError("");
     setStatus("");
     try {
-      await keysApi.revoke(key.id);
+      await keysApi.revoke(key.id, key.etag);
       if (editing?.id === key.id) closeEditor();
       // The server confirmed: the row goes with the message, not one list round trip later.
       setKeys((ks) => ks?.filter((k) => k.id !== key.id));
@@ -383,6 +448,23 @@ export function ApiKeys() {
             <KeyForm draft={editDraft} setDraft={setEditDraft} creating={false} idPrefix="edit-key" />
             {editing.type === "data" && (
               <PermissionEditor value={editDraft.permissions} onChange={(p) => setEditDraft({ ...editDraft, permissions: p })} idPrefix="edit-perm" onJsonError={setEditJsonError} />
+            )}
+            {conflict !== undefined && (
+              <div class="conflict" role="alert" aria-labelledby="key-conflict-title">
+                <p id="key-conflict-title">
+                  <strong>Not saved: this key was changed since you opened it</strong>
+                  {conflict.changed.length === 0 ? " (by a change that left its fields as they were)." : ` (its ${conflict.changed.join(", ")}).`}
+                </p>
+                <p>Reload to see that version (your edits are dropped), or overwrite it with the fields you changed.</p>
+                <div class="actions">
+                  <button type="button" onClick={reloadKey} disabled={busy}>
+                    Reload the key
+                  </button>
+                  <button type="button" class="danger" onClick={() => void saveAgainst(conflict.current)} disabled={busy}>
+                    Overwrite with my changes
+                  </button>
+                </div>
+              </div>
             )}
             <div class="actions">
               <button type="submit" disabled={busy || editJsonError !== ""} aria-describedby={editJsonError !== "" ? "edit-perm-json-status" : undefined}>

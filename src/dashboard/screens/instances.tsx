@@ -159,7 +159,7 @@ export function Instances({ system }: { readonly system: System }) {
     setError("");
     setStatus("");
     try {
-      await instancesApi.remove(instance.id);
+      await instancesApi.remove(instance.id, instance.etag);
       setInstances((all) => all?.filter((i) => i.id !== instance.id));
       setStatus(`Instance ${instance.name} deleted.`);
       if (testing?.id === instance.id) setTesting(undefined);
@@ -256,6 +256,26 @@ interface FormProps {
   readonly onCancel: () => void;
 }
 
+/**
+ * The fields of an edit that differ from the instance as the form was opened
+ * on it (credentials always: they are never shown, so a secret typed is a change).
+ */
+function changedFields(instance: Instance, body: InstanceInput): InstanceInput {
+  const before: Record<string, unknown> = {
+    name: instance.name,
+    environment: instance.environment,
+    base_url: instance.base_url,
+    services: instance.services,
+    sap_client: instance.sap_client === undefined || instance.sap_client === "" ? null : instance.sap_client,
+    upstream_connections: instance.upstream_connections ?? 0,
+  };
+  const out: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(body)) {
+    if (field === "auth" || JSON.stringify(value) !== JSON.stringify(before[field])) out[field] = value;
+  }
+  return out as InstanceInput;
+}
+
 function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
   const [f, setF] = useState<FormState>(instance === undefined ? EMPTY : fromInstance(instance));
   const [error, setError] = useState("");
@@ -286,14 +306,21 @@ function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
       ...(f.connections.trim() !== "" ? { upstream_connections: Number(f.connections.trim()) } : instance === undefined ? {} : { upstream_connections: 0 }),
       ...(auth === undefined || (auth === null && instance === undefined) ? {} : { auth }),
     };
+    const changed = instance === undefined ? body : changedFields(instance, body);
+    if (instance !== undefined && Object.keys(changed).length === 0) {
+      await onDone(`Instance ${instance.name}: nothing to save, no field was changed.`);
+      return;
+    }
     setBusy(true);
     try {
-      const { data } =
-        instance === undefined ? await instancesApi.create(system.id, body) : await instancesApi.update(instance.id, body);
+      // An edit sends the fields the admin changed, against the version the form was opened on.
+      const { data } = instance === undefined ? await instancesApi.create(system.id, body) : await instancesApi.update(instance.id, changed, instance.etag);
       set({ secret: "" });
       await onDone(`Instance ${data.name} ${instance === undefined ? "created" : "saved"}.`);
     } catch (err) {
-      if (err instanceof ApiError) setError(withRequestId(err));
+      if (err instanceof ApiError && err.status === 412) {
+        setError("Not saved: this instance was changed since you opened it. Your edits are still here: note them, then close the form and open it again to see the current version.");
+      } else if (err instanceof ApiError) setError(withRequestId(err));
     } finally {
       setBusy(false);
     }

@@ -55,7 +55,7 @@ export function Systems() {
     setError("");
     setStatus("");
     try {
-      await api.deleteSystem(system.id);
+      await api.deleteSystem(system.id, system.etag);
       if (selected?.id === system.id) setSelected(undefined);
       await load();
       setStatus(`System ${system.name} deleted.`);
@@ -64,8 +64,12 @@ export function Systems() {
       setError(
         err.status === 409
           ? `${system.name} still has instances: delete its instances first, then the system. (${withRequestId(err)})`
-          : withRequestId(err),
+          : err.status === 412
+            ? `${system.name} was changed since this list was loaded: it was not deleted. Look at it again, then delete it if you still mean to.`
+            : withRequestId(err),
       );
+      // A refused delete of a changed system: the list shows it as it is now.
+      if (err.status === 412) await load();
     }
   };
 
