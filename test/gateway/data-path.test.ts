@@ -680,7 +680,9 @@ Data("a data request refused while its body is read (over the limit) is logged t
       errorMessage: entry.errorMessage,
       // The body was never read, so the key was never checked.
       apiKeyId: entry.apiKeyId,
+      // Named by its path, as every data request's entry is: found by the instance's filter.
       instance: entry.instance,
+      service: entry.service,
       accesses: entry.accesses,
       upstreamStatus: entry.upstreamStatus,
       upstreamUrl: entry.upstreamUrl,
@@ -693,7 +695,8 @@ Data("a data request refused while its body is read (over the limit) is logged t
       errorCode: "PAYLOAD_TOO_LARGE",
       errorMessage: "request body is larger than the limit",
       apiKeyId: "",
-      instance: "",
+      instance: "prod",
+      service: "SALES",
       accesses: [],
       upstreamStatus: 0,
       upstreamUrl: "",
