@@ -38,6 +38,8 @@ export interface AbuseLimits {
   readonly maxProcessStreams?: number;
   /** HTTP/1.1 requests in progress at once on one connection (default 8). */
   readonly pipelined?: number;
+  /** Answers a session's client may cut short (reset after they began) before the session is asked to go away (default 200). */
+  readonly cancelsPerSession?: number;
   /** The clock (ms), for tests. */
   readonly now?: () => number;
 }
@@ -63,11 +65,12 @@ export class AbuseGuard {
   private readonly resetsPerSecond: number;
   private readonly maxProcessStreams: number;
   private readonly pipelined: number;
+  private readonly cancelsPerSession: number;
   private readonly now: () => number;
   private readonly strikes = new Map<string, Strikes>();
   private openStreams = 0;
   /** Counts for the logs and tests. */
-  readonly counts = { calmed: 0, refusedConnections: 0, refusedStreams: 0 };
+  readonly counts = { calmed: 0, refusedConnections: 0, refusedStreams: 0, cancelledAway: 0 };
 
   constructor(limits: AbuseLimits = {}) {
     this.resetBurst = limits.resetBurst ?? 100;
@@ -75,6 +78,7 @@ export class AbuseGuard {
     this.maxConcurrentStreams = limits.maxConcurrentStreams ?? 128;
     this.maxProcessStreams = limits.maxProcessStreams ?? 8_192;
     this.pipelined = limits.pipelined ?? 8;
+    this.cancelsPerSession = limits.cancelsPerSession ?? 200;
     this.now = limits.now ?? (() => performance.now());
   }
 
@@ -128,6 +132,20 @@ export class AbuseGuard {
       setImmediate(() => session.destroy());
     };
     (session as SessionWithResets)[RESET] = onReset;
+    // Node counts the part of an answer it had queued when the client reset
+    // the stream against the session's memory limit (maxSessionMemory) and
+    // never gives it back, so a session whose client cancels answers (gRPC
+    // deadlines, a browser leaving a download) would in the end have every
+    // new stream refused with ENHANCE_YOUR_CALM. Before that, it is asked to
+    // go away (GOAWAY NO_ERROR, its open streams finished): its client
+    // carries on over a new one.
+    let cancels = 0;
+    (session as SessionWithResets)[CANCEL] = () => {
+      if (++cancels === this.cancelsPerSession && !session.closed && !session.destroyed) {
+        this.counts.cancelledAway++;
+        session.close();
+      }
+    };
   }
 
   /**
@@ -149,7 +167,10 @@ export class AbuseGuard {
     stream.once("close", () => {
       this.openStreams--;
       // Reset by the client (a code other than NO_ERROR) before any answer: nothing came of it.
-      if (!stream.headersSent && stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR && stream.rstCode !== undefined) session?.[RESET]?.();
+      if (stream.rstCode === http2.constants.NGHTTP2_NO_ERROR || stream.rstCode === undefined) return;
+      if (!stream.headersSent) session?.[RESET]?.();
+      // Reset after its answer began, before the answer was all written.
+      else if (!stream.writableFinished) session?.[CANCEL]?.();
     });
     return true;
   }
@@ -263,8 +284,9 @@ function holdWhileWaiting(socket: PipelinedSocket, pipeline: PipelineState): voi
 }
 
 const RESET = Symbol("erplink.resetCharge");
+const CANCEL = Symbol("erplink.cancelCharge");
 const PIPELINE = Symbol("erplink.pipeline");
-type SessionWithResets = http2.ServerHttp2Session & { [RESET]?: () => void };
+type SessionWithResets = http2.ServerHttp2Session & { [RESET]?: () => void; [CANCEL]?: () => void };
 interface PipelineState {
   active: number;
   waiting: [http.IncomingMessage, http.ServerResponse][];

@@ -78,7 +78,9 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
   // makes them (CONNECT, Expect) by a server of their own that never
   // listens: it only turns a stream into the handler's request and response.
   const compat = http2.createServer(handler);
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: guard.maxConcurrentStreams } });
+  // maxSessionMemory: Node's default (10 MB) counts the queued parts of cancelled answers
+  // it never gives back; the guard sends such sessions away long before 32 MB.
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: guard.maxConcurrentStreams }, maxSessionMemory: 32 });
   h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
     if (!guard.admitStream(stream)) return;
     if (shortcut !== undefined && shortcut(stream, headers)) return;

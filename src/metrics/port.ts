@@ -166,7 +166,7 @@ export interface MetricSources {
   /** Entries of the `$metadata` cache. */
   readonly metadataCache?: () => number;
   /** The connection guard's counts (`AbuseGuard.counts`). */
-  readonly connections?: () => { readonly calmed: number; readonly refusedConnections: number; readonly refusedStreams: number };
+  readonly connections?: () => { readonly calmed: number; readonly refusedConnections: number; readonly refusedStreams: number; readonly cancelledAway: number };
 }
 
 /** Everything erplink reports. */

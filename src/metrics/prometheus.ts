@@ -518,6 +518,11 @@ export function createPrometheusMetrics(options: PrometheusMetricsOptions = {}):
     "Connections closed on arrival because their address had just been sent away for abuse.",
     (c) => c.refusedConnections,
   );
+  guardCounter(
+    "erplink_http2_sessions_sent_away_total",
+    "HTTP/2 sessions asked to go away (GOAWAY NO_ERROR) after their client cut 200 answers short, before Node's session memory accounting would refuse their streams.",
+    (c) => c.cancelledAway,
+  );
   guardCounter("erplink_http2_streams_refused_total", "HTTP/2 streams refused with REFUSED_STREAM because the process had its most streams open.", (c) => c.refusedStreams);
 
   return {

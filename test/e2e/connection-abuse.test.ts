@@ -31,6 +31,8 @@ interface Ctx {
   maxInProgress: number;
   /** How long the back end takes to answer a data request (ms). */
   delayMs: number;
+  /** Bytes of padding the back end adds to its answer. */
+  answerBytes: number;
 }
 
 const PATH = "/odata/prod/SALES/SalesOrders";
@@ -43,6 +45,7 @@ Abuse.before.each(async (ctx) => {
   ctx.hits = 0;
   ctx.maxInProgress = 0;
   ctx.delayMs = 0;
+  ctx.answerBytes = 0;
   let inProgress = 0;
   ctx.upstream = http.createServer((req, res) => {
     if (req.url?.endsWith("/$metadata")) {
@@ -54,7 +57,7 @@ Abuse.before.each(async (ctx) => {
     ctx.maxInProgress = Math.max(ctx.maxInProgress, inProgress);
     setTimeout(() => {
       inProgress--;
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ value: [], echo: req.url }));
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ value: [], echo: req.url, padding: " ".repeat(ctx.answerBytes) }));
     }, ctx.delayMs);
   });
   await new Promise<void>((r) => ctx.upstream.listen(0, "127.0.0.1", r));
@@ -310,6 +313,43 @@ Abuse("HTTP/2 streams beyond the process's limit are refused with REFUSED_STREAM
     session.destroy();
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
+  }
+});
+
+Abuse("HTTP/2: a client that cancels answer after answer is asked to go away gracefully (GOAWAY NO_ERROR) and carries on over a new session, never refused", async (ctx) => {
+  ctx.answerBytes = 256 * 1024;
+  const url = `http://127.0.0.1:${ctx.port}`;
+  let session = http2.connect(url);
+  const goaways: number[] = [];
+  const watch = (s: http2.ClientHttp2Session) => {
+    s.on("error", () => {});
+    s.on("goaway", (code: number) => goaways.push(code));
+  };
+  watch(session);
+  const outcomes = new Map<string, number>();
+  try {
+    for (let i = 0; i < 260; i++) {
+      if (session.closed || session.destroyed) {
+        session.destroy();
+        session = http2.connect(url);
+        watch(session);
+      }
+      const stream = session.request({ ":path": `${PATH}?$top=${i}`, authorization: `Bearer ${ctx.key}` });
+      const outcome = await new Promise<string>((resolve) => {
+        stream.on("response", () => {
+          // The answer began: cut it short, as a gRPC deadline or a closed tab does.
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+          resolve("answered");
+        });
+        stream.on("error", (e: NodeJS.ErrnoException) => resolve(e.message));
+        stream.on("close", () => resolve(`closed ${stream.rstCode}`));
+      });
+      outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+    }
+    assert.equal([...outcomes], [["answered", 260]], "every stream answered, none refused");
+    assert.equal(goaways, [0], "one graceful GOAWAY, after 200 answers cut short");
+  } finally {
+    session.destroy();
   }
 });
 

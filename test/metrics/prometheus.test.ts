@@ -222,12 +222,14 @@ Prom("the connection guard's counts are read at scrape time: calmed sessions, re
   assert.is(e.value("erplink_http2_sessions_calmed_total"), 0);
   assert.is(e.value("erplink_connections_refused_total"), 0);
   assert.is(e.value("erplink_http2_streams_refused_total"), 0);
-  const counts = { calmed: 2, refusedConnections: 31, refusedStreams: 4 };
+  assert.is(e.value("erplink_http2_sessions_sent_away_total"), 0);
+  const counts = { calmed: 2, refusedConnections: 31, refusedStreams: 4, cancelledAway: 5 };
   m.watch({ connections: () => counts });
   e = await expose(m);
   assert.is(e.value("erplink_http2_sessions_calmed_total"), 2);
   assert.is(e.value("erplink_connections_refused_total"), 31);
   assert.is(e.value("erplink_http2_streams_refused_total"), 4);
+  assert.is(e.value("erplink_http2_sessions_sent_away_total"), 5);
   counts.refusedConnections = 40;
   e = await expose(m);
   assert.is(e.value("erplink_connections_refused_total"), 40);
