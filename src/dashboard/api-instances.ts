@@ -85,6 +85,7 @@ export const instancesApi = {
       "GET",
       `/admin/systems/${id(systemId)}/instances?page_size=500${pageToken === "" ? "" : `&page_token=${encodeURIComponent(pageToken)}`}`,
     ),
+  get: (instanceId: string) => call<Instance>("GET", `/admin/instances/${id(instanceId)}`),
   create: (systemId: string, body: InstanceInput) => call<Instance>("POST", `/admin/systems/${id(systemId)}/instances`, { body }),
   /** Changes only the fields in `body` (the update mask), and only if the instance is still at `etag`. */
   update: (instanceId: string, body: InstanceInput, etag?: string) => call<Instance>("PATCH", `/admin/instances/${id(instanceId)}`, { body, ifMatch: etag }),

@@ -1,5 +1,5 @@
 /** The signed-in frame: navigation, sign-out and the current screen. */
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api } from "./api.js";
 import type { ComponentType } from "preact";
 import { ApiKeys } from "./screens/api-keys.js";
@@ -9,7 +9,8 @@ import { Overview } from "./screens/overview.js";
 import { Sessions } from "./screens/sessions.js";
 import { Systems } from "./screens/systems.js";
 import { withRequestId } from "./screens/sign-in.js";
-import { navigate, route, signInNotice, signedIn } from "./state.js";
+import { navigate, route, sessionLost, signInNotice, signedIn } from "./state.js";
+import { leaveQuestion, stay, unlessUnsaved } from "./unsaved.js";
 
 /** The screens, in navigation order (the first is the default); each is one module under screens/. */
 const SCREENS: readonly { readonly path: string; readonly title: string; readonly screen: ComponentType }[] = [
@@ -29,10 +30,12 @@ export function Shell() {
     api.sessions().catch(() => {});
   }, []);
 
-  const signOut = async () => {
+  const signOut = () => unlessUnsaved("Sign out without saving", () => void endSession());
+  const endSession = async () => {
     try {
       await api.signOut();
       signInNotice.value = "You are signed out.";
+      sessionLost.value = false;
       signedIn.value = false;
     } catch (err) {
       if (err instanceof ApiError && err.status !== 401) setError(withRequestId(err));
@@ -79,6 +82,39 @@ export function Shell() {
       <main>
         <current.screen />
       </main>
+      <LeaveDialog />
     </div>
+  );
+}
+
+/** Asks before an action drops unsaved input: Stay (the default) or go ahead. */
+function LeaveDialog() {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const question = leaveQuestion.value;
+  useEffect(() => {
+    const d = dialog.current;
+    if (d === null) return;
+    if (question !== undefined && !d.open) d.showModal();
+    if (question === undefined && d.open) d.close();
+  }, [question]);
+  return (
+    <dialog ref={dialog} class="leave" aria-labelledby="leave-title" aria-describedby="leave-text" onCancel={stay} onClose={stay}>
+      {question !== undefined && (
+        <>
+          <h2 id="leave-title">Unsaved changes</h2>
+          <p id="leave-text">
+            Your changes to {question.forms.join(", ")} are not saved. They are lost if you go on.
+          </p>
+          <div class="actions">
+            <button type="button" autofocus onClick={stay}>
+              Stay and keep editing
+            </button>
+            <button type="button" class="danger" onClick={question.proceed}>
+              {question.confirm}
+            </button>
+          </div>
+        </>
+      )}
+    </dialog>
   );
 }

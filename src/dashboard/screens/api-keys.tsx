@@ -10,6 +10,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
 import { keysApi, SET_OPERATIONS, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
 import { navigate, route } from "../state.js";
+import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { PermissionEditor } from "./permission-editor.js";
 import { shellQuote } from "../shell-quote.js";
@@ -307,18 +308,25 @@ export function ApiKeys() {
     }
   };
 
-  const startEdit = (key: ApiKey) => {
-    setEditing(key);
-    setEditDraft(draftOf(key));
-    setEditJsonError("");
-    setConflict(undefined);
-    setError("");
-    setStatus("");
-    if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`);
-  };
-  const closeEditor = () => {
+  const startEdit = (key: ApiKey) =>
+    unlessUnsaved(
+      "Leave without saving",
+      () => {
+      setEditing(key);
+      setEditDraft(draftOf(key));
+      setEditJsonError("");
+      setConflict(undefined);
+      setError("");
+      setStatus("");
+      if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`, { asked: true });
+      },
+      ["key-edit"],
+    );
+  /** Closes the key editor; unless `asked`, asks first when it holds unsaved edits. */
+  const closeEditor = (asked = false) => {
+    if (!asked) return unlessUnsaved("Close without saving", () => closeEditor(true), ["key-edit"]);
     setEditing(undefined);
-    if (routedId !== "") navigate("api-keys");
+    if (routedId !== "") navigate("api-keys", { asked: true });
   };
 
   /**
@@ -375,7 +383,8 @@ export function ApiKeys() {
     setStatus("");
     try {
       await keysApi.revoke(key.id, key.etag);
-      if (editing?.id === key.id) closeEditor();
+      // Revoked: what the editor held cannot be saved any more.
+      if (editing?.id === key.id) closeEditor(true);
       // The server confirmed: the row goes with the message, not one list round trip later.
       setKeys((ks) => ks?.filter((k) => k.id !== key.id));
       setStatus(`Key ${key.name} revoked.`);
@@ -384,6 +393,14 @@ export function ApiKeys() {
       fail(err);
     }
   };
+
+  // Input not saved yet: leaving the screen, Back, Cancel and sign-out ask first.
+  useUnsavedChanges(creating && (newJsonError !== "" || JSON.stringify(draft) !== JSON.stringify(EMPTY)), "a new API key", "key-new");
+  useUnsavedChanges(
+    editing !== undefined && (editJsonError !== "" || JSON.stringify(editDraft) !== JSON.stringify(draftOf(editing))),
+    `key ${editing?.name ?? ""}`,
+    "key-edit",
+  );
 
   const now = Date.now();
   const q = search.trim().toLowerCase();
@@ -407,10 +424,16 @@ export function ApiKeys() {
       {!creating ? (
         <button
           type="button"
-          onClick={() => {
-            setCreating(true);
-            closeEditor();
-          }}
+          onClick={() =>
+            unlessUnsaved(
+              "Close without saving",
+              () => {
+                setCreating(true);
+                closeEditor(true);
+              },
+              ["key-edit"],
+            )
+          }
         >
           New API key
         </button>
@@ -428,10 +451,17 @@ export function ApiKeys() {
             <button
               type="button"
               class="secondary"
-              onClick={() => {
-                setCreating(false);
-                setNewJsonError("");
-              }}
+              onClick={() =>
+                unlessUnsaved(
+                  "Discard the new key",
+                  () => {
+                    setCreating(false);
+                    setDraft(EMPTY);
+                    setNewJsonError("");
+                  },
+                  ["key-new"],
+                )
+              }
             >
               Cancel
             </button>
@@ -470,7 +500,7 @@ export function ApiKeys() {
               <button type="submit" disabled={busy || editJsonError !== ""} aria-describedby={editJsonError !== "" ? "edit-perm-json-status" : undefined}>
                 {busy ? "Saving…" : "Save changes"}
               </button>
-              <button type="button" class="secondary" onClick={closeEditor}>
+              <button type="button" class="secondary" onClick={() => closeEditor()}>
                 Close editor
               </button>
             </div>

@@ -16,6 +16,7 @@ import {
   type InstanceInput,
 } from "../api-instances.js";
 import { withRequestId } from "./sign-in.js";
+import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
 import "./instances.css";
 
 const AUTH_LABELS: Readonly<Record<AuthType, string>> = {
@@ -209,7 +210,21 @@ export function Instances({ system }: { readonly system: System }) {
                 <td>{describeAuth(i.auth)}</td>
                 <td>{i.sap_client ?? ""}</td>
                 <td class="instances-actions">
-                  <button type="button" class="secondary" onClick={() => { setStatus(""); setEditing(i); }} aria-label={`Edit instance ${i.name}`}>
+                  <button
+                    type="button"
+                    class="secondary"
+                    onClick={() =>
+                      unlessUnsaved(
+                        "Leave without saving",
+                        () => {
+                          setStatus("");
+                          setEditing(i);
+                        },
+                        ["instance"],
+                      )
+                    }
+                    aria-label={`Edit instance ${i.name}`}
+                  >
                     Edit
                   </button>
                   <button type="button" class="secondary" onClick={() => setTesting(i)} aria-label={`Test connection of ${i.name}`}>
@@ -241,7 +256,7 @@ export function Instances({ system }: { readonly system: System }) {
             await load();
             setStatus(message);
           }}
-          onCancel={() => setEditing(undefined)}
+          onCancel={() => unlessUnsaved("Discard changes", () => setEditing(undefined), ["instance"])}
         />
       )}
       {testing !== undefined && <ConnectionTestPanel key={testing.id} instance={testing} onClose={() => setTesting(undefined)} />}
@@ -276,16 +291,52 @@ function changedFields(instance: Instance, body: InstanceInput): InstanceInput {
   return out as InstanceInput;
 }
 
-function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
-  const [f, setF] = useState<FormState>(instance === undefined ? EMPTY : fromInstance(instance));
+/** The fields (in words) in which two versions of an instance differ. */
+function differences(a: Instance, b: Instance): string[] {
+  const words: [string, (i: Instance) => unknown][] = [
+    ["name", (i) => i.name],
+    ["environment", (i) => i.environment ?? ""],
+    ["base URL", (i) => i.base_url],
+    ["service paths", (i) => i.services ?? {}],
+    ["SAP client", (i) => i.sap_client ?? ""],
+    ["connections", (i) => i.upstream_connections ?? 0],
+    ["credentials", (i) => i.auth ?? {}],
+  ];
+  return words.filter(([, of]) => JSON.stringify(of(a)) !== JSON.stringify(of(b))).map(([word]) => word);
+}
+
+function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps) {
+  /** The version the form edits: the one opened, or the one reloaded after a conflict. */
+  const [instance, setInstance] = useState(opened);
+  const initial = instance === undefined ? EMPTY : fromInstance(instance);
+  const [f, setF] = useState<FormState>(initial);
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
+  /** A save refused because the instance changed meanwhile: the instance as it is now, and what changed. */
+  const [conflict, setConflict] = useState<{ readonly current: Instance; readonly changed: readonly string[] } | undefined>(undefined);
+  useUnsavedChanges(JSON.stringify(f) !== JSON.stringify(initial), instance === undefined ? `a new instance of ${system.name}` : `instance ${instance.name}`, "instance");
   const set = (patch: Partial<FormState>) => setF((prev) => ({ ...prev, ...patch }));
   const id = (field: string) => `instance-${field}`;
   const hasAuth = instance !== undefined && (instance.auth?.type ?? "none") !== "none";
 
-  const submit = async (event: Event) => {
+  const submit = (event: Event) => {
     event.preventDefault();
+    void saveAgainst();
+  };
+  /** Drops the admin's edits and shows the instance as it is now. */
+  const reload = () => {
+    if (conflict === undefined) return;
+    setInstance(conflict.current);
+    setF(fromInstance(conflict.current));
+    setConflict(undefined);
+    setError("");
+  };
+  /**
+   * Saves the fields the admin changed, against the version the form edits
+   * (`If-Match` its etag), or, to overwrite, against `over` (the version that
+   * refused the first save).
+   */
+  const saveAgainst = async (over?: Instance) => {
     setError("");
     let services: Record<string, { path: string }>;
     try {
@@ -314,12 +365,22 @@ function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
     setBusy(true);
     try {
       // An edit sends the fields the admin changed, against the version the form was opened on.
-      const { data } = instance === undefined ? await instancesApi.create(system.id, body) : await instancesApi.update(instance.id, changed, instance.etag);
-      set({ secret: "" });
+      const { data } =
+        instance === undefined ? await instancesApi.create(system.id, body) : await instancesApi.update(instance.id, changed, (over ?? instance).etag);
+      setConflict(undefined);
+      // Saved: nothing is left unsaved, so onDone may close the form without asking.
+      setF(fromInstance(data));
+      setInstance(data);
       await onDone(`Instance ${data.name} ${instance === undefined ? "created" : "saved"}.`);
     } catch (err) {
-      if (err instanceof ApiError && err.status === 412) {
-        setError("Not saved: this instance was changed since you opened it. Your edits are still here: note them, then close the form and open it again to see the current version.");
+      if (err instanceof ApiError && err.status === 412 && instance !== undefined) {
+        // Changed by someone else since it was opened: say what, and let the admin choose. Nothing was saved.
+        try {
+          const { data: current } = await instancesApi.get(instance.id);
+          setConflict({ current, changed: differences(instance, current) });
+        } catch (again) {
+          if (again instanceof ApiError) setError(withRequestId(again));
+        }
       } else if (err instanceof ApiError) setError(withRequestId(err));
     } finally {
       setBusy(false);
@@ -432,6 +493,23 @@ function InstanceForm({ system, instance, onDone, onCancel }: FormProps) {
           </>
         )}
       </fieldset>
+      {conflict !== undefined && instance !== undefined && (
+        <div class="conflict" role="alert" aria-labelledby={id("conflict-title")}>
+          <p id={id("conflict-title")}>
+            <strong>Not saved: this instance was changed since you opened it</strong>
+            {conflict.changed.length === 0 ? " (by a change that left its fields as they were)." : ` (its ${conflict.changed.join(", ")}).`}
+          </p>
+          <p>Reload to see that version (your edits are dropped), or overwrite it with the fields you changed.</p>
+          <div class="actions">
+            <button type="button" onClick={reload} disabled={busy}>
+              Reload the instance
+            </button>
+            <button type="button" class="danger" onClick={() => void saveAgainst(conflict.current)} disabled={busy}>
+              Overwrite with my changes
+            </button>
+          </div>
+        </div>
+      )}
       <div class="instances-buttons">
         <button type="submit" disabled={busy}>
           {busy ? "Saving…" : instance === undefined ? "Create instance" : "Save instance"}

@@ -3,11 +3,16 @@
  * a cookie session; the key is sent in one request and kept nowhere (no
  * storage, no signal: the field is cleared as soon as it is sent).
  */
-import { useRef, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api } from "../api.js";
-import { signInNotice, signedIn } from "../state.js";
+import { sessionLost, shellEpoch, signInNotice, signedIn } from "../state.js";
+import { unsavedForms } from "../unsaved.js";
 
-export function SignIn() {
+/**
+ * The sign-in form: a page of its own, or, with `over`, a modal dialog over
+ * the page whose session ended, which keeps its open forms for after.
+ */
+export function SignIn({ over = false }: { readonly over?: boolean }) {
   const input = useRef<HTMLInputElement>(null);
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
@@ -27,6 +32,9 @@ export function SignIn() {
       await api.signIn(key);
       field.value = "";
       signInNotice.value = "";
+      // Nothing typed to keep: the page starts afresh (its failed loads again).
+      if (over && unsavedForms.value.length === 0) shellEpoch.value++;
+      sessionLost.value = false;
       signedIn.value = true;
     } catch (err) {
       field.value = "";
@@ -37,31 +45,59 @@ export function SignIn() {
     }
   };
 
+  useEffect(() => {
+    if (over) input.current?.focus();
+  }, [over]);
+
   const notice = signInNotice.value;
+  const form = (
+    <form onSubmit={submit} aria-describedby="sign-in-help" autocomplete="off">
+      <h2 id="sign-in-title">{over ? "Sign in again" : "Sign in"}</h2>
+      <p id="sign-in-help">
+        {over
+          ? "Your session ended. Sign in again to go on: what you typed on this page is still here, not yet saved."
+          : "Paste the master key or an admin key. It is exchanged for a session and not kept by this browser."}
+      </p>
+      {notice !== "" && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
+      <label for="key">Admin key</label>
+      <input
+        id="key"
+        ref={input}
+        type="password"
+        name="key"
+        autocomplete="off"
+        spellcheck={false}
+        required
+        aria-invalid={error !== ""}
+        aria-errormessage={error !== "" ? "sign-in-error" : undefined}
+      />
+      {error !== "" && (
+        <p id="sign-in-error" class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <button type="submit" disabled={busy}>
+        {busy ? "Signing in…" : "Sign in"}
+      </button>
+    </form>
+  );
+  if (over) {
+    return (
+      <div class="sign-in-over">
+        <div class="sign-in" role="dialog" aria-modal="true" aria-labelledby="sign-in-title">
+          {form}
+        </div>
+      </div>
+    );
+  }
   return (
     <main class="sign-in">
       <h1>erplink</h1>
-      <form onSubmit={submit} aria-describedby="sign-in-help" autocomplete="off">
-        <h2>Sign in</h2>
-        <p id="sign-in-help">
-          Paste the master key or an admin key. It is exchanged for a session and not kept by this browser.
-        </p>
-        {notice !== "" && (
-          <p class="notice" role="status">
-            {notice}
-          </p>
-        )}
-        <label for="key">Admin key</label>
-        <input id="key" ref={input} type="password" name="key" autocomplete="off" spellcheck={false} required aria-invalid={error !== ""} aria-errormessage={error !== "" ? "sign-in-error" : undefined} />
-        {error !== "" && (
-          <p id="sign-in-error" class="error" role="alert">
-            {error}
-          </p>
-        )}
-        <button type="submit" disabled={busy}>
-          {busy ? "Signing in…" : "Sign in"}
-        </button>
-      </form>
+      {form}
     </main>
   );
 }

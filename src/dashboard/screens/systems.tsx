@@ -1,5 +1,6 @@
 /** Systems: list, create, delete (a system with instances cannot be deleted: the 409 is explained), and a system's instances. */
 import { useEffect, useState } from "preact/hooks";
+import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
 import { ApiError, api, type System } from "../api.js";
 import { Instances } from "./instances.js";
 import { withRequestId } from "./sign-in.js";
@@ -13,6 +14,7 @@ export function Systems() {
   const [busy, setBusy] = useState(false);
   /** The system whose instances are shown. */
   const [selected, setSelected] = useState<System | undefined>(undefined);
+  useUnsavedChanges(name.trim() !== "" || description.trim() !== "", "a new system", "system-new");
 
   const load = async () => {
     try {
@@ -125,7 +127,7 @@ export function Systems() {
                   <button
                     type="button"
                     class="secondary"
-                    onClick={() => setSelected(s)}
+                    onClick={() => (selected?.id === s.id ? undefined : unlessUnsaved("Leave without saving", () => setSelected(s), ["instance"]))}
                     aria-label={`Instances of ${s.name}`}
                     aria-pressed={selected?.id === s.id}
                   >
