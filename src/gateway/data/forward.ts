@@ -28,7 +28,7 @@ import { decisionOf } from "./authorize.js";
 import { BODILESS, type Admitted, type Authorized } from "./exchange.js";
 import { brokenAnswerError, clientGoneError, type Forwarder, type UpstreamResponse } from "./forwarder.js";
 import { clientResponseHeaders, scopeRepeatability } from "./headers.js";
-import type { DataKey, DataPort } from "./ports.js";
+import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
 import { verifyBatch, verifyForward } from "./verify.js";
 
 /** Methods that only read; every other one carries the CSRF session. */
@@ -75,7 +75,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   // A client that reset its request (or lost its session) before anything was sent: nothing is.
   // Over HTTP/2 with no Content-Length, Node ends the request at the reset, so a body cut short
   // would pass for a whole one; and a client that sent END_STREAM, then reset, has given up.
-  const client = new ClientOf(reply);
+  const client = new ClientOf(reply, fact);
   // Node runs a stream's handler, up to here, while it still reads the frames
   // that came with its HEADERS: a reset sent right behind them (HTTP/2 rapid
   // reset) is read only once this turn of the event loop has seen them all.
@@ -96,8 +96,9 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   headers["x-forwarded-path"] = `${a.client.path}/${query < 0 ? request.forward : request.forward.slice(0, query)}`;
   const body = BODILESS.has(request.method) ? undefined : (request.body?.bytes ?? Buffer.alloc(0));
   const modifying = !READS.has(request.method);
-  fact.upstreamMethod = request.method;
-  fact.upstreamUrl = `${root.origin}${path}`;
+  // Logged as sent once the forwarder hands it to a connection (`ClientOf.sending`): a request
+  // refused before (no connection came free, a token could not be had, the client left) sent nothing.
+  client.sends(request.method, `${root.origin}${path}`);
 
   const started = performance.now();
   let res: UpstreamResponse | undefined;
@@ -220,11 +221,26 @@ function clientGone(reply: FastifyReply): boolean {
   return req.socket?.destroyed === true;
 }
 
-/** The client of an exchange, as the forwarder asks after it. */
+/** The client of an exchange, as the forwarder asks after it and tells it what it sends. */
 class ClientOf {
-  constructor(private readonly reply: FastifyReply) {}
+  private method = "";
+  private url = "";
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly fact: DataLogFacts,
+  ) {}
   gone(): boolean {
     return clientGone(this.reply);
+  }
+  /** What will be sent, once it is. */
+  sends(method: string, url: string): void {
+    this.method = method;
+    this.url = url;
+  }
+  /** The request goes to the back end now: the request log says what was sent. */
+  sending(): void {
+    this.fact.upstreamMethod = this.method;
+    this.fact.upstreamUrl = this.url;
   }
 }
 

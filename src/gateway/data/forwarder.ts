@@ -52,8 +52,12 @@ export interface UpstreamRoute {
    * there, so what came before the send (a CSRF or OAuth token fetch) counts.
    */
   readonly startedAt: number;
-  /** Whether the client has given up; checked once a connection is there, before anything is sent. */
-  readonly client?: { gone(): boolean };
+  /**
+   * Whether the client has given up, checked once a connection is there,
+   * before anything is sent; and `sending`, told when the request goes to
+   * the back end (nothing before it was sent).
+   */
+  readonly client?: { gone(): boolean; sending?(): void };
 }
 
 /** Options of {@link Forwarder}. */
@@ -158,6 +162,7 @@ export class Forwarder {
       const slot = gate.take(route.service, deadline);
       release = slot instanceof Promise ? await slot.catch(noSlot) : slot;
       if (route.client?.gone() === true) throw clientGoneError();
+      route.client?.sending?.();
       const res = await this.agent.request({
         origin: request.origin,
         path: request.path,
