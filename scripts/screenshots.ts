@@ -77,8 +77,9 @@ try {
         const page = await context.newPage();
         page.setDefaultTimeout(15_000);
         const shot = async (name: string) => {
+          await page.evaluate("window.scrollTo(0, 0)");
           await page.waitForTimeout(300);
-          await page.screenshot({ path: path.join(OUT, `${name}-${width}-${scheme}.png`) });
+          await page.screenshot({ path: path.join(OUT, `${name}-${width}-${scheme}.png`), fullPage: true });
         };
         await page.goto(`${erplink.baseUrl}/dashboard/`);
         await page.getByRole("heading", { name: "Sign in" }).waitFor();
