@@ -43,7 +43,7 @@ import type { Position, ServiceModel } from "./metadata.js";
 import type { Budget } from "./parse/expression.js";
 import { LiteralError, parseLiteral, type Dialect } from "./parse/literal.js";
 import { parsePathSegment, type PathSegment } from "./parse/path.js";
-import { parseAliases, parseOptions, parseQuery, type OptionContext } from "./parse/query.js";
+import { parseAliases, parseOptions, parseQuery, type OptionContext, type RawQuery } from "./parse/query.js";
 import { serializePath, serializeTarget, type Target } from "./target.js";
 import { Refusal, Stop, decodeOnce, denied, excerpt, hasControlCharacter, invalid, type EntityStep } from "./syntax.js";
 
@@ -288,6 +288,7 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
   progress.forwardable = forwardable;
 
   if (segments.length === 0) {
+    refuseMisspelled(raw);
     if (method !== "GET" && method !== "HEAD") denied(`${method} is not allowed on the service document`);
     onlyOptions(raw.options, ["format"], "the service document");
     return { kind: "metadata", ...forwardable };
@@ -295,6 +296,7 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
   const first = segments[0]!;
   if (first.startsWith("$")) {
     if (first === "$metadata" || first === "$batch") {
+      refuseMisspelled(raw);
       if (segments.length > 1) invalid(`${first} cannot be followed by another path segment`);
       if (first === "$batch") {
         if (method !== "POST") denied(`$batch requires POST, not ${method}`);
@@ -333,9 +335,9 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
     throw error;
   }
   const scope = pathAccesses(path, method, headers, model, accesses);
-  if (path.tail?.kind === "operation" && path.tail.call.operation.httpMethod !== undefined) {
-    v2ImportParameters(path, raw.entries, { model, dialect });
-  }
+  const v2Import = path.tail?.kind === "operation" && path.tail.call.operation.httpMethod !== undefined ? path.tail.call : undefined;
+  refuseMisspelled(raw, v2Import?.overloads.flatMap((o) => o.parameters.map((p) => p.name)));
+  if (v2Import !== undefined) v2ImportParameters(path, raw.entries, { model, dialect });
   const bodyTarget = bodyTargetOf(path, method);
   if (bodyTarget !== undefined) {
     analyzeBody(input.body, bodyTarget, {
@@ -416,6 +418,24 @@ function answerOf(path: BoundPath, method: string, found: readonly Access[]): Ac
     }
   }
   return out;
+}
+
+/**
+ * Refuses the options of a V2 request named like a system option but not
+ * spelled as V2 spells it (`top`, `$TOP`; see `misspelled` in RawQuery),
+ * naming the spelling to use: a V2 back end reads them as custom options,
+ * so neither reading them as the system option (OData 4.01's reading) nor
+ * passing them on unread would keep the request's meaning for both erplink
+ * and the back end. The parameters of the V2 function import called
+ * (`parameters`) are what they say, not options.
+ */
+function refuseMisspelled(raw: RawQuery, parameters: readonly string[] = []): void {
+  const wrong = raw.misspelled.find((m) => !parameters.includes(m.name));
+  if (wrong === undefined) return;
+  invalid(
+    `query option '${excerpt(wrong.name)}' is not $${wrong.canonical} on an OData V2 service, which reads it as a custom option: ` +
+      `write '$${wrong.canonical}' for the system query option`,
+  );
 }
 
 /**

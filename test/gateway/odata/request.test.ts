@@ -17,9 +17,18 @@ import {
 import { acc, LINK_CREATES, LINK_SOURCE, noAccess, ok, PATH, ROOT, scan, SOURCE, stopped, whole, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
 import { CASCADE_V2_METADATA, CASCADE_V4_METADATA, V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
-const MODELS: Record<"v4" | "v2" | "cascade4" | "cascade2" | "none", ServiceModel | undefined> = {
+/** {@link V2_METADATA} with a V2 function import whose parameters are named like system query options (`filter`, `ID`). */
+const V2_IMPORT_PARAMETERS = V2_METADATA.replace(
+  "</EntityContainer>",
+  `<FunctionImport Name="FindOrders" ReturnType="Collection(ZSALES_SRV.SalesOrder)" EntitySet="SalesOrderSet" m:HttpMethod="GET">
+     <Parameter Name="filter" Type="Edm.String" Mode="In"/><Parameter Name="ID" Type="Edm.String" Mode="In"/>
+   </FunctionImport></EntityContainer>`,
+);
+
+const MODELS: Record<"v4" | "v2" | "v2imports" | "cascade4" | "cascade2" | "none", ServiceModel | undefined> = {
   v4: parseMetadata(V4_METADATA),
   v2: parseMetadata(V2_METADATA),
+  v2imports: parseMetadata(V2_IMPORT_PARAMETERS),
   cascade4: parseMetadata(CASCADE_V4_METADATA),
   cascade2: parseMetadata(CASCADE_V2_METADATA),
   none: undefined,
@@ -654,6 +663,38 @@ table("request: special resources and operations", [
 ]);
 
 // Query options: $expand (nested, *, $levels), member paths in $filter, $orderby, $select, aliases.
+// OData V2 reads a system query option only as `$name` in lower case: anything
+// else is a custom option to a V2 back end, so it is refused (naming the
+// spelling), neither read as the system option nor rewritten into one; on V4
+// the 4.01 reading stays. A V2 function import's parameters are not options.
+const misspelledV2 = (name: string, canonical: string): Expected =>
+  invalid(`query option '${name}' is not $${canonical} on an OData V2 service, which reads it as a custom option: write '$${canonical}' for the system query option`);
+table("request: V2 option spellings", [
+  { model: "v2", path: "/SalesOrderSet", query: "top=2&select=Note", expect: misspelledV2("top", "top") },
+  { model: "v2", path: "/SalesOrderSet", query: "$top=2&select=Note", expect: misspelledV2("select", "select") },
+  { model: "v2", path: "/SalesOrderSet", query: "$TOP=2", expect: misspelledV2("$TOP", "top") },
+  { model: "v2", path: "/SalesOrderSet", query: "%24Expand=Items", expect: misspelledV2("$Expand", "expand") },
+  { model: "v2", path: "/SalesOrderSet", query: "$top=2&$InlineCount=allpages", expect: misspelledV2("$InlineCount", "inlinecount") },
+  { model: "v2", path: "/SalesOrderSet('1')", query: "id=x", expect: misspelledV2("id", "id") },
+  { model: "v2", path: "/", query: "format=json", expect: misspelledV2("format", "format") },
+  { model: "v2", path: "/$metadata", query: "FORMAT=xml", expect: misspelledV2("FORMAT", "format") },
+  { model: "v2", method: "POST", path: "/$batch", query: "top=1", expect: misspelledV2("top", "top") },
+  { model: "v2", path: "/SalesOrderSet", query: "$top=2&$select=Note&$inlinecount=allpages&sap-language=EN", expect: get(acc("SalesOrderSet", "list", PATH)) },
+  // SAP's custom search option keeps its name (and is analyzed as $search).
+  { model: "v2", path: "/SalesOrderSet", query: "search=abc", expect: get(acc("SalesOrderSet", "list", PATH)) },
+  // A V2 function import's parameters named like options are its parameters.
+  {
+    model: "v2imports",
+    path: "/FindOrders",
+    query: "filter='open'&ID='7'&$top=1",
+    expect: get(acc("FindOrders", "invoke", "function FindOrders"), acc("SalesOrderSet", "list", "result of FindOrders")),
+  },
+  { model: "v2imports", path: "/FindOrders", query: "filter='open'&top=1", expect: misspelledV2("top", "top") },
+  { model: "v2imports", path: "/FindOrders", query: "filter=1", expect: invalid("malformed value of parameter 'filter' of 'FindOrders': Edm.String takes a quoted string, not an integer") },
+  // On V4 the 4.01 spellings are system options.
+  { model: "v4", path: "/SalesOrders", query: "top=2&SELECT=Note", expect: get(acc("SalesOrders", "list", PATH)) },
+]);
+
 table("request: query options", [
   {
     model: "v4",

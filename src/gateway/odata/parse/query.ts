@@ -66,6 +66,15 @@ export interface RawQuery {
    * and custom options under theirs; values decoded.
    */
   readonly entries: readonly QueryOption[];
+  /**
+   * On V2 services: options named like a system option but not spelled as
+   * V2 spells it (`top`, `$TOP`): a V2 back end reads them as custom
+   * options, so they are neither read as system options nor rewritten into
+   * one; they are kept as written in {@link entries}, and the analysis
+   * refuses them unless they are parameters of the V2 function import
+   * called (see `refuseMisspelled` in request.ts).
+   */
+  readonly misspelled: readonly { readonly name: string; readonly canonical: string }[];
 }
 
 function decodeQueryPart(raw: string, what: string): string {
@@ -86,16 +95,20 @@ function decodeQueryPart(raw: string, what: string): string {
  * A system option or alias given twice (in any spelling) is invalid: the
  * back end might honour either one. On V2 services (`version` `2.0`), a
  * `search` without `$` is SAP's custom search option and keeps its name
- * (it is still analyzed as `$search`, which reaches no entity). A
- * `sap-client` equal to `sapClient` (the instance's) is dropped; any other is
- * denied, like the other SAP options the instance decides.
+ * (it is still analyzed as `$search`, which reaches no entity), and any
+ * other option named like a system option but not spelled `$name` in lower
+ * case is set aside in `misspelled`, not read as the system option it is in
+ * OData 4.01. A `sap-client` equal to `sapClient` (the instance's) is
+ * dropped; any other is denied, like the other SAP options the instance
+ * decides.
  */
 export function parseQuery(query: string, version?: string, sapClient?: string): RawQuery {
   if (query.length > MAX_QUERY_LENGTH) invalid(`query string is longer than ${MAX_QUERY_LENGTH} characters`);
   const options = new Map<string, string>();
   const aliases = new Map<string, string>();
   const entries: QueryOption[] = [];
-  if (query === "") return { options, aliases, entries };
+  const misspelled: { name: string; canonical: string }[] = [];
+  if (query === "") return { options, aliases, entries, misspelled };
   for (const part of query.split("&")) {
     if (part === "") continue;
     const eq = part.indexOf("=");
@@ -132,12 +145,17 @@ export function parseQuery(query: string, version?: string, sapClient?: string):
       entries.push({ name, value: given });
       continue;
     }
+    const keepName = version === "2.0" && canonical === "search" && !name.startsWith("$");
+    if (version === "2.0" && !keepName && name !== `$${canonical}`) {
+      misspelled.push({ name, canonical });
+      entries.push({ name, value: given });
+      continue;
+    }
     if (options.has(canonical)) invalid(`system query option $${canonical} is given more than once`);
     options.set(canonical, value);
-    const keepName = version === "2.0" && canonical === "search" && !name.startsWith("$");
     entries.push({ name: keepName ? name : `$${canonical}`, value: given });
   }
-  return { options, aliases, entries };
+  return { options, aliases, entries, misspelled };
 }
 
 /** The system query options that shape what is read, parsed (top level, or nested in an item). */
