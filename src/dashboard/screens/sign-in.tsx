@@ -6,6 +6,7 @@
 import { useRef, useState } from "preact/hooks";
 import { ApiError, api } from "../api.js";
 import { signInNotice, signedIn } from "../state.js";
+import { describedBy } from "./form-messages.js";
 
 export function SignIn() {
   const input = useRef<HTMLInputElement>(null);
@@ -41,7 +42,7 @@ export function SignIn() {
   return (
     <main class="sign-in">
       <h1>erplink</h1>
-      <form onSubmit={submit} aria-describedby="sign-in-help" autocomplete="off">
+      <form onSubmit={submit} aria-describedby="sign-in-help" autocomplete="off" noValidate>
         <h2>Sign in</h2>
         <p id="sign-in-help">
           Paste the master key or an admin key. It is exchanged for a session and not kept by this browser.
@@ -52,9 +53,9 @@ export function SignIn() {
           </p>
         )}
         <label for="key">Admin key</label>
-        <input id="key" ref={input} type="password" name="key" autocomplete="off" spellcheck={false} required aria-invalid={error !== ""} aria-errormessage={error !== "" ? "sign-in-error" : undefined} />
+        <input id="key" ref={input} type="password" name="key" autocomplete="off" spellcheck={false} required {...describedBy(error, "sign-in-error")} />
         {error !== "" && (
-          <p id="sign-in-error" class="error" role="alert">
+          <p id="sign-in-error" class="error field-error" role="alert">
             {error}
           </p>
         )}
