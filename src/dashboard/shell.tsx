@@ -9,6 +9,7 @@ import { Overview } from "./screens/overview.js";
 import { Sessions } from "./screens/sessions.js";
 import { Systems } from "./screens/systems.js";
 import { withRequestId } from "./screens/sign-in.js";
+import { useSearchShortcut } from "./shortcuts.js";
 import { navigate, route, signInNotice, signedIn } from "./state.js";
 
 /** The screens, in navigation order (the first is the default); each is one module under screens/. */
@@ -23,6 +24,7 @@ const SCREENS: readonly { readonly path: string; readonly title: string; readonl
 
 export function Shell() {
   const [error, setError] = useState("");
+  useSearchShortcut();
   // The session may have expired or been revoked since the page was loaded:
   // one authenticated read finds out (a 401 returns to sign-in by itself).
   useEffect(() => {
