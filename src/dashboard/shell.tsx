@@ -9,6 +9,7 @@ import { Overview } from "./screens/overview.js";
 import { Sessions } from "./screens/sessions.js";
 import { Systems } from "./screens/systems.js";
 import { withRequestId } from "./screens/sign-in.js";
+import { useSearchShortcut } from "./shortcuts.js";
 import { navigate, route, sessionLost, signInNotice, signedIn } from "./state.js";
 import { leaveQuestion, stay, unlessUnsaved } from "./unsaved.js";
 
@@ -24,6 +25,7 @@ const SCREENS: readonly { readonly path: string; readonly title: string; readonl
 
 export function Shell() {
   const [error, setError] = useState("");
+  useSearchShortcut();
   // The session may have expired or been revoked since the page was loaded:
   // one authenticated read finds out (a 401 returns to sign-in by itself).
   useEffect(() => {
@@ -98,18 +100,18 @@ function LeaveDialog() {
     if (question === undefined && d.open) d.close();
   }, [question]);
   return (
-    <dialog ref={dialog} class="leave" aria-labelledby="leave-title" aria-describedby="leave-text" onCancel={stay} onClose={stay}>
+    <dialog ref={dialog} class="confirm-dialog" aria-labelledby="leave-title" aria-describedby="leave-text" onCancel={stay} onClose={stay}>
       {question !== undefined && (
         <>
           <h2 id="leave-title">Unsaved changes</h2>
           <p id="leave-text">
             Your changes to {question.forms.join(", ")} are not saved. They are lost if you go on.
           </p>
-          <div class="actions">
+          <div class="confirm-actions">
             <button type="button" autofocus onClick={stay}>
               Stay and keep editing
             </button>
-            <button type="button" class="danger" onClick={question.proceed}>
+            <button type="button" class="danger-solid" onClick={question.proceed}>
               {question.confirm}
             </button>
           </div>

@@ -162,18 +162,16 @@ if (browserAvailable("dashboard API keys suite")) {
     await assertAccessible(page, "secret dialog");
     await screenshot(page, "api-keys-secret");
 
-    // Escape asks before closing; declining keeps the secret on screen.
-    let asked = "";
-    page.once("dialog", (d) => {
-      asked = d.message();
-      void d.dismiss();
-    });
+    // Escape asks before closing, in the page's own dialog; declining keeps the secret on screen.
     await page.keyboard.press("Escape");
-    await page.waitForTimeout(200);
-    assert.is(asked, "Close? The secret cannot be shown again: make sure you have stored it.");
+    const ask = page.getByRole("dialog", { name: "Close without the secret?" });
+    await ask.waitFor();
+    assert.is(await ask.getByRole("paragraph").textContent(), "The secret cannot be shown again: make sure you have stored it.");
+    await ask.getByRole("button", { name: "Keep it open" }).click();
+    await ask.waitFor({ state: "detached" });
     assert.ok(await dialog.isVisible());
-    page.once("dialog", (d) => void d.accept());
     await dialog.getByRole("button", { name: "Close" }).click();
+    await ask.getByRole("button", { name: "Close, I stored it" }).click();
     await dialog.waitFor({ state: "hidden" });
     await page.getByRole("row", { name: /invoice app/ }).waitFor();
     assert.is(await page.getByText(secret).count(), 0);
@@ -398,18 +396,16 @@ if (browserAvailable("dashboard API keys suite")) {
     assert.is(await page.getByRole("row", { name: /ops/ }).count(), 0);
     await page.getByLabel("Search keys").fill("");
 
-    page.once("dialog", (d) => void d.dismiss());
     await page.getByRole("button", { name: "Revoke key invoice app v2" }).click();
+    const ask = page.getByRole("dialog", { name: "Revoke key invoice app v2?" });
+    await ask.getByRole("button", { name: "Cancel" }).click();
+    await ask.waitFor({ state: "detached" });
     await page.waitForTimeout(200);
     assert.is((await admin("GET", `/admin/api-keys/${ctx.keyId}`)).status, 200);
-    let asked = "";
-    page.once("dialog", (d) => {
-      asked = d.message();
-      void d.accept();
-    });
     await page.getByRole("button", { name: "Revoke key invoice app v2" }).click();
+    assert.is(await ask.getByRole("paragraph").textContent(), `The key ${ctx.secret.slice(0, 12)}… stops working at once; this cannot be undone.`);
+    await ask.getByRole("button", { name: "Revoke key" }).click();
     await page.getByRole("status").getByText("Key invoice app v2 revoked.").waitFor();
-    assert.is(asked, `Revoke key invoice app v2 (${ctx.secret.slice(0, 12)}…)? It stops working at once; this cannot be undone.`);
     const res = await fetch(`${ctx.erplink.baseUrl}/odata/s4-prod/SALES/Customers`, { headers: { authorization: `Bearer ${ctx.secret}` } });
     assert.is(res.status, 401);
     assert.is(await page.getByRole("row", { name: /invoice app v2/ }).count(), 0);

@@ -157,8 +157,8 @@ if (browserAvailable("dashboard flows suite (CAP)")) {
     const secret = await dialog.getByLabel("Secret").inputValue();
     assert.match(secret, /^erpl_[A-Za-z0-9]{49}$/);
     capCtx.secret = secret;
-    page.once("dialog", (d) => void d.accept());
     await dialog.getByRole("button", { name: "Close" }).click();
+    await page.getByRole("dialog", { name: "Close without the secret?" }).getByRole("button", { name: "Close, I stored it" }).click();
     await dialog.waitFor({ state: "hidden" });
     await page.getByRole("row", { name: /cap reader/ }).waitFor();
 

@@ -9,6 +9,7 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { fieldMessage } from "../../src/dashboard/field-messages.js";
 import { startBasicODataBackend, type BasicODataBackend } from "../../test-support/basic-odata-backend.js";
 import { adminCall, browserAvailable, launchBrowser, screenshot, seriousViolations } from "../../test-support/browser.js";
 import { startErplink, type RunningErplink } from "../../test-support/e2e.js";
@@ -131,7 +132,11 @@ if (browserAvailable("dashboard instances suite")) {
     assert.is(expected.status, 400, JSON.stringify(expected.body));
     const alert = form.getByRole("alert");
     await alert.waitFor();
-    assert.ok((await alert.textContent())!.startsWith(expected.body.error.message), (await alert.textContent())!);
+    assert.match((await alert.textContent())!, /^Not saved: correct the marked field\. \(request req_[^)]+\)$/);
+    // The field's own message, beside it, in words.
+    assert.is(expected.body.error.details[0].field, "base_url");
+    assert.is(await form.locator("#instance-base-url-error").textContent(), fieldMessage(expected.body.error.details[0].message));
+    assert.is(await form.getByLabel("Base URL").getAttribute("aria-invalid"), "true");
     assert.not.ok((await admin("GET", `/admin/instances/${before.id}`)).body.data.base_url.includes("secret-in-url"));
 
     await form.getByLabel("Base URL").fill(`${ctx.backend.baseUrl}/`);
@@ -185,14 +190,11 @@ if (browserAvailable("dashboard instances suite")) {
 
   test("delete an instance with confirmation", async () => {
     const { page } = ctx;
-    let asked = "";
-    page.once("dialog", (dialog) => {
-      asked = dialog.message();
-      void dialog.accept();
-    });
     await page.getByRole("button", { name: "Delete instance stub-prod" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete instance stub-prod?" });
+    assert.is(await dialog.getByRole("paragraph").textContent(), "API keys that name it stop reaching it. This cannot be undone.");
+    await dialog.getByRole("button", { name: "Delete instance" }).click();
     await page.getByRole("status").getByText("Instance stub-prod deleted.").waitFor();
-    assert.is(asked, "Delete instance stub-prod? API keys that name it stop reaching it.");
     await page.getByText("No instances yet.").waitFor();
   });
 }

@@ -1,7 +1,8 @@
 /**
  * The dashboard's Systems screen in a real browser: list, create (with the
- * server's validation message), delete with confirmation, and the 409 of a
- * system that still has instances explained; axe-core and a screenshot.
+ * server's conflict message), delete with confirmation in the page's own
+ * dialog, and a system that still has instances refused before asking, with
+ * how many; axe-core and a screenshot.
  * Skipped with one line when no Chromium is installed (fails under CI).
  */
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -76,7 +77,7 @@ if (browserAvailable("dashboard systems suite")) {
     assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
   });
 
-  test("deleting a system with instances explains the 409; without them it is deleted", async () => {
+  test("deleting a system with instances says so, with how many, before asking; without them it is deleted after the dialog", async () => {
     const { page } = ctx;
     const sys = (await admin("GET", "/admin/systems")).body.data[0];
     const ins = await admin("POST", `/admin/systems/${sys.id}/instances`, {
@@ -85,25 +86,26 @@ if (browserAvailable("dashboard systems suite")) {
       base_url: "https://s4.example.com/sap/opu/odata4/",
     });
     assert.is(ins.status, 201, JSON.stringify(ins.body));
-    page.once("dialog", (dialog) => void dialog.accept());
     await page.getByRole("button", { name: "Delete system s4-prod" }).click();
     const alert = page.getByRole("alert");
     await alert.waitFor();
-    const text = (await alert.textContent())!;
-    assert.ok(text.startsWith("s4-prod still has instances: delete its instances first, then the system."), text);
+    assert.is(await alert.textContent(), "s4-prod has 1 instance: delete it first (they are listed below), then the system.");
+    // Nothing was asked, and the instances to delete are shown.
+    assert.is(await page.getByRole("dialog").count(), 0);
+    await page.getByRole("heading", { name: "Instances of s4-prod" }).waitFor();
     assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
     await assertAccessible(page, "systems");
     await screenshot(page, "systems");
 
     assert.is((await admin("DELETE", `/admin/instances/${ins.body.data.id}`)).status, 200);
-    let asked = "";
-    page.once("dialog", (dialog) => {
-      asked = dialog.message();
-      void dialog.accept();
-    });
     await page.getByRole("button", { name: "Delete system s4-prod" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete system s4-prod?" });
+    await dialog.waitFor();
+    assert.is(await dialog.getByRole("paragraph").textContent(), "It has no instances. This cannot be undone.");
+    await dialog.getByRole("button", { name: "Delete system" }).click();
     await page.getByRole("status").getByText("System s4-prod deleted.").waitFor();
-    assert.is(asked, "Delete system s4-prod? This cannot be undone.");
+    // The success replaced the earlier refusal.
+    assert.is(await page.getByRole("alert").count(), 0);
     await page.getByText("No systems yet").waitFor();
     assert.equal((await admin("GET", "/admin/systems")).body.data, []);
   });
@@ -112,8 +114,10 @@ if (browserAvailable("dashboard systems suite")) {
     const { page } = ctx;
     assert.is((await admin("POST", "/admin/systems", { name: "s4-qa" })).status, 201);
     await page.reload();
-    page.once("dialog", (dialog) => void dialog.dismiss());
     await page.getByRole("button", { name: "Delete system s4-qa" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete system s4-qa?" });
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "detached" });
     await page.waitForTimeout(200);
     assert.is((await admin("GET", "/admin/systems")).body.data.length, 1);
   });

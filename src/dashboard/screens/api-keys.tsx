@@ -14,6 +14,9 @@ import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { PermissionEditor } from "./permission-editor.js";
 import { shellQuote } from "../shell-quote.js";
+import { useConfirm } from "./confirm-dialog.js";
+import { CopyButton } from "./copy-button.js";
+import { FieldMessage, describedBy, formFailure } from "./form-messages.js";
 import { withRequestId } from "./sign-in.js";
 import "./api-keys.css";
 
@@ -65,14 +68,46 @@ function draftOf(key: ApiKey): Draft {
 }
 const EMPTY: Draft = { name: "", type: "data", perMinute: "", perDay: "", expires: "", permissions: {} };
 
-function inputOf(d: Draft, creating: boolean): ApiKeyInput | string {
+/** Problems the form finds itself, by form field (`per-minute`, `per-day`, `expires`). */
+type Problems = Readonly<Record<string, string>>;
+
+/** What the form refuses to send, by form field. */
+interface Refusal {
+  readonly problems: Problems;
+}
+
+/** Whether `value` is the form's refusal rather than an input. */
+const isRefusal = (value: ApiKeyInput | Refusal): value is Refusal => "problems" in value;
+
+/** Which form field shows a server field's error ("" for the banner: permissions are shown by their editor). */
+function placeKeyField(field: string): string {
+  if (field === "name") return "name";
+  if (field === "rate_limits.per_minute") return "per-minute";
+  if (field === "rate_limits.per_day") return "per-day";
+  if (field === "expires_at") return "expires";
+  return "";
+}
+
+/** An expiry that has already passed, in words (empty and future ones are fine). */
+function pastExpiry(d: Draft, now: number): Problems {
+  const at = fromLocalInput(d.expires);
+  if (at === null || Date.parse(at) > now) return {};
+  return { expires: "This moment has already passed: choose a time in the future, or leave it empty so that the key never expires." };
+}
+
+function inputOf(d: Draft, creating: boolean): ApiKeyInput | Refusal {
   const limits: { per_minute?: number; per_day?: number } = {};
-  for (const [field, text, label] of [["per_minute", d.perMinute, "Requests per minute"], ["per_day", d.perDay, "Requests per day"]] as const) {
+  const problems: Record<string, string> = {};
+  for (const [field, text, id] of [["per_minute", d.perMinute, "per-minute"], ["per_day", d.perDay, "per-day"]] as const) {
     if (text.trim() === "") continue;
     const n = Number(text);
-    if (!Number.isInteger(n) || n <= 0) return `${label}: a whole number above 0, or empty for the default`;
+    if (!Number.isInteger(n) || n <= 0) {
+      problems[id] = "Write a whole number above 0, or leave it empty for the default.";
+      continue;
+    }
     limits[field] = n;
   }
+  if (Object.keys(problems).length > 0) return { problems };
   const hasLimits = Object.keys(limits).length > 0;
   const out: ApiKeyInput = { name: d.name.trim() };
   if (creating) {
@@ -100,13 +135,18 @@ const FIELD_WORDS: Readonly<Record<keyof ApiKeyInput, string>> = {
  * The fields of `draft` that differ from `base` (the key as it was opened):
  * all an update sends, so that it changes nothing else (its update mask).
  */
-function changedInput(base: ApiKey, draft: Draft): ApiKeyInput | string {
+function changedInput(base: ApiKey, draft: Draft): ApiKeyInput | Refusal {
   const next = inputOf(draft, false);
-  if (typeof next === "string") return next;
+  if (isRefusal(next)) return next;
   const before = inputOf(draftOf(base), false) as ApiKeyInput;
   const out: Record<string, unknown> = {};
   for (const field of Object.keys(next) as (keyof ApiKeyInput)[]) {
     if (JSON.stringify(next[field]) !== JSON.stringify(before[field])) out[field] = next[field];
+  }
+  // A new expiry must lie ahead; one left as it was may have passed (the key is then expired, and may be edited).
+  if ("expires_at" in out) {
+    const past = pastExpiry(draft, Date.now());
+    if (Object.keys(past).length > 0) return { problems: past };
   }
   return out as ApiKeyInput;
 }
@@ -141,13 +181,15 @@ function curlLine(key: CreatedApiKey): string {
   return `curl -s -H ${shellQuote(`Authorization: Bearer ${key.key}`)} ${shellQuote(`${location.origin}/odata/${path}?$top=5`)}`;
 }
 
-function KeyForm({ draft, setDraft, creating, idPrefix }: { draft: Draft; setDraft: (d: Draft) => void; creating: boolean; idPrefix: string }) {
+function KeyForm({ draft, setDraft, creating, idPrefix, errors }: { draft: Draft; setDraft: (d: Draft) => void; creating: boolean; idPrefix: string; errors: Problems }) {
   const set = (patch: Partial<Draft>) => setDraft({ ...draft, ...patch });
+  const err = (field: string, help?: string) => describedBy(errors[field], `${idPrefix}-${field}-error`, help);
   return (
     <div class="key-fields">
       <div>
         <label for={`${idPrefix}-name`}>Name</label>
-        <input id={`${idPrefix}-name`} value={draft.name} onInput={(e) => set({ name: e.currentTarget.value })} required maxLength={100} />
+        <input id={`${idPrefix}-name`} value={draft.name} onInput={(e) => set({ name: e.currentTarget.value })} required maxLength={100} {...err("name")} />
+        <FieldMessage id={`${idPrefix}-name-error`} error={errors.name} />
       </div>
       {creating && (
         <div>
@@ -161,17 +203,20 @@ function KeyForm({ draft, setDraft, creating, idPrefix }: { draft: Draft; setDra
       )}
       <div>
         <label for={`${idPrefix}-per-minute`}>Requests per minute</label>
-        <input id={`${idPrefix}-per-minute`} inputMode="numeric" value={draft.perMinute} onInput={(e) => set({ perMinute: e.currentTarget.value })} aria-describedby={`${idPrefix}-limits-help`} />
+        <input id={`${idPrefix}-per-minute`} inputMode="numeric" value={draft.perMinute} onInput={(e) => set({ perMinute: e.currentTarget.value })} {...err("per-minute", `${idPrefix}-limits-help`)} />
+        <FieldMessage id={`${idPrefix}-per-minute-error`} error={errors["per-minute"]} />
       </div>
       <div>
         <label for={`${idPrefix}-per-day`}>Requests per day</label>
-        <input id={`${idPrefix}-per-day`} inputMode="numeric" value={draft.perDay} onInput={(e) => set({ perDay: e.currentTarget.value })} aria-describedby={`${idPrefix}-limits-help`} />
+        <input id={`${idPrefix}-per-day`} inputMode="numeric" value={draft.perDay} onInput={(e) => set({ perDay: e.currentTarget.value })} {...err("per-day", `${idPrefix}-limits-help`)} />
         <small id={`${idPrefix}-limits-help`}>Empty: the service default.</small>
+        <FieldMessage id={`${idPrefix}-per-day-error`} error={errors["per-day"]} />
       </div>
       <div>
         <label for={`${idPrefix}-expires`}>Expires at (UTC)</label>
-        <input id={`${idPrefix}-expires`} type="datetime-local" value={draft.expires} onInput={(e) => set({ expires: e.currentTarget.value })} aria-describedby={`${idPrefix}-expires-help`} />
+        <input id={`${idPrefix}-expires`} type="datetime-local" value={draft.expires} onInput={(e) => set({ expires: e.currentTarget.value })} {...err("expires", `${idPrefix}-expires-help`)} />
         <small id={`${idPrefix}-expires-help`}>Empty: never expires.</small>
+        <FieldMessage id={`${idPrefix}-expires-error`} error={errors.expires} />
       </div>
     </div>
   );
@@ -181,11 +226,18 @@ function KeyForm({ draft, setDraft, creating, idPrefix }: { draft: Draft; setDra
 function SecretDialog({ created, onClose }: { created: CreatedApiKey; onClose: () => void }) {
   const ref = useRef<HTMLDialogElement>(null);
   const [copied, setCopied] = useState("");
+  const [confirm, confirmDialog] = useConfirm();
   useEffect(() => {
     ref.current?.showModal();
   }, []);
-  const close = () => {
-    if (!confirm("Close? The secret cannot be shown again: make sure you have stored it.")) return;
+  const close = async () => {
+    const yes = await confirm({
+      title: "Close without the secret?",
+      message: <p>The secret cannot be shown again: make sure you have stored it.</p>,
+      confirm: "Close, I stored it",
+      cancel: "Keep it open",
+    });
+    if (!yes) return;
     ref.current?.close();
     onClose();
   };
@@ -200,13 +252,14 @@ function SecretDialog({ created, onClose }: { created: CreatedApiKey; onClose: (
   const curl =
     created.type === "data" ? curlLine(created) : `curl -s -H ${shellQuote(`Authorization: Bearer ${created.key}`)} ${shellQuote(`${location.origin}/admin/systems`)}`;
   return (
+    <>
     <dialog
       ref={ref}
       class="secret-dialog"
       aria-labelledby="secret-title"
       onCancel={(e) => {
         e.preventDefault();
-        close();
+        void close();
       }}
     >
       <h2 id="secret-title">Key {created.name} created</h2>
@@ -224,10 +277,12 @@ function SecretDialog({ created, onClose }: { created: CreatedApiKey; onClose: (
       <p class="status" role="status">
         {copied}
       </p>
-      <button type="button" onClick={close}>
+      <button type="button" onClick={() => void close()}>
         Close
       </button>
     </dialog>
+    {confirmDialog}
+    </>
   );
 }
 
@@ -247,6 +302,10 @@ export function ApiKeys() {
   const [conflict, setConflict] = useState<Conflict | undefined>(undefined);
   // While the permissions JSON does not parse, the tree holds the last valid permissions: saving would save those, not what is shown.
   const [newJsonError, setNewJsonError] = useState("");
+  /** Field errors of the new-key form and of the editor. */
+  const [newErrors, setNewErrors] = useState<Problems>({});
+  const [editErrors, setEditErrors] = useState<Problems>({});
+  const [confirm, confirmDialog] = useConfirm();
 
   const load = async () => {
     try {
@@ -286,13 +345,28 @@ export function ApiKeys() {
   }, [routedId]);
 
   const fail = (err: unknown) => setError(err instanceof ApiError ? withRequestId(err) : String(err));
+  /** A refused form: the banner in words, each field's message beside it. */
+  const refuse = (err: unknown, notDone: string, setFields: (p: Problems) => void) => {
+    if (!(err instanceof ApiError)) return fail(err);
+    const failure = formFailure(err, placeKeyField, notDone);
+    setError(failure.banner);
+    setFields(failure.fields);
+  };
+  const problems = (found: Problems, notDone: string, setFields: (p: Problems) => void) => {
+    const n = Object.keys(found).length;
+    setError(`${notDone}: ${n === 1 ? "correct the marked field." : `correct the ${n} marked fields.`}`);
+    setFields(found);
+  };
 
   const create = async (event: Event) => {
     event.preventDefault();
     setError("");
     setStatus("");
+    setNewErrors({});
     const input = inputOf(draft, true);
-    if (typeof input === "string") return setError(input);
+    if (isRefusal(input)) return problems(input.problems, "Not created", setNewErrors);
+    const past = pastExpiry(draft, Date.now());
+    if (Object.keys(past).length > 0) return problems(past, "Not created", setNewErrors);
     setBusy(true);
     try {
       const { data } = await keysApi.create(input);
@@ -302,7 +376,7 @@ export function ApiKeys() {
       setStatus(`Key ${data.name} created.`);
       await load();
     } catch (err) {
-      fail(err);
+      refuse(err, "Not created", setNewErrors);
     } finally {
       setBusy(false);
     }
@@ -312,13 +386,14 @@ export function ApiKeys() {
     unlessUnsaved(
       "Leave without saving",
       () => {
-      setEditing(key);
-      setEditDraft(draftOf(key));
-      setEditJsonError("");
-      setConflict(undefined);
-      setError("");
-      setStatus("");
-      if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`, { asked: true });
+        setEditing(key);
+        setEditDraft(draftOf(key));
+        setEditJsonError("");
+        setEditErrors({});
+        setConflict(undefined);
+        setError("");
+        setStatus("");
+        if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`, { asked: true });
       },
       ["key-edit"],
     );
@@ -338,9 +413,10 @@ export function ApiKeys() {
     if (editing === undefined) return;
     setError("");
     setStatus("");
+    setEditErrors({});
     if (editJsonError !== "") return setError(`Fix the permissions JSON first: ${editJsonError}`);
     const input = changedInput(editing, editDraft);
-    if (typeof input === "string") return setError(input);
+    if (isRefusal(input)) return problems(input.problems, "Not saved", setEditErrors);
     if (Object.keys(input).length === 0) return setStatus("Nothing to save: no field was changed.");
     setBusy(true);
     try {
@@ -359,7 +435,7 @@ export function ApiKeys() {
         } catch (again) {
           fail(again);
         }
-      } else fail(err);
+      } else refuse(err, "Not saved", setEditErrors);
     } finally {
       setBusy(false);
     }
@@ -378,7 +454,17 @@ export function ApiKeys() {
   };
 
   const revoke = async (key: ApiKey) => {
-    if (!confirm(`Revoke key ${key.name} (${key.prefix}…)? It stops working at once; this cannot be undone.`)) return;
+    const yes = await confirm({
+      title: `Revoke key ${key.name}?`,
+      message: (
+        <p>
+          The key <code>{key.prefix}…</code> stops working at once; this cannot be undone.
+        </p>
+      ),
+      confirm: "Revoke key",
+      danger: true,
+    });
+    if (!yes) return;
     setError("");
     setStatus("");
     try {
@@ -420,6 +506,7 @@ export function ApiKeys() {
       <p class="status" role="status">
         {status}
       </p>
+      {confirmDialog}
       {created !== undefined && <SecretDialog created={created} onClose={() => setCreated(undefined)} />}
       {!creating ? (
         <button
@@ -438,9 +525,9 @@ export function ApiKeys() {
           New API key
         </button>
       ) : (
-        <form class="inline-form key-form" onSubmit={create} aria-labelledby="new-key-title">
+        <form class="inline-form key-form" onSubmit={create} aria-labelledby="new-key-title" noValidate>
           <h2 id="new-key-title">New API key</h2>
-          <KeyForm draft={draft} setDraft={setDraft} creating idPrefix="new-key" />
+          <KeyForm draft={draft} setDraft={setDraft} creating idPrefix="new-key" errors={newErrors} />
           {draft.type === "data" && (
             <PermissionEditor value={draft.permissions} onChange={(p) => setDraft({ ...draft, permissions: p })} idPrefix="new-perm" onJsonError={setNewJsonError} />
           )}
@@ -470,12 +557,13 @@ export function ApiKeys() {
       )}
       {editing !== undefined && (
         <div class="inline-form key-form">
-          <form onSubmit={save} aria-labelledby="edit-key-title">
+          <form onSubmit={save} aria-labelledby="edit-key-title" noValidate>
             <h2 id="edit-key-title">Edit key {editing.name}</h2>
             <p class="hint">
-              {editing.type} key {editing.prefix}… ({editing.id})
+              {editing.type} key <code>{editing.prefix}…</code> <CopyButton text={editing.prefix} what="key prefix" /> ({editing.id}){" "}
+              <CopyButton text={editing.id} what="key id" />
             </p>
-            <KeyForm draft={editDraft} setDraft={setEditDraft} creating={false} idPrefix="edit-key" />
+            <KeyForm draft={editDraft} setDraft={setEditDraft} creating={false} idPrefix="edit-key" errors={editErrors} />
             {editing.type === "data" && (
               <PermissionEditor value={editDraft.permissions} onChange={(p) => setEditDraft({ ...editDraft, permissions: p })} idPrefix="edit-perm" onJsonError={setEditJsonError} />
             )}
@@ -542,7 +630,7 @@ export function ApiKeys() {
                     <th scope="row">{k.name}</th>
                     <td>{k.type}</td>
                     <td>
-                      <code>{k.prefix}…</code>
+                      <code>{k.prefix}…</code> <CopyButton text={k.prefix} what={`prefix of ${k.name}`} />
                     </td>
                     <td>{when(k.last_used_at, "never")}</td>
                     <td>

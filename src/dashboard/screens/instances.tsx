@@ -5,7 +5,7 @@
  * when typed, and the credentials can be kept, replaced or removed.
  */
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, type System } from "../api.js";
+import { ApiError, api, type System } from "../api.js";
 import {
   instancesApi,
   type AuthType,
@@ -15,6 +15,8 @@ import {
   type Instance,
   type InstanceInput,
 } from "../api-instances.js";
+import { useConfirm } from "./confirm-dialog.js";
+import { FieldMessage, describedBy, formFailure } from "./form-messages.js";
 import { withRequestId } from "./sign-in.js";
 import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
 import "./instances.css";
@@ -56,6 +58,56 @@ function parseServices(text: string): Record<string, { path: string }> {
 }
 
 type AuthChoice = "keep" | AuthType;
+
+/** Which form field shows a server field's error ("" for the banner). */
+function placeInstanceField(field: string): string {
+  const top = field.split(".")[0]!;
+  switch (top) {
+    case "name":
+    case "environment":
+      return top;
+    case "base_url":
+      return "base-url";
+    case "services":
+      return "services";
+    case "sap_client":
+      return "sap-client";
+    case "upstream_connections":
+      return "connections";
+    case "auth": {
+      const inner = field.slice("auth.".length);
+      if (inner === "username") return "username";
+      if (inner === "password" || inner === "token" || inner === "client_secret") return "secret";
+      if (inner === "token_url") return "token-url";
+      if (inner === "client_id") return "client-id";
+      if (inner === "scope") return "scope";
+      return "auth";
+    }
+    default:
+      return "";
+  }
+}
+
+/**
+ * The system that holds the instance named `name` (instance names are unique
+ * across all systems), or undefined when none is found.
+ */
+async function systemHolding(name: string): Promise<System | undefined> {
+  let token = "";
+  do {
+    const page = await api.listSystems(token);
+    for (const system of page.data) {
+      let inner = "";
+      do {
+        const instances = await instancesApi.list(system.id, inner);
+        if (instances.data.some((i) => i.name === name)) return system;
+        inner = instances.nextPageToken ?? "";
+      } while (inner !== "");
+    }
+    token = page.nextPageToken ?? "";
+  } while (token !== "");
+  return undefined;
+}
 
 interface FormState {
   readonly name: string;
@@ -133,6 +185,7 @@ export function Instances({ system }: { readonly system: System }) {
   /** The instance being edited, "new" for the create form, or undefined. */
   const [editing, setEditing] = useState<Instance | "new" | undefined>(undefined);
   const [testing, setTesting] = useState<Instance | undefined>(undefined);
+  const [confirm, confirmDialog] = useConfirm();
 
   const load = async () => {
     try {
@@ -144,6 +197,8 @@ export function Instances({ system }: { readonly system: System }) {
         token = page.nextPageToken ?? "";
       } while (token !== "");
       setInstances(all);
+      // The connection test shows the instance as it is now: a changed instance starts a new panel, without the old result.
+      setTesting((t) => (t === undefined ? t : all.find((i) => i.id === t.id)));
     } catch (err) {
       if (err instanceof ApiError) setError(withRequestId(err));
     }
@@ -156,7 +211,13 @@ export function Instances({ system }: { readonly system: System }) {
   }, [system.id]);
 
   const remove = async (instance: Instance) => {
-    if (!confirm(`Delete instance ${instance.name}? API keys that name it stop reaching it.`)) return;
+    const yes = await confirm({
+      title: `Delete instance ${instance.name}?`,
+      message: <p>API keys that name it stop reaching it. This cannot be undone.</p>,
+      confirm: "Delete instance",
+      danger: true,
+    });
+    if (!yes) return;
     setError("");
     setStatus("");
     try {
@@ -182,6 +243,7 @@ export function Instances({ system }: { readonly system: System }) {
       <p class="status" role="status">
         {status}
       </p>
+      {confirmDialog}
       {instances === undefined ? (
         error === "" && <p aria-busy="true">Loading instances…</p>
       ) : instances.length === 0 ? (
@@ -259,7 +321,7 @@ export function Instances({ system }: { readonly system: System }) {
           onCancel={() => unlessUnsaved("Discard changes", () => setEditing(undefined), ["instance"])}
         />
       )}
-      {testing !== undefined && <ConnectionTestPanel key={testing.id} instance={testing} onClose={() => setTesting(undefined)} />}
+      {testing !== undefined && <ConnectionTestPanel key={`${testing.id} ${testing.etag ?? testing.updated_at}`} instance={testing} onClose={() => setTesting(undefined)} />}
     </section>
   );
 }
@@ -311,6 +373,7 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
   const initial = instance === undefined ? EMPTY : fromInstance(instance);
   const [f, setF] = useState<FormState>(initial);
   const [error, setError] = useState("");
+  const [errors, setErrors] = useState<Readonly<Record<string, string>>>({});
   const [busy, setBusy] = useState(false);
   /** A save refused because the instance changed meanwhile: the instance as it is now, and what changed. */
   const [conflict, setConflict] = useState<{ readonly current: Instance; readonly changed: readonly string[] } | undefined>(undefined);
@@ -338,11 +401,13 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
    */
   const saveAgainst = async (over?: Instance) => {
     setError("");
+    setErrors({});
     let services: Record<string, { path: string }>;
     try {
       services = parseServices(f.services);
     } catch (err) {
-      setError((err as Error).message);
+      setError(`Not ${instance === undefined ? "created" : "saved"}: correct the marked field.`);
+      setErrors({ services: (err as Error).message });
       return;
     }
     const auth = authInput(f);
@@ -381,7 +446,20 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
         } catch (again) {
           if (again instanceof ApiError) setError(withRequestId(again));
         }
-      } else if (err instanceof ApiError) setError(withRequestId(err));
+      } else if (err instanceof ApiError && err.status === 409 && err.details.some((d) => d.field === "name")) {
+        // Instance names are unique across all systems: say which system has this one.
+        const name = body.name ?? "";
+        const holder = await systemHolding(name).catch(() => undefined);
+        const where = holder === undefined ? "another system" : holder.id === system.id ? `this system (${system.name})` : `system ${holder.name}`;
+        setError(
+          `Not ${instance === undefined ? "created" : "saved"}: another instance already has the name ${name}, in ${where}. Instance names are unique across all systems, because API keys and /odata/${name}/… address an instance by its name: choose another name.${err.requestId === "" ? "" : ` (request ${err.requestId})`}`,
+        );
+        setErrors({ name: `Already used by an instance of ${where}.` });
+      } else if (err instanceof ApiError) {
+        const failure = formFailure(err, placeInstanceField, `Not ${instance === undefined ? "created" : "saved"}`);
+        setError(failure.banner);
+        setErrors(failure.fields);
+      }
     } finally {
       setBusy(false);
     }
@@ -389,7 +467,7 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
 
   const secretLabel = f.auth === "basic" ? "Password" : f.auth === "bearer" ? "Token" : "Client secret";
   return (
-    <form class="inline-form instances-form" onSubmit={submit} aria-labelledby={id("form-title")}>
+    <form class="inline-form instances-form" onSubmit={submit} aria-labelledby={id("form-title")} noValidate>
       <h3 id={id("form-title")}>{instance === undefined ? `New instance of ${system.name}` : `Edit instance ${instance.name}`}</h3>
       {error !== "" && (
         <p class="error" role="alert">
@@ -397,10 +475,12 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
         </p>
       )}
       <label for={id("name")}>Instance name</label>
-      <input id={id("name")} value={f.name} onInput={(e) => set({ name: e.currentTarget.value })} required aria-describedby={id("name-help")} />
-      <small id={id("name-help")}>Unique; API keys and /odata/&lt;name&gt;/… address the instance by it.</small>
+      <input id={id("name")} value={f.name} onInput={(e) => set({ name: e.currentTarget.value })} required {...describedBy(errors.name, id("name-error"), id("name-help"))} />
+      <small id={id("name-help")}>Unique across all systems; API keys and /odata/&lt;name&gt;/… address the instance by it.</small>
+      <FieldMessage id={id("name-error")} error={errors.name} />
       <label for={id("environment")}>Environment</label>
-      <input id={id("environment")} value={f.environment} onInput={(e) => set({ environment: e.currentTarget.value })} placeholder="production" />
+      <input id={id("environment")} value={f.environment} onInput={(e) => set({ environment: e.currentTarget.value })} placeholder="production" {...describedBy(errors.environment, id("environment-error"))} />
+      <FieldMessage id={id("environment-error")} error={errors.environment} />
       <label for={id("base-url")}>Base URL</label>
       <input
         id={id("base-url")}
@@ -408,20 +488,22 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
         value={f.baseUrl}
         onInput={(e) => set({ baseUrl: e.currentTarget.value })}
         required
-        aria-describedby={id("base-url-help")}
+        {...describedBy(errors["base-url"], id("base-url-error"), id("base-url-help"))}
       />
       <small id={id("base-url-help")}>The back end's OData root, e.g. https://s4.example.com/sap/opu/odata4/ (no credentials in it).</small>
+      <FieldMessage id={id("base-url-error")} error={errors["base-url"]} />
       <label for={id("services")}>Service paths</label>
       <textarea
         id={id("services")}
         rows={3}
         value={f.services}
         onInput={(e) => set({ services: e.currentTarget.value })}
-        aria-describedby={id("services-help")}
+        {...describedBy(errors["services"], id("services-error"), id("services-help"))}
       />
       <small id={id("services-help")}>
         Optional, one a line: NAME = path under the base URL. A service not listed is reached at base URL/NAME.
       </small>
+      <FieldMessage id={id("services-error")} error={errors["services"]} />
       <label for={id("sap-client")}>SAP client</label>
       <input
         id={id("sap-client")}
@@ -429,9 +511,10 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
         onInput={(e) => set({ sapClient: e.currentTarget.value })}
         inputMode="numeric"
         pattern="[0-9]{3}"
-        aria-describedby={id("sap-client-help")}
+        {...describedBy(errors["sap-client"], id("sap-client-error"), id("sap-client-help"))}
       />
       <small id={id("sap-client-help")}>Optional, three digits (e.g. 100); empty for the back end's default.</small>
+      <FieldMessage id={id("sap-client-error")} error={errors["sap-client"]} />
       <label for={id("connections")}>Connections to the back end</label>
       <input
         id={id("connections")}
@@ -440,11 +523,12 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
         max={4096}
         value={f.connections}
         onInput={(e) => set({ connections: e.currentTarget.value })}
-        aria-describedby={id("connections-help")}
+        {...describedBy(errors["connections"], id("connections-error"), id("connections-help"))}
       />
       <small id={id("connections-help")}>
         Optional: most requests in flight to this back end at once, shared between its services; empty for erplink's default (64).
       </small>
+      <FieldMessage id={id("connections-error")} error={errors["connections"]} />
       <fieldset class="instances-auth">
         <legend>Back-end credentials</legend>
         {hasAuth && (
@@ -453,7 +537,7 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
           </p>
         )}
         <label for={id("auth")}>Credentials</label>
-        <select id={id("auth")} value={f.auth} onChange={(e) => set({ auth: e.currentTarget.value as AuthChoice, secret: "" })}>
+        <select id={id("auth")} {...describedBy(errors.auth, id("auth-error"))} value={f.auth} onChange={(e) => set({ auth: e.currentTarget.value as AuthChoice, secret: "" })}>
           {hasAuth && <option value="keep">Keep the current credentials</option>}
           {(Object.keys(AUTH_LABELS) as AuthType[]).map((t) => (
             <option key={t} value={t}>
@@ -461,20 +545,25 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
             </option>
           ))}
         </select>
+        <FieldMessage id={id("auth-error")} error={errors.auth} />
         {f.auth === "basic" && (
           <>
             <label for={id("username")}>User name</label>
-            <input id={id("username")} value={f.username} onInput={(e) => set({ username: e.currentTarget.value })} required autoComplete="off" />
+            <input id={id("username")} value={f.username} onInput={(e) => set({ username: e.currentTarget.value })} required autoComplete="off" {...describedBy(errors.username, id("username-error"))} />
+            <FieldMessage id={id("username-error")} error={errors.username} />
           </>
         )}
         {f.auth === "oauth2_client_credentials" && (
           <>
             <label for={id("token-url")}>Token URL</label>
-            <input id={id("token-url")} type="url" value={f.tokenUrl} onInput={(e) => set({ tokenUrl: e.currentTarget.value })} required />
+            <input id={id("token-url")} type="url" value={f.tokenUrl} onInput={(e) => set({ tokenUrl: e.currentTarget.value })} required {...describedBy(errors["token-url"], id("token-url-error"))} />
+            <FieldMessage id={id("token-url-error")} error={errors["token-url"]} />
             <label for={id("client-id")}>Client id</label>
-            <input id={id("client-id")} value={f.clientId} onInput={(e) => set({ clientId: e.currentTarget.value })} required autoComplete="off" />
+            <input id={id("client-id")} value={f.clientId} onInput={(e) => set({ clientId: e.currentTarget.value })} required autoComplete="off" {...describedBy(errors["client-id"], id("client-id-error"))} />
+            <FieldMessage id={id("client-id-error")} error={errors["client-id"]} />
             <label for={id("scope")}>Scope</label>
-            <input id={id("scope")} value={f.scope} onInput={(e) => set({ scope: e.currentTarget.value })} />
+            <input id={id("scope")} value={f.scope} onInput={(e) => set({ scope: e.currentTarget.value })} {...describedBy(errors.scope, id("scope-error"))} />
+            <FieldMessage id={id("scope-error")} error={errors.scope} />
           </>
         )}
         {f.auth !== "keep" && f.auth !== "none" && (
@@ -487,9 +576,10 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
               onInput={(e) => set({ secret: e.currentTarget.value })}
               required
               autoComplete="new-password"
-              aria-describedby={id("secret-help")}
+              {...describedBy(errors["secret"], id("secret-error"), id("secret-help"))}
             />
             <small id={id("secret-help")}>Write-only: stored encrypted and never shown again.</small>
+      <FieldMessage id={id("secret-error")} error={errors["secret"]} />
           </>
         )}
       </fieldset>
@@ -525,6 +615,8 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
 function ConnectionTestPanel({ instance, onClose }: { readonly instance: Instance; readonly onClose: () => void }) {
   const [service, setService] = useState(Object.keys(instance.services ?? {})[0] ?? "");
   const [result, setResult] = useState<ConnectionTest | undefined>(undefined);
+  /** The service the shown result is of ("" for the base URL). */
+  const [tested, setTested] = useState("");
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
 
@@ -534,7 +626,9 @@ function ConnectionTestPanel({ instance, onClose }: { readonly instance: Instanc
     setError("");
     setResult(undefined);
     try {
-      setResult((await instancesApi.test(instance.id, service.trim())).data);
+      const named = service.trim();
+      setResult((await instancesApi.test(instance.id, named)).data);
+      setTested(named);
     } catch (err) {
       if (err instanceof ApiError) setError(withRequestId(err));
     } finally {
@@ -551,7 +645,11 @@ function ConnectionTestPanel({ instance, onClose }: { readonly instance: Instanc
         <input
           id="connection-test-service"
           value={service}
-          onInput={(e) => setService(e.currentTarget.value)}
+          onInput={(e) => {
+            setService(e.currentTarget.value);
+            // The result shown was of another service.
+            setResult(undefined);
+          }}
           aria-describedby="connection-test-service-help"
         />
         <small id="connection-test-service-help">With a service, its $metadata is fetched; without, only the base URL is reached.</small>
@@ -594,6 +692,12 @@ function ConnectionTestPanel({ instance, onClose }: { readonly instance: Instanc
                 Requested <code>{result.url}</code>
                 {result.http_status ? `, HTTP ${result.http_status}` : ""}
                 {result.csrf_token === true ? "; the back end issued a CSRF token" : ""}.
+              </p>
+            )}
+            {tested === "" && result.http_status === 404 && (
+              <p class="notice">
+                HTTP 404 at the base URL does not mean it is wrong: many OData back ends (SAP Gateway among them) have nothing at their root. Name a
+                service above, such as API_BUSINESS_PARTNER, and run the test again: erplink then fetches that service's $metadata.
               </p>
             )}
           </>

@@ -98,12 +98,12 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
     const times = series.map((p) => Date.parse(p.start) / 1000);
     const of = (f: (c: UsageCounts) => number) => series.map((p) => f(p.counts ?? {}));
     const requestLines: Line[] = [
-      { label: "Requests", color: "#0b5cad", values: of((c) => count(c.requests)) },
-      { label: "Denied", color: "#b42318", values: of((c) => count(c.denied)) },
-      { label: "Rate limited", color: "#8a4b00", values: of((c) => count(c.rate_limited)), dash: [6, 3] },
+      { label: "Requests", color: "--chart-requests", values: of((c) => count(c.requests)) },
+      { label: "Denied", color: "--chart-denied", values: of((c) => count(c.denied)) },
+      { label: "Rate limited", color: "--chart-rate-limited", values: of((c) => count(c.rate_limited)), dash: [6, 3] },
       {
         label: "Upstream errors",
-        color: "#6b2fa3",
+        color: "--chart-upstream-errors",
         values: of((c) => count(c.upstream_client_errors) + count(c.upstream_server_errors)),
         dash: [2, 3],
       },
@@ -111,7 +111,7 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
     const latencyLines: Line[] = [
       {
         label: "Mean upstream latency (ms)",
-        color: "#1a6b35",
+        color: "--chart-latency",
         values: series.map((p) => {
           const l = p.counts?.upstream_latency;
           const n = count(l?.count);
@@ -148,7 +148,7 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
         <figure>
           <figcaption id="overview-requests-chart">Requests, denials, rate-limited requests and upstream errors per {per}</figcaption>
           <div role="img" aria-labelledby="overview-requests-chart">
-            <Chart times={times} lines={requestLines} yLabel="requests" />
+            <Chart times={times} lines={requestLines} yLabel="requests" integer />
           </div>
         </figure>
         <figure>

@@ -10,6 +10,8 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiError, csrfToken } from "../api.js";
 import { opsApi, when, type SessionInfo } from "../api-ops.js";
 import { signInNotice, signedIn } from "../state.js";
+import { useConfirm } from "./confirm-dialog.js";
+import { CopyButton } from "./copy-button.js";
 import { withRequestId } from "./sign-in.js";
 import "./ops.css";
 
@@ -18,6 +20,7 @@ export function Sessions() {
   const [current, setCurrent] = useState("");
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
+  const [confirm, confirmDialog] = useConfirm();
 
   const load = async (): Promise<void> => {
     const all: SessionInfo[] = [];
@@ -44,9 +47,14 @@ export function Sessions() {
 
   const revoke = async (s: SessionInfo) => {
     const name = s.label ? `${s.label} (${s.id})` : s.id;
-    const question =
-      s.id === current ? `Revoke your current session ${name}? You will be signed out.` : `Revoke session ${name}? Whoever uses it is signed out at once.`;
-    if (!confirm(question)) return;
+    const mine = s.id === current;
+    const yes = await confirm({
+      title: mine ? `Revoke your current session ${name}?` : `Revoke session ${name}?`,
+      message: <p>{mine ? "You will be signed out." : "Whoever uses it is signed out at once."}</p>,
+      confirm: mine ? "Revoke and sign out" : "Revoke session",
+      danger: true,
+    });
+    if (!yes) return;
     setError("");
     setStatus("");
     try {
@@ -79,6 +87,7 @@ export function Sessions() {
       <p class="status" role="status">
         {status}
       </p>
+      {confirmDialog}
       {sessions === undefined ? (
         error === "" && <p aria-busy="true">Loading sessions…</p>
       ) : sessions.length === 0 ? (
@@ -105,7 +114,7 @@ export function Sessions() {
                 <tr key={s.id} class={s.id === current ? "selected" : undefined}>
                   <th scope="row">
                     {s.label ? `${s.label} ` : ""}
-                    <span class="id">{s.id}</span>
+                    <span class="id">{s.id}</span> <CopyButton text={s.id} what="session id" />
                     {s.id === current && <strong class="badge"> this session</strong>}
                   </th>
                   <td>{s.acts_for}</td>

@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api } from "../api.js";
 import { sessionLost, shellEpoch, signInNotice, signedIn } from "../state.js";
 import { unsavedForms } from "../unsaved.js";
+import { describedBy } from "./form-messages.js";
 
 /**
  * The sign-in form: a page of its own, or, with `over`, a modal dialog over
@@ -51,7 +52,7 @@ export function SignIn({ over = false }: { readonly over?: boolean }) {
 
   const notice = signInNotice.value;
   const form = (
-    <form onSubmit={submit} aria-describedby="sign-in-help" autocomplete="off">
+    <form onSubmit={submit} aria-describedby="sign-in-help" autocomplete="off" noValidate>
       <h2 id="sign-in-title">{over ? "Sign in again" : "Sign in"}</h2>
       <p id="sign-in-help">
         {over
@@ -64,19 +65,9 @@ export function SignIn({ over = false }: { readonly over?: boolean }) {
         </p>
       )}
       <label for="key">Admin key</label>
-      <input
-        id="key"
-        ref={input}
-        type="password"
-        name="key"
-        autocomplete="off"
-        spellcheck={false}
-        required
-        aria-invalid={error !== ""}
-        aria-errormessage={error !== "" ? "sign-in-error" : undefined}
-      />
+      <input id="key" ref={input} type="password" name="key" autocomplete="off" spellcheck={false} required {...describedBy(error, "sign-in-error")} />
       {error !== "" && (
-        <p id="sign-in-error" class="error" role="alert">
+        <p id="sign-in-error" class="error field-error" role="alert">
           {error}
         </p>
       )}
