@@ -1,5 +1,5 @@
 /** The signed-in frame: navigation, sign-out and the current screen. */
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api } from "./api.js";
 import type { ComponentType } from "preact";
 import { ApiKeys } from "./screens/api-keys.js";
@@ -93,7 +93,7 @@ export function Shell() {
 function LeaveDialog() {
   const dialog = useRef<HTMLDialogElement>(null);
   const question = leaveQuestion.value;
-  useEffect(() => {
+  useLayoutEffect(() => {
     const d = dialog.current;
     if (d === null) return;
     if (question !== undefined && !d.open) d.showModal();

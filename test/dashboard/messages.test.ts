@@ -136,7 +136,9 @@ if (browserAvailable("dashboard messages suite")) {
       /^Not created: another instance already has the name main, in system s4-qa\. Instance names are unique across all systems, because API keys and \/odata\/main\/… address an instance by its name: choose another name\. \(request req_[^)]+\)$/,
     );
     assert.is(await form.getByLabel("Instance name").getAttribute("aria-invalid"), "true");
+    // What was typed is not saved: Cancel asks before dropping it.
     await form.getByRole("button", { name: "Cancel" }).click();
+    await page.getByRole("dialog", { name: "Unsaved changes" }).getByRole("button", { name: "Discard changes" }).click();
   });
 
   test("connection test: a 404 at the root without a service is explained; an old result goes when the instance changes", async () => {

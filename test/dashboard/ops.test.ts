@@ -201,6 +201,7 @@ if (browserAvailable("dashboard logs/audit/sessions suite")) {
 
     await revokeOther.click();
     const ask = page.getByRole("dialog", { name: `Revoke session nightly export (${other.body.data.id})?` });
+    await ask.waitFor();
     await page.keyboard.press("Escape");
     await ask.waitFor({ state: "detached" });
     await page.waitForTimeout(200);

@@ -8,7 +8,7 @@
  * `if (!(await ask({...}))) return;` where `window.confirm()` was.
  */
 import type { ComponentChildren, VNode } from "preact";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 /** What a confirmation asks. */
 export interface ConfirmRequest {
@@ -60,7 +60,8 @@ let serial = 0;
 function ConfirmDialog({ request, onAnswer }: { readonly request: ConfirmRequest; readonly onAnswer: (yes: boolean) => void }) {
   const ref = useRef<HTMLDialogElement>(null);
   const [id] = useState(() => `confirm-${++serial}`);
-  useEffect(() => {
+  // Modal as soon as it is in the page (a layout effect, not a frame later): a key pressed at once, Escape, reaches it.
+  useLayoutEffect(() => {
     const el = ref.current;
     if (el === null) return;
     const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
