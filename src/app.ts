@@ -132,6 +132,7 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     masterKey,
     encryptionKey,
     adminLimits: config.adminLimits,
+    adminSessionLimits: config.adminSessionLimits,
     dataLimits: config.dataLimits,
     logRetentionMs: config.logRetentionDays * 86_400_000,
     logMaxEntries: config.logMaxEntries,

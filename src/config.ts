@@ -31,8 +31,10 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** Origins whose browser pages may call the RPC endpoints (CORS; `ERPLINK_CORS_ORIGINS`); empty: none. */
   readonly corsOrigins: readonly string[];
-  /** Budget of each admin token (the master key and every admin key). */
+  /** Budget of each admin token (the master key and every admin key) when it is presented as a bearer token. */
   readonly adminLimits: { readonly perMinute: number; readonly perDay: number };
+  /** Budget of each session (`ses_…`), apart from the budget of the key it acts for. */
+  readonly adminSessionLimits: { readonly perMinute: number; readonly perDay: number };
   /** Limits of data keys that set none of their own. */
   readonly dataLimits: { readonly perMinute: number; readonly perDay: number };
   /** How often batched `last_used_at` times are written (ms). */
@@ -226,6 +228,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): C
     adminLimits: {
       perMinute: int("ERPLINK_ADMIN_RATE_PER_MINUTE", 100, 1, 1_000_000_000),
       perDay: int("ERPLINK_ADMIN_RATE_PER_DAY", 10_000, 1, 1_000_000_000),
+    },
+    // A dashboard page makes a burst of reads when it opens: its session has a larger budget of its
+    // own, so that a script spending its key's budget does not lock the dashboard out (nor the reverse).
+    adminSessionLimits: {
+      perMinute: int("ERPLINK_ADMIN_SESSION_RATE_PER_MINUTE", 600, 1, 1_000_000_000),
+      perDay: int("ERPLINK_ADMIN_SESSION_RATE_PER_DAY", 50_000, 1, 1_000_000_000),
     },
     dataLimits: {
       perMinute: int("ERPLINK_DATA_RATE_PER_MINUTE", 600, 1, 1_000_000_000),

@@ -78,6 +78,8 @@ export interface World {
 /** Options of {@link createWorld}. */
 export interface WorldOptions {
   readonly adminLimits?: Limits;
+  /** Each session's admin budget (apart from its key's). */
+  readonly adminSessionLimits?: Limits;
   readonly dataLimits?: Limits;
   readonly upstreamTimeoutMs?: number;
   /** `ERPLINK_UPSTREAM_CONNECTIONS`: most requests in flight to one instance's back end. */
@@ -108,6 +110,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World & {
     masterKey: MASTER_KEY,
     encryptionKey: ENCRYPTION_KEY,
     adminLimits: options.adminLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
+    adminSessionLimits: options.adminSessionLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
     dataLimits: options.dataLimits ?? { perMinute: 100_000, perDay: 1_000_000 },
     logRetentionMs: 30 * 86_400_000,
     clock,

@@ -61,3 +61,27 @@ ExtAuthzToken("shorter than 32 printable characters, or with spaces, is refused,
 });
 
 ExtAuthzToken.run();
+
+const SessionBudget = suite("config: ERPLINK_ADMIN_SESSION_RATE_PER_MINUTE and _PER_DAY");
+
+SessionBudget("unset: 600 a minute and 50,000 a day, above the admin tokens' 100 and 10,000; set: as given, apart from them", () => {
+  const c = loadConfig({});
+  assert.equal([c.adminLimits, c.adminSessionLimits], [{ perMinute: 100, perDay: 10_000 }, { perMinute: 600, perDay: 50_000 }]);
+  const set = loadConfig({ ERPLINK_ADMIN_SESSION_RATE_PER_MINUTE: "30", ERPLINK_ADMIN_SESSION_RATE_PER_DAY: "900", ERPLINK_ADMIN_RATE_PER_MINUTE: "7" });
+  assert.equal([set.adminLimits, set.adminSessionLimits], [{ perMinute: 7, perDay: 10_000 }, { perMinute: 30, perDay: 900 }]);
+});
+
+SessionBudget("0 or a non-integer is refused, naming the variable", () => {
+  try {
+    loadConfig({ ERPLINK_ADMIN_SESSION_RATE_PER_MINUTE: "0", ERPLINK_ADMIN_SESSION_RATE_PER_DAY: "lots" });
+    assert.unreachable("accepted");
+  } catch (err) {
+    assert.instance(err, ConfigError);
+    assert.is(
+      (err as Error).message,
+      'invalid configuration:\n  - ERPLINK_ADMIN_SESSION_RATE_PER_MINUTE must be an integer from 1 to 1000000000 (got "0")\n  - ERPLINK_ADMIN_SESSION_RATE_PER_DAY must be an integer from 1 to 1000000000 (got "lots")',
+    );
+  }
+});
+
+SessionBudget.run();

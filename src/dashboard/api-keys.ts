@@ -71,6 +71,21 @@ export interface ServiceCatalog {
   readonly operations?: readonly CatalogOperation[];
 }
 
+/** One service of one instance, as {@link keysApi.catalogs} asks for it. */
+export interface CatalogPair {
+  readonly instance_id: string;
+  readonly service: string;
+}
+
+/** The answer for one pair: its catalog, or why there is none (in words). */
+export interface CatalogResult extends CatalogPair {
+  readonly catalog?: ServiceCatalog;
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** Most pairs one `POST /admin/catalogs:batchGet` takes. */
+export const MAX_CATALOG_PAIRS = 100;
+
 export interface AccessDecision {
   readonly entity_set: string;
   readonly operation: string;
@@ -136,4 +151,17 @@ export const keysApi = {
   },
   catalog: (instanceId: string, service: string) =>
     call<ServiceCatalog>("GET", `/admin/instances/${enc(instanceId)}/services/${enc(service)}/catalog`),
+  /**
+   * The catalogs of many (instance, service) pairs, one admin call per
+   * {@link MAX_CATALOG_PAIRS}: one result per pair, in order, each its
+   * catalog or its own error, so that one failing back end fails no other.
+   */
+  catalogs: async (pairs: readonly CatalogPair[]): Promise<CatalogResult[]> => {
+    const out: CatalogResult[] = [];
+    for (let i = 0; i < pairs.length; i += MAX_CATALOG_PAIRS) {
+      const services = pairs.slice(i, i + MAX_CATALOG_PAIRS).map(({ instance_id, service }) => ({ instance_id, service }));
+      out.push(...(await call<CatalogResult[]>("POST", "/admin/catalogs:batchGet", { body: { services }, idempotent: true })).data);
+    }
+    return out;
+  },
 };

@@ -2,8 +2,11 @@
  * A small typed client for erplink's `/admin` API, as the dashboard uses it:
  * the session cookie travels by itself (`credentials: "same-origin"`), the
  * CSRF header is read from the `__Host-erplink_csrf` cookie, the envelope is
- * unwrapped, and a 401 sends the user back to sign-in with the server's words.
+ * unwrapped, a 401 sends the user back to sign-in with the server's words,
+ * and a read refused with 429 waits the `Retry-After` it was given and tries
+ * again by itself, while {@link busyRetry} counts the wait down for the page.
  */
+import { signal } from "@preact/signals";
 
 /** A field error from the envelope's `details`. */
 export interface ErrorDetail {
@@ -83,10 +86,89 @@ interface RequestOptions {
   readonly signingIn?: boolean;
   /** The etag the change was made against (`If-Match`): a resource changed meanwhile is refused with 412. */
   readonly ifMatch?: string;
+  /** A read sent with POST (a batch get): retried after a 429 as a GET is. */
+  readonly idempotent?: boolean;
 }
 
-/** One `/admin` call; resolves with the unwrapped data or throws {@link ApiError}. */
+/**
+ * Seconds until the next retry of a read that erplink refused with 429
+ * (the longest wait when several are pending); 0 when none waits. The
+ * shell shows it: "erplink is busy: retrying in N s".
+ */
+export const busyRetry = signal(0);
+
+/** Most retries of one read after 429s, and the most it waits in all (s). */
+const MAX_RETRIES = 3;
+const MAX_RETRY_WAIT_S = 60;
+
+/** When each pending retry is due (ms since the epoch). */
+const retriesDue = new Set<number>();
+let ticker: ReturnType<typeof setInterval> | undefined;
+
+/** Sets {@link busyRetry} from the pending retries; stops ticking when none is left. */
+function tick(): void {
+  const now = Date.now();
+  let longest = 0;
+  for (const due of retriesDue) longest = Math.max(longest, Math.ceil((due - now) / 1000));
+  busyRetry.value = Math.max(longest, retriesDue.size > 0 ? 1 : 0);
+  if (retriesDue.size === 0 && ticker !== undefined) {
+    clearInterval(ticker);
+    ticker = undefined;
+  }
+}
+
+/** Waits `seconds`, counted down in {@link busyRetry}. */
+async function waitToRetry(seconds: number): Promise<void> {
+  const due = Date.now() + seconds * 1000;
+  retriesDue.add(due);
+  ticker ??= setInterval(tick, 250);
+  tick();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  retriesDue.delete(due);
+  tick();
+}
+
+/** `Retry-After` in whole seconds (its delta-seconds form), or undefined. */
+function retryAfterOf(res: Response): number | undefined {
+  const value = res.headers.get("retry-after");
+  return value !== null && /^\d{1,6}$/.test(value) ? Number(value) : undefined;
+}
+
+/**
+ * One `/admin` call; resolves with the unwrapped data or throws {@link ApiError}.
+ * A read (GET, or `idempotent`) refused with 429 and a `Retry-After` waits
+ * that long and is sent again, at most {@link MAX_RETRIES} times and
+ * {@link MAX_RETRY_WAIT_S} seconds in all; a write is never sent again by
+ * itself: its error says how long to wait, in words.
+ */
 export async function call<T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResult<T>> {
+  const retries = method === "GET" || options.idempotent === true;
+  let waited = 0;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await callOnce<T>(method, path, options);
+    } catch (err) {
+      if (!(err instanceof RateLimited)) throw err;
+      const wait = err.retryAfter;
+      if (!retries || wait === undefined || attempt >= MAX_RETRIES || waited + wait > MAX_RETRY_WAIT_S) throw err.error;
+      waited += wait;
+      await waitToRetry(wait);
+    }
+  }
+}
+
+/** A 429 answer: the error to show, and its `Retry-After` in seconds. */
+class RateLimited extends Error {
+  constructor(
+    readonly error: ApiError,
+    readonly retryAfter: number | undefined,
+  ) {
+    super(error.message);
+  }
+}
+
+/** One exchange of {@link call}: throws {@link RateLimited} for a 429. */
+async function callOnce<T>(method: string, path: string, options: RequestOptions): Promise<ApiResult<T>> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (options.bearer !== undefined) headers.authorization = `Bearer ${options.bearer}`;
   else {
@@ -126,6 +208,15 @@ export async function call<T>(method: string, path: string, options: RequestOpti
     // any port, can overwrite it): no call, sign-out included, can succeed,
     // so sign in again, which sets both cookies anew.
     else if (res.status === 403 && options.bearer === undefined && CSRF_REFUSAL.test(err.message)) onSignedOut(`${err.message}: sign in again`);
+    if (res.status === 429) {
+      const retryAfter = retryAfterOf(res);
+      const write = method !== "GET" && options.idempotent !== true && options.signingIn !== true;
+      // A write is not sent again blindly (it may be one of many changes): the admin decides, told how long to wait.
+      const shown = write
+        ? new ApiError(429, err.code, retryAfter === undefined ? "Too many changes at once: try again shortly" : `Too many changes at once: try again in ${retryAfter} s`, err.requestId, err.details)
+        : err;
+      throw new RateLimited(shown, retryAfter);
+    }
     throw err;
   }
   return {

@@ -1,6 +1,6 @@
 /** The signed-in frame: navigation, sign-out and the current screen. */
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import { ApiError, api } from "./api.js";
+import { ApiError, api, busyRetry } from "./api.js";
 import type { ComponentType } from "preact";
 import { ApiKeys } from "./screens/api-keys.js";
 import { Audit } from "./screens/audit.js";
@@ -22,6 +22,16 @@ const SCREENS: readonly { readonly path: string; readonly title: string; readonl
   { path: "audit", title: "Audit", screen: Audit },
   { path: "sessions", title: "Sessions", screen: Sessions },
 ];
+
+/** While a refused read waits to be retried: the countdown (its own component, so that only it renders each second). */
+function BusyNotice() {
+  const seconds = busyRetry.value;
+  return seconds > 0 ? (
+    <p class="notice" role="status">
+      erplink is busy: retrying in {seconds} s
+    </p>
+  ) : null;
+}
 
 export function Shell() {
   const [error, setError] = useState("");
@@ -76,6 +86,7 @@ export function Shell() {
           Sign out
         </button>
       </header>
+      <BusyNotice />
       {error !== "" && (
         <p class="error" role="alert">
           {error}

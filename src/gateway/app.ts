@@ -781,7 +781,9 @@ function registerRoute(app: FastifyInstance, route: RestRoute, options: GatewayO
     handler: async (req, reply) => {
       const json: Record<string, unknown> = {};
       const details: ErrorDetail[] = [];
-      if (route.body && bodyExtras.size === 0) {
+      if (route.body?.field === "*") {
+        Object.assign(json, fromRestJson(route.body.schema, req.body as JsonValue));
+      } else if (route.body && bodyExtras.size === 0) {
         json[route.body.field] = fromRestJson(route.body.schema, req.body as JsonValue);
       } else if (route.body) {
         // One JSON object, two destinations: the extras are the request's own fields.

@@ -136,6 +136,7 @@ function fieldSchema(field: DescField, options: SchemaOptions): JsonSchema {
               ? { type: "string", enum: restEnumNames(field.enum) }
               : messageSchema(field.message, nested(options)),
       };
+      if (options.constraints && rules.maxItems > 0) schema.maxItems = rules.maxItems;
       break;
     case "map": {
       const value =

@@ -89,12 +89,13 @@ const LOCATION_HEADER = {
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
-function envelope(data: JsonSchema, list: boolean): JsonSchema {
+/** The success envelope of `data`; `paged`: its meta may carry `nextPageToken`. */
+function envelope(data: JsonSchema, paged: boolean): JsonSchema {
   const meta: JsonSchema = {
     type: "object",
     properties: {
       requestId: { type: "string", description: "Id of this request, as in the `X-Request-Id` header." },
-      ...(list
+      ...(paged
         ? { nextPageToken: { type: "string", description: "Pass as `page_token` for the next page; absent on the last." } }
         : {}),
     },
@@ -215,7 +216,7 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
           ...(answersEtag(route) ? ETAG_HEADER : {}),
           ...RESPONSE_HEADERS,
         },
-        content: { "application/json": { schema: envelope(data, route.list === true) } },
+        content: { "application/json": { schema: envelope(data, route.rpc.output.fields.some((f) => f.name === "next_page_token")) } },
       },
     };
     const errors = {

@@ -13,7 +13,12 @@ import {
   ExplanationSchema,
   ServiceCatalogSchema,
 } from "../gen/erplink/admin/v1/diagnostics_pb.js";
-import { InstanceSchema, InstanceService } from "../gen/erplink/admin/v1/instance_pb.js";
+import {
+  BatchGetServiceCatalogsRequestSchema,
+  InstanceSchema,
+  InstanceService,
+  ServiceCatalogResultSchema,
+} from "../gen/erplink/admin/v1/instance_pb.js";
 import { LogService, RequestLogSchema } from "../gen/erplink/admin/v1/request_log_pb.js";
 import { AuthorizationService } from "../gen/erplink/authz/v1/authorization_pb.js";
 import { SessionSchema, SessionService } from "../gen/erplink/admin/v1/session_pb.js";
@@ -56,7 +61,9 @@ export interface RestRoute {
   /** Largest `page_size` of a list (default 500). */
   readonly maxPageSize?: number;
   /**
-   * The request field the JSON body fills, and its message. With `patch`, the
+   * The request field the JSON body fills, and its message; `*`: the body is
+   * the request message itself (`schema` is then the RPC's input), as
+   * grpc-gateway's `body: "*"`. With `patch`, the
    * body's top-level keys become the update mask named by `patch`. With
    * `optional`, a request with neither a body nor a `Content-Type` is as `{}`.
    */
@@ -82,7 +89,7 @@ export interface RestRoute {
   readonly merge?: readonly string[];
   /** The resource message of `data` (an array of it for lists). */
   readonly resource: DescMessage;
-  /** Whether `data` is a list whose response has `next_page_token`. */
+  /** Whether `data` is a list (an array of `resource`); a response's `next_page_token`, when it has one, becomes `meta.nextPageToken`. */
   readonly list?: boolean;
   /** Status of a success. */
   readonly status: 200 | 201;
@@ -466,6 +473,28 @@ export const ROUTES: readonly RestRoute[] = [
   },
   {
     method: "POST",
+    path: "/admin/catalogs:batchGet",
+    rpc: InstanceService.method.batchGetServiceCatalogs,
+    summary: "Get the catalogs of several services, of one instance or several, in one call (each answered with its catalog or its own error)",
+    tag: "Instances",
+    body: {
+      field: "*",
+      schema: BatchGetServiceCatalogsRequestSchema,
+      example: {
+        services: [
+          { instance_id: "ins_01KA0000000000000000000000", service: "API_BUSINESS_PARTNER" },
+          { instance_id: "ins_01KA0000000000000000000000", service: "API_SALES_ORDER_SRV" },
+        ],
+      },
+    },
+    data: "results",
+    list: true,
+    resource: ServiceCatalogResultSchema,
+    status: 200,
+    auth: "admin",
+  },
+  {
+    method: "POST",
     path: "/admin/instances/{id}/test",
     rpc: InstanceService.method.testInstanceConnection,
     summary: "Test the connection to an instance's back end, step by step",
@@ -507,7 +536,7 @@ function idPatterns(ids: Readonly<Record<string, IdPrefix>>): Record<string, Par
   return Object.fromEntries(Object.entries(ids).map(([param, prefix]) => [param, { pattern: idPattern(prefix) }]));
 }
 
-/** The Fastify form of an OpenAPI path: `{id}` -> `:id`. */
+/** The Fastify form of an OpenAPI path: `{id}` -> `:id`; a literal `:` (a custom method's, `:batchGet`) -> `::`. */
 export function fastifyPath(path: string): string {
-  return path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ":$1");
+  return path.replace(/:/g, "::").replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ":$1");
 }

@@ -167,9 +167,21 @@ export interface AdminGate {
 export interface AdminGateOptions {
   readonly authenticator: Authenticator;
   readonly limiter: RateLimiter;
-  /** The budget of each admin token (the master key and every admin key, separately). */
+  /** The budget of each admin token (the master key and every admin key, separately) presented as a bearer token. */
   readonly limits: Limits;
+  /**
+   * The budget of each session, counted apart from its key's: a script's
+   * burst with a key does not lock that key's dashboard sessions out, and a
+   * session's page loads do not spend the key's budget.
+   */
+  readonly sessionLimits: Limits;
   readonly clock: () => Date;
+}
+
+/** The rate-limit subject a principal's calls count on, and its limits: its session's, else its token's. */
+export function budgetOf(principal: Principal, options: Pick<AdminGateOptions, "limits" | "sessionLimits">): { readonly subject: string; readonly limits: Limits } {
+  if (principal.sessionId !== undefined) return { subject: `admin-session:${principal.sessionId}`, limits: options.sessionLimits };
+  return { subject: principal.kind === "master" ? "admin:master" : `admin:${principal.keyId}`, limits: options.limits };
 }
 
 /** Creates the admin gate. */
@@ -177,12 +189,14 @@ export function createAdminGate(options: AdminGateOptions): AdminGate {
   const admit = async (authorization: string | null | undefined, count: boolean): Promise<Admission> => {
     const principal = await options.authenticator.authenticate(authorization);
     if (!count) return { principal, headers: {} };
-    const subject = principal.kind === "master" ? "admin:master" : `admin:${principal.keyId}`;
-    const result = await options.limiter.consume(subject, options.limits);
+    const { subject, limits } = budgetOf(principal, options);
+    const result = await options.limiter.consume(subject, limits);
     const headers = rateLimitHeaders(result, options.clock());
     if (!result.allowed) {
+      // Which budget is spent, in words: a session's own, or its token's.
+      const which = principal.sessionId !== undefined ? "session" : "admin";
       throw new ConnectError(
-        `admin rate limit exceeded; retry in ${result.retryAfterSeconds} s`,
+        `${which} rate limit exceeded; retry in ${result.retryAfterSeconds} s`,
         Code.ResourceExhausted,
         { ...headers, [PRINCIPAL_HEADER]: principalId(principal) },
       );

@@ -4,15 +4,21 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
 import {
+  BatchGetServiceCatalogsRequestSchema,
+  BatchGetServiceCatalogsResponseSchema,
   CreateInstanceResponseSchema,
   DeleteInstanceResponseSchema,
   GetInstanceResponseSchema,
   GetServiceCatalogResponseSchema,
   InstanceSchema,
   ListInstancesResponseSchema,
+  ServiceCatalogErrorSchema,
+  ServiceCatalogResultSchema,
   TestInstanceConnectionResponseSchema,
   UpdateInstanceResponseSchema,
+  type BatchGetServiceCatalogsRequest,
   type CreateInstanceRequest,
   type DeleteInstanceRequest,
   type GetInstanceRequest,
@@ -20,6 +26,7 @@ import {
   type Instance,
   type InstanceService,
   type ListInstancesRequest,
+  type ServiceCatalogResult,
   type TestInstanceConnectionRequest,
   type UpdateInstanceRequest,
 } from "../gen/erplink/admin/v1/instance_pb.js";
@@ -228,6 +235,48 @@ export class InstanceServiceImpl implements ServiceImpl<typeof InstanceService> 
       if (rec === undefined) throw notFound("ins", req.id);
       const catalog = await requireDiagnostics(this.deps).catalog(upstreamInstance(rec, this.deps.secrets), req.service);
       return create(GetServiceCatalogResponseSchema, { catalog });
+    });
+  }
+
+  batchGetServiceCatalogs(req: BatchGetServiceCatalogsRequest) {
+    return translate(names, async () => {
+      assertValidForCreate(BatchGetServiceCatalogsRequestSchema, req);
+      const diagnostics = requireDiagnostics(this.deps);
+      // Each instance is read once, however many of its services are asked for.
+      const records = new Map<string, Promise<InstanceRecord | undefined>>();
+      const instance = (id: string) => {
+        let rec = records.get(id);
+        if (rec === undefined) {
+          rec = this.deps.store.instances.get(id);
+          records.set(id, rec);
+        }
+        return rec;
+      };
+      // All at once: the $metadata fetches count against each instance's
+      // connection limit (ERPLINK_UPSTREAM_CONNECTIONS or its own), which
+      // bounds what one call asks of a back end, and a hung back end then
+      // costs the call one upstream timeout, not one per service.
+      const results = await Promise.all(
+        req.services.map(async ({ instanceId, service }): Promise<ServiceCatalogResult> => {
+          try {
+            const catalog = await translate(names, async () => {
+              requireId("ins", instanceId, "instance_id");
+              if (service === "") throw validationError([{ field: "service", description: "is required" }]);
+              const rec = await instance(instanceId);
+              if (rec === undefined) throw notFound("ins", instanceId);
+              return diagnostics.catalog(upstreamInstance(rec, this.deps.secrets), service);
+            });
+            return create(ServiceCatalogResultSchema, { instanceId, service, result: { case: "catalog", value: catalog } });
+          } catch (err) {
+            const ce = ConnectError.from(err);
+            // Unexpected: the whole call fails, masked and logged, as any call's would.
+            if (ce.code === Code.Internal || ce.code === Code.Unknown) throw ce;
+            const error = create(ServiceCatalogErrorSchema, { code: codeToString(ce.code), message: ce.rawMessage });
+            return create(ServiceCatalogResultSchema, { instanceId, service, result: { case: "error", value: error } });
+          }
+        }),
+      );
+      return create(BatchGetServiceCatalogsResponseSchema, { results });
     });
   }
 

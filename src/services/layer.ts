@@ -23,14 +23,19 @@ import type { Limits } from "./rate-limiter.js";
 import { PUBLIC_SERVICES, createRoutes } from "./routes.js";
 import { masterFingerprint } from "../schema/session-token.js";
 
+/** A session's admin budget when none is configured (ERPLINK_ADMIN_SESSION_RATE_PER_MINUTE / _PER_DAY's defaults). */
+export const DEFAULT_ADMIN_SESSION_LIMITS: Limits = Object.freeze({ perMinute: 600, perDay: 50_000 });
+
 /** Options of {@link createServiceLayer}. */
 export interface ServiceLayerOptions extends Omit<ServiceSettings, "onBackgroundError" | "sessionPolicy"> {
   readonly masterKey: string;
   /** Session expiry (ms): idle and absolute; defaults 30 min and 12 h. */
   readonly sessionIdleMs?: number;
   readonly sessionMaxMs?: number;
-  /** Budget of each admin token. */
+  /** Budget of each admin token presented as a bearer token. */
   readonly adminLimits: Limits;
+  /** Budget of each session, apart from its key's (default: 600 a minute, 50,000 a day). */
+  readonly adminSessionLimits?: Limits;
   /** Where masked errors and failed background writes are reported. */
   readonly log: ErrorLog;
   /** How long request-log entries are kept (ms). */
@@ -97,6 +102,7 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     }),
     limiter: deps.limiter,
     limits: options.adminLimits,
+    sessionLimits: options.adminSessionLimits ?? DEFAULT_ADMIN_SESSION_LIMITS,
     clock: deps.clock,
   });
   const errorLog = createErrorLogInterceptor(options.log);

@@ -126,6 +126,13 @@ function checkField(msg: Message, field: DescField, out: Violation[], now: Date,
     }
     return;
   }
+  if (field.fieldKind === "list") {
+    const count = (value as readonly unknown[]).length;
+    if (rules.maxItems > 0 && count > rules.maxItems) {
+      out.push({ field: name, description: `must have at most ${rules.maxItems} entries (got ${count})` });
+    }
+    return;
+  }
   if (field.fieldKind === "map") {
     const entries = Object.entries(value as Record<string, unknown>);
     if (rules.maxPairs > 0 && entries.length > rules.maxPairs) {

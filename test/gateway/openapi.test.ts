@@ -221,7 +221,26 @@ OpenApi("every 201 declares the Location header; every body example is accepted 
       tried++;
     }
   }
-  assert.is(tried, 9, "create and update of systems, instances and API keys, a session, an explanation, a connection test");
+  assert.is(tried, 10, "create and update of systems, instances and API keys, a session, an explanation, a connection test, a batch of catalogs");
+});
+
+OpenApi("POST /admin/catalogs:batchGet: the request message as the body (at most 100 services), an array of results, each a catalog or an error, and no page token", ({ doc }) => {
+  const op = doc.paths["/admin/catalogs:batchGet"].post;
+  assert.is(op.operationId, "BatchGetServiceCatalogs");
+  assert.is(op.description, docs["erplink.admin.v1.InstanceService.BatchGetServiceCatalogs"]);
+  assert.equal(op.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/BatchGetServiceCatalogsRequest" });
+  const body = doc.components.schemas.BatchGetServiceCatalogsRequest;
+  assert.equal(Object.keys(body.properties), ["services"]);
+  assert.equal([body.properties.services.type, body.properties.services.maxItems, body.additionalProperties], ["array", 100, false]);
+  assert.equal(Object.keys(body.properties.services.items.properties), ["instance_id", "service"]);
+  const envelope = op.responses["200"].content["application/json"].schema;
+  assert.equal(envelope.properties.data, { type: "array", items: { $ref: "#/components/schemas/ServiceCatalogResult" } });
+  assert.equal(Object.keys(envelope.properties.meta.properties), ["requestId"]);
+  const result = doc.components.schemas.ServiceCatalogResult;
+  assert.equal(Object.keys(result.properties), ["instance_id", "service", "catalog", "error"]);
+  assert.equal(Object.keys(result.properties.error.properties), ["code", "message"]);
+  // Per-pair failures are answers, not statuses: no 502 or 504 for the call.
+  assert.equal(Object.keys(op.responses).sort(), ["200", "400", "401", "403", "404", "405", "409", "413", "415", "429", "500", "503"]);
 });
 
 OpenApi("etags: PATCH and DELETE of systems, instances and API keys take If-Match and may answer 412; every answer holding one of them declares ETag; a PATCH body may carry etag", ({ doc }) => {

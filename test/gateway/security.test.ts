@@ -5,7 +5,7 @@
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ROUTES, fastifyPath } from "../../src/gateway/route-table.js";
+import { ROUTES } from "../../src/gateway/route-table.js";
 import { MASTER_KEY, createWorld, type World } from "../../test-support/world.js";
 
 const Security = suite<{ world: World }>("admin authentication");
@@ -19,9 +19,10 @@ Security.after(async (ctx) => {
 
 /** A concrete URL for a route: ids of the right type, so only auth can fail. */
 function urlOf(path: string): string {
-  return fastifyPath(path)
-    .replace("/admin/systems/:id", "/admin/systems/sys_00000000000000000000000000")
-    .replace("/admin/instances/:id", "/admin/instances/ins_00000000000000000000000000");
+  return path
+    .replace("/admin/systems/{id}", "/admin/systems/sys_00000000000000000000000000")
+    .replace("/admin/instances/{id}", "/admin/instances/ins_00000000000000000000000000")
+    .replace(/\{([a-z_]+)\}/g, ":$1");
 }
 
 const BAD_TOKENS: [string, Record<string, string>, string][] = [

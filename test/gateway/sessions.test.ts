@@ -290,15 +290,20 @@ it("DELETE /admin/sessions/{id} and /current: the token stops at once; an admin 
   );
 });
 
-it("a session counts against the admin budget of the key it acts for", async () => {
-  const w = await createWorld({ adminLimits: { perMinute: 3, perDay: 1000 } });
+it("a session counts on its own admin budget, not on the key it acts for: each spends apart", async () => {
+  const w = await createWorld({ adminLimits: { perMinute: 3, perDay: 1000 }, adminSessionLimits: { perMinute: 2, perDay: 1000 } });
   try {
-    const s = await createSession(w); // 1
-    assert.is((await get(w, "/admin/systems", bearer(s.token))).statusCode, 200); // 2
-    const third = await get(w, "/admin/systems", bearer(s.token)); // 3
-    assert.is(third.headers["x-ratelimit-remaining"], "0");
+    const s = await createSession(w); // the master key's 1st call
+    const first = await get(w, "/admin/systems", bearer(s.token));
+    assert.equal([first.statusCode, first.headers["x-ratelimit-limit"], first.headers["x-ratelimit-remaining"]], [200, "2", "1"]);
+    assert.is((await get(w, "/admin/systems", bearer(s.token))).headers["x-ratelimit-remaining"], "0");
+    expectError(await get(w, "/admin/systems", bearer(s.token)), 429, "RATE_LIMITED", "session rate limit exceeded; retry in 55 s");
     const master = await get(w, "/admin/systems");
-    assert.is(master.statusCode, 429, master.body);
+    assert.equal([master.statusCode, master.headers["x-ratelimit-limit"], master.headers["x-ratelimit-remaining"]], [200, "3", "1"]);
+    assert.is((await get(w, "/admin/systems")).statusCode, 200);
+    expectError(await get(w, "/admin/systems"), 429, "RATE_LIMITED", "admin rate limit exceeded; retry in 55 s");
+    // The session's budget is its own: the key's spent budget does not refuse it, nor did its own refusal spend the key's.
+    expectError(await get(w, "/admin/systems", bearer(s.token)), 429, "RATE_LIMITED", "session rate limit exceeded; retry in 55 s");
   } finally {
     await w.close();
   }

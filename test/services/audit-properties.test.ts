@@ -529,7 +529,7 @@ const WRITES: Readonly<Record<string, Write>> = {
 };
 
 /** RPCs that write nothing (reads, and the diagnostics, which reach back ends but no store). */
-const READ = /^(Get|List|Query|Explain|Test)/;
+const READ = /^(Get|BatchGet|List|Query|Explain|Test)/;
 
 Writes("every write RPC of the admin services is listed here (a new one must be added, with its failure cases)", async () => {
   const w = await createWorld();

@@ -570,6 +570,7 @@ it("every InstanceService RPC rejects a caller without a valid bearer token", as
       anon.updateInstance({ instance: { id: ins.id, baseUrl: "https://evil.example.com/" }, updateMask: { paths: ["base_url"] } }, { headers }),
     DeleteInstance: (headers) => anon.deleteInstance({ id: ins.id }, { headers }),
     GetServiceCatalog: (headers) => anon.getServiceCatalog({ id: ins.id, service: "S" }, { headers }),
+    BatchGetServiceCatalogs: (headers) => anon.batchGetServiceCatalogs({ services: [{ instanceId: ins.id, service: "S" }] }, { headers }),
     TestInstanceConnection: (headers) => anon.testInstanceConnection({ id: ins.id }, { headers }),
   };
   assert.equal(

@@ -84,8 +84,9 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
 
   const instanceByName = (name: string) => instances?.find((i) => i.name === name);
 
-  // Fetch the catalog of every named (instance, service) pair once.
+  // Fetch the catalog of every named (instance, service) pair once: all the new pairs in one call.
   useEffect(() => {
+    const wanted: { key: string; instance_id: string; service: string }[] = [];
     for (const [inst, services] of Object.entries(value)) {
       const found = instanceByName(inst);
       if (found === undefined) continue;
@@ -93,15 +94,27 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
         if (service === "*") continue;
         const key = `${inst}\u0000${service}`;
         if (catalogs[key] !== undefined) continue;
-        setCatalogs((c) => ({ ...c, [key]: { state: "loading" } }));
-        keysApi.catalog(found.id, service).then(
-          ({ data }) =>
-            setCatalogs((c) => ({ ...c, [key]: { state: "ok", sets: (data.entity_sets ?? []).map((s) => s.name), operations: data.operations ?? [] } })),
-          (err: unknown) =>
-            setCatalogs((c) => ({ ...c, [key]: { state: "error", message: err instanceof ApiError ? withRequestId(err) : "The catalog could not be read." } })),
-        );
+        wanted.push({ key, instance_id: found.id, service });
       }
     }
+    if (wanted.length === 0) return;
+    const each = (state: (i: number) => CatalogState) => (c: Record<string, CatalogState>) => ({ ...c, ...Object.fromEntries(wanted.map((w, i) => [w.key, state(i)])) });
+    setCatalogs(each(() => ({ state: "loading" })));
+    keysApi.catalogs(wanted).then(
+      (results) =>
+        setCatalogs(
+          each((i): CatalogState => {
+            const r = results[i];
+            return r?.catalog !== undefined
+              ? { state: "ok", sets: (r.catalog.entity_sets ?? []).map((s) => s.name), operations: r.catalog.operations ?? [] }
+              : { state: "error", message: r?.error?.message ?? "The catalog could not be read." };
+          }),
+        ),
+      (err: unknown) => {
+        const message = err instanceof ApiError ? withRequestId(err) : "The catalog could not be read.";
+        setCatalogs(each(() => ({ state: "error", message })));
+      },
+    );
   }, [JSON.stringify(value), instances]);
 
   const update = (change: (p: Permissions) => void) => {

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file erplink/admin/v1/instance.proto.
  */
 export const file_erplink_admin_v1_instance: GenFile = /*@__PURE__*/
-  fileDesc("Ch9lcnBsaW5rL2FkbWluL3YxL2luc3RhbmNlLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIvAECghJbnN0YW5jZRISCgJpZBgBIAEoCUIGyvMYAhABEhkKCXN5c3RlbV9pZBgCIAEoCUIGyvMYAhABEjsKBG5hbWUYAyABKAlCLcrzGCkIARgBIEAqIV5bQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjN9JBIbCgtlbnZpcm9ubWVudBgEIAEoCUIGyvMYAiBAEh0KCGJhc2VfdXJsGAUgASgJQgvK8xgHCAEggBAwARI2CgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAESagoIc2VydmljZXMYCCADKAsyKC5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlLlNlcnZpY2VzRW50cnlCLsrzGCo49ANCJV5bQS1aYS16MC05X11bQS1aYS16MC05Xy47PS1dezAsMTI3fSQSKwoEYXV0aBgJIAEoCzIdLmVycGxpbmsuYWRtaW4udjEuQmFja2VuZEF1dGgSJAoKc2FwX2NsaWVudBgKIAEoCUIQyvMYDCoKXlswLTldezN9JBImChR1cHN0cmVhbV9jb25uZWN0aW9ucxgLIAEoDUIIyvMYBIABgCASFAoEZXRhZxgMIAEoCUIGyvMYAhABGk8KDVNlcnZpY2VzRW50cnkSCwoDa2V5GAEgASgJEi0KBXZhbHVlGAIgASgLMh4uZXJwbGluay5hZG1pbi52MS5TZXJ2aWNlUm91dGU6AjgBIoABCgxTZXJ2aWNlUm91dGUScAoEcGF0aBgBIAEoCUJiyvMYXggBIIAEKldeKD8hLiooXnwvKVwuezEsMn0oL3wkKSlbQS1aYS16MC05X34hJCYnKCkqKyw7PTpALi1dKygvW0EtWmEtejAtOV9+ISQmJygpKissOz06QC4tXSspKiQijgMKC0JhY2tlbmRBdXRoEjcKBHR5cGUYASABKA4yIS5lcnBsaW5rLmFkbWluLnYxLkJhY2tlbmRBdXRoVHlwZUIGyvMYAggBEiAKCHVzZXJuYW1lGAIgASgJQg7K8xgKIIACcgViYXNpYxIiCghwYXNzd29yZBgDIAEoCUIQyvMYDCCACGgBcgViYXNpYxIgCgV0b2tlbhgEIAEoCUIRyvMYDSCAQGgBcgZiZWFyZXISNwoJdG9rZW5fdXJsGAUgASgJQiTK8xggIIAQMAFyGW9hdXRoMl9jbGllbnRfY3JlZGVudGlhbHMSNQoJY2xpZW50X2lkGAYgASgJQiLK8xgeIIAEchlvYXV0aDJfY2xpZW50X2NyZWRlbnRpYWxzEjsKDWNsaWVudF9zZWNyZXQYByABKAlCJMrzGCAggAhoAXIZb2F1dGgyX2NsaWVudF9jcmVkZW50aWFscxIxCgVzY29wZRgIIAEoCUIiyvMYHiCACHoZb2F1dGgyX2NsaWVudF9jcmVkZW50aWFscyIgChJHZXRJbnN0YW5jZVJlcXVlc3QSCgoCaWQYASABKAkiQwoTR2V0SW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiUAoUTGlzdEluc3RhbmNlc1JlcXVlc3QSEQoJc3lzdGVtX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIl8KFUxpc3RJbnN0YW5jZXNSZXNwb25zZRItCglpbnN0YW5jZXMYASADKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJYChVDcmVhdGVJbnN0YW5jZVJlcXVlc3QSEQoJc3lzdGVtX2lkGAEgASgJEiwKCGluc3RhbmNlGAIgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSJGChZDcmVhdGVJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSJ2ChVVcGRhdGVJbnN0YW5jZVJlcXVlc3QSLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJGChZVcGRhdGVJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSIxChVEZWxldGVJbnN0YW5jZVJlcXVlc3QSCgoCaWQYASABKAkSDAoEZXRhZxgCIAEoCSJGChZEZWxldGVJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSI3ChhHZXRTZXJ2aWNlQ2F0YWxvZ1JlcXVlc3QSCgoCaWQYASABKAkSDwoHc2VydmljZRgCIAEoCSJOChlHZXRTZXJ2aWNlQ2F0YWxvZ1Jlc3BvbnNlEjEKB2NhdGFsb2cYASABKAsyIC5lcnBsaW5rLmFkbWluLnYxLlNlcnZpY2VDYXRhbG9nImUKHVRlc3RJbnN0YW5jZUNvbm5lY3Rpb25SZXF1ZXN0EgoKAmlkGAEgASgJEjgKB29wdGlvbnMYAiABKAsyJy5lcnBsaW5rLmFkbWluLnYxLkNvbm5lY3Rpb25UZXN0T3B0aW9ucyJbCh5UZXN0SW5zdGFuY2VDb25uZWN0aW9uUmVzcG9uc2USOQoPY29ubmVjdGlvbl90ZXN0GAEgASgLMiAuZXJwbGluay5hZG1pbi52MS5Db25uZWN0aW9uVGVzdCq8AQoPQmFja2VuZEF1dGhUeXBlEiEKHUJBQ0tFTkRfQVVUSF9UWVBFX1VOU1BFQ0lGSUVEEAASGgoWQkFDS0VORF9BVVRIX1RZUEVfTk9ORRABEhsKF0JBQ0tFTkRfQVVUSF9UWVBFX0JBU0lDEAISHAoYQkFDS0VORF9BVVRIX1RZUEVfQkVBUkVSEAMSLworQkFDS0VORF9BVVRIX1RZUEVfT0FVVEgyX0NMSUVOVF9DUkVERU5USUFMUxAEMukFCg9JbnN0YW5jZVNlcnZpY2USWgoLR2V0SW5zdGFuY2USJC5lcnBsaW5rLmFkbWluLnYxLkdldEluc3RhbmNlUmVxdWVzdBolLmVycGxpbmsuYWRtaW4udjEuR2V0SW5zdGFuY2VSZXNwb25zZRJgCg1MaXN0SW5zdGFuY2VzEiYuZXJwbGluay5hZG1pbi52MS5MaXN0SW5zdGFuY2VzUmVxdWVzdBonLmVycGxpbmsuYWRtaW4udjEuTGlzdEluc3RhbmNlc1Jlc3BvbnNlEmMKDkNyZWF0ZUluc3RhbmNlEicuZXJwbGluay5hZG1pbi52MS5DcmVhdGVJbnN0YW5jZVJlcXVlc3QaKC5lcnBsaW5rLmFkbWluLnYxLkNyZWF0ZUluc3RhbmNlUmVzcG9uc2USYwoOVXBkYXRlSW5zdGFuY2USJy5lcnBsaW5rLmFkbWluLnYxLlVwZGF0ZUluc3RhbmNlUmVxdWVzdBooLmVycGxpbmsuYWRtaW4udjEuVXBkYXRlSW5zdGFuY2VSZXNwb25zZRJjCg5EZWxldGVJbnN0YW5jZRInLmVycGxpbmsuYWRtaW4udjEuRGVsZXRlSW5zdGFuY2VSZXF1ZXN0GiguZXJwbGluay5hZG1pbi52MS5EZWxldGVJbnN0YW5jZVJlc3BvbnNlEmwKEUdldFNlcnZpY2VDYXRhbG9nEiouZXJwbGluay5hZG1pbi52MS5HZXRTZXJ2aWNlQ2F0YWxvZ1JlcXVlc3QaKy5lcnBsaW5rLmFkbWluLnYxLkdldFNlcnZpY2VDYXRhbG9nUmVzcG9uc2USewoWVGVzdEluc3RhbmNlQ29ubmVjdGlvbhIvLmVycGxpbmsuYWRtaW4udjEuVGVzdEluc3RhbmNlQ29ubmVjdGlvblJlcXVlc3QaMC5lcnBsaW5rLmFkbWluLnYxLlRlc3RJbnN0YW5jZUNvbm5lY3Rpb25SZXNwb25zZUKVAQoUZGV2LmVycGxpbmsuYWRtaW4udjFCDUluc3RhbmNlUHJvdG9QAVorZXJwbGluay5kZXYvZ2VuL2dvL2VycGxpbmsvYWRtaW4vdjE7YWRtaW52MaICA0VBWKoCEEVycGxpbmsuQWRtaW4uVjHKAhBFcnBsaW5rXEFkbWluXFYx6gISRXJwbGluazo6QWRtaW46OlYxYgZwcm90bzM", [file_erplink_admin_v1_diagnostics, file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ch9lcnBsaW5rL2FkbWluL3YxL2luc3RhbmNlLnByb3RvEhBlcnBsaW5rLmFkbWluLnYxIvAECghJbnN0YW5jZRISCgJpZBgBIAEoCUIGyvMYAhABEhkKCXN5c3RlbV9pZBgCIAEoCUIGyvMYAhABEjsKBG5hbWUYAyABKAlCLcrzGCkIARgBIEAqIV5bQS1aYS16MC05XVtBLVphLXowLTlfLi1dezAsNjN9JBIbCgtlbnZpcm9ubWVudBgEIAEoCUIGyvMYAiBAEh0KCGJhc2VfdXJsGAUgASgJQgvK8xgHCAEggBAwARI2CgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIGyvMYAhABEjYKCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgbK8xgCEAESagoIc2VydmljZXMYCCADKAsyKC5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlLlNlcnZpY2VzRW50cnlCLsrzGCo49ANCJV5bQS1aYS16MC05X11bQS1aYS16MC05Xy47PS1dezAsMTI3fSQSKwoEYXV0aBgJIAEoCzIdLmVycGxpbmsuYWRtaW4udjEuQmFja2VuZEF1dGgSJAoKc2FwX2NsaWVudBgKIAEoCUIQyvMYDCoKXlswLTldezN9JBImChR1cHN0cmVhbV9jb25uZWN0aW9ucxgLIAEoDUIIyvMYBIABgCASFAoEZXRhZxgMIAEoCUIGyvMYAhABGk8KDVNlcnZpY2VzRW50cnkSCwoDa2V5GAEgASgJEi0KBXZhbHVlGAIgASgLMh4uZXJwbGluay5hZG1pbi52MS5TZXJ2aWNlUm91dGU6AjgBIoABCgxTZXJ2aWNlUm91dGUScAoEcGF0aBgBIAEoCUJiyvMYXggBIIAEKldeKD8hLiooXnwvKVwuezEsMn0oL3wkKSlbQS1aYS16MC05X34hJCYnKCkqKyw7PTpALi1dKygvW0EtWmEtejAtOV9+ISQmJygpKissOz06QC4tXSspKiQijgMKC0JhY2tlbmRBdXRoEjcKBHR5cGUYASABKA4yIS5lcnBsaW5rLmFkbWluLnYxLkJhY2tlbmRBdXRoVHlwZUIGyvMYAggBEiAKCHVzZXJuYW1lGAIgASgJQg7K8xgKIIACcgViYXNpYxIiCghwYXNzd29yZBgDIAEoCUIQyvMYDCCACGgBcgViYXNpYxIgCgV0b2tlbhgEIAEoCUIRyvMYDSCAQGgBcgZiZWFyZXISNwoJdG9rZW5fdXJsGAUgASgJQiTK8xggIIAQMAFyGW9hdXRoMl9jbGllbnRfY3JlZGVudGlhbHMSNQoJY2xpZW50X2lkGAYgASgJQiLK8xgeIIAEchlvYXV0aDJfY2xpZW50X2NyZWRlbnRpYWxzEjsKDWNsaWVudF9zZWNyZXQYByABKAlCJMrzGCAggAhoAXIZb2F1dGgyX2NsaWVudF9jcmVkZW50aWFscxIxCgVzY29wZRgIIAEoCUIiyvMYHiCACHoZb2F1dGgyX2NsaWVudF9jcmVkZW50aWFscyIgChJHZXRJbnN0YW5jZVJlcXVlc3QSCgoCaWQYASABKAkiQwoTR2V0SW5zdGFuY2VSZXNwb25zZRIsCghpbnN0YW5jZRgBIAEoCzIaLmVycGxpbmsuYWRtaW4udjEuSW5zdGFuY2UiUAoUTGlzdEluc3RhbmNlc1JlcXVlc3QSEQoJc3lzdGVtX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIl8KFUxpc3RJbnN0YW5jZXNSZXNwb25zZRItCglpbnN0YW5jZXMYASADKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJYChVDcmVhdGVJbnN0YW5jZVJlcXVlc3QSEQoJc3lzdGVtX2lkGAEgASgJEiwKCGluc3RhbmNlGAIgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSJGChZDcmVhdGVJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSJ2ChVVcGRhdGVJbnN0YW5jZVJlcXVlc3QSLAoIaW5zdGFuY2UYASABKAsyGi5lcnBsaW5rLmFkbWluLnYxLkluc3RhbmNlEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJGChZVcGRhdGVJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSIxChVEZWxldGVJbnN0YW5jZVJlcXVlc3QSCgoCaWQYASABKAkSDAoEZXRhZxgCIAEoCSJGChZEZWxldGVJbnN0YW5jZVJlc3BvbnNlEiwKCGluc3RhbmNlGAEgASgLMhouZXJwbGluay5hZG1pbi52MS5JbnN0YW5jZSI3ChhHZXRTZXJ2aWNlQ2F0YWxvZ1JlcXVlc3QSCgoCaWQYASABKAkSDwoHc2VydmljZRgCIAEoCSJOChlHZXRTZXJ2aWNlQ2F0YWxvZ1Jlc3BvbnNlEjEKB2NhdGFsb2cYASABKAsyIC5lcnBsaW5rLmFkbWluLnYxLlNlcnZpY2VDYXRhbG9nImEKHkJhdGNoR2V0U2VydmljZUNhdGFsb2dzUmVxdWVzdBI/CghzZXJ2aWNlcxgBIAMoCzIkLmVycGxpbmsuYWRtaW4udjEuU2VydmljZUNhdGFsb2dOYW1lQgfK8xgDsAFkIjoKElNlcnZpY2VDYXRhbG9nTmFtZRITCgtpbnN0YW5jZV9pZBgBIAEoCRIPCgdzZXJ2aWNlGAIgASgJIloKH0JhdGNoR2V0U2VydmljZUNhdGFsb2dzUmVzcG9uc2USNwoHcmVzdWx0cxgBIAMoCzImLmVycGxpbmsuYWRtaW4udjEuU2VydmljZUNhdGFsb2dSZXN1bHQiswEKFFNlcnZpY2VDYXRhbG9nUmVzdWx0EhMKC2luc3RhbmNlX2lkGAEgASgJEg8KB3NlcnZpY2UYAiABKAkSMwoHY2F0YWxvZxgDIAEoCzIgLmVycGxpbmsuYWRtaW4udjEuU2VydmljZUNhdGFsb2dIABI2CgVlcnJvchgEIAEoCzIlLmVycGxpbmsuYWRtaW4udjEuU2VydmljZUNhdGFsb2dFcnJvckgAQggKBnJlc3VsdCI0ChNTZXJ2aWNlQ2F0YWxvZ0Vycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSJlCh1UZXN0SW5zdGFuY2VDb25uZWN0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRI4CgdvcHRpb25zGAIgASgLMicuZXJwbGluay5hZG1pbi52MS5Db25uZWN0aW9uVGVzdE9wdGlvbnMiWwoeVGVzdEluc3RhbmNlQ29ubmVjdGlvblJlc3BvbnNlEjkKD2Nvbm5lY3Rpb25fdGVzdBgBIAEoCzIgLmVycGxpbmsuYWRtaW4udjEuQ29ubmVjdGlvblRlc3QqvAEKD0JhY2tlbmRBdXRoVHlwZRIhCh1CQUNLRU5EX0FVVEhfVFlQRV9VTlNQRUNJRklFRBAAEhoKFkJBQ0tFTkRfQVVUSF9UWVBFX05PTkUQARIbChdCQUNLRU5EX0FVVEhfVFlQRV9CQVNJQxACEhwKGEJBQ0tFTkRfQVVUSF9UWVBFX0JFQVJFUhADEi8KK0JBQ0tFTkRfQVVUSF9UWVBFX09BVVRIMl9DTElFTlRfQ1JFREVOVElBTFMQBDLpBgoPSW5zdGFuY2VTZXJ2aWNlEloKC0dldEluc3RhbmNlEiQuZXJwbGluay5hZG1pbi52MS5HZXRJbnN0YW5jZVJlcXVlc3QaJS5lcnBsaW5rLmFkbWluLnYxLkdldEluc3RhbmNlUmVzcG9uc2USYAoNTGlzdEluc3RhbmNlcxImLmVycGxpbmsuYWRtaW4udjEuTGlzdEluc3RhbmNlc1JlcXVlc3QaJy5lcnBsaW5rLmFkbWluLnYxLkxpc3RJbnN0YW5jZXNSZXNwb25zZRJjCg5DcmVhdGVJbnN0YW5jZRInLmVycGxpbmsuYWRtaW4udjEuQ3JlYXRlSW5zdGFuY2VSZXF1ZXN0GiguZXJwbGluay5hZG1pbi52MS5DcmVhdGVJbnN0YW5jZVJlc3BvbnNlEmMKDlVwZGF0ZUluc3RhbmNlEicuZXJwbGluay5hZG1pbi52MS5VcGRhdGVJbnN0YW5jZVJlcXVlc3QaKC5lcnBsaW5rLmFkbWluLnYxLlVwZGF0ZUluc3RhbmNlUmVzcG9uc2USYwoORGVsZXRlSW5zdGFuY2USJy5lcnBsaW5rLmFkbWluLnYxLkRlbGV0ZUluc3RhbmNlUmVxdWVzdBooLmVycGxpbmsuYWRtaW4udjEuRGVsZXRlSW5zdGFuY2VSZXNwb25zZRJsChFHZXRTZXJ2aWNlQ2F0YWxvZxIqLmVycGxpbmsuYWRtaW4udjEuR2V0U2VydmljZUNhdGFsb2dSZXF1ZXN0GisuZXJwbGluay5hZG1pbi52MS5HZXRTZXJ2aWNlQ2F0YWxvZ1Jlc3BvbnNlEn4KF0JhdGNoR2V0U2VydmljZUNhdGFsb2dzEjAuZXJwbGluay5hZG1pbi52MS5CYXRjaEdldFNlcnZpY2VDYXRhbG9nc1JlcXVlc3QaMS5lcnBsaW5rLmFkbWluLnYxLkJhdGNoR2V0U2VydmljZUNhdGFsb2dzUmVzcG9uc2USewoWVGVzdEluc3RhbmNlQ29ubmVjdGlvbhIvLmVycGxpbmsuYWRtaW4udjEuVGVzdEluc3RhbmNlQ29ubmVjdGlvblJlcXVlc3QaMC5lcnBsaW5rLmFkbWluLnYxLlRlc3RJbnN0YW5jZUNvbm5lY3Rpb25SZXNwb25zZUKVAQoUZGV2LmVycGxpbmsuYWRtaW4udjFCDUluc3RhbmNlUHJvdG9QAVorZXJwbGluay5kZXYvZ2VuL2dvL2VycGxpbmsvYWRtaW4vdjE7YWRtaW52MaICA0VBWKoCEEVycGxpbmsuQWRtaW4uVjHKAhBFcnBsaW5rXEFkbWluXFYx6gISRXJwbGluazo6QWRtaW46OlYxYgZwcm90bzM", [file_erplink_admin_v1_diagnostics, file_erplink_options_v1_field_rules, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * One deployment of a system, such as its production tenant, reached at its
@@ -552,6 +552,163 @@ export const GetServiceCatalogResponseSchema: GenMessage<GetServiceCatalogRespon
   messageDesc(file_erplink_admin_v1_instance, 14);
 
 /**
+ * Request of InstanceService.BatchGetServiceCatalogs.
+ *
+ * @generated from message erplink.admin.v1.BatchGetServiceCatalogsRequest
+ */
+export type BatchGetServiceCatalogsRequest = Message<"erplink.admin.v1.BatchGetServiceCatalogsRequest"> & {
+  /**
+   * The services whose catalogs to return, at most 100. A pair may repeat;
+   * each is answered.
+   *
+   * @generated from field: repeated erplink.admin.v1.ServiceCatalogName services = 1;
+   */
+  services: ServiceCatalogName[];
+};
+
+/**
+ * Describes the message erplink.admin.v1.BatchGetServiceCatalogsRequest.
+ * Use `create(BatchGetServiceCatalogsRequestSchema)` to create a new message.
+ */
+export const BatchGetServiceCatalogsRequestSchema: GenMessage<BatchGetServiceCatalogsRequest> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 15);
+
+/**
+ * One service of one instance, as BatchGetServiceCatalogs names it.
+ *
+ * @generated from message erplink.admin.v1.ServiceCatalogName
+ */
+export type ServiceCatalogName = Message<"erplink.admin.v1.ServiceCatalogName"> & {
+  /**
+   * Id of the instance (`ins_…`).
+   *
+   * @generated from field: string instance_id = 1;
+   */
+  instanceId: string;
+
+  /**
+   * Name of the service, as in API-key permissions and data paths
+   * (`/odata/<instance>/<service>/…`).
+   *
+   * @generated from field: string service = 2;
+   */
+  service: string;
+};
+
+/**
+ * Describes the message erplink.admin.v1.ServiceCatalogName.
+ * Use `create(ServiceCatalogNameSchema)` to create a new message.
+ */
+export const ServiceCatalogNameSchema: GenMessage<ServiceCatalogName> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 16);
+
+/**
+ * Response of InstanceService.BatchGetServiceCatalogs.
+ *
+ * @generated from message erplink.admin.v1.BatchGetServiceCatalogsResponse
+ */
+export type BatchGetServiceCatalogsResponse = Message<"erplink.admin.v1.BatchGetServiceCatalogsResponse"> & {
+  /**
+   * One result per requested pair, in the order asked.
+   *
+   * @generated from field: repeated erplink.admin.v1.ServiceCatalogResult results = 1;
+   */
+  results: ServiceCatalogResult[];
+};
+
+/**
+ * Describes the message erplink.admin.v1.BatchGetServiceCatalogsResponse.
+ * Use `create(BatchGetServiceCatalogsResponseSchema)` to create a new message.
+ */
+export const BatchGetServiceCatalogsResponseSchema: GenMessage<BatchGetServiceCatalogsResponse> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 17);
+
+/**
+ * The answer for one pair of BatchGetServiceCatalogs: its catalog or its
+ * error.
+ *
+ * @generated from message erplink.admin.v1.ServiceCatalogResult
+ */
+export type ServiceCatalogResult = Message<"erplink.admin.v1.ServiceCatalogResult"> & {
+  /**
+   * Id of the instance, as asked.
+   *
+   * @generated from field: string instance_id = 1;
+   */
+  instanceId: string;
+
+  /**
+   * Name of the service, as asked.
+   *
+   * @generated from field: string service = 2;
+   */
+  service: string;
+
+  /**
+   * The catalog, or why there is none.
+   *
+   * @generated from oneof erplink.admin.v1.ServiceCatalogResult.result
+   */
+  result: {
+    /**
+     * The service's entity sets and operations.
+     *
+     * @generated from field: erplink.admin.v1.ServiceCatalog catalog = 3;
+     */
+    value: ServiceCatalog;
+    case: "catalog";
+  } | {
+    /**
+     * Why this pair has no catalog.
+     *
+     * @generated from field: erplink.admin.v1.ServiceCatalogError error = 4;
+     */
+    value: ServiceCatalogError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message erplink.admin.v1.ServiceCatalogResult.
+ * Use `create(ServiceCatalogResultSchema)` to create a new message.
+ */
+export const ServiceCatalogResultSchema: GenMessage<ServiceCatalogResult> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 18);
+
+/**
+ * Why one pair of BatchGetServiceCatalogs has no catalog.
+ *
+ * @generated from message erplink.admin.v1.ServiceCatalogError
+ */
+export type ServiceCatalogError = Message<"erplink.admin.v1.ServiceCatalogError"> & {
+  /**
+   * The code GetServiceCatalog would have failed with for the pair, as
+   * Connect names it: `invalid_argument` (a service name the data path does
+   * not take, an empty field), `not_found` (no such instance),
+   * `unavailable` (the back end could not be reached, refused the request
+   * or sent an unreadable document; or the store is unavailable) or
+   * `deadline_exceeded` (the back end did not answer in time).
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * What went wrong, in words, as GetServiceCatalog would have said it.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message erplink.admin.v1.ServiceCatalogError.
+ * Use `create(ServiceCatalogErrorSchema)` to create a new message.
+ */
+export const ServiceCatalogErrorSchema: GenMessage<ServiceCatalogError> = /*@__PURE__*/
+  messageDesc(file_erplink_admin_v1_instance, 19);
+
+/**
  * Request of InstanceService.TestInstanceConnection.
  *
  * @generated from message erplink.admin.v1.TestInstanceConnectionRequest
@@ -577,7 +734,7 @@ export type TestInstanceConnectionRequest = Message<"erplink.admin.v1.TestInstan
  * Use `create(TestInstanceConnectionRequestSchema)` to create a new message.
  */
 export const TestInstanceConnectionRequestSchema: GenMessage<TestInstanceConnectionRequest> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 15);
+  messageDesc(file_erplink_admin_v1_instance, 20);
 
 /**
  * Response of InstanceService.TestInstanceConnection.
@@ -598,7 +755,7 @@ export type TestInstanceConnectionResponse = Message<"erplink.admin.v1.TestInsta
  * Use `create(TestInstanceConnectionResponseSchema)` to create a new message.
  */
 export const TestInstanceConnectionResponseSchema: GenMessage<TestInstanceConnectionResponse> = /*@__PURE__*/
-  messageDesc(file_erplink_admin_v1_instance, 16);
+  messageDesc(file_erplink_admin_v1_instance, 21);
 
 /**
  * Kinds of back-end credentials.
@@ -728,6 +885,22 @@ export const InstanceService: GenService<{
     methodKind: "unary";
     input: typeof GetServiceCatalogRequestSchema;
     output: typeof GetServiceCatalogResponseSchema;
+  },
+  /**
+   * Returns the catalogs of several OData services, of one instance or of
+   * several, in one call (one admin call of the caller's budget): one result
+   * per requested pair, in the order asked, holding either the service's
+   * catalog, as GetServiceCatalog returns it, or that pair's own error, so
+   * that one failing back end or unknown instance does not fail the rest.
+   * Fails as a whole only with `invalid_argument` when more than 100 pairs
+   * are asked for.
+   *
+   * @generated from rpc erplink.admin.v1.InstanceService.BatchGetServiceCatalogs
+   */
+  batchGetServiceCatalogs: {
+    methodKind: "unary";
+    input: typeof BatchGetServiceCatalogsRequestSchema;
+    output: typeof BatchGetServiceCatalogsResponseSchema;
   },
   /**
    * Tests the connection to the instance's back end with its credentials,
