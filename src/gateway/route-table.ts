@@ -145,6 +145,8 @@ interface ResourceLayout {
   readonly listField: string;
   /** RPC local names: listSystems, createSystem, getSystem, updateSystem, deleteSystem. */
   readonly rpcs: readonly [list: string, create: string, get: string, update: string, remove: string];
+  /** Query parameters of the list beyond paging (its filters). */
+  readonly listQuery?: readonly string[];
   /** Summaries that differ from the generated ones. */
   readonly summaries?: Partial<Record<"list" | "create" | "get" | "update" | "delete", string>>;
   /** Extra response fields of create merged into `data`. */
@@ -170,7 +172,7 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       summary: r.summaries?.list ?? `List ${r.listField.replace(/_/g, " ")}`,
       params: r.collectionParams,
       paramSchemas: collectionPatterns,
-      query: PAGING,
+      query: [...PAGING, ...(r.listQuery ?? [])],
       data: r.listField,
       list: true,
       listOf: r.idPrefix,
@@ -294,8 +296,9 @@ export const ROUTES: readonly RestRoute[] = [
     field: "api_key",
     listField: "api_keys",
     rpcs: ["listApiKeys", "createApiKey", "getApiKey", "updateApiKey", "deleteApiKey"],
+    listQuery: ["show_revoked"],
     summaries: {
-      list: "List API keys",
+      list: "List API keys (revoked ones too with show_revoked=true)",
       create: "Issue an API key (its secret is returned once, in data.key)",
       get: "Get an API key (never its secret)",
       update: "Change an API key's name, permissions, rate limits or expiry",
