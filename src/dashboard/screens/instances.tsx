@@ -15,6 +15,7 @@ import {
   type Instance,
   type InstanceInput,
 } from "../api-instances.js";
+import { keysNaming, loadNames } from "../names.js";
 import { withRequestId } from "./sign-in.js";
 import "./instances.css";
 
@@ -155,7 +156,9 @@ export function Instances({ system }: { readonly system: System }) {
   }, [system.id]);
 
   const remove = async (instance: Instance) => {
-    if (!confirm(`Delete instance ${instance.name}? API keys that name it stop reaching it.`)) return;
+    // The keys that name it, read now (one list call), so the admin knows what stops working.
+    await loadNames(["keys"]);
+    if (!confirm(`Delete instance ${instance.name}? ${namingKeys(instance.name)}`)) return;
     setError("");
     setStatus("");
     try {
@@ -523,4 +526,12 @@ function ConnectionTestPanel({ instance, onClose }: { readonly instance: Instanc
       </div>
     </section>
   );
+}
+
+/** "3 keys name this instance: a, b, c. They stop reaching it." (or that none does). */
+export function namingKeys(name: string): string {
+  const keys = keysNaming(name);
+  if (keys.length === 0) return "No API key names this instance.";
+  const list = keys.map((k) => k.name).join(", ");
+  return `${keys.length === 1 ? "1 key names" : `${keys.length} keys name`} this instance: ${list}. ${keys.length === 1 ? "It stops" : "They stop"} reaching it.`;
 }

@@ -31,6 +31,11 @@ export function Systems() {
   useEffect(() => {
     void load();
   }, []);
+  // `?system=sys_…` (a link to a system) opens its instances.
+  const wanted = new URLSearchParams(location.search).get("system");
+  useEffect(() => {
+    if (wanted !== null && selected === undefined) setSelected(systems?.find((s) => s.id === wanted));
+  }, [systems, wanted]);
 
   const create = async (event: Event) => {
     event.preventDefault();
