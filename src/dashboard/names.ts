@@ -3,8 +3,7 @@
  * instances the dashboard names beside the ids it shows, loaded with one
  * list walk per resource kind when a screen opens (never one call per row:
  * the admin budget is counted per call), and kept in signals that every
- * screen reads. Instances are listed per system, so they cost one call per
- * system after the systems' own list.
+ * screen reads.
  */
 import { signal } from "@preact/signals";
 import { call, type ApiResult, type System } from "./api.js";
@@ -73,9 +72,8 @@ const loaders: Record<NameKind, () => Promise<void>> = {
     }),
   instances: () =>
     once("instances", async () => {
-      await loaders.systems();
-      const lists = await Promise.all([...systemsById.value.keys()].map((id) => all<Instance>(`/admin/systems/${enc(id)}/instances`)));
-      instancesByName.value = new Map(lists.flat().map((i) => [i.name, i]));
+      const instances = await all<Instance>("/admin/instances");
+      instancesByName.value = new Map(instances.map((i) => [i.name, i]));
     }),
 };
 
@@ -85,10 +83,8 @@ const loaders: Record<NameKind, () => Promise<void>> = {
  * {@link namesError}: ids are shown without names, nothing else fails.
  */
 export async function loadNames(kinds: readonly NameKind[]): Promise<void> {
-  // Instances load the systems themselves: asking for both costs the systems' list once.
-  const wanted = kinds.includes("instances") ? kinds.filter((k) => k !== "systems") : kinds;
   try {
-    await Promise.all(wanted.map((k) => loaders[k]()));
+    await Promise.all(kinds.map((k) => loaders[k]()));
     namesError.value = "";
   } catch (err) {
     namesError.value = `Names could not be loaded (ids are shown): ${err instanceof Error ? err.message : String(err)}`;

@@ -32,6 +32,8 @@ export interface RestRoute {
   /** Path in OpenAPI form, parameters in braces: `/admin/systems/{id}`. */
   readonly path: string;
   readonly rpc: DescMethod;
+  /** The OpenAPI operation id when the RPC has a second route (default: the RPC's name). */
+  readonly operationId?: string;
   /** One-line summary for the OpenAPI document. */
   readonly summary: string;
   /** OpenAPI tag. */
@@ -285,6 +287,21 @@ export const ROUTES: readonly RestRoute[] = [
       update: { base_url: "https://s4-new.example.com/sap/opu/odata4/" },
     },
   }),
+  {
+    method: "GET",
+    path: "/admin/instances",
+    rpc: InstanceService.method.listInstances,
+    operationId: "ListAllInstances",
+    summary: "List the instances of every system",
+    tag: "Instances",
+    query: PAGING,
+    data: "instances",
+    list: true,
+    listOf: "ins",
+    resource: InstanceSchema,
+    status: 200,
+    auth: "admin",
+  },
   ...resourceRoutes({
     service: ApiKeyService,
     resource: ApiKeySchema,

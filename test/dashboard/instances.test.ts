@@ -192,7 +192,7 @@ if (browserAvailable("dashboard instances suite")) {
     });
     await page.getByRole("button", { name: "Delete instance stub-prod" }).click();
     await page.getByRole("status").getByText("Instance stub-prod deleted.").waitFor();
-    assert.is(asked, "Delete instance stub-prod? API keys that name it stop reaching it.");
+    assert.is(asked, "Delete instance stub-prod? No API key names this instance.");
     await page.getByText("No instances yet.").waitFor();
   });
 }

@@ -24,7 +24,7 @@ export function Audit() {
   const { page_token: _token, ...filters } = view;
   const filtered = AUDIT_FILTERS.some((n) => (view[n] ?? "") !== "");
   useEffect(() => {
-    void loadNames(["keys", "instances"]);
+    void loadNames(["keys", "instances", "systems"]);
   }, []);
 
   return (
