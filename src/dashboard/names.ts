@@ -18,7 +18,7 @@ export interface ListedKey extends ApiKey {
 /** What a screen needs named. */
 export type NameKind = "keys" | "systems" | "instances";
 
-/** Every key by id, revoked keys included (empty until loaded). */
+/** Every key by id, revoked keys included (empty until loaded; the API keys screen sets it with {@link setKeys}). */
 export const keysById = signal<ReadonlyMap<string, ListedKey>>(new Map());
 /** Every system by id. */
 export const systemsById = signal<ReadonlyMap<string, System>>(new Map());
@@ -46,12 +46,17 @@ async function all<T>(path: string): Promise<T[]> {
 
 /** Loads in flight, by kind: a second screen (or a second render) asking at once shares them. */
 const inFlight = new Map<NameKind, Promise<void>>();
+/** When each kind was last loaded (ms). */
+const loadedAt = new Map<NameKind, number>();
+/** Names this fresh are not read again when another screen opens (a reload or a change made here reads them anew). */
+const FRESH_MS = 60_000;
 
 function once(kind: NameKind, load: () => Promise<void>): Promise<void> {
   const running = inFlight.get(kind);
   if (running !== undefined) return running;
   const p = load()
     .then(() => {
+      loadedAt.set(kind, Date.now());
       namesLoaded.value = new Set([...namesLoaded.value, kind]);
     })
     .finally(() => inFlight.delete(kind));
@@ -78,13 +83,17 @@ const loaders: Record<NameKind, () => Promise<void>> = {
 };
 
 /**
- * Loads the names of `kinds` afresh (a screen calls it once when it opens;
- * names already loaded stay shown meanwhile). A failure is kept in
- * {@link namesError}: ids are shown without names, nothing else fails.
+ * Loads the names of `kinds` (a screen calls it once when it opens; names
+ * already loaded stay shown meanwhile), unless they were loaded within the
+ * last minute; `fresh` reads them whatever their age (a count that must be
+ * exact). A failure is kept in {@link namesError}: ids are shown without
+ * names, nothing else fails.
  */
-export async function loadNames(kinds: readonly NameKind[]): Promise<void> {
+export async function loadNames(kinds: readonly NameKind[], options: { readonly fresh?: boolean } = {}): Promise<void> {
+  const now = Date.now();
+  const due = kinds.filter((k) => options.fresh === true || now - (loadedAt.get(k) ?? -Infinity) >= FRESH_MS);
   try {
-    await Promise.all(kinds.map((k) => loaders[k]()));
+    await Promise.all(due.map((k) => loaders[k]()));
     namesError.value = "";
   } catch (err) {
     namesError.value = `Names could not be loaded (ids are shown): ${err instanceof Error ? err.message : String(err)}`;
@@ -116,3 +125,37 @@ export function instanceKeysHref(name: string): string {
 export function explainHref(keyId: string, method: string, url: string): string {
   return `${keyHref(keyId)}?${new URLSearchParams({ explain_method: method, explain_url: url })}`;
 }
+
+/** Keeps the keys a screen listed itself (revoked ones included), so other screens need not list them again. */
+export function setKeys(keys: readonly ListedKey[]): void {
+  keysById.value = new Map(keys.map((k) => [k.id, k]));
+  loadedAt.set("keys", Date.now());
+  namesLoaded.value = new Set([...namesLoaded.value, "keys"]);
+}
+
+/** Names found missing this soon after a load wait for the next one. */
+const MISSING_GAP_MS = 10_000;
+
+/**
+ * Tells that an id of `kind` was shown without its name (made since the
+ * names were loaded, or gone): the names are read again, at most once per
+ * ten seconds, and whatever shows them is drawn again.
+ */
+export function nameMissing(kind: NameKind, id: string): void {
+  if (inFlight.has(kind) || pending.has(kind) || !namesLoaded.value.has(kind)) return;
+  // Still missing after a load that began once it was noticed: it is gone, not new.
+  const noticed = missingSince.get(id);
+  if (noticed !== undefined && (loadedAt.get(kind) ?? 0) > noticed) return;
+  if (noticed === undefined) missingSince.set(id, Date.now());
+  const wait = Math.max(0, (loadedAt.get(kind) ?? 0) + MISSING_GAP_MS - Date.now());
+  pending.add(kind);
+  setTimeout(() => {
+    pending.delete(kind);
+    void loaders[kind]().catch(() => undefined);
+  }, wait);
+}
+
+/** When each missing id was first noticed. */
+const missingSince = new Map<string, number>();
+/** Kinds whose reading again is scheduled. */
+const pending = new Set<NameKind>();

@@ -10,7 +10,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
 import { keysApi, SET_OPERATIONS, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
 import { navigate, route } from "../state.js";
-import { keyHref, keysById, keysNaming, loadNames, logsHref, type ListedKey } from "../names.js";
+import { keyHref, keysById, keysNaming, loadNames, logsHref, setKeys as setKnownKeys, type ListedKey } from "../names.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { KeyUsage } from "./key-usage.js";
 import { Link } from "./links.js";
@@ -266,7 +266,7 @@ export function ApiKeys() {
     try {
       // One list, revoked keys included: it also names keys on the other screens.
       const all = await keysApi.listWithRevoked();
-      keysById.value = new Map(all.map((k) => [k.id, k]));
+      setKnownKeys(all);
       setKeys(all);
     } catch (err) {
       if (err instanceof ApiError) setError(withRequestId(err));
@@ -299,7 +299,7 @@ export function ApiKeys() {
         setEditing(undefined);
         // A revoked key is no longer one to read: it is shown, read-only, as the list of keys has it.
         if (err instanceof ApiError && err.status === 404) {
-          if (!keysById.value.has(id)) await loadNames(["keys"]);
+          if (!keysById.value.has(id)) await loadNames(["keys"], { fresh: true });
           const listed = keysById.value.get(id);
           if (live && listed?.revoked_at !== undefined) {
             setRevokedView(listed);

@@ -157,7 +157,7 @@ export function Instances({ system }: { readonly system: System }) {
 
   const remove = async (instance: Instance) => {
     // The keys that name it, read now (one list call), so the admin knows what stops working.
-    await loadNames(["keys"]);
+    await loadNames(["keys"], { fresh: true });
     if (!confirm(`Delete instance ${instance.name}? ${namingKeys(instance.name)}`)) return;
     setError("");
     setStatus("");

@@ -7,7 +7,7 @@
  * address (Back and Forward work the same way).
  */
 import type { ComponentChildren } from "preact";
-import { instanceKeysHref, instancesByName, keyHref, keysById, systemsById } from "../names.js";
+import { instanceKeysHref, instancesByName, keyHref, keysById, nameMissing, systemsById } from "../names.js";
 
 /** Goes to a dashboard address without a reload: the shell and the screen read it as after Back or Forward. */
 export function go(href: string): void {
@@ -49,7 +49,10 @@ export function KeyRef({ id, none = "(none)" }: { readonly id: string | undefine
   if (id === "master") return <span>master key</span>;
   if (!id.startsWith("key_")) return <span>{id}</span>;
   const key = keysById.value.get(id);
-  if (key === undefined) return <Link href={auditHref(id)}>{id}</Link>;
+  if (key === undefined) {
+    nameMissing("keys", id);
+    return <Link href={auditHref(id)}>{id}</Link>;
+  }
   return (
     <Link href={keyHref(id)}>
       {named(key.name, id)}
@@ -62,18 +65,21 @@ export function KeyRef({ id, none = "(none)" }: { readonly id: string | undefine
 export function InstanceRef({ name, none = "" }: { readonly name: string | undefined; readonly none?: string }) {
   if (name === undefined || name === "") return <span>{none}</span>;
   const instance = instancesByName.value.get(name);
+  if (instance === undefined) nameMissing("instances", name);
   return <Link href={instanceKeysHref(name)}>{instance === undefined ? name : named(name, instance.id)}</Link>;
 }
 
 /** An instance by id (as the audit trail names it). */
 export function InstanceIdRef({ id }: { readonly id: string }) {
   for (const instance of instancesByName.value.values()) if (instance.id === id) return <InstanceRef name={instance.name} />;
+  nameMissing("instances", id);
   return <Link href={auditHref(id)}>{id}</Link>;
 }
 
 /** A system by id: `ERP (sys_…)`, linking to its instances. */
 export function SystemRef({ id }: { readonly id: string }) {
   const system = systemsById.value.get(id);
+  if (system === undefined) nameMissing("systems", id);
   if (system === undefined) return <Link href={auditHref(id)}>{id}</Link>;
   return <Link href={`/dashboard/systems?system=${encodeURIComponent(id)}`}>{named(system.name, id)}</Link>;
 }
