@@ -460,6 +460,38 @@ export function storeContract(name: string, open: () => Promise<ContractStore>):
     assert.equal(facts((await apiKeys.changedSince(T2, 10))[0]), { name: "app", lastUsedAt: T1, revokedAt: T2, revision: 2 });
   });
 
+  test("API keys: revoked keys are listed only with showRevoked, found by hash only with includeRevoked, and purged by revokedAt only", async (ctx) => {
+    const { apiKeys } = storeOf(ctx);
+    const [old, recent, live] = idsOf("key", 3);
+    const key = (id: string, n: number): ApiKeyRecord => ({
+      id,
+      name: `key ${n}`,
+      type: "data",
+      keyHash: String(n).repeat(64),
+      prefix: "erpl_abcdefg",
+      permissions: {},
+      rateLimits: {},
+      createdAt: T0,
+      updatedAt: T0,
+      revision: 1,
+    });
+    for (const [id, n] of [[old, 1], [recent, 2], [live, 3]] as const) await apiKeys.create(key(id, n));
+    await apiKeys.revoke(old, T1);
+    await apiKeys.revoke(recent, T2);
+    const ids = (page: { items: readonly ApiKeyRecord[] }) => page.items.map((k) => [k.id, k.revokedAt]);
+    assert.equal(ids(await apiKeys.list({ limit: 10 })), [[live, undefined]]);
+    assert.equal(ids(await apiKeys.list({ limit: 10 }, { showRevoked: true })), [[old, T1], [recent, T2], [live, undefined]]);
+    assert.equal(ids(await apiKeys.list({ limit: 1, afterId: old }, { showRevoked: true })), [[recent, T2]]);
+    assert.is(await apiKeys.getByHash("1".repeat(64)), undefined);
+    assert.equal((await apiKeys.getByHash("1".repeat(64), { includeRevoked: true }))?.revokedAt, T1);
+    assert.equal((await apiKeys.getByHash("3".repeat(64), { includeRevoked: true }))?.id, live);
+    // Revoked before the cutoff: removed. Revoked after it, or in force (however old): kept.
+    assert.is(await apiKeys.purgeRevoked(new Date(T1.getTime() + 1)), 1);
+    assert.equal(ids(await apiKeys.list({ limit: 10 }, { showRevoked: true })), [[recent, T2], [live, undefined]]);
+    assert.is(await apiKeys.purgeRevoked(new Date(T2.getTime() + 365 * 86_400_000)), 1);
+    assert.equal(ids(await apiKeys.list({ limit: 10 }, { showRevoked: true })), [[live, undefined]]);
+  });
+
   // ---- paging ----------------------------------------------------------------
 
   /** Seven systems with ascending ids, inserted out of order; returned in id order. */

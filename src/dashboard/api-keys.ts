@@ -135,6 +135,8 @@ async function all<T>(path: string): Promise<T[]> {
 
 export const keysApi = {
   list: () => all<ApiKey>("/admin/api-keys"),
+  /** Every key, revoked ones included (each with its `revoked_at`). */
+  listWithRevoked: () => all<ApiKey & { readonly revoked_at?: string }>("/admin/api-keys?show_revoked=true"),
   get: (id: string) => call<ApiKey>("GET", `/admin/api-keys/${enc(id)}`),
   create: (input: ApiKeyInput) => call<CreatedApiKey>("POST", "/admin/api-keys", { body: input }),
   /** Changes only the fields in `input` (the update mask), and only if the key is still at `etag`. */

@@ -137,7 +137,7 @@ export function buildOpenApi(routes: readonly RestRoute[], options: OpenApiOptio
     const name = route.resource.name;
     schemas[name] ??= messageSchema(route.resource, { mode: "output", constraints: true });
     const operation: Record<string, unknown> = {
-      operationId: route.rpc.name,
+      operationId: route.operationId ?? route.rpc.name,
       summary: route.summary,
       tags: [route.tag],
       security: [{ bearer: [] }],

@@ -37,6 +37,8 @@ export interface RestRoute {
   /** Path in OpenAPI form, parameters in braces: `/admin/systems/{id}`. */
   readonly path: string;
   readonly rpc: DescMethod;
+  /** The OpenAPI operation id when the RPC has a second route (default: the RPC's name). */
+  readonly operationId?: string;
   /** One-line summary for the OpenAPI document. */
   readonly summary: string;
   /** OpenAPI tag. */
@@ -152,6 +154,8 @@ interface ResourceLayout {
   readonly listField: string;
   /** RPC local names: listSystems, createSystem, getSystem, updateSystem, deleteSystem. */
   readonly rpcs: readonly [list: string, create: string, get: string, update: string, remove: string];
+  /** Query parameters of the list beyond paging (its filters). */
+  readonly listQuery?: readonly string[];
   /** Summaries that differ from the generated ones. */
   readonly summaries?: Partial<Record<"list" | "create" | "get" | "update" | "delete", string>>;
   /** Extra response fields of create merged into `data`. */
@@ -177,7 +181,7 @@ function resourceRoutes(r: ResourceLayout): RestRoute[] {
       summary: r.summaries?.list ?? `List ${r.listField.replace(/_/g, " ")}`,
       params: r.collectionParams,
       paramSchemas: collectionPatterns,
-      query: PAGING,
+      query: [...PAGING, ...(r.listQuery ?? [])],
       data: r.listField,
       list: true,
       listOf: r.idPrefix,
@@ -290,6 +294,21 @@ export const ROUTES: readonly RestRoute[] = [
       update: { base_url: "https://s4-new.example.com/sap/opu/odata4/" },
     },
   }),
+  {
+    method: "GET",
+    path: "/admin/instances",
+    rpc: InstanceService.method.listInstances,
+    operationId: "ListAllInstances",
+    summary: "List the instances of every system",
+    tag: "Instances",
+    query: PAGING,
+    data: "instances",
+    list: true,
+    listOf: "ins",
+    resource: InstanceSchema,
+    status: 200,
+    auth: "admin",
+  },
   ...resourceRoutes({
     service: ApiKeyService,
     resource: ApiKeySchema,
@@ -301,8 +320,9 @@ export const ROUTES: readonly RestRoute[] = [
     field: "api_key",
     listField: "api_keys",
     rpcs: ["listApiKeys", "createApiKey", "getApiKey", "updateApiKey", "deleteApiKey"],
+    listQuery: ["show_revoked"],
     summaries: {
-      list: "List API keys",
+      list: "List API keys (revoked ones too with show_revoked=true)",
       create: "Issue an API key (its secret is returned once, in data.key)",
       get: "Get an API key (never its secret)",
       update: "Change an API key's name, permissions, rate limits or expiry",

@@ -56,6 +56,7 @@ export function apiKeyToMessage(rec: ApiKeyRecord, pendingUse?: Date): ApiKey {
     updatedAt: timestampFromDate(rec.updatedAt),
     lastUsedAt: lastUsed ? timestampFromDate(lastUsed) : undefined,
     etag: formatEtag(rec.revision ?? 0),
+    revokedAt: rec.revokedAt ? timestampFromDate(rec.revokedAt) : undefined,
   });
 }
 
@@ -123,7 +124,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
   listApiKeys(req: ListApiKeysRequest) {
     return translate(names, async () => {
       const paging = readPaging(req.pageSize, req.pageToken, "key");
-      const page = await this.deps.store.apiKeys.list(paging);
+      const page = await this.deps.store.apiKeys.list(paging, { showRevoked: req.showRevoked });
       return create(ListApiKeysResponseSchema, {
         apiKeys: page.items.map((r) => this.toMessage(r)),
         nextPageToken: nextPageToken(page),
@@ -208,7 +209,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
           if (updated.revokedAt !== undefined) {
             // Revoked between the read above and this write: it stays
             // revoked, and the update counts as refused (its entry goes).
-            this.deps.keys.forget(updated.keyHash);
+            this.deps.keys.forget(updated.keyHash, updated.id);
             throw notFound("key", key.id);
           }
           return updated;
@@ -265,7 +266,7 @@ export class ApiKeyServiceImpl implements ServiceImpl<typeof ApiKeyService> {
         () => this.deps.store.apiKeys.revoke(req.id, at, expected),
         revoked,
       );
-      this.deps.keys.forget(rec.keyHash);
+      this.deps.keys.forget(rec.keyHash, rec.id);
       return create(DeleteApiKeyResponseSchema, { apiKey: this.toMessage(rec) });
     });
   }

@@ -362,10 +362,15 @@ export class AuditRecorder {
     return result;
   }
 
+  /** The oldest time the audit trail keeps at `now`, or undefined when it keeps everything. */
+  cutoff(now: Date): Date | undefined {
+    const { retentionMs } = this.options;
+    return retentionMs === undefined ? undefined : new Date(now.getTime() - retentionMs);
+  }
+
   /** Removes entries past the audit trail's own retention (none when it is unlimited); returns how many. */
   async purge(now: Date): Promise<number> {
-    const { retentionMs } = this.options;
-    if (retentionMs === undefined) return 0;
-    return this.options.store.purge(new Date(now.getTime() - retentionMs));
+    const cutoff = this.cutoff(now);
+    return cutoff === undefined ? 0 : this.options.store.purge(cutoff);
   }
 }

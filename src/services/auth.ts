@@ -8,7 +8,7 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import { PRINCIPAL_METADATA, kCallFacts, type CallFacts } from "../schema/call-facts.js";
-import { isWellFormedApiKey } from "./api-key-secret.js";
+import { hashApiKey, isWellFormedApiKey } from "./api-key-secret.js";
 import { translate } from "./errors.js";
 import { isExpired, type KeyRegistry } from "./key-registry.js";
 import { rateLimitHeaders, type Limits, type RateLimiter } from "./rate-limiter.js";
@@ -129,8 +129,13 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         return authenticateSession(token, options.sessions, options.sessionPolicy);
       }
       if (options.keys && isWellFormedApiKey(token)) {
-        const key = await options.keys.lookup(token);
-        if (key !== undefined) {
+        const hash = hashApiKey(token);
+        const key = await options.keys.lookupHash(hash);
+        if (key === undefined) {
+          // A revoked key's secret: refused like any unknown token, and logged as that key.
+          const revokedId = options.keys.revokedId(hash);
+          if (revokedId !== undefined) throw new ConnectError("invalid bearer token", Code.Unauthenticated, { [PRINCIPAL_HEADER]: revokedId });
+        } else {
           if (isExpired(key, clock())) {
             throw new ConnectError("API key expired", Code.Unauthenticated);
           }

@@ -9,6 +9,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { InstanceRecord } from "../store/index.js";
 import { hashApiKey, isWellFormedApiKey } from "./api-key-secret.js";
+import { PRINCIPAL_METADATA } from "../schema/call-facts.js";
 import { bearerToken } from "./auth.js";
 import { openBackendAuth, type BackendCredentials } from "./backend-auth.js";
 import type { ServiceDeps } from "./context.js";
@@ -97,7 +98,11 @@ export class DataPlane {
         throw toConnectError(err, { singular: "API key" });
       }
     }
-    if (key === undefined) throw new ConnectError("invalid bearer token", Code.Unauthenticated);
+    if (key === undefined) {
+      // A revoked key's secret is refused like any unknown token; its id only names the refusal in the log.
+      const revokedId = this.deps.keys.revokedId(hash);
+      throw new ConnectError("invalid bearer token", Code.Unauthenticated, revokedId === undefined ? undefined : { [PRINCIPAL_METADATA]: revokedId });
+    }
     this.checkKey(key);
     this.deps.usage.touch(key.id);
     return key;

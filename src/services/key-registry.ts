@@ -9,6 +9,11 @@
  * changed since the previous one (with an overlap for clock skew between
  * processes) and replaces or drops the cached entries, so a revoke or an
  * update made anywhere takes effect everywhere within one sync interval.
+ *
+ * A revoked key's hash is remembered as unknown, like any dead token, but
+ * with the key's id: a refused use of a revoked secret is logged under the
+ * key it was ({@link revokedId}). The lookup itself is the same store read
+ * and the same cache for both, and a revoked key is never returned by it.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ApiKeyRecord, ApiKeyStore } from "../store/index.js";
@@ -61,7 +66,8 @@ const SYNC_BATCH = 10_000;
 /** Cache of API keys by secret hash. */
 export class KeyRegistry {
   private readonly known = new Map<string, ApiKeyRecord>();
-  private readonly unknown = new Map<string, number>();
+  /** Hashes known to name no key in force: until when (ms), and the revoked key's id when the hash is one's. */
+  private readonly unknown = new Map<string, { readonly until: number; readonly revokedId?: string }>();
   /** Store reads in flight; `stale` is set when the key changes meanwhile. */
   private readonly loading = new Map<string, { promise: Promise<ApiKeyRecord | undefined>; stale: boolean }>();
 
@@ -85,9 +91,9 @@ export class KeyRegistry {
   lookupHash(hash: string): Promise<ApiKeyRecord | undefined> | ApiKeyRecord | undefined {
     const hit = this.known.get(hash);
     if (hit !== undefined) return hit;
-    const until = this.unknown.get(hash);
-    if (until !== undefined) {
-      if (until > this.options.clock().getTime()) return undefined;
+    const dead = this.unknown.get(hash);
+    if (dead !== undefined) {
+      if (dead.until > this.options.clock().getTime()) return undefined;
       this.unknown.delete(hash);
     }
     const inFlight = this.loading.get(hash);
@@ -96,16 +102,17 @@ export class KeyRegistry {
     // Concurrent misses for one hash share one store read.
     const load = {
       stale: false,
-      promise: this.options.store.getByHash(hash).then(
+      // Revoked keys are read too (the same query, the same cost), only to name them in the log.
+      promise: this.options.store.getByHash(hash, { includeRevoked: true }).then(
         (record) => {
           this.loading.delete(hash);
           // A revoke or update while the read was in flight wins over it.
           if (load.stale) return this.known.get(hash);
-          if (record === undefined) {
-            bounded(this.unknown, this.options.maxEntries).set(hash, this.options.clock().getTime() + this.options.negativeTtlMs);
-          } else {
-            bounded(this.known, this.options.maxEntries).set(hash, record);
+          if (record === undefined || record.revokedAt !== undefined) {
+            this.markDead(hash, record?.id);
+            return undefined;
           }
+          bounded(this.known, this.options.maxEntries).set(hash, record);
           return record;
         },
         (err: unknown) => {
@@ -118,21 +125,35 @@ export class KeyRegistry {
     return load.promise;
   }
 
+  /**
+   * The id of the revoked key whose secret hashes to `hash`, when a lookup
+   * of that hash found it revoked (and it is still remembered); otherwise
+   * undefined. For attribution only: never makes the key usable.
+   */
+  revokedId(hash: string): string | undefined {
+    return this.unknown.get(hash)?.revokedId;
+  }
+
   /** Caches a key as it now is (after create or update). */
   remember(record: ApiKeyRecord): void {
-    if (record.revokedAt !== undefined) return this.forget(record.keyHash);
+    if (record.revokedAt !== undefined) return this.forget(record.keyHash, record.id);
     this.markStale(record.keyHash);
     this.unknown.delete(record.keyHash);
     if (this.known.has(record.keyHash)) this.known.set(record.keyHash, record);
     else bounded(this.known, this.options.maxEntries).set(record.keyHash, record);
   }
 
-  /** Drops a key (after revoke): it stops working at once in this process. */
-  forget(keyHash: string): void {
+  /** Drops a key (after revoke): it stops working at once in this process. `id` names it in the log of later uses. */
+  forget(keyHash: string, id?: string): void {
     this.markStale(keyHash);
     this.known.delete(keyHash);
     // Known to be dead: answer from memory, like an unknown token.
-    bounded(this.unknown, this.options.maxEntries).set(keyHash, this.options.clock().getTime() + this.options.negativeTtlMs);
+    this.markDead(keyHash, id);
+  }
+
+  private markDead(keyHash: string, revokedId: string | undefined): void {
+    const until = this.options.clock().getTime() + this.options.negativeTtlMs;
+    bounded(this.unknown, this.options.maxEntries).set(keyHash, revokedId === undefined ? { until } : { until, revokedId });
   }
 
   private lastSync: number | undefined;
@@ -161,7 +182,7 @@ export class KeyRegistry {
     this.lastSynced = new Date(now);
     for (const record of changed) {
       if (record.revokedAt !== undefined) {
-        this.forget(record.keyHash);
+        this.forget(record.keyHash, record.id);
         continue;
       }
       const cached = this.known.get(record.keyHash);

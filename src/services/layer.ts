@@ -142,6 +142,8 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
           store.logs.purge(now),
           store.sessions.purge(now),
           deps.audit.purge(now),
+          // Revoked keys are kept as long as the audit trail of their time, so that later uses are attributed.
+          purgeRevokedKeys(deps, now),
           // Rollups go with the last entries they count.
           store.usageRollups.purge(new Date(now.getTime() - options.logRetentionMs)),
         ]).catch((err: unknown) =>
@@ -172,4 +174,14 @@ export function createServiceLayer(store: Store, options: ServiceLayerOptions): 
     ],
     inProcessInterceptors: [errorLog, createAdminInterceptor(gate, { count: false, publicServices: PUBLIC_SERVICES })],
   };
+}
+
+/**
+ * Removes the API keys revoked before the audit retention's cutoff (none
+ * while the audit trail is kept for ever): a revoked key is listed, and its
+ * later uses attributed to it, as long as the trail of its time is kept.
+ */
+export function purgeRevokedKeys(deps: ServiceDeps, now: Date): Promise<number> {
+  const cutoff = deps.audit.cutoff(now);
+  return cutoff === undefined ? Promise.resolve(0) : deps.store.apiKeys.purgeRevoked(cutoff);
 }

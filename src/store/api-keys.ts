@@ -115,15 +115,30 @@ export class ApiKeyStore extends AggregateStore<ApiKeyRecord> {
     return rec?.revokedAt === undefined ? rec : undefined;
   }
 
-  /** Active keys in id (creation) order. */
-  list(request: PageRequest): Promise<Page<ApiKeyRecord>> {
-    return this.page({ revoked: false }, request);
+  /** The key with this id, revoked or not (a revoked key's `revokedAt` says so). */
+  async getAny(id: string): Promise<ApiKeyRecord | undefined> {
+    return super.get(id);
   }
 
-  /** The active key whose secret hashes to `keyHash`, if any. */
-  async getByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    const doc = await this.collection.findOne({ keyHash, revoked: false });
+  /** Active keys in id (creation) order; with `showRevoked`, revoked keys too, in the same order. */
+  list(request: PageRequest, options: { readonly showRevoked?: boolean } = {}): Promise<Page<ApiKeyRecord>> {
+    return this.page(options.showRevoked === true ? {} : { revoked: false }, request);
+  }
+
+  /**
+   * The active key whose secret hashes to `keyHash`, if any; with
+   * `includeRevoked`, a revoked one too (its `revokedAt` set), so that a
+   * refused use can be attributed to it. Secrets are unique, so at most one
+   * key matches.
+   */
+  async getByHash(keyHash: string, options: { readonly includeRevoked?: boolean } = {}): Promise<ApiKeyRecord | undefined> {
+    const doc = await this.collection.findOne(options.includeRevoked === true ? { keyHash } : { keyHash, revoked: false });
     return doc === undefined ? undefined : this.codec.fromDoc(doc);
+  }
+
+  /** Removes the keys revoked before `cutoff` (the audit retention); returns how many. Keys in force are never removed. */
+  purgeRevoked(cutoff: Date): Promise<number> {
+    return this.collection.deleteBefore("revokedAt", cutoff);
   }
 
   /**

@@ -192,7 +192,7 @@ if (browserAvailable("dashboard instances suite")) {
     const { page } = ctx;
     await page.getByRole("button", { name: "Delete instance stub-prod" }).click();
     const dialog = page.getByRole("dialog", { name: "Delete instance stub-prod?" });
-    assert.is(await dialog.getByRole("paragraph").textContent(), "API keys that name it stop reaching it. This cannot be undone.");
+    assert.is(await dialog.getByRole("paragraph").textContent(), "No API key names this instance. This cannot be undone.");
     await dialog.getByRole("button", { name: "Delete instance" }).click();
     await page.getByRole("status").getByText("Instance stub-prod deleted.").waitFor();
     await page.getByText("No instances yet.").waitFor();

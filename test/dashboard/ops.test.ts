@@ -77,18 +77,18 @@ if (browserAvailable("dashboard logs/audit/sessions suite")) {
     assert.is(new URL(page.url()).pathname, "/dashboard/audit");
 
     const update = page.getByRole("list", { name: `Changes of ${ctx.keyId}` }).first();
-    await page.getByRole("heading", { name: `update API key ${ctx.keyId}` }).waitFor();
+    await page.getByRole("heading", { name: `update API key invoice app (${ctx.keyId})` }).waitFor();
     const lines = await page.getByRole("listitem").filter({ hasText: "permissions › " }).allTextContents();
     assert.ok(lines.includes("permissions › prod › API_BP › A_BusinessPartner: list → list, get"), JSON.stringify(lines));
     assert.ok(lines.includes("permissions › qa: (none) → {*: {*: list}}"), JSON.stringify(lines));
     assert.ok(await update.isVisible());
     // The creation lists the key's fields; its secret reads [redacted].
-    await page.getByRole("heading", { name: `create API key ${ctx.keyId}` }).waitFor();
+    await page.getByRole("heading", { name: `create API key invoice app (${ctx.keyId})` }).waitFor();
     const created = await page.getByRole("list", { name: `Changes of ${ctx.keyId}` }).nth(1).textContent();
     assert.ok(created!.includes("key: (none) → [redacted]"), created!);
     assert.ok(!created!.includes(ctx.secret), created!);
     assert.ok(!(await page.content()).includes(ctx.secret));
-    await page.getByRole("heading", { name: /^create system sys_/ }).waitFor();
+    await page.getByRole("heading", { name: /^create system s4-prod \(sys_/ }).waitFor();
     await assertAccessible(page, "audit");
     await screenshot(page, "audit");
   });
@@ -103,7 +103,7 @@ if (browserAvailable("dashboard logs/audit/sessions suite")) {
     assert.is(url.searchParams.get("resource_type"), "api_key");
     assert.is(url.searchParams.get("action"), "update");
     await page.reload();
-    await page.getByRole("heading", { name: `update API key ${ctx.keyId}` }).waitFor();
+    await page.getByRole("heading", { name: `update API key invoice app (${ctx.keyId})` }).waitFor();
     assert.is(await page.getByLabel("Resource type").inputValue(), "api_key");
     assert.is(await page.getByLabel("Action").inputValue(), "update");
     assert.is(await page.getByRole("heading", { name: /^create / }).count(), 0);
@@ -145,7 +145,7 @@ if (browserAvailable("dashboard logs/audit/sessions suite")) {
     assert.is(new URL(page.url()).search, "", "the nav link opens the unfiltered view");
     await page.getByLabel("Method", { exact: true }).selectOption("PATCH");
     await page.getByLabel("Status", { exact: true }).fill("2xx");
-    await page.getByLabel("API key id").fill("master");
+    await page.getByLabel("API key", { exact: true }).selectOption("master");
     await page.getByRole("button", { name: "Apply filters" }).click();
     await page.waitForURL(/method=PATCH/);
     await page.reload();
@@ -153,7 +153,7 @@ if (browserAvailable("dashboard logs/audit/sessions suite")) {
     await details.waitFor();
     assert.is(await page.getByLabel("Status", { exact: true }).inputValue(), "2xx");
     assert.is(await page.getByLabel("Method", { exact: true }).inputValue(), "PATCH");
-    assert.is(await page.getByLabel("API key id").inputValue(), "master");
+    assert.is(await page.getByLabel("API key", { exact: true }).inputValue(), "master");
     assert.is(await page.getByRole("button", { name: /^Details of / }).count(), 1);
 
     await details.click();

@@ -97,15 +97,18 @@ if (browserAvailable("dashboard overview suite")) {
       "ENTITYthe key has no permission for this entity set, function or action1",
     ]);
     const keys = page.getByRole("table", { name: "Top API keys" });
-    assert.equal(await keys.getByRole("row").allTextContents(), ["API keyRequestsDenied", `${ctx.keyId}41`]);
+    assert.equal(await keys.getByRole("row").allTextContents(), ["API keyRequestsDenied", `invoice app (${ctx.keyId})41`]);
+    // The key's name links to its page; an entity set to its log entries.
+    assert.is(await keys.getByRole("link", { name: `invoice app (${ctx.keyId})` }).getAttribute("href"), `/dashboard/api-keys/${ctx.keyId}`);
     const entities = page.getByRole("table", { name: "Top entity sets" });
     assert.equal(await entities.getByRole("row").allTextContents(), ["Entity setRequestsDenied", "Customers30", "SalesOrders11"]);
+    assert.is(await entities.getByRole("link", { name: "Customers" }).getAttribute("href"), "/dashboard/logs?entity=Customers");
     const denials = page.getByRole("table", { name: "Recent refused requests (4xx), newest first" });
     const rows = denials.getByRole("row");
     assert.is(await rows.count(), 2);
     const text = (await rows.nth(1).textContent()) ?? "";
     assert.ok(text.includes("403GET /odata/stub/sales/SalesOrders"), text);
-    assert.ok(text.includes(ctx.keyId), text);
+    assert.ok(text.includes(`invoice app (${ctx.keyId})`), text);
     // The message the client was answered, word for word, after the step that refused.
     assert.match(ctx.deniedMessage, /SalesOrders/);
     assert.is(await rows.nth(1).getByRole("cell").nth(4).textContent(), `ENTITY: ${ctx.deniedMessage}`);

@@ -203,6 +203,22 @@ Instances("create, get, list, patch and delete an instance", async ({ world, sys
   assert.equal(json(after).error, { code: "NOT_FOUND", message: `instance "${created.id}" not found`, requestId: after.headers["x-request-id"] });
 });
 
+Instances("GET /admin/instances lists the instances of every system in one call, paged", async ({ world, systemId }) => {
+  const other = json(await post(world.app, "/admin/systems", { name: "BW" })).data.id;
+  const a = json(await post(world.app, `/admin/systems/${systemId}/instances`, PROD)).data;
+  const b = json(await post(world.app, `/admin/systems/${other}/instances`, { ...PROD, name: "bw-prod" })).data;
+  const res = await world.app.inject({ method: "GET", url: "/admin/instances", headers: AUTH });
+  assert.is(res.statusCode, 200);
+  assert.equal(json(res), { data: [a, b], meta: { requestId: res.headers["x-request-id"] } });
+  const first = await world.app.inject({ method: "GET", url: "/admin/instances?page_size=1", headers: AUTH });
+  const page1 = json(first);
+  assert.equal(page1.data, [a]);
+  const second = await world.app.inject({ method: "GET", url: `/admin/instances?page_size=1&page_token=${encodeURIComponent(page1.meta.nextPageToken)}`, headers: AUTH });
+  assert.equal(json(second).data, [b]);
+  assert.is(json(second).meta.nextPageToken, undefined);
+  assert.is((await world.app.inject({ method: "GET", url: "/admin/instances" })).statusCode, 401);
+});
+
 Instances("instances of an unknown system: 404 NOT_FOUND on list and create", async ({ world }) => {
   const unknown = "sys_00000000000000000000000000";
   const list = await world.app.inject({ method: "GET", url: `/admin/systems/${unknown}/instances`, headers: AUTH });

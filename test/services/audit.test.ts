@@ -26,7 +26,7 @@ import {
 } from "../../src/services/audit.js";
 import { kPrincipal, type Principal } from "../../src/services/auth.js";
 import { createIdGenerator } from "../../src/services/ids.js";
-import { createServiceLayer } from "../../src/services/layer.js";
+import { createServiceLayer, purgeRevokedKeys } from "../../src/services/layer.js";
 import { DuplicateKeyError, NotFoundError, StoreUnavailableError, type AuditRecord } from "../../src/store/index.js";
 import { ENCRYPTION_KEY, MASTER_KEY, openTestStore } from "../../test-support/world.js";
 
@@ -535,6 +535,75 @@ Retention("the service layer purges with the audit trail's own retention, not th
   } finally {
     await layer.stop();
   }
+});
+
+Retention("the service layer removes keys revoked before the audit retention, and keeps later revoked keys and keys in force", async ({ store }) => {
+  const key = (id: string, n: number) => ({
+    id,
+    name: `key ${n}`,
+    type: "data" as const,
+    keyHash: String(n).repeat(64),
+    prefix: "erpl_abcdefg",
+    permissions: {},
+    rateLimits: {},
+    createdAt: new Date(T0),
+    updatedAt: new Date(T0),
+    revision: 1,
+  });
+  const ids = createIdGenerator(() => new Date(T0));
+  const [old, recent, live] = [ids("key"), ids("key"), ids("key")];
+  for (const [id, n] of [[old, 1], [recent, 2], [live, 3]] as const) await store.apiKeys.create(key(id, n));
+  await store.apiKeys.revoke(old, new Date(T0 + 1 * DAY));
+  await store.apiKeys.revoke(recent, new Date(T0 + 6 * DAY));
+  const now = new Date(T0 + 10 * DAY);
+  const layer = createServiceLayer(store, {
+    masterKey: MASTER_KEY,
+    encryptionKey: ENCRYPTION_KEY,
+    adminLimits: { perMinute: 100, perDay: 1000 },
+    dataLimits: {},
+    log: { error: () => undefined },
+    logRetentionMs: DAY,
+    auditRetentionMs: 7 * DAY,
+    clock: () => now,
+  });
+  layer.start({ usageFlushMs: 60_000, keySyncMs: 60_000, logFlushMs: 60_000, purgeMs: 20 });
+  const listed = async () => (await store.apiKeys.list({ limit: 10 }, { showRevoked: true })).items.map((k) => k.id);
+  try {
+    const deadline = Date.now() + 5000;
+    while ((await listed()).length > 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(await listed(), [recent, live]);
+  } finally {
+    await layer.stop();
+  }
+});
+
+Retention("with the audit trail kept for ever, revoked keys are kept for ever too", async ({ store }) => {
+  const now = new Date(T0 + 10_000 * DAY);
+  const layer = createServiceLayer(store, {
+    masterKey: MASTER_KEY,
+    encryptionKey: ENCRYPTION_KEY,
+    adminLimits: { perMinute: 100, perDay: 1000 },
+    dataLimits: {},
+    log: { error: () => undefined },
+    logRetentionMs: DAY,
+    clock: () => now,
+  });
+  const id = createIdGenerator(() => new Date(T0))("key");
+  await store.apiKeys.create({
+    id,
+    name: "old",
+    type: "admin",
+    keyHash: "9".repeat(64),
+    prefix: "erpl_abcdefg",
+    permissions: {},
+    rateLimits: {},
+    createdAt: new Date(T0),
+    updatedAt: new Date(T0),
+    revision: 1,
+  });
+  await store.apiKeys.revoke(id, new Date(T0));
+  assert.is(await purgeRevokedKeys(layer.deps, now), 0);
+  assert.equal((await store.apiKeys.list({ limit: 10 }, { showRevoked: true })).items.map((k) => k.id), [id]);
 });
 
 Retention.run();

@@ -11,7 +11,10 @@ import { ApiError } from "../api.js";
 import { keysApi, SET_OPERATIONS, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
 import { navigate, route } from "../state.js";
 import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
+import { keyHref, keysById, keysNaming, loadNames, logsHref, setKeys as setKnownKeys, type ListedKey } from "../names.js";
 import { ExplainPanel } from "./explain-panel.js";
+import { KeyUsage } from "./key-usage.js";
+import { Link } from "./links.js";
 import { PermissionEditor } from "./permission-editor.js";
 import { shellQuote } from "../shell-quote.js";
 import { useConfirm } from "./confirm-dialog.js";
@@ -287,7 +290,19 @@ function SecretDialog({ created, onClose }: { created: CreatedApiKey; onClose: (
 }
 
 export function ApiKeys() {
-  const [keys, setKeys] = useState<readonly ApiKey[] | undefined>(undefined);
+  const [keys, setKeys] = useState<readonly ListedKey[] | undefined>(undefined);
+  /** Whether revoked keys are listed too (they are kept, read-only, as long as the audit trail). */
+  const [showRevoked, setShowRevoked] = useState(false);
+  /** A revoked key opened by its address: shown read-only. */
+  const [revokedView, setRevokedView] = useState<ListedKey | undefined>(undefined);
+  /** The page address's query (`instance`, `explain_method`, `explain_url`), read again on Back and Forward. */
+  const [query, setQuery] = useState(() => new URLSearchParams(location.search));
+  useEffect(() => {
+    const onPop = () => setQuery(new URLSearchParams(location.search));
+    addEventListener("popstate", onPop);
+    return () => removeEventListener("popstate", onPop);
+  }, []);
+  const instanceFilter = query.get("instance") ?? "";
   const [error, setError] = useState("");
   const [status, setStatus] = useState("");
   const [search, setSearch] = useState("");
@@ -309,7 +324,10 @@ export function ApiKeys() {
 
   const load = async () => {
     try {
-      setKeys(await keysApi.list());
+      // One list, revoked keys included: it also names keys on the other screens.
+      const all = await keysApi.listWithRevoked();
+      setKnownKeys(all);
+      setKeys(all);
     } catch (err) {
       if (err instanceof ApiError) setError(withRequestId(err));
     }
@@ -323,20 +341,32 @@ export function ApiKeys() {
   useEffect(() => {
     if (routedId === "") {
       setEditing(undefined);
+      setRevokedView(undefined);
       return;
     }
     if (editing?.id === routedId) return;
     let live = true;
-    keysApi.get(decodeURIComponent(routedId)).then(
+    const id = decodeURIComponent(routedId);
+    keysApi.get(id).then(
       ({ data }) => {
         if (!live) return;
+        setRevokedView(undefined);
         setEditing(data);
         setEditDraft(draftOf(data));
       },
-      (err: unknown) => {
+      async (err: unknown) => {
         if (!live) return;
         setEditing(undefined);
-        fail(err);
+        // A revoked key is no longer one to read: it is shown, read-only, as the list of keys has it.
+        if (err instanceof ApiError && err.status === 404) {
+          if (!keysById.value.has(id)) await loadNames(["keys"], { fresh: true });
+          const listed = keysById.value.get(id);
+          if (live && listed?.revoked_at !== undefined) {
+            setRevokedView(listed);
+            return;
+          }
+        }
+        if (live) fail(err);
       },
     );
     return () => {
@@ -382,10 +412,16 @@ export function ApiKeys() {
     }
   };
 
-  const startEdit = (key: ApiKey) =>
+  const startEdit = (key: ListedKey) =>
     unlessUnsaved(
       "Leave without saving",
       () => {
+        if (key.revoked_at !== undefined) {
+          setEditing(undefined);
+          setRevokedView(key);
+          if (routedId !== key.id) navigate(`api-keys/${encodeURIComponent(key.id)}`, { asked: true });
+          return;
+        }
         setEditing(key);
         setEditDraft(draftOf(key));
         setEditJsonError("");
@@ -401,6 +437,7 @@ export function ApiKeys() {
   const closeEditor = (asked = false) => {
     if (!asked) return unlessUnsaved("Close without saving", () => closeEditor(true), ["key-edit"]);
     setEditing(undefined);
+    setRevokedView(undefined);
     if (routedId !== "") navigate("api-keys", { asked: true });
   };
 
@@ -490,7 +527,11 @@ export function ApiKeys() {
 
   const now = Date.now();
   const q = search.trim().toLowerCase();
-  const shown = (keys ?? []).filter((k) => q === "" || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) || k.id.toLowerCase().includes(q) || k.type.includes(q));
+  const naming = instanceFilter === "" ? undefined : new Set(keysNaming(instanceFilter, new Map((keys ?? []).map((k) => [k.id, k]))).map((k) => k.id));
+  const listed = (keys ?? []).filter((k) => (showRevoked || k.revoked_at === undefined) && (naming === undefined || naming.has(k.id)));
+  const revokedCount = (keys ?? []).filter((k) => k.revoked_at !== undefined).length;
+  const shown = listed.filter((k) => q === "" || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) || k.id.toLowerCase().includes(q) || k.type.includes(q));
+  const explainRequest = query.get("explain_url") === null ? undefined : { method: query.get("explain_method") ?? "GET", url: query.get("explain_url") ?? "" };
   // The permissions being edited, when they differ from the saved ones: what Explain explains.
   const permissionsDraft = editing !== undefined && JSON.stringify(editDraft.permissions) !== JSON.stringify(draftOf(editing).permissions) ? editDraft.permissions : undefined;
 
@@ -594,25 +635,46 @@ export function ApiKeys() {
             </div>
           </form>
           {editing.type === "data" && (
-            <ExplainPanel keyId={editing.id} keyName={editing.name} draft={permissionsDraft} draftError={editJsonError} version={editing.updated_at ?? ""} />
+            <ExplainPanel
+              key={`${editing.id} ${explainRequest?.method ?? ""} ${explainRequest?.url ?? ""}`}
+              keyId={editing.id}
+              keyName={editing.name}
+              draft={permissionsDraft}
+              draftError={editJsonError}
+              version={editing.updated_at ?? ""}
+              initial={explainRequest}
+            />
           )}
+          <KeyUsage keyId={editing.id} keyName={editing.name} />
         </div>
+      )}
+      {revokedView !== undefined && editing === undefined && <RevokedKey keyRecord={revokedView} onClose={closeEditor} />}
+      {instanceFilter !== "" && (
+        <p class="key-filter" role="status">
+          Keys whose permissions name instance <strong>{instanceFilter}</strong>.{" "}
+          <Link href="/dashboard/api-keys">Show every key</Link>
+        </p>
       )}
       <div class="key-search">
         <label for="key-search">Search keys</label>
         <input id="key-search" type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} placeholder="name, prefix, id or type" />
+        <label class="show-revoked">
+          <input type="checkbox" checked={showRevoked} onChange={(e) => setShowRevoked(e.currentTarget.checked)} />
+          Show revoked keys{revokedCount > 0 ? ` (${revokedCount})` : ""}
+        </label>
       </div>
       {keys === undefined ? (
         error === "" && <p aria-busy="true">Loading keys…</p>
-      ) : keys.length === 0 ? (
-        <p>No API keys yet: create the first one above.</p>
+      ) : listed.length === 0 ? (
+        <p>{instanceFilter !== "" ? `No key names instance ${instanceFilter}.` : keys.length === 0 ? "No API keys yet: create the first one above." : "Every key is revoked: tick “Show revoked keys” to see them."}</p>
       ) : (
         <div class="table-wrap">
           <table>
-            <caption>{q === "" ? `${keys.length} ${keys.length === 1 ? "key" : "keys"}` : `${shown.length} of ${keys.length} keys match “${search.trim()}”`}</caption>
+            <caption>{q === "" ? `${listed.length} ${listed.length === 1 ? "key" : "keys"}` : `${shown.length} of ${listed.length} keys match “${search.trim()}”`}</caption>
             <thead>
               <tr>
                 <th scope="col">Name</th>
+                <th scope="col">Id</th>
                 <th scope="col">Type</th>
                 <th scope="col">Prefix</th>
                 <th scope="col">Last used</th>
@@ -626,8 +688,14 @@ export function ApiKeys() {
               {shown.map((k) => {
                 const note = expiryNote(k.expires_at, now);
                 return (
-                  <tr key={k.id} class={note.soon ? "expiring" : undefined}>
-                    <th scope="row">{k.name}</th>
+                  <tr key={k.id} class={k.revoked_at !== undefined ? "revoked" : note.soon ? "expiring" : undefined}>
+                    <th scope="row">
+                      {k.name}
+                      {k.revoked_at !== undefined && <strong class="revoked-tag"> revoked {when(k.revoked_at, "")}</strong>}
+                    </th>
+                    <td>
+                      <Link href={keyHref(k.id)}>{k.id}</Link>
+                    </td>
                     <td>{k.type}</td>
                     <td>
                       <code>{k.prefix}…</code> <CopyButton text={k.prefix} what={`prefix of ${k.name}`} />
@@ -638,12 +706,23 @@ export function ApiKeys() {
                       {note.text !== "" && <strong class="soon"> ({note.text})</strong>}
                     </td>
                     <td class="row-actions">
-                      <button type="button" class="secondary" onClick={() => startEdit(k)} aria-label={`Edit key ${k.name}`}>
-                        Edit
-                      </button>
-                      <button type="button" class="danger" onClick={() => void revoke(k)} aria-label={`Revoke key ${k.name}`}>
-                        Revoke
-                      </button>
+                      <Link href={logsHref({ api_key_id: k.id })} class="button-link" aria-label={`Logs of key ${k.name}`}>
+                        Logs
+                      </Link>
+                      {k.revoked_at !== undefined ? (
+                        <button type="button" class="secondary" onClick={() => startEdit(k)} aria-label={`View revoked key ${k.name}`}>
+                          View
+                        </button>
+                      ) : (
+                        <>
+                          <button type="button" class="secondary" onClick={() => startEdit(k)} aria-label={`Edit key ${k.name}`}>
+                            Edit
+                          </button>
+                          <button type="button" class="danger" onClick={() => void revoke(k)} aria-label={`Revoke key ${k.name}`}>
+                            Revoke
+                          </button>
+                        </>
+                      )}
                     </td>
                   </tr>
                 );
@@ -652,6 +731,37 @@ export function ApiKeys() {
           </table>
         </div>
       )}
+    </section>
+  );
+}
+
+/** A revoked key, read-only: what it was, when it was revoked, its usage and its log entries. */
+function RevokedKey({ keyRecord: k, onClose }: { readonly keyRecord: ListedKey; readonly onClose: () => void }) {
+  const grants = Object.keys(k.permissions ?? {});
+  return (
+    <section class="inline-form key-form revoked-key" aria-labelledby="revoked-key-title">
+      <h2 id="revoked-key-title">Revoked key {k.name}</h2>
+      <p class="hint">
+        {k.type} key {k.prefix}… ({k.id}), revoked {when(k.revoked_at, "")}. It no longer works and cannot be changed; requests made with it are refused and logged under its id.
+      </p>
+      <dl class="key-facts">
+        <div>
+          <dt>Created</dt>
+          <dd>{when(k.created_at, "")}</dd>
+        </div>
+        <div>
+          <dt>Last used</dt>
+          <dd>{when(k.last_used_at, "never")}</dd>
+        </div>
+        <div>
+          <dt>Instances it named</dt>
+          <dd>{grants.length === 0 ? "(none)" : grants.join(", ")}</dd>
+        </div>
+      </dl>
+      <KeyUsage keyId={k.id} keyName={k.name} />
+      <button type="button" class="secondary" onClick={onClose}>
+        Close
+      </button>
     </section>
   );
 }

@@ -5,6 +5,9 @@
  * The view lives in the page URL's query, like the Logs screen's.
  */
 import { AUDIT_FILTERS, formatChange, fromLocalInput, opsApi, toLocalInput, when } from "../api-ops.js";
+import { useEffect } from "preact/hooks";
+import { loadNames } from "../names.js";
+import { InstanceIdRef, KeyRef, SystemRef } from "./links.js";
 import { Pager, usePage, useUrlView } from "./url-view.js";
 import "./ops.css";
 
@@ -20,6 +23,9 @@ export function Audit() {
     setDraft({ ...draft, [name]: e.currentTarget.value });
   const { page_token: _token, ...filters } = view;
   const filtered = AUDIT_FILTERS.some((n) => (view[n] ?? "") !== "");
+  useEffect(() => {
+    void loadNames(["keys", "instances", "systems"]);
+  }, []);
 
   return (
     <section aria-labelledby="audit-title" class="ops">
@@ -100,11 +106,11 @@ export function Audit() {
           {entries.map((e) => (
             <li key={e.id} aria-labelledby={`${e.id}-title`}>
               <h2 id={`${e.id}-title`} class="entry-title">
-                {e.action} {RESOURCE_NAMES[e.resource_type] ?? e.resource_type} {e.resource_id}
+                {e.action} {RESOURCE_NAMES[e.resource_type] ?? e.resource_type} <ResourceRef type={e.resource_type} id={e.resource_id} />
                 {e.state === "pending" ? " (pending)" : ""}
               </h2>
               <p class="entry-meta">
-                <time dateTime={e.timestamp}>{when(e.timestamp)}</time> by {e.actor}
+                <time dateTime={e.timestamp}>{when(e.timestamp)}</time> by <KeyRef id={e.actor} />
                 {e.session_id ? ` (session ${e.session_id})` : ""}
                 {e.request_id ? `, request ${e.request_id}` : ""}
               </p>
@@ -131,4 +137,12 @@ export function Audit() {
       />
     </section>
   );
+}
+
+/** The resource of an entry, named and linked where it is a key, an instance or a system. */
+function ResourceRef({ type, id }: { readonly type: string; readonly id: string }) {
+  if (type === "api_key") return <KeyRef id={id} />;
+  if (type === "instance") return <InstanceIdRef id={id} />;
+  if (type === "system") return <SystemRef id={id} />;
+  return <>{id}</>;
 }

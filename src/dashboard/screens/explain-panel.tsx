@@ -37,11 +37,13 @@ interface ExplainPanelProps {
   readonly draftError: string;
   /** The saved key's version (`updated_at`): a save explains again. */
   readonly version: string;
+  /** A request to explain at once (from a log entry's "Explain" link): its method and URL. */
+  readonly initial?: { readonly method: string; readonly url: string };
 }
 
-export function ExplainPanel({ keyId, keyName, draft, draftError, version }: ExplainPanelProps) {
-  const [method, setMethod] = useState("GET");
-  const [url, setUrl] = useState("");
+export function ExplainPanel({ keyId, keyName, draft, draftError, version, initial }: ExplainPanelProps) {
+  const [method, setMethod] = useState(initial !== undefined && METHODS.includes(initial.method) ? initial.method : "GET");
+  const [url, setUrl] = useState(initial?.url ?? "");
   const [result, setResult] = useState<Explained | undefined>(undefined);
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);

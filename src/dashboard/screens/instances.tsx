@@ -17,6 +17,7 @@ import {
 } from "../api-instances.js";
 import { useConfirm } from "./confirm-dialog.js";
 import { FieldMessage, describedBy, formFailure } from "./form-messages.js";
+import { keysNaming, loadNames } from "../names.js";
 import { withRequestId } from "./sign-in.js";
 import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
 import "./instances.css";
@@ -211,9 +212,11 @@ export function Instances({ system }: { readonly system: System }) {
   }, [system.id]);
 
   const remove = async (instance: Instance) => {
+    // The keys that name it, read now (one list call), so the admin knows what stops working.
+    await loadNames(["keys"], { fresh: true });
     const yes = await confirm({
       title: `Delete instance ${instance.name}?`,
-      message: <p>API keys that name it stop reaching it. This cannot be undone.</p>,
+      message: <p>{`${namingKeys(instance.name)} This cannot be undone.`}</p>,
       confirm: "Delete instance",
       danger: true,
     });
@@ -705,4 +708,12 @@ function ConnectionTestPanel({ instance, onClose }: { readonly instance: Instanc
       </div>
     </section>
   );
+}
+
+/** "3 keys name this instance: a, b, c. They stop reaching it." (or that none does). */
+export function namingKeys(name: string): string {
+  const keys = keysNaming(name);
+  if (keys.length === 0) return "No API key names this instance.";
+  const list = keys.map((k) => k.name).join(", ");
+  return `${keys.length === 1 ? "1 key names" : `${keys.length} keys name`} this instance: ${list}. ${keys.length === 1 ? "It stops" : "They stop"} reaching it.`;
 }

@@ -3,6 +3,7 @@
  * first, paged; the view (filters, page, the entry opened) lives in the page
  * URL's query, so it can be shared and survives a reload.
  */
+import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
 import { OPERATIONS } from "../api-keys.js";
@@ -14,6 +15,8 @@ import {
   when,
   type RequestLog,
 } from "../api-ops.js";
+import { explainHref, instancesByName, keysById, loadNames, namesError } from "../names.js";
+import { InstanceRef, KeyRef, Link } from "./links.js";
 import { withRequestId } from "./sign-in.js";
 import { Pager, usePage, useUrlView } from "./url-view.js";
 import "./ops.css";
@@ -23,8 +26,6 @@ const STATE = [...LOG_FILTERS, "page_token", "id"] as const;
 
 /** The text filters: parameter, label, hint. */
 const TEXT_FILTERS: readonly (readonly [string, string, string])[] = [
-  ["api_key_id", "API key id", "key_…, or master"],
-  ["instance", "Instance", "e.g. s4-prod"],
   ["service", "Service", "e.g. API_BUSINESS_PARTNER"],
   ["entity", "Entity set or operation", "e.g. A_BusinessPartner, or Sales.Approve for its calls"],
   ["status", "Status", "exact (404) or a class (4xx)"],
@@ -37,6 +38,14 @@ export function Logs() {
   const { items: logs, next, error, setError } = usePage(() => opsApi.queryLogs(query, PAGE_SIZE), JSON.stringify(query));
   const [detail, setDetail] = useState<RequestLog | undefined>(undefined);
   const detailHeading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    void loadNames(["keys", "instances"]);
+  }, []);
+  const keyOptions: PickerOption[] = [
+    { value: "master", label: "master key (master)" },
+    ...[...keysById.value.values()].map((k) => ({ value: k.id, label: `${k.name} (${k.id})${k.revoked_at === undefined ? "" : " revoked"}` })),
+  ];
+  const instanceOptions: PickerOption[] = [...instancesByName.value.values()].map((i) => ({ value: i.name, label: `${i.name} (${i.id})` }));
 
   useEffect(() => {
     if (id === undefined || id === "") {
@@ -83,6 +92,8 @@ export function Logs() {
           <label for="logs-to">To (before)</label>
           <input id="logs-to" type="datetime-local" value={toLocalInput(draft.to ?? "")} onInput={(e) => setDraft({ ...draft, to: fromLocalInput(e.currentTarget.value) })} />
         </div>
+        <Picker id="logs-api_key_id" label="API key" noun="keys" options={keyOptions} value={draft.api_key_id ?? ""} onChange={(v) => setDraft({ ...draft, api_key_id: v })} />
+        <Picker id="logs-instance" label="Instance" noun="instances" options={instanceOptions} value={draft.instance ?? ""} onChange={(v) => setDraft({ ...draft, instance: v })} />
         {TEXT_FILTERS.map(([name, label, hint]) => (
           <div class="field" key={name}>
             <label for={`logs-${name}`}>{label}</label>
@@ -124,6 +135,7 @@ export function Logs() {
           {error}
         </p>
       )}
+      {namesError.value !== "" && <p class="hint">{namesError.value}</p>}
       {detail !== undefined && <LogDetail log={detail} headingRef={detailHeading} onClose={() => go({ ...query })} />}
       {logs === undefined ? (
         error === "" && <p aria-busy="true">Loading logs…</p>
@@ -143,6 +155,7 @@ export function Logs() {
                 <th scope="col">Path</th>
                 <th scope="col">Status</th>
                 <th scope="col">Key</th>
+                <th scope="col">Instance</th>
                 <th scope="col">Duration</th>
                 <th scope="col">
                   <span class="visually-hidden">Details</span>
@@ -161,7 +174,12 @@ export function Logs() {
                     {l.status}
                     {l.error_code ? ` ${l.error_code}` : ""}
                   </td>
-                  <td>{l.api_key_id || "(none)"}</td>
+                  <td>
+                    <KeyRef id={l.api_key_id} />
+                  </td>
+                  <td>
+                    <InstanceRef name={l.instance} />
+                  </td>
                   <td>{l.duration_ms === undefined ? "" : `${Math.round(l.duration_ms)} ms`}</td>
                   <td>
                     <button type="button" class="secondary" onClick={() => go({ ...query, id: l.id })} aria-label={`Details of ${l.method} ${l.path} (${l.request_id})`}>
@@ -188,16 +206,16 @@ export function Logs() {
 
 function LogDetail(props: { log: RequestLog; headingRef: { current: HTMLHeadingElement | null }; onClose: () => void }) {
   const l = props.log;
-  const rows: [string, string][] = [
+  const rows: [string, ComponentChildren][] = [
     ["Time", when(l.timestamp)],
     ["Request id", l.request_id],
     ["Method and path", `${l.method} ${l.path}`],
     ["Status", `${l.status}${l.error_code ? ` ${l.error_code}` : ""}`],
     ["Message", l.error_message ?? ""],
     ["Duration", l.duration_ms === undefined ? "" : `${l.duration_ms} ms`],
-    ["API key", l.api_key_id || "(none recognised)"],
+    ["API key", l.api_key_id ? <KeyRef id={l.api_key_id} /> : "(none recognised)"],
     ["Session", l.session_id || "(none)"],
-    ["Instance", l.instance ?? ""],
+    ["Instance", l.instance ? <InstanceRef name={l.instance} /> : ""],
     ["Service", l.service ?? ""],
     ["Accesses", (l.accesses ?? []).map((a) => `${a.entity}: ${a.operation}`).join("; ") || "(none)"],
     ["Denial step", l.denial_step || "(not denied)"],
@@ -222,9 +240,74 @@ function LogDetail(props: { log: RequestLog; headingRef: { current: HTMLHeadingE
             </div>
           ))}
       </dl>
+      {explainable(l) && (
+        <p>
+          <Link href={explainHref(l.api_key_id!, l.method, l.path)}>Explain this request with its key</Link>
+        </p>
+      )}
       <button type="button" class="secondary" onClick={props.onClose}>
         Close details
       </button>
     </section>
+  );
+}
+
+/** Whether Explain can replay an entry: a data request made with a data key still listed and in force. */
+function explainable(l: RequestLog): boolean {
+  if (!l.path.startsWith("/odata/") || l.api_key_id === undefined || l.api_key_id === "") return false;
+  const key = keysById.value.get(l.api_key_id);
+  return key !== undefined && key.type === "data" && key.revoked_at === undefined;
+}
+
+/** One choice of a {@link Picker}: the filter's value and what people read. */
+interface PickerOption {
+  readonly value: string;
+  readonly label: string;
+}
+
+/**
+ * A searchable select: a search box narrowing a list of choices (by name or
+ * id), and the select itself; "any" clears the filter. A value not among
+ * the choices (an id typed into the address) stays selectable.
+ */
+function Picker(props: {
+  readonly id: string;
+  readonly label: string;
+  readonly noun: string;
+  readonly options: readonly PickerOption[];
+  readonly value: string;
+  readonly onChange: (value: string) => void;
+}) {
+  const [search, setSearch] = useState("");
+  const q = search.trim().toLowerCase();
+  const shown = props.options.filter((o) => q === "" || o.label.toLowerCase().includes(q) || o.value === props.value);
+  if (props.value !== "" && !props.options.some((o) => o.value === props.value)) shown.unshift({ value: props.value, label: props.value });
+  return (
+    <div class="field picker">
+      <label for={`${props.id}-search`}>Search {props.noun}</label>
+      <input
+        id={`${props.id}-search`}
+        type="search"
+        value={search}
+        onInput={(e) => {
+          const text = e.currentTarget.value;
+          setSearch(text);
+          // One match: it is the one meant.
+          const t = text.trim().toLowerCase();
+          const matches = props.options.filter((o) => t !== "" && o.label.toLowerCase().includes(t));
+          if (matches.length === 1) props.onChange(matches[0]!.value);
+        }}
+        aria-controls={props.id}
+      />
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        <option value="">any</option>
+        {shown.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }

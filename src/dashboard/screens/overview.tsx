@@ -3,10 +3,13 @@
  * 30 days (`GET /admin/usage`, twice: grouped by API key and by entity set),
  * drawn with uPlot, and the newest refused requests from the request log.
  */
+import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { ApiError } from "../api.js";
 import { RANGES, count, overviewApi, type LogEntry, type RangeName, type Usage, type UsageCounts } from "../api-overview.js";
 import { Chart, type Line } from "./chart.js";
+import { loadNames, logsHref } from "../names.js";
+import { KeyRef, Link } from "./links.js";
 import { withRequestId } from "./sign-in.js";
 import "./overview.css";
 
@@ -55,6 +58,9 @@ export function Overview() {
   useEffect(() => {
     void load(range);
   }, [range]);
+  useEffect(() => {
+    void loadNames(["keys"]);
+  }, []);
 
   return (
     <section aria-labelledby="overview-title" class="overview">
@@ -187,8 +193,14 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
             )}
           </tbody>
         </table>
-        <GroupTable caption="Top API keys" keyHeader="API key" usage={byKey} empty="(no key recognised)" />
-        <GroupTable caption="Top entity sets" keyHeader="Entity set" usage={byEntity} empty="(no entity set: $metadata, service document or refused early)" />
+        <GroupTable caption="Top API keys" keyHeader="API key" usage={byKey} empty="(no key recognised)" show={(id) => <KeyRef id={id} />} />
+        <GroupTable
+          caption="Top entity sets"
+          keyHeader="Entity set"
+          usage={byEntity}
+          empty="(no entity set: $metadata, service document or refused early)"
+          show={(entity) => (entity === "(other)" ? entity : <Link href={logsHref({ entity })}>{entity}</Link>)}
+        />
       </div>
 
       <table class="overview-denials">
@@ -217,7 +229,9 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
                 <td class="overview-path">
                   {d.method} {d.path}
                 </td>
-                <td>{d.api_key_id === undefined || d.api_key_id === "" ? "none" : d.api_key_id}</td>
+                <td>
+                  <KeyRef id={d.api_key_id} none="none" />
+                </td>
                 <td>{denialMessage(d)}</td>
               </tr>
             ))
@@ -261,7 +275,14 @@ function Total({ term, value, note }: { readonly term: string; readonly value: s
   );
 }
 
-function GroupTable(props: { readonly caption: string; readonly keyHeader: string; readonly usage: Usage; readonly empty: string }) {
+function GroupTable(props: {
+  readonly caption: string;
+  readonly keyHeader: string;
+  readonly usage: Usage;
+  readonly empty: string;
+  /** The group's key as shown (a name and a link). */
+  readonly show: (key: string) => ComponentChildren;
+}) {
   const groups = props.usage.groups ?? [];
   const more = props.usage.more_groups ?? 0;
   return (
@@ -289,7 +310,7 @@ function GroupTable(props: { readonly caption: string; readonly keyHeader: strin
         ) : (
           groups.map((g) => (
             <tr key={g.key ?? ""}>
-              <th scope="row">{g.key === undefined || g.key === "" ? props.empty : g.key}</th>
+              <th scope="row">{g.key === undefined || g.key === "" ? props.empty : props.show(g.key)}</th>
               <td class="num">{number.format(count(g.counts?.requests))}</td>
               <td class="num">{number.format(count(g.counts?.denied))}</td>
             </tr>

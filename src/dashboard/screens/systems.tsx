@@ -142,6 +142,11 @@ function SystemsList() {
   useEffect(() => {
     void load();
   }, []);
+  // `?system=sys_…` (a link to a system) opens its instances.
+  const wanted = new URLSearchParams(location.search).get("system");
+  useEffect(() => {
+    if (wanted !== null && selected === undefined) setSelected(systems?.find((s) => s.id === wanted));
+  }, [systems, wanted]);
 
   /** A success: its message replaces whatever went wrong before. */
   const succeed = (message: string) => {

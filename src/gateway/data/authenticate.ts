@@ -5,6 +5,7 @@
  * services as ConnectErrors, which the gateway's error table maps.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { PRINCIPAL_METADATA } from "../../schema/call-facts.js";
 import { extend, type Authenticated, type Incoming } from "./exchange.js";
 import type { DataKey, DataPort } from "./ports.js";
 
@@ -14,7 +15,12 @@ export async function authenticate<K extends DataKey>(incoming: Incoming, port: 
     key = await port.authenticate(incoming.req.headers.authorization);
   } catch (err) {
     // A key that could not be read now (the store, or the cold-read budget: 503) was not found invalid.
-    if (err instanceof ConnectError && err.code !== Code.Unavailable) incoming.fact.denialStep = "KEY_INVALID";
+    if (err instanceof ConnectError && err.code !== Code.Unavailable) {
+      incoming.fact.denialStep = "KEY_INVALID";
+      // A revoked key's secret: the refusal is logged under the key it was.
+      const revoked = err.metadata.get(PRINCIPAL_METADATA);
+      if (revoked !== null) incoming.fact.apiKeyId = revoked;
+    }
     throw err;
   }
   incoming.fact.apiKeyId = key.id;
