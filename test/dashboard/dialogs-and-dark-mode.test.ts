@@ -84,7 +84,7 @@ if (browserAvailable("dashboard dialogs and dark mode suite")) {
 
   test("`/` focuses the screen's search or filter field, but not while typing in a field", async () => {
     const { page } = ctx;
-    for (const [path, label] of [["api-keys", "Search keys"], ["systems", "Filter systems"], ["logs", "API key id"], ["audit", "Actor"]] as const) {
+    for (const [path, label] of [["api-keys", "Search keys"], ["systems", "Filter systems"], ["logs", "Search keys"], ["audit", "Actor"]] as const) {
       await page.goto(`${ctx.erplink.baseUrl}/dashboard/${path}`);
       await page.getByLabel(label, { exact: true }).waitFor();
       await page.locator("h1").click();

@@ -187,7 +187,7 @@ if (browserAvailable("dashboard flows suite (CAP)")) {
 
   cap("Logs show the refused write with the message the client got; Audit shows the key's creation", async () => {
     const { page } = capCtx;
-    await page.getByRole("link", { name: "Logs" }).click();
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Logs" }).click();
     await page.getByRole("heading", { name: "Logs", level: 1 }).waitFor();
     await page.getByLabel("Method", { exact: true }).selectOption("PATCH");
     await page.getByLabel("Status", { exact: true }).fill("4xx");
@@ -210,9 +210,9 @@ if (browserAvailable("dashboard flows suite (CAP)")) {
     }
     assert.ok(!text.includes(capCtx.secret), "the key's secret is not in the entry");
 
-    await page.getByRole("link", { name: "Audit" }).click();
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Audit" }).click();
     await page.getByRole("heading", { name: "Audit", level: 1 }).waitFor();
-    await page.getByRole("heading", { name: /^create API key key_/ }).waitFor();
+    await page.getByRole("heading", { name: /^create API key cap reader \(key_/ }).waitFor();
     const created = (await page.getByRole("list", { name: /^Changes of key_/ }).first().textContent())!;
     assert.ok(created.includes("name: (none) → cap reader"), created);
     assert.ok(created.includes("key: (none) → [redacted]"), created);
