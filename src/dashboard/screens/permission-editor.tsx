@@ -774,6 +774,8 @@ export function PermissionEditor({ value, onChange, idPrefix, onJsonError }: Pro
                 id={jsonId}
                 rows={14}
                 spellcheck={false}
+                // Lines are not wrapped: a pasted document of 10,000 entries is laid out without measuring where each line breaks.
+                wrap="off"
                 value={shownJson}
                 readOnly={catchingUp}
                 onInput={(e) => onJsonInput(e.currentTarget.value)}
