@@ -3,7 +3,7 @@
  * keys (list, create, update, revoke), explain, and what the permission
  * editor offers (systems → instances, a service's catalog).
  */
-import { call, type ApiResult, type System } from "./api.js";
+import { call, type ApiResult } from "./api.js";
 import type { Permissions } from "./permission-draft.js";
 
 export { INVOKE, OPERATIONS, SET_OPERATIONS, type Operation, type Permissions } from "./permission-draft.js";
@@ -145,14 +145,8 @@ export const keysApi = {
   /** With `permissions`, explains that draft instead of the key's saved permissions (nothing is stored). */
   explain: (id: string, request: { instance: string; method: string; url: string; permissions?: Permissions }) =>
     call<Explanation>("POST", `/admin/api-keys/${enc(id)}/explain`, { body: request }),
-  /** Every instance of every system. */
-  instances: async (): Promise<Instance[]> => {
-    const systems = await all<System>("/admin/systems");
-    const lists = await Promise.all(systems.map((s) => all<Instance>(`/admin/systems/${enc(s.id)}/instances`)));
-    return lists.flat();
-  },
-  catalog: (instanceId: string, service: string) =>
-    call<ServiceCatalog>("GET", `/admin/instances/${enc(instanceId)}/services/${enc(service)}/catalog`),
+  /** Every instance of every system (one call a page, not one per system). */
+  instances: (): Promise<Instance[]> => all<Instance>("/admin/instances"),
   /**
    * The catalogs of many (instance, service) pairs, one admin call per
    * {@link MAX_CATALOG_PAIRS}: one result per pair, in order, each its
