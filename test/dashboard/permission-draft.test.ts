@@ -10,10 +10,31 @@
 import fc from "fast-check";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { OPERATIONS, isOperationEntry, parsePermissions, toggled } from "../../src/dashboard/permission-draft.js";
+import { OPERATIONS, isOperationEntry, parsePermissions, sameValue, toggled } from "../../src/dashboard/permission-draft.js";
 import { parsePermissions as serverParse } from "../../src/services/permissions.js";
 
 const test = suite("dashboard: permission drafts");
+
+test("drafts compare as their JSON does, parts shared or not (fast-check)", () => {
+  const json = fc.jsonValue({ maxDepth: 4 });
+  fc.assert(
+    fc.property(json, json, (a, b) => {
+      // Key order does not make two objects different; JSON text of sorted keys is the reference.
+      const canonical = (v: unknown): unknown =>
+        Array.isArray(v) ? v.map(canonical) : v !== null && typeof v === "object" ? Object.fromEntries(Object.entries(v).sort(([x], [y]) => (x < y ? -1 : 1)).map(([k, w]) => [k, canonical(w)])) : v;
+      const equal = JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+      assert.is(sameValue(a, b), equal);
+      assert.is(sameValue(a, structuredClone(a)), true);
+      // A change of one part, the rest shared, is seen.
+      const shared = { kept: a, changed: b };
+      assert.is(sameValue(shared, { ...shared, changed: a }), equal);
+    }),
+    { numRuns: 500 },
+  );
+  assert.is(sameValue({ a: 1 }, { b: 1 }), false);
+  assert.is(sameValue([1, [2]], [1, [2]]), true);
+  assert.is(sameValue({ a: [] }, { a: {} }), false);
+});
 
 test("a toggle changes only its own operation: invoke and anything else the entry holds are kept, in the server's order", () => {
   assert.equal(OPERATIONS, ["list", "get", "create", "update", "delete", "invoke"]);

@@ -6,7 +6,8 @@
  * revoke with confirmation. The editor of one key is its own address,
  * `/dashboard/api-keys/<id>` (bookmarkable; Back closes it).
  */
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { sameValue } from "../permission-draft.js";
 import { ApiError } from "../api.js";
 import { keysApi, SET_OPERATIONS, type ApiKey, type ApiKeyInput, type CreatedApiKey, type Permissions } from "../api-keys.js";
 import { navigate, route } from "../state.js";
@@ -518,9 +519,11 @@ export function ApiKeys() {
   };
 
   // Input not saved yet: leaving the screen, Back, Cancel and sign-out ask first.
-  useUnsavedChanges(creating && (newJsonError !== "" || JSON.stringify(draft) !== JSON.stringify(EMPTY)), "a new API key", "key-new");
+  // The saved version as a draft, made once per version (not per render), to compare the edits with.
+  const savedDraft = useMemo(() => (editing === undefined ? undefined : draftOf(editing)), [editing]);
+  useUnsavedChanges(creating && (newJsonError !== "" || !sameValue(draft, EMPTY)), "a new API key", "key-new");
   useUnsavedChanges(
-    editing !== undefined && (editJsonError !== "" || JSON.stringify(editDraft) !== JSON.stringify(draftOf(editing))),
+    savedDraft !== undefined && (editJsonError !== "" || !sameValue(editDraft, savedDraft)),
     `key ${editing?.name ?? ""}`,
     "key-edit",
   );
@@ -533,7 +536,7 @@ export function ApiKeys() {
   const shown = listed.filter((k) => q === "" || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) || k.id.toLowerCase().includes(q) || k.type.includes(q));
   const explainRequest = query.get("explain_url") === null ? undefined : { method: query.get("explain_method") ?? "GET", url: query.get("explain_url") ?? "" };
   // The permissions being edited, when they differ from the saved ones: what Explain explains.
-  const permissionsDraft = editing !== undefined && JSON.stringify(editDraft.permissions) !== JSON.stringify(draftOf(editing).permissions) ? editDraft.permissions : undefined;
+  const permissionsDraft = savedDraft !== undefined && !sameValue(editDraft.permissions, savedDraft.permissions) ? editDraft.permissions : undefined;
 
   return (
     <section aria-labelledby="keys-title" class="api-keys">

@@ -88,11 +88,11 @@ export function ExplainPanel({ keyId, keyName, draft, draftError, version, initi
   };
 
   // Live: explain 400 ms after the last change (of the request or of the draft), and again when the key is saved (version).
-  const draftKey = draft === undefined ? "" : JSON.stringify(draft);
+  // A draft is a new object exactly when it changed (the editor shares what a change does not touch).
   useEffect(() => {
     const timer = setTimeout(() => void explain(), 400);
     return () => clearTimeout(timer);
-  }, [method, url, keyId, version, draftKey, draftError]);
+  }, [method, url, keyId, version, draft, draftError]);
 
   return (
     <section class="explain" aria-labelledby="explain-title">
