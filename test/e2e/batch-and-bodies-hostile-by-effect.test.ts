@@ -21,7 +21,7 @@ import type { AddressInfo } from "node:net";
 import * as assert from "uvu/assert";
 import { assertForwardedAsAuthorized } from "../../test-support/forwarded.js";
 import { BP, CAP_NOTES, JSON_TYPE, NOTES2, NOTES4, onCap, type Permissions } from "../../test-support/effect-lab.js";
-import { assertError, call, capEffects, effectLabSuite, entity, lacks, mockEffects, serviceOf, type EffectLab } from "../../test-support/effect-lab.js";
+import { assertError, call, capEffects, effectLabSuite, entity, lacks, mockEffects, serviceOf } from "../../test-support/effect-lab.js";
 
 const permissions: Permissions = {
   noteGetter: onCap({ API_NOTES: { Notes: ["get"] } }),
