@@ -51,7 +51,9 @@
  *   request of its own.
  * - Charsets: a `charset` on the batch, a change set or a JSON request
  *   Content-Type (either format) must be `utf-8` (any case, quoted or not):
- *   back ends decode with the charset named. JSON part bodies are decoded
+ *   back ends decode with the charset named. A JSON batch's Content-Type,
+ *   forwarded as given, may only have token parameter values: back ends
+ *   read it as text (CAP takes any containing `multipart/mixed` for multipart). JSON part bodies are decoded
  *   with a fatal UTF-8 decoder.
  * - JSON: duplicate member names are refused at every level (bodies
  *   included); the batch is written anew: members in a fixed order, `url`
@@ -235,6 +237,12 @@ function analyze(input: BatchInput, accesses: AccessList): BatchAnalysis {
   }
   if (media.type === "application/json") {
     checkCharset(media, "the batch Content-Type");
+    // The Content-Type is forwarded as given: a quoted value could hold what back ends look for in it as text (CAP
+    // reads any POST whose Content-Type contains `multipart/mixed` as multipart), and OData's JSON format parameters
+    // (`odata.metadata`, `odata.streaming`, `IEEE754Compatible`, `charset`) are all tokens.
+    for (const [name, value] of media.params) {
+      if (!TOKEN.test(value)) invalid(`the batch Content-Type's parameter '${excerpt(name)}' must be a token, as OData's JSON format parameters are: '${excerpt(value)}'`);
+    }
     return analyzeJsonBatch(input, accesses);
   }
   invalid(`unsupported batch Content-Type '${excerpt(input.contentType)}': expected multipart/mixed or application/json`);
