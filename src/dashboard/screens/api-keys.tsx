@@ -17,6 +17,7 @@ import { ExplainPanel } from "./explain-panel.js";
 import { KeyUsage } from "./key-usage.js";
 import { Link } from "./links.js";
 import { PermissionEditor } from "./permission-editor.js";
+import { useSortedPages, type SortColumn } from "./sorted-pages.js";
 import { shellQuote } from "../shell-quote.js";
 import { useConfirm } from "./confirm-dialog.js";
 import { CopyButton } from "./copy-button.js";
@@ -533,7 +534,8 @@ export function ApiKeys() {
   const naming = instanceFilter === "" ? undefined : new Set(keysNaming(instanceFilter, new Map((keys ?? []).map((k) => [k.id, k]))).map((k) => k.id));
   const listed = (keys ?? []).filter((k) => (showRevoked || k.revoked_at === undefined) && (naming === undefined || naming.has(k.id)));
   const revokedCount = (keys ?? []).filter((k) => k.revoked_at !== undefined).length;
-  const shown = listed.filter((k) => q === "" || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) || k.id.toLowerCase().includes(q) || k.type.includes(q));
+  const shownAll = listed.filter((k) => q === "" || k.name.toLowerCase().includes(q) || k.prefix.toLowerCase().includes(q) || k.id.toLowerCase().includes(q) || k.type.includes(q));
+  const { rows: shown, header, ariaSort, pager } = useSortedPages(shownAll, KEY_COLUMNS, "keys", `${q} ${showRevoked} ${instanceFilter}`);
   const explainRequest = query.get("explain_url") === null ? undefined : { method: query.get("explain_method") ?? "GET", url: query.get("explain_url") ?? "" };
   // The permissions being edited, when they differ from the saved ones: what Explain explains.
   const permissionsDraft = savedDraft !== undefined && !sameValue(editDraft.permissions, savedDraft.permissions) ? editDraft.permissions : undefined;
@@ -673,15 +675,23 @@ export function ApiKeys() {
       ) : (
         <div class="table-wrap">
           <table>
-            <caption>{q === "" ? `${listed.length} ${listed.length === 1 ? "key" : "keys"}` : `${shown.length} of ${listed.length} keys match “${search.trim()}”`}</caption>
+            <caption>{q === "" ? `${listed.length} ${listed.length === 1 ? "key" : "keys"}` : `${shownAll.length} of ${listed.length} keys match “${search.trim()}”`}</caption>
             <thead>
               <tr>
-                <th scope="col">Name</th>
+                <th scope="col" aria-sort={ariaSort("name")}>
+                  {header("name", "Name")}
+                </th>
                 <th scope="col">Id</th>
-                <th scope="col">Type</th>
+                <th scope="col" aria-sort={ariaSort("type")}>
+                  {header("type", "Type")}
+                </th>
                 <th scope="col">Prefix</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Expires</th>
+                <th scope="col" aria-sort={ariaSort("last_used")}>
+                  {header("last_used", "Last used")}
+                </th>
+                <th scope="col" aria-sort={ariaSort("expires")}>
+                  {header("expires", "Expires")}
+                </th>
                 <th scope="col">
                   <span class="visually-hidden">Actions</span>
                 </th>
@@ -732,11 +742,20 @@ export function ApiKeys() {
               })}
             </tbody>
           </table>
+          {pager}
         </div>
       )}
     </section>
   );
 }
+
+/** The key list's sortable columns (a time never set sorts last). */
+const KEY_COLUMNS: readonly SortColumn<ListedKey>[] = [
+  { id: "name", value: (k) => k.name.toLowerCase() },
+  { id: "type", value: (k) => k.type },
+  { id: "last_used", value: (k) => (k.last_used_at === undefined ? undefined : Date.parse(k.last_used_at)) },
+  { id: "expires", value: (k) => (k.expires_at === undefined ? undefined : Date.parse(k.expires_at)) },
+];
 
 /** A revoked key, read-only: what it was, when it was revoked, its usage and its log entries. */
 function RevokedKey({ keyRecord: k, onClose }: { readonly keyRecord: ListedKey; readonly onClose: () => void }) {
