@@ -103,15 +103,15 @@ if (browserAvailable("dashboard overview suite")) {
     const entities = page.getByRole("table", { name: "Top entity sets" });
     assert.equal(await entities.getByRole("row").allTextContents(), ["Entity setRequestsDenied", "Customers30", "SalesOrders11"]);
     assert.is(await entities.getByRole("link", { name: "Customers" }).getAttribute("href"), "/dashboard/logs?entity=Customers");
-    const denials = page.getByRole("table", { name: "Recent refused requests (4xx), newest first" });
+    const denials = page.getByRole("table", { name: "Recent refused requests (4xx) of the data path and the admin API, newest first" });
     const rows = denials.getByRole("row");
     assert.is(await rows.count(), 2);
     const text = (await rows.nth(1).textContent()) ?? "";
-    assert.ok(text.includes("403GET /odata/stub/sales/SalesOrders"), text);
+    assert.ok(text.includes("403data pathGET /odata/stub/sales/SalesOrders"), text);
     assert.ok(text.includes(`invoice app (${ctx.keyId})`), text);
     // The message the client was answered, word for word, after the step that refused.
     assert.match(ctx.deniedMessage, /SalesOrders/);
-    assert.is(await rows.nth(1).getByRole("cell").nth(4).textContent(), `ENTITY: ${ctx.deniedMessage}`);
+    assert.is(await rows.nth(1).getByRole("cell").nth(5).textContent(), `ENTITY: ${ctx.deniedMessage}`);
   });
 
   test("the uPlot charts render under the CSP without a violation; 7 and 30 days reload", async () => {

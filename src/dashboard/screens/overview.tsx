@@ -204,11 +204,12 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
       </div>
 
       <table class="overview-denials">
-        <caption>Recent refused requests (4xx), newest first</caption>
+        <caption>Recent refused requests (4xx) of the data path and the admin API, newest first</caption>
         <thead>
           <tr>
             <th scope="col">Time</th>
             <th scope="col">Status</th>
+            <th scope="col">Where</th>
             <th scope="col">Request</th>
             <th scope="col">API key</th>
             <th scope="col">Why</th>
@@ -217,7 +218,7 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
         <tbody>
           {denials.length === 0 ? (
             <tr>
-              <td colSpan={5}>No refused requests in this period.</td>
+              <td colSpan={6}>No refused requests in this period.</td>
             </tr>
           ) : (
             denials.map((d) => (
@@ -226,6 +227,7 @@ function OverviewBody({ loaded }: { readonly loaded: Loaded }) {
                   <time dateTime={d.timestamp}>{new Date(d.timestamp).toLocaleString()}</time>
                 </td>
                 <td>{d.status}</td>
+                <td>{(d.path ?? "").startsWith("/odata/") ? "data path" : "admin API"}</td>
                 <td class="overview-path">
                   {d.method} {d.path}
                 </td>
