@@ -79,7 +79,9 @@ try {
         const shot = async (name: string) => {
           await page.evaluate("window.scrollTo(0, 0)");
           await page.waitForTimeout(300);
-          await page.screenshot({ path: path.join(OUT, `${name}-${width}-${scheme}.png`), fullPage: true });
+          // The whole page, down to 1,600 px: long lists (logs, audit) are shown by their first screens.
+          const height = Math.min((await page.evaluate("document.documentElement.scrollHeight")) as number, 1600);
+          await page.screenshot({ path: path.join(OUT, `${name}-${width}-${scheme}.jpg`), fullPage: true, clip: { x: 0, y: 0, width, height }, type: "jpeg", quality: 75 });
         };
         await page.goto(`${erplink.baseUrl}/dashboard/`);
         await page.getByRole("heading", { name: "Sign in" }).waitFor();
