@@ -19,8 +19,8 @@
  *
  * Whatever the document does not say is left unknown, never guessed: a V4
  * navigation without a binding, or a V2 one whose association set is missing
- * or ambiguous, has no target, and the request analyzer denies requests that
- * would need it.
+ * or ambiguous, has no target (only its type), and the request analyzer
+ * reads it as an access on every entity set (`./bind/unbound.ts`).
  */
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 

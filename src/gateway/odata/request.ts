@@ -13,9 +13,10 @@
  * 2. **bind** (`./bind/`): the trees are resolved against `$metadata`:
  *    entity sets, keys and the EDM types of their values, navigations and
  *    their target sets, casts, operations. A literal that does not fit its
- *    type, a name that does not resolve, is refused (400); a navigation
- *    whose set the document does not name, or a call erplink cannot
- *    authorize, is denied (403). Request bodies are bound by `./body.ts`.
+ *    type, a name that does not resolve, is refused (400); a call erplink
+ *    cannot authorize is denied (403); a navigation whose set the document
+ *    does not name is read as one on `*`, every entity set
+ *    (`./bind/unbound.ts`). Request bodies are bound by `./body.ts`.
  * 3. **accesses** (`./accesses.ts`): the bound request becomes the
  *    (entity set, operation) pairs it needs, by one table.
  *
