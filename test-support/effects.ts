@@ -24,6 +24,10 @@
  *   insert's nested entities too), which is the client's own data. An
  *   update's answer is no such thing: erplink authorizes it as `get` or
  *   asks the back end for none.
+ * An access on `*` (erplink records one for a navigation the metadata gives
+ * no entity set) stands for every entity set of the service: it covers an
+ * effect on any of them, and on rows of the service that belong to no entity
+ * set (SAP's mock server's `(Type)` rows), by the same rules.
  * In a `$batch`, the parts' effects are judged against the parts' accesses
  * together: the key was authorized for each of them.
  *
@@ -46,6 +50,8 @@ export interface JudgedEffect {
   readonly entitySets: readonly string[];
   /** A read a write statement made to find the rows it writes. */
   readonly locates?: boolean;
+  /** Rows of the service that belong to no entity set (which only an access on `*` covers). */
+  readonly setless?: boolean;
   /** What the back end said of it (a table, a statement, a plan), for reports. */
   readonly detail: string;
 }
@@ -77,6 +83,7 @@ export function fromMockServer(effects: readonly MockEffect[]): JudgedEffect[] {
     operation: e.operation,
     // Rows with no entity set stand for an entity of the sets their type lives in.
     entitySets: e.entitySets ?? [e.entitySet],
+    ...(e.entitySet.startsWith("(") ? { setless: true } : {}),
     ...(e.operation === "get" && written.has(`${e.entitySet}\u0000${e.detail ?? ""}`) ? { locates: true } : {}),
     detail: `${e.entitySet} ${e.detail ?? ""}`,
   }));
@@ -84,21 +91,23 @@ export function fromMockServer(effects: readonly MockEffect[]): JudgedEffect[] {
 
 /** Whether `authorized` covers `effect` (see the module comment). */
 function covers(effect: JudgedEffect, authorized: readonly AuthorizedAccess[]): boolean {
-  return effect.entitySets.some((set) =>
-    authorized.some((a) => {
-      if (a.entity !== set) return false;
-      if (effect.locates) return true;
-      switch (effect.operation) {
-        case "get":
-          return ["get", "list", "create", "update", "delete"].includes(a.operation);
-        case "list":
-          return a.operation === "list" || a.operation === "create";
-        default:
-          return a.operation === effect.operation;
-      }
-    }),
-  );
+  return authorized.some((a) => {
+    const onSet = a.entity === EVERY_SET ? effect.setless === true || effect.entitySets.length > 0 : effect.entitySets.includes(a.entity);
+    if (!onSet) return false;
+    if (effect.locates) return true;
+    switch (effect.operation) {
+      case "get":
+        return ["get", "list", "create", "update", "delete"].includes(a.operation);
+      case "list":
+        return a.operation === "list" || a.operation === "create";
+      default:
+        return a.operation === effect.operation;
+    }
+  });
 }
+
+/** The entity set an access on every entity set of the service names. */
+const EVERY_SET = "*";
 
 /** The effects `authorized` does not cover; none when the request invoked an operation by its grant. */
 export function uncovered(effects: readonly JudgedEffect[], authorized: readonly AuthorizedAccess[]): JudgedEffect[] {

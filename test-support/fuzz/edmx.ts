@@ -11,8 +11,9 @@
  * reader (src/gateway/odata/metadata.ts): the oracle must not share its
  * reading of the document with what it judges. What the fuzzer does not
  * need is left out: a navigation whose entity set the document does not name
- * (TripPin's `Person/Trips`) is dropped (erplink denies it, and a name the
- * model does not know is read by the oracle as unresolved text), complex
+ * (TripPin's `Person/Trips`) is dropped (erplink reads it as an access on
+ * `*`, which test/e2e/unbound-navigation-by-effect.test.ts judges by effect;
+ * a name the model does not know is read by the oracle as unresolved text), complex
  * properties are all `address` (walked as a complex value), collections
  * `strings`.
  */

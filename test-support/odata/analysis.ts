@@ -29,6 +29,15 @@ export function acc(entitySet: string, operation: Operation, reason: string): Ac
 }
 
 /**
+ * An access on `*` that a navigation the metadata gives no entity set needs
+ * (src/gateway/odata/bind/unbound.ts); `navigation` as the analyzer names it,
+ * `navigation 'Trips' of 'People'`.
+ */
+export function every(operation: Operation, reason: string, navigation: string): Access {
+  return { entitySet: "*", operation, reason: `${reason}; ${navigation}: the service metadata does not say which entity set it leads to, so '*' covers it`, unbound: navigation };
+}
+
+/**
  * An analysis as the table tests state it: without the canonical target
  * (`target`, `forward`; test/gateway/odata/target.test.ts covers it),
  * without `referable` (covered by the batch reference tests) and without

@@ -12,10 +12,15 @@
  * order, and then the stop is the answer: 403 at the entity step (a name the
  * key may not touch, whether or not the service has it) or 404 `NOT_FOUND`
  * (one it may touch that the service lacks).
+ *
+ * An access on `*` that a navigation without an entity set needs (see
+ * `../odata/bind/unbound.ts`) is decided as the key's grant on `*` at the
+ * entity level; a refusal names the navigation and why only `*` covers it.
  */
 import { GatewayError } from "../errors.js";
 import { extend, type Analyzed, type Authenticated, type Authorized } from "./exchange.js";
 import type { Access } from "../odata/accesses.js";
+import { UNBOUND_WHY } from "../odata/bind/unbound.js";
 import type { DataKey, DataPort, Decision, Operation } from "./ports.js";
 import { STEP_NAMES } from "./record.js";
 
@@ -24,12 +29,30 @@ export function decisionOf<K extends DataKey>(a: Authenticated<K>, port: DataPor
   return (entity, operation) => port.decide(a.key, { instance: a.instanceName, service: a.serviceName, entity, operation });
 }
 
+/**
+ * The key's decision on one access of the request. For an access on `*`
+ * that a navigation without an entity set needs, a refusal says which
+ * navigation, and why nothing but `*` covers it.
+ */
+export function accessDecision(decide: (entity: string, operation: Operation) => Decision, access: Access): Decision {
+  const decision = decide(access.entitySet, access.operation);
+  if (decision.allowed || access.unbound === undefined) return decision;
+  switch (decision.step) {
+    case "entity":
+      return { allowed: false, step: "entity", message: `API key has no access to ${access.unbound}: ${UNBOUND_WHY}, so only a grant on every entity set ('*') covers it` };
+    case "operation":
+      return { allowed: false, step: "operation", message: `API key lacks permission '${access.operation}' for entity '*', which ${access.unbound} needs: ${UNBOUND_WHY}` };
+    default:
+      return decision;
+  }
+}
+
 export function authorize<K extends DataKey>(a: Analyzed<K>, port: DataPort<K>): Authorized<K> {
   const decide = decisionOf(a, port);
   const batched = a.request.kind === "batch";
   for (const access of a.request.accesses) {
     a.fact.accesses.push({ entity: access.entitySet, operation: access.operation });
-    const decision = decide(access.entitySet, access.operation);
+    const decision = accessDecision(decide, access);
     if (!decision.allowed) {
       a.fact.denialStep = STEP_NAMES[decision.step] ?? "";
       throw new GatewayError(403, batched ? `${decision.message} (batch ${access.reason})` : decision.message);

@@ -36,7 +36,7 @@ import { GatewayError, fromConnectError } from "../errors.js";
 import type { Position, ServiceModel } from "../odata/metadata.js";
 import { overLimit } from "./admit.js";
 import { analyze } from "./analyze.js";
-import { authorize, conditionsOf, decisionOf } from "./authorize.js";
+import { accessDecision, authorize, conditionsOf, decisionOf } from "./authorize.js";
 import { catalogOperation } from "./catalog-operations.js";
 import { testConnection } from "./connection-test.js";
 import type { Analyzed, Authenticated, ClientRequest, Incoming } from "./exchange.js";
@@ -224,7 +224,7 @@ function describe<K extends DataKey>(out: Explanation, a: Analyzed<K>, port: Dat
   // What the key is allowed besides (an upsert's create, an update's answer) is authorized as the data path authorizes it.
   const granted = a.stop === undefined ? conditionsOf(a, port).granted : [];
   out.accesses = [...request.accesses, ...granted].map((access): AccessDecision => {
-    const decision = decide(access.entitySet, access.operation);
+    const decision = accessDecision(decide, access);
     return create(AccessDecisionSchema, {
       entitySet: access.entitySet,
       operation: access.operation,

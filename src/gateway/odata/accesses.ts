@@ -20,6 +20,7 @@
  * | removes a link | `delete` of the source (SAP's mock server deletes it), and of a composition child (`OnDelete Cascade`, containment: SAP CAP deletes it) or else `update` as above |
  * | adds a link to a composition | `create` of the child's set besides: a back end may insert a child rather than link one |
  * | calls a function or action | `invoke` of the operation by name, `get`/`list` of what it is bound to, `get`/`list` of every entity set its result lies in |
+ * | any of the above through a navigation the metadata gives no entity set (`./bind/unbound.ts`) | the same operation on `*`, the entry that covers every entity set of the service |
  *
  * An operation does what its implementation does: erplink cannot see what a
  * function reads beside its result or what an action writes. Such effects
@@ -30,6 +31,7 @@ import type { Operation } from "../data/ports.js";
 import type { ServiceModel } from "./metadata.js";
 import type { BoundPath } from "./bind/path.js";
 import type { ReadSink, Scope } from "./bind/expression.js";
+import { EVERY_ENTITY_SET, UNBOUND_WHY, unboundNavigation } from "./bind/unbound.js";
 import { denied, invalid } from "./syntax.js";
 
 /** One (entity set, operation) pair a request needs, with why. */
@@ -39,24 +41,44 @@ export interface Access {
   readonly operation: Operation;
   /** What in the request needs it, e.g. `resource path` or `$expand Items/Product`. */
   readonly reason: string;
+  /**
+   * For an access on `*` that a navigation without an entity set needs
+   * (`./bind/unbound.ts`): that navigation, `navigation 'Trips' of 'People'`.
+   */
+  readonly unbound?: string;
+}
+
+/** Where accesses are recorded. */
+export interface AccessSink {
+  add(entitySet: string, operation: Operation, reason: string, unbound?: string): void;
 }
 
 /** Collects accesses in order of discovery, keeping the first of equal (entity set, operation) pairs. */
-export class AccessList {
+export class AccessList implements AccessSink {
   readonly items: Access[] = [];
   readonly #seen = new Set<string>();
 
-  /** Records a pair unless an equal one is already recorded. */
-  add(entitySet: string, operation: Operation, reason: string): void {
+  /**
+   * Records a pair unless an equal one is already recorded. `unbound` names
+   * the navigation without an entity set that an access on `*` is for; the
+   * reason then says so.
+   */
+  add(entitySet: string, operation: Operation, reason: string, unbound?: string): void {
     const key = `${operation}\u0000${entitySet}`;
     if (this.#seen.has(key)) return;
     this.#seen.add(key);
-    this.items.push({ entitySet, operation, reason });
+    if (unbound === undefined) this.items.push({ entitySet, operation, reason });
+    else this.items.push({ entitySet, operation, reason: `${reason}; ${unbound}: ${UNBOUND_WHY}, so '*' covers it`, unbound });
+  }
+
+  /** A sink that records accesses on `*` as needed by the navigation `unbound` (see {@link add}). */
+  through(unbound: string): AccessSink {
+    return { add: (entitySet, operation, reason, own) => this.add(entitySet, operation, reason, own ?? (entitySet === EVERY_ENTITY_SET ? unbound : undefined)) };
   }
 
   /** A sink for the reads the binder reports: `list` when many entities are read, `get` for one. */
   reads(): ReadSink {
-    return (entitySet, many, reason) => this.add(entitySet, many ? "list" : "get", reason);
+    return (entitySet, many, reason, unbound) => this.add(entitySet, many ? "list" : "get", reason, unbound);
   }
 }
 
@@ -64,8 +86,9 @@ export class AccessList {
  * Records the accesses of a bound resource path for `method`, and returns
  * the scope the query options apply to.
  */
-export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyMap<string, string>, model: ServiceModel, accesses: AccessList): Scope {
+export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyMap<string, string>, model: ServiceModel, list: AccessList): Scope {
   const { hops, tail } = path;
+  const accesses: AccessSink = path.unbound === undefined ? list : list.through(path.unbound);
   const last = hops.length - 1;
   for (let h = 0; h < last; h++) accesses.add(hops[h]!, "get", "navigation source in resource path");
   const isRead = method === "GET" || method === "HEAD";
@@ -128,7 +151,7 @@ export function pathAccesses(path: BoundPath, method: string, headers: ReadonlyM
  * deletes it, whatever follows), and its whole set when the first segment
  * names no key (it looks for the entity there).
  */
-function widerAccesses(path: BoundPath, method: string, isRead: boolean, accesses: AccessList): void {
+function widerAccesses(path: BoundPath, method: string, isRead: boolean, accesses: AccessSink): void {
   // A link change reaches its target by the link's body or $id, not by scanning.
   const scans = isRead || path.tail?.kind !== "ref";
   // An operation reads its binding as a read does, whatever its method (SAP's mock server reads the whole set for a cast before it).
@@ -141,11 +164,12 @@ function widerAccesses(path: BoundPath, method: string, isRead: boolean, accesse
 }
 
 /** What the back end deletes with the entity at the path's end (CAP: the entities of its compositions). */
-function cascadeAccesses(path: BoundPath, model: ServiceModel, accesses: AccessList): void {
+function cascadeAccesses(path: BoundPath, model: ServiceModel, accesses: AccessSink): void {
   if (path.position === undefined) return;
   for (const { path: navPath, target: cascaded } of model.cascades(path.position)) {
-    if (cascaded === undefined) denied(`cannot authorize deleting '${navPath}' with the entity: the service metadata does not say which entity set it leads to`);
-    accesses.add(cascaded.entitySet, "delete", `cascade ${navPath}`);
+    // What cascades through a navigation without an entity set is deleted wherever it lies: `*`.
+    if (cascaded === undefined) accesses.add(EVERY_ENTITY_SET, "delete", `cascade ${navPath}`, unboundNavigation(navPath, path.position));
+    else accesses.add(cascaded.entitySet, "delete", `cascade ${navPath}`);
   }
 }
 
@@ -154,7 +178,7 @@ function cascadeAccesses(path: BoundPath, model: ServiceModel, accesses: AccessL
  * `$links`): see the module's table. The entity named by `$id` or a body
  * is read by its own walk (`get`, or `delete` for a composition removal).
  */
-function linkAccesses(path: BoundPath, method: string, model: ServiceModel, accesses: AccessList): void {
+function linkAccesses(path: BoundPath, method: string, model: ServiceModel, accesses: AccessSink): void {
   const { via, hops } = path;
   if (via === undefined || hops.length < 2) invalid("a link can only be changed through a navigation property");
   const source = hops[hops.length - 2]!;
@@ -185,7 +209,7 @@ export function removalDeletes(path: BoundPath): boolean {
 }
 
 /** The accesses of a call of a function or action, and the scope of its result. */
-function operationAccesses(path: BoundPath, method: string, model: ServiceModel, accesses: AccessList): Scope {
+function operationAccesses(path: BoundPath, method: string, model: ServiceModel, accesses: AccessSink): Scope {
   const tail = path.tail as Extract<NonNullable<BoundPath["tail"]>, { kind: "operation" }>;
   const { operation, overloads, binding, bindingShape } = tail.call;
   const kind = operation.kind === "function" ? "function" : "action";

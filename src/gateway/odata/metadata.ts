@@ -19,8 +19,8 @@
  *
  * Whatever the document does not say is left unknown, never guessed: a V4
  * navigation without a binding, or a V2 one whose association set is missing
- * or ambiguous, has no target, and the request analyzer denies requests that
- * would need it.
+ * or ambiguous, has no target (only its type), and the request analyzer
+ * reads it as an access on every entity set (`./bind/unbound.ts`).
  */
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 
@@ -90,6 +90,12 @@ export type Step =
       /** Deleting the source deletes the related entities (`OnDelete Action="Cascade"`). */
       readonly cascade: boolean;
       readonly target: Position | undefined;
+      /**
+       * Qualified name of the entity type it leads to, also when `target` is
+       * undefined; undefined when the document does not say (a V2 navigation
+       * whose association is missing).
+       */
+      readonly targetType: string | undefined;
     }
   /** A type cast to the named (derived) type. */
   | { readonly kind: "cast"; readonly name: string; readonly position: Position }
@@ -989,6 +995,7 @@ class Model implements ServiceModel {
         contained: true,
         cascade: true,
         target: { entitySet: position.entitySet, type: nav.type, bindingPath: path, collection: nav.collection, complex: false },
+        targetType: nav.type,
       };
     }
     const set = this.#sets.get(position.entitySet);
@@ -1004,6 +1011,7 @@ class Model implements ServiceModel {
       contained: false,
       cascade: nav.cascade === true,
       target: target === undefined ? undefined : this.#bindingTarget(target, nav),
+      targetType: nav.type,
     };
   }
 
@@ -1041,6 +1049,7 @@ class Model implements ServiceModel {
         set === undefined || toEnd === undefined
           ? undefined
           : { entitySet: set.name, type: toEnd.type, bindingPath: [], collection, complex: false },
+      targetType: toEnd?.type,
     };
   }
 

@@ -13,9 +13,10 @@
  * 2. **bind** (`./bind/`): the trees are resolved against `$metadata`:
  *    entity sets, keys and the EDM types of their values, navigations and
  *    their target sets, casts, operations. A literal that does not fit its
- *    type, a name that does not resolve, is refused (400); a navigation
- *    whose set the document does not name, or a call erplink cannot
- *    authorize, is denied (403). Request bodies are bound by `./body.ts`.
+ *    type, a name that does not resolve, is refused (400); a call erplink
+ *    cannot authorize is denied (403); a navigation whose set the document
+ *    does not name is read as one on `*`, every entity set
+ *    (`./bind/unbound.ts`). Request bodies are bound by `./body.ts`.
  * 3. **accesses** (`./accesses.ts`): the bound request becomes the
  *    (entity set, operation) pairs it needs, by one table.
  *
@@ -39,6 +40,7 @@ import { AccessList, pathAccesses, removalDeletes, type Access } from "./accesse
 import { analyzeBody, isBindAnnotation, isObject, type BodyTarget, type RequestBody } from "./body.js";
 import { bindOptions } from "./bind/options.js";
 import { bindPath, checkParameter, type BoundPath, type PathContext } from "./bind/path.js";
+import { UNBOUND_WHY } from "./bind/unbound.js";
 import type { Position, ServiceModel } from "./metadata.js";
 import type { Budget } from "./parse/expression.js";
 import { LiteralError, parseLiteral, type Dialect } from "./parse/literal.js";
@@ -632,6 +634,8 @@ function walkReference(path: string, ctx: PathContext, accesses: AccessList): re
   if (segments.length === 0 || segments[0]!.startsWith("$")) invalid(`'${excerpt(path)}' does not address one entity`);
   const bound = bindPath(segments.map((s) => parsePathSegment(s, ctx.dialect)), ctx);
   if (bound.tail !== undefined || bound.property || bound.shape !== "entity" || bound.hops.length === 0) invalid(`'${excerpt(path)}' does not address one entity`);
+  // An entity reached through a navigation without an entity set can be referred to by no set's key: a back end would look it up anywhere.
+  if (bound.unbound !== undefined) denied(`cannot authorize '${excerpt(path)}' in ${ctx.reason}: it passes ${bound.unbound}, and ${UNBOUND_WHY}`);
   // Back ends may resolve a reference by reading its URL (SAP's mock server
   // runs a GET of it): a segment that would read a whole set there is
   // refused; a single-valued navigation is a `list` of its target, as in a

@@ -4,6 +4,7 @@
  * services of test-support/odata/fixtures.ts and without metadata, table-driven; then hostile
  * input, which must answer quickly and never throw.
  */
+import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
@@ -14,7 +15,7 @@ import {
   type RequestBody,
   type RequestInput,
 } from "../../../src/gateway/odata/request.js";
-import { acc, LINK_CREATES, LINK_SOURCE, noAccess, ok, PATH, ROOT, scan, SOURCE, stopped, whole, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
+import { acc, every, LINK_CREATES, LINK_SOURCE, noAccess, ok, PATH, ROOT, scan, SOURCE, stopped, whole, withoutTarget, type Expected, LINEAR_BOUND_MS } from "../../../test-support/odata/analysis.js";
 import { CASCADE_V2_METADATA, CASCADE_V4_METADATA, V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 /** {@link V2_METADATA} with a V2 function import whose parameters are named like system query options (`filter`, `ID`). */
@@ -25,12 +26,24 @@ const V2_IMPORT_PARAMETERS = V2_METADATA.replace(
    </FunctionImport></EntityContainer>`,
 );
 
-const MODELS: Record<"v4" | "v2" | "v2imports" | "cascade4" | "cascade2" | "none", ServiceModel | undefined> = {
+/** OData's TripPin (V4) as SAP publishes it: `Person.Trips` and `Trip.PlanItems` have no entity-set binding. */
+const TRIPPIN_METADATA = readFileSync(new URL("../../../third_party/sap-edmx/TripPin.xml", import.meta.url), "utf8");
+
+/** {@link CASCADE_V4_METADATA} whose cascading `attachments` navigation has no entity-set binding. */
+const CASCADE_UNBOUND_METADATA = CASCADE_V4_METADATA.replace(`<NavigationPropertyBinding Path="attachments" Target="Attachments"/>`, "");
+
+/** {@link V2_METADATA} whose `ToContacts` names an association the document does not declare: not even its target type is known. */
+const V2_NO_ASSOCIATION_METADATA = V2_METADATA.replace(`Relationship="ZSALES_SRV.Customer_Contacts"`, `Relationship="ZSALES_SRV.Nowhere"`);
+
+const MODELS: Record<"v4" | "v2" | "v2imports" | "cascade4" | "cascade2" | "trip" | "cascadeUnbound" | "v2NoAssociation" | "none", ServiceModel | undefined> = {
   v4: parseMetadata(V4_METADATA),
   v2: parseMetadata(V2_METADATA),
   v2imports: parseMetadata(V2_IMPORT_PARAMETERS),
   cascade4: parseMetadata(CASCADE_V4_METADATA),
   cascade2: parseMetadata(CASCADE_V2_METADATA),
+  trip: parseMetadata(TRIPPIN_METADATA),
+  cascadeUnbound: parseMetadata(CASCADE_UNBOUND_METADATA),
+  v2NoAssociation: parseMetadata(V2_NO_ASSOCIATION_METADATA),
   none: undefined,
 };
 
@@ -60,8 +73,9 @@ const OPAQUE = "back ends disagree on where a JSON value, a list or a double-quo
 const LINKED = "link change (foreign key of the linked entity)";
 /** The reason of the delete of a link's source that a link removal needs. */
 const UNLINK = "link removal (a back end may delete the source)";
-const noNav = (what: string): Expected =>
-  denied(`cannot authorize navigation ${what}: the service metadata does not say which entity set it leads to`);
+/** Navigations the fixtures' metadata gives no entity set, as the analyzer names them. */
+const APPROVER = "navigation 'Approver' of 'SalesOrders'";
+const TO_CONTACTS = "navigation 'ToContacts' of 'CustomerSet'";
 
 function input(c: Case): RequestInput {
   return {
@@ -567,9 +581,14 @@ table("request: navigation in the path", [
       acc("SalesOrderItemSet", "get", "link target"),
     ),
   },
-  // Fail closed: no binding, no association set.
-  { model: "v4", path: "/SalesOrders(1)/Approver", expect: noNav("'Approver' of 'SalesOrders'") },
-  { model: "v2", path: "/CustomerSet('1')/ToContacts", expect: noNav("'ToContacts' of 'CustomerSet'") },
+  // No binding, no association set: the target is read as `*`, every entity set.
+  {
+    model: "v4",
+    path: "/SalesOrders(1)/Approver",
+    entityPath: "SalesOrders(1)/Approver",
+    expect: get(acc("SalesOrders", "get", SOURCE), every("get", PATH, APPROVER), every("list", scan("Approver"), APPROVER)),
+  },
+  { model: "v2", path: "/CustomerSet('1')/ToContacts", expect: get(acc("CustomerSet", "get", SOURCE), every("list", PATH, TO_CONTACTS)) },
 ]);
 
 // Metadata, service document, batch, operations and the constructs that are refused.
@@ -1058,9 +1077,20 @@ table("request: query options", [
   },
   { model: "v4", path: "/SalesOrders", query: "$search=Customer/Name", expect: get(acc("SalesOrders", "list", PATH)) },
   { model: "v4", path: "/SalesOrders", query: "foo=Customer/Name&sap-language=EN", expect: get(acc("SalesOrders", "list", PATH)) },
-  { model: "v4", path: "/SalesOrders", query: "$expand=*", expect: noNav("'Approver' in $expand") },
-  { model: "v4", path: "/SalesOrders", query: "$expand=Approver", expect: noNav("'Approver' in $expand") },
-  { model: "v4", path: "/SalesOrders", query: "$filter=Approver/ID%20eq%201", expect: noNav("'Approver' in $filter") },
+  {
+    model: "v4",
+    path: "/SalesOrders",
+    query: "$expand=*",
+    expect: get(
+      acc("SalesOrders", "list", PATH),
+      acc("Customers", "list", "$expand Customer"),
+      every("list", "$expand Approver", APPROVER),
+      acc("Countries", "list", "$expand ShipTo/CountryInfo"),
+      acc("Employees", "list", "$expand Sales.SpecialOrder/Escalation"),
+    ),
+  },
+  { model: "v4", path: "/SalesOrders", query: "$expand=Approver", expect: get(acc("SalesOrders", "list", PATH), every("list", "$expand Approver", APPROVER)) },
+  { model: "v4", path: "/SalesOrders", query: "$filter=Approver/ID%20eq%201", expect: get(acc("SalesOrders", "list", PATH), every("list", "$filter Approver", APPROVER)) },
   { model: "v4", path: "/SalesOrders", query: "$filter=$root/Customers('a')/Name%20eq%20Note", expect: denied("$root is not allowed in $filter") },
   {
     model: "v4",
@@ -1097,7 +1127,7 @@ table("request: query options", [
     query: "$select=Note,ToCustomer/Name",
     expect: get(acc("SalesOrderSet", "list", PATH), acc("CustomerSet", "list", "$select ToCustomer")),
   },
-  { model: "v2", path: "/CustomerSet", query: "$expand=ToContacts", expect: noNav("'ToContacts' in $expand") },
+  { model: "v2", path: "/CustomerSet", query: "$expand=ToContacts", expect: get(acc("CustomerSet", "list", PATH), every("list", "$expand ToContacts", TO_CONTACTS)) },
   { model: "none", path: "/SalesOrders", query: "$select=Note", expect: denied("cannot authorize 'SalesOrders': the service metadata is unavailable") },
 ]);
 
@@ -1509,4 +1539,79 @@ table("request: cascading deletes", [
     body: { kind: "json", value: { owner: null } },
     expect: upsert("PATCH", "Folders", acc("Folders", "update", PATH), acc("Owners", "get", "unlink owner")),
   },
+]);
+
+/** How the analyzer names TripPin's `Person.Trips`, from People and from the singleton Me. */
+const TRIPS = "navigation 'Trips' of 'People'";
+const ME_TRIPS = "navigation 'Trips' of 'Me'";
+const RUSSELL = "/People('russellwhyte')";
+
+// A navigation the metadata gives no entity set (TripPin's `Person.Trips`) is
+// read and written as `*`, every entity set of the service: only a key with
+// `*` at the entity level passes it (authorize decides; here, what it asks).
+table("request: a navigation without an entity set is an access on every entity set ('*')", [
+  { model: "trip", path: `${RUSSELL}/Trips`, expect: get(acc("People", "get", SOURCE), every("list", PATH, TRIPS)) },
+  { model: "trip", path: `${RUSSELL}/Trips/$count`, expect: get(acc("People", "get", SOURCE), every("list", PATH, TRIPS)) },
+  { model: "trip", path: "/Me/Trips", expect: get(acc("Me", "get", SOURCE), every("list", PATH, ME_TRIPS)) },
+  { model: "trip", path: `${RUSSELL}/Trips(0)`, entityPath: "People('russellwhyte')/Trips(0)", expect: get(acc("People", "get", SOURCE), every("get", PATH, TRIPS)) },
+  // Past it, every navigation is in no named set too: the first one crossed is named.
+  {
+    model: "trip",
+    path: `${RUSSELL}/Trips(0)/PlanItems`,
+    query: "$filter=PlanItemId%20gt%201",
+    expect: get(acc("People", "get", SOURCE), every("get", SOURCE, TRIPS), every("list", PATH, TRIPS)),
+  },
+  { model: "trip", path: "/People", query: "$expand=Trips", expect: get(acc("People", "list", PATH), every("list", "$expand Trips", TRIPS)) },
+  { model: "trip", path: "/People", query: "$expand=Trips($expand=PlanItems;$select=Name)", expect: get(acc("People", "list", PATH), every("list", "$expand Trips", TRIPS)) },
+  // `*` expands Friends and BestFriend (People), the derived types' Peers and DirectReports (People), and Trips.
+  { model: "trip", path: "/People", query: "$expand=*", expect: get(acc("People", "list", PATH), every("list", "$expand Trips", TRIPS)) },
+  { model: "trip", path: `${RUSSELL}`, query: "$expand=Trips", entityPath: "People('russellwhyte')", expect: get(acc("People", "get", PATH), every("list", "$expand Trips", TRIPS)) },
+  { model: "trip", path: "/People", query: "$filter=Trips/any(t:t/Budget%20gt%201000)", expect: get(acc("People", "list", PATH), every("list", "$filter Trips", TRIPS)) },
+  { model: "trip", path: "/People", query: "$filter=Trips/$count%20gt%201", expect: get(acc("People", "list", PATH), every("list", "$filter Trips", TRIPS)) },
+  { model: "trip", path: "/People", query: "$orderby=Trips/$count", expect: get(acc("People", "list", PATH), every("list", "$orderby Trips", TRIPS)) },
+  // Names past it are checked against the target type all the same.
+  { model: "trip", path: "/People", query: "$filter=Trips/any(t:t/Nope%20eq%201)", expect: invalid("'Nope' is not a property or navigation of 'Trippin.Trip' in $filter") },
+  { model: "trip", path: `${RUSSELL}/Trips('x')`, expect: invalid("malformed key value for TripId in the key of Trips: Edm.Int32 takes an integer, not a string") },
+  // Writes through it: the write on `*`, and on the entity the path starts from (a back end may write it).
+  { model: "trip", method: "POST", path: `${RUSSELL}/Trips`, entityPath: "People('russellwhyte')/Trips(TripId=0)", expect: ok("POST", acc("People", "get", SOURCE), every("create", PATH, TRIPS)) },
+  {
+    model: "trip",
+    method: "PATCH",
+    path: `${RUSSELL}/Trips(0)`,
+    entityPath: "People('russellwhyte')/Trips(0)",
+    expect: upsert("PATCH", "*", acc("People", "get", SOURCE), every("update", PATH, TRIPS), acc("People", "update", ROOT)),
+  },
+  {
+    model: "trip",
+    method: "DELETE",
+    path: `${RUSSELL}/Trips(0)`,
+    entityPath: "People('russellwhyte')/Trips(0)",
+    expect: ok("DELETE", acc("People", "get", SOURCE), every("delete", PATH, TRIPS), acc("People", "delete", ROOT)),
+  },
+  // What cascades through a navigation without an entity set is deleted wherever it lies.
+  {
+    model: "cascadeUnbound",
+    method: "DELETE",
+    path: "/Folders('F1')",
+    entityPath: "Folders('F1')",
+    expect: ok("DELETE", acc("Folders", "delete", PATH), acc("Notes", "delete", "cascade notes"), every("delete", "cascade notes/attachments", "navigation 'notes/attachments' of 'Folders'")),
+  },
+  // Bodies and URLs in them do not pass it: they would name an entity by a key no entity set holds.
+  {
+    model: "trip",
+    method: "POST",
+    path: "/People",
+    body: { kind: "json", value: { UserName: "x", Trips: [{ TripId: 9 }] } },
+    expect: denied("cannot authorize navigation 'Trips' of 'People': the service metadata does not say which entity set it leads to"),
+  },
+  {
+    model: "trip",
+    method: "DELETE",
+    path: `${RUSSELL}/Friends/$ref`,
+    query: "$id=People('scottketchum')/Trips(2)",
+    expect: denied("cannot authorize 'People('scottketchum')/Trips(2)' in $id: it passes navigation 'Trips' of 'People', and the service metadata does not say which entity set it leads to"),
+  },
+  // Without even a target type (a V2 association the document lacks), nothing past it can be checked.
+  { model: "v2NoAssociation", path: "/CustomerSet('1')/ToContacts", expect: denied("cannot authorize navigation 'ToContacts' of 'CustomerSet': the service metadata does not say what it leads to") },
+  { model: "v2NoAssociation", path: "/CustomerSet", query: "$expand=ToContacts", expect: denied("cannot authorize navigation 'ToContacts' of 'CustomerSet': the service metadata does not say what it leads to") },
 ]);

@@ -11,7 +11,8 @@
  *   `$compute` alias of the same level, a dynamic property of an open type;
  *   anything else is invalid (400). A navigation only a derived type
  *   declares needs the cast first (a lenient back end would follow it
- *   anyway), and one whose entity set the document does not name is denied.
+ *   anyway), and one whose entity set the document does not name is read
+ *   as `*` (`./unbound.ts`).
  * - Only OData's built-in functions may be called. Any other call (a
  *   function the model declares, bound or unbound, qualified or not, an
  *   action, a bound operation named without parentheses) is denied (403):
@@ -34,6 +35,7 @@ import type { Position, ServiceModel, Step } from "../metadata.js";
 import type { Expr, MemberSegment } from "../parse/expression.js";
 import { spend, type Budget } from "../parse/expression.js";
 import { MAX_NESTING, Refusal, denied, excerpt, invalid } from "../syntax.js";
+import { unboundNavigation, unboundTarget } from "./unbound.js";
 
 /** Where an expression (or a path in it) stands: a position in the model, or why there is none. */
 export interface Scope {
@@ -51,8 +53,11 @@ export interface Scope {
   readonly many?: boolean;
 }
 
-/** Receives every navigation read an expression (or an option) needs. */
-export type ReadSink = (entitySet: string, many: boolean, reason: string) => void;
+/**
+ * Receives every navigation read an expression (or an option) needs;
+ * `unbound` names a navigation without an entity set, read as `*`.
+ */
+export type ReadSink = (entitySet: string, many: boolean, reason: string, unbound?: string) => void;
 
 /** What binding expressions needs. */
 export interface ExpressionContext {
@@ -160,13 +165,17 @@ export function followPath(
         break;
       case "navigation": {
         const navLabel = `${label}${step.name}`;
-        if (step.target === undefined) {
-          denied(`cannot authorize navigation '${excerpt(navLabel)}' in ${what}: the service metadata does not say which entity set it leads to`);
-        }
         many ||= step.collection;
-        ctx.read(step.target.entitySet, many, `${what} ${navLabel}`);
+        if (step.target === undefined) {
+          // No entity set named: read as `*`, every set (`./unbound.ts`).
+          const target = unboundTarget(step, navLabel, position);
+          ctx.read(target.entitySet, many, `${what} ${navLabel}`, unboundNavigation(step.name, position));
+          position = target;
+        } else {
+          ctx.read(step.target.entitySet, many, `${what} ${navLabel}`);
+          position = step.target;
+        }
         crossed = true;
-        position = step.target;
         label = `${navLabel}/`;
         break;
       }

@@ -4,7 +4,7 @@
  * nested options), `$select` paths through navigations, and the
  * expressions of `$filter`, `$orderby` and `$compute` (`./expression.ts`).
  * Every navigation followed is reported as a read of its target entity
- * set (`many` when collection-valued).
+ * set (`many` when collection-valued; `*` when the document names none).
  *
  * Options apply in a fixed order (expand, select, filter, orderby, compute),
  * so that equal queries give equal answers whatever their order. `$apply`

@@ -15,9 +15,10 @@
  * - Names match exactly as the model spells them; another case is refused
  *   (a back end that matches exactly reads it as no name, and acts on what
  *   stands before it).
- * - A navigation whose entity set the document does not name, a path after
- *   an operation, `$each`, `$filter` and `$query` segments are denied;
- *   anything the grammar or the model does not produce is invalid.
+ * - A navigation whose entity set the document does not name leads to `*`
+ *   (`./unbound.ts`): the path goes on at its target type, in no named set.
+ * - A path after an operation, `$each`, `$filter` and `$query` segments are
+ *   denied; anything the grammar or the model does not produce is invalid.
  * - A function is called with parentheses and GET; an action with POST;
  *   parameters are checked against their declared types. V2 function
  *   imports take their parameters as query options (`?SalesOrder='1'`).
@@ -29,6 +30,7 @@ import type { Arguments, ArgumentValue, PathSegment } from "../parse/path.js";
 import type { OperationInfo, Overload, Parameter, Position, Root, ServiceModel, Step } from "../metadata.js";
 import { Stop, denied, excerpt, invalid, type EntityStep } from "../syntax.js";
 import { literalMismatch } from "./literal.js";
+import { unboundNavigation, unboundTarget } from "./unbound.js";
 
 /** What a path (or a segment's result) is. */
 export type Shape = "collection" | "entity" | "complex" | "complexCollection" | "primitive" | "primitiveCollection";
@@ -69,7 +71,7 @@ export interface WiderRead {
 
 /** A bound resource path. */
 export interface BoundPath {
-  /** Entity sets reached, in order; the last is the target (an import reaches none). */
+  /** Entity sets reached, in order; the last is the target (an import reaches none). `*` past a navigation without an entity set. */
   readonly hops: string[];
   /** Sets a back end may read whole for the path (see {@link WiderRead}), in order. */
   readonly wider: WiderRead[];
@@ -86,6 +88,8 @@ export interface BoundPath {
   via: Crossing | undefined;
   /** Whether the first segment names a singleton. */
   readonly singleton: boolean;
+  /** The first navigation crossed that the metadata gives no entity set (`navigation 'Trips' of 'People'`): from there on the path is in `*`. */
+  unbound: string | undefined;
 }
 
 /** What binding a path needs besides the model. */
@@ -121,7 +125,7 @@ export function bindPath(segments: readonly PathSegment[], ctx: PathContext): Bo
   const root = resolveRoot(first.name, ctx);
   let state: BoundPath;
   if ("operation" in root) {
-    state = { hops: [], wider: [], beyondRoot: false, rootAddressed: false, position: undefined, shape: "entity", property: false, tail: undefined, via: undefined, singleton: false };
+    state = { hops: [], wider: [], beyondRoot: false, rootAddressed: false, position: undefined, shape: "entity", property: false, tail: undefined, via: undefined, singleton: false, unbound: undefined };
     state.tail = { kind: "operation", call: callOf(root.operation, root.operation.overloads, first.args, undefined, undefined, ctx, `${root.name}`) };
   } else {
     state = {
@@ -135,6 +139,7 @@ export function bindPath(segments: readonly PathSegment[], ctx: PathContext): Bo
       tail: undefined,
       via: undefined,
       singleton: root.kind === "singleton",
+      unbound: undefined,
     };
     if (first.args !== undefined) {
       if (state.shape !== "collection") invalid(`singleton '${root.name}' cannot take a key`);
@@ -194,22 +199,21 @@ function step(state: BoundPath, segment: PathSegment, links: boolean, ctx: PathC
       }
       return false;
     case "navigation": {
-      if (found.target === undefined) {
-        denied(
-          `cannot authorize navigation '${found.name}' of '${state.hops[state.hops.length - 1]}': ` +
-            "the service metadata does not say which entity set it leads to",
-        );
+      let target = found.target;
+      if (target === undefined) {
+        target = unboundTarget(found, found.name, position);
+        state.unbound ??= unboundNavigation(found.name, position);
       }
       state.via = { source: position, navigation: found };
-      state.hops.push(found.target.entitySet);
+      state.hops.push(target.entitySet);
       // SAP CAP finds a single-valued navigation's target by scanning its table for the row that refers back.
-      if (!found.collection) state.wider.push({ entitySet: found.target.entitySet, reason: `navigation '${found.name}' (a back end may scan the set for it)`, kind: "scan" });
-      state.position = found.target;
+      if (!found.collection) state.wider.push({ entitySet: target.entitySet, reason: `navigation '${found.name}' (a back end may scan the set for it)`, kind: "scan" });
+      state.position = target;
       state.property = false;
       state.shape = found.collection ? "collection" : "entity";
       if (args !== undefined) {
         if (!found.collection) invalid(`single-valued navigation '${found.name}' cannot take a key`);
-        bindKey(args, found.target, `the key of ${found.name}`, ctx);
+        bindKey(args, target, `the key of ${found.name}`, ctx);
         addressOne(state);
       }
       if (links) state.tail = { kind: "ref" };
