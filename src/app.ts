@@ -3,7 +3,7 @@
  * -> gateway. `src/main.ts` calls it with the process environment and
  * listens; the end-to-end tests call it with theirs.
  */
-import { randomBytes } from "node:crypto";
+import { hkdfSync, randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
@@ -161,6 +161,8 @@ export async function createErplink(config: Config, options: ErplinkOptions = {}
     upstreamTimeoutMs: config.upstreamTimeoutMs,
     upstreamTotalTimeoutMs: config.upstreamTotalTimeoutMs,
     upstreamConnections: config.upstreamConnections,
+    // The same in every process and across restarts (the encryption key is), and no key that seals anything.
+    clientCsrfSecret: Buffer.from(hkdfSync("sha256", encryptionKey, Buffer.alloc(0), "erplink data-path client CSRF tokens", 32)),
     // Envoy's ext_authz Check; each decision counts as `api="ext_authz"`.
     extAuthz: {
       injectionToken: config.extAuthzToken,

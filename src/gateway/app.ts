@@ -89,6 +89,12 @@ export interface GatewayOptions {
   /** Whether the data path caches analyses of bodiless reads (default true; false only for differential tests). */
   readonly analysisCache?: boolean;
   /**
+   * The secret of the CSRF tokens the data path hands OData clients
+   * (`./data/client-csrf.ts`): 32 bytes, the same in every process; a random
+   * one when unset (tokens then hold in this process only).
+   */
+  readonly clientCsrfSecret?: Buffer | undefined;
+  /**
    * Receives the data path's diagnostics (explain, catalog, connection test),
    * built over the data path's own stages and caches, for the composition
    * root to bind into the services; called once, when `data` is given.
@@ -405,6 +411,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
       metadataTtlMs: 5 * 60_000,
       metrics: options.metrics?.data,
       analysisCache: options.analysisCache,
+      clientCsrfSecret: options.clientCsrfSecret,
     });
     options.metrics?.watch({ metadataCache: () => resources.metadata.size });
     app.addHook("onClose", async () => resources.close());

@@ -10,6 +10,7 @@
  * the very copies the generated clients run on.
  */
 import { createRequire } from "node:module";
+import { Writable } from "node:stream";
 import * as assert from "uvu/assert";
 
 /** The parts of an SDK destination the suite uses. */
@@ -45,13 +46,65 @@ export function sdkHttpClient(odataVersion: "v2" | "v4"): ExecuteHttpRequest {
 
 /**
  * Sets the log level of every SDK logger (both copies of `@sap-cloud-sdk/util`).
- * The SDK logs a warning for every CSRF fetch that yields no token, which is
- * every modifying request here (CAP issues none; erplink hides the back end's).
+ * The suites keep it at `error`: the SDK warns of much that is not theirs to
+ * judge; the CSRF suites capture its warnings instead ({@link captureSdkLogs}).
  */
 export function setSdkLogLevel(level: "error" | "warn" | "info" | "debug"): void {
   for (const v of ["v2", "v4"] as const) {
     (sdkRequire(v)("@sap-cloud-sdk/util") as { setGlobalLogLevel(level: string): void }).setGlobalLogLevel(level);
   }
+}
+
+/** One line the SDK logged. */
+export interface SdkLogLine {
+  readonly level: string;
+  /** The SDK module that logged it (`csrf-middleware`, …). */
+  readonly context: string;
+  readonly message: string;
+}
+
+/**
+ * Captures what every SDK logger (both copies of `@sap-cloud-sdk/util`)
+ * logs at `warn` and above, through a winston transport of the SDK's own
+ * winston, in place of its console. `stop()` puts the console back at the
+ * level `setSdkLogLevel` sets and returns the lines.
+ */
+export function captureSdkLogs(restoreLevel: "error" | "warn" | "info" | "debug" = "error"): { readonly lines: SdkLogLine[]; stop(): SdkLogLine[] } {
+  const lines: SdkLogLine[] = [];
+  const utils = (["v2", "v4"] as const).map((v) => {
+    const utilRequire = createRequire(sdkRequire(v).resolve("@sap-cloud-sdk/util"));
+    const util = utilRequire("@sap-cloud-sdk/util") as { setGlobalLogLevel(level: string): void; setGlobalTransports(t: unknown): void };
+    const winston = utilRequire("winston") as { transports: { Console: new () => unknown; Stream: new (o: { stream: NodeJS.WritableStream }) => unknown } };
+    return { util, winston };
+  });
+  for (const { util, winston } of utils) {
+    const stream = new Writable({
+      objectMode: true,
+      write(info: Record<string, unknown>, _encoding, done) {
+        lines.push({ level: String(info.level), context: String(info.messageContext ?? ""), message: String(info.message) });
+        done();
+      },
+    });
+    // One transport for every logger of the container: each pipes into it.
+    util.setGlobalTransports(shared(new winston.transports.Stream({ stream })));
+    util.setGlobalLogLevel("warn");
+  }
+  return {
+    lines,
+    stop() {
+      for (const { util, winston } of utils) {
+        util.setGlobalTransports(shared(new winston.transports.Console()));
+        util.setGlobalLogLevel(restoreLevel);
+      }
+      return lines;
+    },
+  };
+}
+
+/** A transport that every SDK logger pipes into (some 30): no listener-count warning. */
+function shared<T>(transport: T): T {
+  (transport as unknown as { setMaxListeners(n: number): void }).setMaxListeners(0);
+  return transport;
 }
 
 /** The HTTP answer behind an SDK error, found by walking its `cause` chain. */

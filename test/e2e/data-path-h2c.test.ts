@@ -178,6 +178,43 @@ async function stillUp(ctx: Ctx): Promise<void> {
 // Red team 10: Node's HTTP/2 refuses connection-specific headers in an answer (it throws from the response's
 // writeHead, in the stream's data handler): one back-end answer naming HTTP2-Settings crashed the whole process
 // as soon as the client spoke h2c. Fails on main: the process exits with ERR_HTTP2_INVALID_CONNECTION_HEADERS.
+/** One request over h2c, on a session of its own: status, headers, body. */
+function h2Request(ctx: Ctx, headers: http2.OutgoingHttpHeaders, body?: string): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(ctx.baseUrl);
+    session.on("error", reject);
+    const stream = session.request({ authorization: `Bearer ${ctx.key}`, ...headers });
+    let head: http2.IncomingHttpHeaders = {};
+    let text = "";
+    stream.setEncoding("utf8");
+    stream.on("response", (h) => (head = h));
+    stream.on("data", (c: string) => (text += c));
+    stream.on("error", reject);
+    stream.on("close", () => {
+      session.close();
+      resolve({ status: Number(head[":status"]), headers: head, body: text });
+    });
+    stream.end(body);
+  });
+}
+
+Answers("the clients' CSRF handshake over h2c: a HEAD fetch gets erplink's token (the HTTP/1.1 one), a write's token is checked", async (ctx) => {
+  const fetched = await h2Request(ctx, { ":method": "HEAD", ":path": "/odata/prod/SALES/SalesOrders/", "x-csrf-token": "Fetch" });
+  assert.equal([fetched.status, fetched.body, fetched.headers["cache-control"]], [200, "", "no-store"]);
+  const token = String(fetched.headers["x-csrf-token"]);
+  assert.match(token, /^[A-Za-z0-9_-]{43}$/);
+  const h1 = await fetch(`${ctx.baseUrl}/odata/prod/SALES`, { method: "HEAD", headers: { authorization: `Bearer ${ctx.key}`, "x-csrf-token": "Fetch" } });
+  assert.equal([h1.status, h1.headers.get("x-csrf-token")], [200, token], "one token per key and instance, whatever the protocol");
+  const write = (t: string) =>
+    h2Request(ctx, { ":method": "POST", ":path": "/odata/prod/SALES/SalesOrders", "content-type": "application/json", "x-csrf-token": t }, '{"ID":9}');
+  const refused = await write("not-erplinks");
+  assert.equal([refused.status, refused.headers["x-csrf-token"], JSON.parse(refused.body).error.message], [403, "Required", "CSRF token validation failed: send the token erplink answers to X-CSRF-Token: Fetch, or no X-CSRF-Token at all"]);
+  // erplink's token passes the CSRF stage; this key may not create, which the next stage says.
+  const passed = await write(token);
+  assert.equal([passed.status, passed.headers["x-csrf-token"], JSON.parse(passed.body).error.message], [403, undefined, "API key lacks permission 'create' for entity 'SalesOrders'"]);
+  assert.equal(ctx.received, [], "nothing reached the back end");
+});
+
 Answers("a back end's HTTP2-Settings (connection-specific, RFC 9113 §8.2.2) is left out, for either protocol; erplink stays up", async (ctx) => {
   ctx.answer = { bytes: `HTTP/1.1 200 OK\r\ncontent-length: ${BODY.length}\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\nX-Upstream: yes\r\n\r\n${BODY}` };
   const answer = await same(ctx);

@@ -23,7 +23,9 @@
  * as it was) and run with it (the order's approval status changes, read
  * straight from the mock server); a create and an update with the SDK's CSRF
  * fetch before them; a `$batch` with a read and a change set; a function
- * import inside a `$batch` change set as the SDK serializes it.
+ * import inside a `$batch` change set as the SDK serializes it; the SDK's
+ * CSRF fetches answered by erplink with its own token, which the writes and
+ * `$batch`es carry, with no CSRF warning in the SDK's log.
  *
  * The mock server's data lives in its process: every run starts from the
  * rows in test-support/mockserver/data/, and the tests below change them in
@@ -43,6 +45,7 @@ import { describeExchanges, startRecordingProxy, type Exchange, type RecordingPr
 import {
   assertErplinkRefusal,
   batchPartLines,
+  captureSdkLogs,
   httpCauseOf,
   rejection,
   setSdkLogLevel,
@@ -395,32 +398,33 @@ E2E("reads a key may not do fail with erplink's 403 envelope as the SDK error's 
 
 // ------------------------------------------------------------------ function imports
 
-// The SDK sends a V2 function import as: HEAD <root>/<name>/ and HEAD
-// <root>/<name> with X-CSRF-Token: Fetch (its CSRF fetch; a 403 there is
-// swallowed), then POST <root>/<name>?SalesOrder='<id>' with
-// Content-Type: application/json, Content-Length: 0 and no body.
+// The SDK sends a V2 function import as: HEAD <root>/<name>/ with
+// X-CSRF-Token: Fetch (its CSRF fetch, answered by erplink with its token:
+// a fetch reads nothing), then POST <root>/<name>?SalesOrder='<id>' with
+// that token, Content-Type: application/json, Content-Length: 0 and no body.
 
-/** Checks the SDK's exchanges for one function import call: the two CSRF HEADs, then the POST. */
-async function checkOperationExchanges(ctx: Ctx, sent: Exchange[], name: string, order: string, statuses: [number, number], headError: string): Promise<Exchange> {
+/** Checks the SDK's exchanges for one function import call: the CSRF HEAD, answered by erplink, then the POST with its token. */
+async function checkOperationExchanges(ctx: Ctx, sent: Exchange[], name: string, order: string, postStatus: number): Promise<Exchange> {
   const shown = describeExchanges(sent, 600);
   const base = `${servicePath(SO)}/${name}`;
   assert.equal(
     sent.map((e) => [e.method, e.path, e.status]),
     [
-      ["HEAD", `${base}/`, statuses[0]],
-      ["HEAD", base, statuses[0]],
-      ["POST", `${base}?SalesOrder='${order}'`, statuses[1]],
+      ["HEAD", `${base}/`, 200],
+      ["POST", `${base}?SalesOrder='${order}'`, postStatus],
     ],
     shown,
   );
-  for (const head of sent.slice(0, 2)) {
-    assert.is(head.requestHeaders["x-csrf-token"], "Fetch", shown);
-    assert.is(await loggedError(ctx, head), headError, `erplink's answer to ${head.method} ${head.path}`);
-  }
-  const post = sent[2]!;
+  const head = sent[0]!;
+  assert.is(head.requestHeaders["x-csrf-token"], "Fetch", shown);
+  assert.is(await loggedError(ctx, head), "", `erplink's answer to ${head.method} ${head.path}`);
+  assert.equal(receivedFor(ctx, head.responseHeaders["x-request-id"]), [], "the fetch reached the mock server");
+  const token = head.responseHeaders["x-csrf-token"];
+  assert.match(String(token), /^[A-Za-z0-9_-]{43}$/);
+  const post = sent[1]!;
   assert.equal(
     [post.requestHeaders["content-type"], post.requestHeaders["content-length"], post.requestHeaders["x-csrf-token"], post.requestBody],
-    ["application/json", "0", undefined, ""],
+    ["application/json", "0", token, ""],
     shown,
   );
   return post;
@@ -434,19 +438,18 @@ async function checkOperationExchanges(ctx: Ctx, sent: Exchange[], name: string,
 // lacks that permission.
 E2E("function imports without the invoke grant: erplink's 403 as the SDK error's cause, nothing reaches the mock server, the orders stay awaiting approval", async (ctx) => {
   const { operations } = sdk(ctx);
-  const notHead = (name: string) => `action '${name}' must be called with POST, not HEAD`;
-  // [key, import, order, erplink's message for the POST, and for the SDK's CSRF HEADs]
+  // [key, import, order, erplink's message for the POST]
   const cases = [
-    ["browser", "releaseApprovalRequest", "5000001", "API key has no access to operation 'releaseApprovalRequest'", notHead("releaseApprovalRequest")],
-    ["browser", "rejectApprovalRequest", "5000002", "API key has no access to operation 'rejectApprovalRequest'", notHead("rejectApprovalRequest")],
-    ["namedNoInvoke", "releaseApprovalRequest", "5000001", "API key lacks permission 'invoke' for operation 'releaseApprovalRequest'", notHead("releaseApprovalRequest")],
-    ["clerk", "releaseApprovalRequest", "5000001", "API key has no access to entity 'releaseApprovalRequest'", "API key has no access to entity 'releaseApprovalRequest'"],
+    ["browser", "releaseApprovalRequest", "5000001", "API key has no access to operation 'releaseApprovalRequest'"],
+    ["browser", "rejectApprovalRequest", "5000002", "API key has no access to operation 'rejectApprovalRequest'"],
+    ["namedNoInvoke", "releaseApprovalRequest", "5000001", "API key lacks permission 'invoke' for operation 'releaseApprovalRequest'"],
+    ["clerk", "releaseApprovalRequest", "5000001", "API key has no access to entity 'releaseApprovalRequest'"],
   ] as const;
-  for (const [key, name, order, message, headMessage] of cases) {
+  for (const [key, name, order, message] of cases) {
     const err = await rejection(operations[name]({ salesOrder: order }).execute(destination(ctx, SO, ctx.keys[key])));
     const sent = ctx.proxy.take();
     assertErplinkRefusal(err, { status: 403, code: "FORBIDDEN", message }, `${key}: ${describeExchanges(sent, 600)}`);
-    await checkOperationExchanges(ctx, sent, name, order, [403, 403], headMessage);
+    await checkOperationExchanges(ctx, sent, name, order, 403);
     for (const e of sent) assert.equal(receivedFor(ctx, e.responseHeaders["x-request-id"]), [], `${e.method} ${e.path} reached the mock server`);
     assert.is(await approvalStatus(ctx, order), "A", `${order} must still await approval`);
   }
@@ -457,8 +460,7 @@ E2E("releaseApprovalRequest with the invoke grant: 200 with the mock server's an
   assert.is(await approvalStatus(ctx, "5000001"), "A");
   const result = await run(ctx, operations.releaseApprovalRequest({ salesOrder: "5000001" }).execute(destination(ctx, SO, ctx.keys.releaser)));
   const sent = ctx.proxy.take();
-  // The CSRF HEADs are refused (an action is called with POST); the SDK goes on without a token.
-  const post = await checkOperationExchanges(ctx, sent, "releaseApprovalRequest", "5000001", [403, 200], "action 'releaseApprovalRequest' must be called with POST, not HEAD");
+  const post = await checkOperationExchanges(ctx, sent, "releaseApprovalRequest", "5000001", 200);
   assert.equal(JSON.parse(post.responseBody), { d: { releaseApprovalRequest: { __metadata: { type: "API_SALES_ORDER_SRV.FunctionResult" }, Boolean: true } } });
   // The SDK reads a V2 complex result from `d` itself, not from under the
   // import's name as SAP Gateway (and the mock server) write it, so the
@@ -484,11 +486,11 @@ E2E("rejectApprovalRequest: refused for a key that names only releaseApprovalReq
   const err = await rejection(operations.rejectApprovalRequest({ salesOrder: "5000002" }).execute(destination(ctx, SO, ctx.keys.releaser)));
   const refusedExchanges = ctx.proxy.take();
   assertErplinkRefusal(err, { status: 403, code: "FORBIDDEN", message }, describeExchanges(refusedExchanges, 600));
-  await checkOperationExchanges(ctx, refusedExchanges, "rejectApprovalRequest", "5000002", [403, 403], message);
+  await checkOperationExchanges(ctx, refusedExchanges, "rejectApprovalRequest", "5000002", 403);
   assert.is(await approvalStatus(ctx, "5000002"), "A", "nothing was rejected");
 
   await run(ctx, operations.rejectApprovalRequest({ salesOrder: "5000002" }).execute(destination(ctx, SO, ctx.keys.approver)));
-  const post = await checkOperationExchanges(ctx, ctx.proxy.take(), "rejectApprovalRequest", "5000002", [403, 200], "action 'rejectApprovalRequest' must be called with POST, not HEAD");
+  const post = await checkOperationExchanges(ctx, ctx.proxy.take(), "rejectApprovalRequest", "5000002", 200);
   assert.equal(JSON.parse(post.responseBody), { d: { rejectApprovalRequest: { __metadata: { type: "API_SALES_ORDER_SRV.FunctionResult" }, Boolean: true } } });
   assert.is(await approvalStatus(ctx, "5000002"), "C");
   assert.is(await approvalStatus(ctx, "5000001"), "B", "the other order is as the release left it");
@@ -497,29 +499,19 @@ E2E("rejectApprovalRequest: refused for a key that names only releaseApprovalReq
 // ------------------------------------------------------------------ writes
 
 /**
- * The SDK's CSRF fetch before a write: HEAD <resource>/ then (no token in
- * the answer: erplink passes on none) HEAD <resource>, both with
- * X-CSRF-Token: Fetch, both forwarded to the mock server and answered 200.
+ * The SDK's CSRF fetch before a write: HEAD <resource>/ with
+ * X-CSRF-Token: Fetch, answered by erplink (200, its token; nothing reaches
+ * the mock server), and the write that follows carries that token.
  */
 function checkCsrfFetch(ctx: Ctx, sent: Exchange[], resource: string): void {
   const shown = describeExchanges(sent, 600);
   const base = `${servicePath(SO)}/${resource}`;
-  assert.equal(
-    sent.slice(0, 2).map((e) => [e.method, e.path, e.requestHeaders["x-csrf-token"], e.status, e.responseHeaders["x-csrf-token"]]),
-    [
-      ["HEAD", `${base}/`, "Fetch", 200, undefined],
-      ["HEAD", base, "Fetch", 200, undefined],
-    ],
-    shown,
-  );
-  for (const head of sent.slice(0, 2)) {
-    const received = receivedFor(ctx, head.responseHeaders["x-request-id"]);
-    assert.equal(
-      received.map((r) => [r.method, r.target]),
-      [["HEAD", `${ctx.mock.roots[SO]}${resource}`]],
-      `what the mock server received for ${head.method} ${head.path}`,
-    );
-  }
+  const [head] = sent;
+  assert.equal([head?.method, head?.path, head?.requestHeaders["x-csrf-token"], head?.status], ["HEAD", `${base}/`, "Fetch", 200], shown);
+  const token = head!.responseHeaders["x-csrf-token"];
+  assert.match(String(token), /^[A-Za-z0-9_-]{43}$/);
+  assert.equal(receivedFor(ctx, head!.responseHeaders["x-request-id"]), [], "the fetch reached the mock server");
+  assert.equal(writes(sent).map((e) => e.requestHeaders["x-csrf-token"]), [token], `the write carries erplink's token: ${shown}`);
 }
 
 E2E("create: the CSRF fetch passes, 201 with the entity, the mock server holds the order; a key without create is refused", async (ctx) => {
@@ -617,6 +609,50 @@ E2E("$batch with a read and releaseApprovalRequest in a change set: both parts s
     [[200, { d: { releaseApprovalRequest: { __metadata: { type: "API_SALES_ORDER_SRV.FunctionResult" }, Boolean: true } } }]],
   );
   assert.is(await approvalStatus(ctx, "5000200"), "B");
+});
+
+// ------------------------------------------------------------------ the SDK's CSRF handshake
+
+E2E("the SDK's CSRF fetches get erplink's token: a create and a $batch log no CSRF warning, and each write carries the token", async (ctx) => {
+  const { order, batch, changeset } = sdk(ctx);
+  const d = destination(ctx, SO, ctx.keys.clerk);
+  const target = await run(ctx, order.requestBuilder().getByKey("5000001").execute(d));
+  target.purchaseOrderByCustomer = "PO-CSRF";
+  ctx.proxy.take();
+  const logs = captureSdkLogs();
+  let lines;
+  try {
+    const build = order.entityBuilder().salesOrder("5000110").salesOrderType("OR").soldToParty("1000005").purchaseOrderByCustomer("PO-CSRF").build();
+    const created = await run(ctx, order.requestBuilder().create(build).execute(d));
+    assert.is(created.salesOrder, "5000110");
+    const responses = await run(ctx, batch(order.requestBuilder().getByKey("5000002"), changeset(order.requestBuilder().update(target))).execute(d));
+    assert.equal(responses[1].responses.map((r: Json) => r.httpCode), [200], showBatchResponse(responses[1]));
+  } finally {
+    lines = logs.stop();
+  }
+  assert.equal(lines.filter((l) => /csrf/i.test(`${l.context} ${l.message}`)), [], "the SDK logged no CSRF warning or error");
+  const sent = ctx.proxy.take();
+  const shown = describeExchanges(sent, 1000);
+  assert.equal(
+    sent.map((e) => [e.method, e.path, e.status, e.requestHeaders["x-csrf-token"] === "Fetch" ? "Fetch" : typeof e.requestHeaders["x-csrf-token"]]),
+    [
+      ["HEAD", `${servicePath(SO)}/A_SalesOrder/`, 200, "Fetch"],
+      ["POST", `${servicePath(SO)}/A_SalesOrder`, 201, "string"],
+      ["HEAD", `${servicePath(SO)}/$batch/`, 200, "Fetch"],
+      ["POST", `${servicePath(SO)}/$batch`, 200, "string"],
+    ],
+    shown,
+  );
+  const token = sent[0]!.responseHeaders["x-csrf-token"];
+  assert.match(String(token), /^[A-Za-z0-9_-]{43}$/);
+  assert.equal(sent.map((e) => e.responseHeaders["x-csrf-token"] ?? e.requestHeaders["x-csrf-token"]), [token, token, token, token], shown);
+  // The mock server received the writes only, never erplink's token.
+  for (const e of sent) {
+    const received = receivedFor(ctx, e.responseHeaders["x-request-id"]);
+    assert.equal(received.map((r) => r.method), e.method === "HEAD" ? [] : ["POST"], `${e.method} ${e.path}`);
+    for (const r of received) assert.is.not(r.headers["x-csrf-token"], token);
+  }
+  assert.is((await mockOrder(ctx, "5000001")).PurchaseOrderByCustomer, "PO-CSRF");
 });
 
 E2E.run();

@@ -550,8 +550,9 @@ const FINDINGS: readonly Finding[] = [
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Orders\?\$filter=Status%20eq%20%27open%27$/ },
   },
   {
-    name: "finding 1: ... but on a read a '/' after the resource path is allowed (the SAP Cloud SDK's CSRF fetch is a HEAD on '<entity set>/')",
-    trial: (key) => ({ wire: onWire(key, "HEAD", "/odata/prod/SALES/Orders/", [["X-CSRF-Token", "Fetch"]]), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
+    // (With X-CSRF-Token: Fetch, the SDK's, the check answers the HEAD itself: test/gateway/ext-authz.test.ts.)
+    name: "finding 1: ... but on a read a '/' after the resource path is allowed (the SAP Cloud SDK's URLs end so: a HEAD on '<entity set>/')",
+    trial: (key) => ({ wire: onWire(key, "HEAD", "/odata/prod/SALES/Orders/"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: true },
   },
   {

@@ -112,6 +112,12 @@ ExtAuthz("every case of the data path's table is decided as the data path decide
         assert.is(d.responseHeaders["x-ratelimit-limit"], res.headers["x-ratelimit-limit"], `${label}: rate-limit headers`);
         continue;
       }
+      if (res.status === 200) {
+        // A client's HEAD token fetch, answered by the data path itself: by the check too, with the same token.
+        assert.equal([c.method, c.headers?.["x-csrf-token"]?.toLowerCase(), d.status, d.body], ["HEAD", "fetch", 200, ""], label);
+        assert.is(d.headers["x-csrf-token"], res.headers["x-csrf-token"], `${label}: erplink's token`);
+        continue;
+      }
       denied++;
       assert.is(d.status, res.status, `${label}: status (${JSON.stringify(d.body)})`);
       assert.ok(d.code !== 0, `${label}: the check's status is not OK`);
@@ -296,6 +302,45 @@ ExtAuthz("credential injection: only for callers with ERPLINK_EXT_AUTHZ_TOKEN; t
   await ctx.world.layer.logWriter.flush();
   const logs = JSON.stringify((await ctx.world.store.logs.query({ limit: 100 })).items);
   for (const secret of ["erp-pass", BASIC, "tok-secret-1", "cookie-secret", key, TOKEN]) assert.not.ok(logs.includes(secret), "no secret logged");
+});
+
+ExtAuthz("the clients' CSRF handshake as on the data path: a HEAD fetch answered from the check (200, no body, erplink's token), a GET fetch's answer gets it, a write's token must be erplink's", async (ctx) => {
+  const key = ctx.keys.app!.key;
+  // erplink's token, as the data path hands it.
+  const fetched = await ctx.world.app.inject({ method: "HEAD", url: `${SALES}/SalesOrders/`, headers: { authorization: `Bearer ${key}`, "x-csrf-token": "Fetch" } });
+  const token = String(fetched.headers["x-csrf-token"]);
+  assert.match(token, /^[A-Za-z0-9_-]{43}$/);
+  const before = ctx.all.length;
+
+  // A HEAD fetch, even of a path no analysis would take ($batch/): Envoy answers it with the check's 200.
+  for (const path of [`${SALES}`, `${SALES}/SalesOrders/`, `${SALES}/$batch/`]) {
+    const head = await check(ctx, { id: "r-fetch", method: "HEAD", path, headers: { authorization: `Bearer ${key}`, "x-csrf-token": "Fetch" } });
+    assert.equal([head.allowed, head.status, head.body], [false, 200, ""], path);
+    const { "x-csrf-token": t, ...rest } = head.headers;
+    assert.is(t, token, path);
+    assert.equal(Object.keys(rest).sort(), ["cache-control", "content-security-policy", "ratelimit", "ratelimit-policy", "x-content-type-options", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-request-id"]);
+    assert.is(rest["cache-control"], "no-store");
+  }
+  const [entry] = await logged(ctx, "r-fetch");
+  assert.equal([entry!.status, entry!.denialStep, entry!.errorCode], [200, "", ""]);
+
+  // A GET fetch is the read: allowed, the token added to its answer.
+  const read = await check(ctx, { method: "GET", path: `${SALES}/SalesOrders`, headers: { authorization: `Bearer ${key}`, "x-csrf-token": "Fetch" } });
+  assert.equal([read.allowed, read.responseHeaders["x-csrf-token"]], [true, token]);
+  assert.ok(read.headersToRemove.includes("x-csrf-token"), "the client's header never reaches the back end");
+
+  // A write: with erplink's token allowed (and the header removed), with another refused as the data path refuses it.
+  const write = (t: string) =>
+    check(ctx, { id: "r-write", method: "PATCH", path: `${SALES}/SalesOrders(1)`, headers: { authorization: `Bearer ${key}`, ...JSON_TYPE, "if-match": "*", "content-length": "12", "x-csrf-token": t }, body: '{"Note":"x"}' });
+  const ok = await write(token);
+  assert.equal([ok.allowed, ok.headersToRemove.includes("x-csrf-token")], [true, true]);
+  const refused = await write("client-made-up");
+  assert.equal([refused.allowed, refused.status, refused.code, refused.headers["x-csrf-token"]], [false, 403, Code.PermissionDenied, "Required"]);
+  assert.equal(refused.body, {
+    error: { code: "FORBIDDEN", message: "CSRF token validation failed: send the token erplink answers to X-CSRF-Token: Fetch, or no X-CSRF-Token at all", requestId: "r-write" },
+  });
+  assert.equal((await logged(ctx, "r-write")).map((e) => e.denialStep).sort(), ["", "CSRF_TOKEN"]);
+  assert.equal(ctx.all.slice(before).filter((r) => !r.url.includes("/$metadata")), [], "checks send nothing to the back end");
 });
 
 ExtAuthz("the back end's own paths with context_extensions: below the named service's root only; an /odata path must agree with them; a route naming half is a failed call", async (ctx) => {

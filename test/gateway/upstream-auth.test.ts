@@ -185,6 +185,15 @@ function assertEnvelope(res: { statusCode: number; body: string; headers: Record
   assert.equal(JSON.parse(res.body), { error: { code, message, requestId: res.headers["x-request-id"] } });
 }
 
+/** erplink's CSRF token for the suite's key, as a client fetches it (a HEAD of the service root). */
+async function clientToken(ctx: Ctx, key = ctx.key): Promise<string> {
+  const seen = ctx.up.seen.length;
+  const res = await ctx.world.app.inject({ method: "HEAD", url: "/odata/prod/SALES", headers: { authorization: `Bearer ${key}`, "x-csrf-token": "Fetch" } });
+  assert.is(res.statusCode, 200, res.body);
+  assert.is(ctx.up.seen.length, seen, "a HEAD fetch forwards nothing");
+  return String(res.headers["x-csrf-token"]);
+}
+
 // ---------------------------------------------------------------- CSRF
 
 const Csrf = suite<Ctx>("SAP CSRF handshake");
@@ -193,7 +202,8 @@ Csrf.after.each(tearDown);
 
 Csrf("the first modifying request fetches a token with its session cookies; later ones reuse it; the client sees neither", async (ctx) => {
   const first = await send(ctx, "POST", "/odata/prod/SALES/SalesOrders", { ID: 1 }, {
-    "x-csrf-token": "client-made-up",
+    // erplink's token for the client: checked, never forwarded.
+    "x-csrf-token": await clientToken(ctx),
     cookie: "SAP_SESSIONID_X=stolen",
   });
   assert.is(first.statusCode, 201, first.body);
@@ -213,10 +223,10 @@ Csrf("the first modifying request fetches a token with its session cookies; late
   assert.equal(ctx.up.seen.at(-1)!.headers["x-csrf-token"], "csrf-1");
 });
 
-Csrf("reads never fetch a token nor carry one", async (ctx) => {
+Csrf("reads never fetch a back-end token nor carry one; a GET with X-CSRF-Token: Fetch is answered with erplink's token", async (ctx) => {
   const res = await send(ctx, "GET", "/odata/prod/SALES/SalesOrders?$top=1", undefined, { "x-csrf-token": "Fetch" });
   assert.is(res.statusCode, 200);
-  assert.is(res.headers["x-csrf-token"], undefined);
+  assert.is(res.headers["x-csrf-token"], await clientToken(ctx));
   assert.is(ctx.up.fetches, 0);
   assert.equal(
     ctx.up.seen.map((s) => [s.method, s.headers["x-csrf-token"], s.headers.cookie]),
@@ -274,8 +284,8 @@ Csrf("a back end that keeps refusing: one replay only, and its 403 passes throug
 });
 
 Csrf("a replay after a CSRF refusal carries only the new session: never the refused one's token or cookies, nor the client's", async (ctx) => {
-  // Client-made CSRF headers: never forwarded, on the first attempt or the replay.
-  const hostile = { "x-csrf-token": "client-made-up", cookie: "SAP_SESSIONID_X=stolen" };
+  // The client's CSRF headers (erplink's token, a cookie): never forwarded, on the first attempt or the replay.
+  const hostile = { "x-csrf-token": await clientToken(ctx), cookie: "SAP_SESSIONID_X=stolen" };
   assert.is((await send(ctx, "POST", "/odata/prod/SALES/SalesOrders", { ID: 1 }, hostile)).statusCode, 201);
   const row = (s: Seen) => [s.method, s.headers["x-csrf-token"], s.headers.cookie, s.headers.authorization];
   const BASIC = `Basic ${Buffer.from("erp-user:erp-pass").toString("base64")}`;
@@ -511,3 +521,133 @@ Lifetime("basic, bearer and none need no token endpoint", async (ctx) => {
 });
 
 Lifetime.run();
+
+// ---------------------------------------------------------------- erplink's CSRF token for clients
+
+const ClientCsrf = suite<Ctx>("the clients' CSRF handshake with erplink");
+ClientCsrf.before.each((ctx) => setUp(ctx, () => ({ type: "basic", username: "erp-user", password: "erp-pass" })));
+ClientCsrf.after.each(tearDown);
+
+/** The request-log entry of an answer. */
+async function logged(ctx: Ctx, res: { headers: Record<string, unknown> }) {
+  await ctx.world.layer.logWriter.flush();
+  return (await ctx.world.store.logs.query({ limit: 50 })).items.find((e) => e.requestId === res.headers["x-request-id"]);
+}
+
+ClientCsrf("a HEAD with X-CSRF-Token: Fetch on any path of the service is answered by erplink: 200, no body, one token per key and instance, nothing forwarded", async (ctx) => {
+  // The service root, the SDK's entity-set fetch (trailing slash), its $batch fetch, an entity set the key may not
+  // list, one the service lacks: a fetch reads nothing, so all get the token.
+  const paths = ["/odata/prod/SALES", "/odata/prod/SALES/", "/odata/prod/SALES/SalesOrders/", "/odata/prod/SALES/$batch/", "/odata/prod/SALES/Customers", "/odata/prod/SALES/Nothing('x')"];
+  const tokens = new Set<string>();
+  for (const url of paths) {
+    for (const fetchValue of ["Fetch", "fetch"]) {
+      const res = await ctx.world.app.inject({ method: "HEAD", url, headers: { authorization: `Bearer ${ctx.key}`, "x-csrf-token": fetchValue } });
+      assert.is(res.statusCode, 200, `${url}: ${res.body}`);
+      assert.is(res.body, "");
+      const { "x-csrf-token": token, "x-request-id": requestId, date, connection, "keep-alive": keepAlive, ...rest } = res.headers;
+      assert.match(String(token), /^[A-Za-z0-9_-]{43}$/);
+      assert.match(String(requestId), /^req_/);
+      // Counted as a request of the key: its rate-limit headers are on the answer.
+      const limits = Object.keys(rest).filter((n) => /^(x-)?ratelimit/.test(n));
+      assert.equal(limits.sort(), ["ratelimit", "ratelimit-policy", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]);
+      for (const n of limits) delete rest[n];
+      assert.equal(rest, {
+        "cache-control": "no-store",
+        "content-security-policy": "sandbox; default-src 'none'; frame-ancestors 'none'",
+        "x-content-type-options": "nosniff",
+      }, url);
+      tokens.add(String(token));
+      const entry = await logged(ctx, res);
+      assert.equal([entry?.method, entry?.status, entry?.denialStep, entry?.upstreamUrl, entry?.accesses], ["HEAD", 200, "", "", []]);
+    }
+  }
+  assert.is(tokens.size, 1, "the same token for every path of the instance");
+  assert.equal(ctx.up.seen, [], "nothing reached the back end");
+  assert.is(ctx.up.fetches, 0);
+
+  // Another key gets another token; neither is the back end's.
+  const other = json(await post(ctx.world.app, "/admin/api-keys", { name: "other", permissions: PERMISSIONS })).data.key;
+  const otherToken = await clientToken(ctx, other);
+  assert.ok(!tokens.has(otherToken));
+  // Without a valid key, no token: the fetch is authenticated like any request.
+  const anonymous = await ctx.world.app.inject({ method: "HEAD", url: "/odata/prod/SALES", headers: { "x-csrf-token": "Fetch" } });
+  assert.is(anonymous.statusCode, 401);
+  assert.is(anonymous.headers["x-csrf-token"], undefined);
+});
+
+ClientCsrf("a write with erplink's token passes and the back end gets its own token and session, never the client's", async (ctx) => {
+  const token = await clientToken(ctx);
+  const res = await send(ctx, "POST", "/odata/prod/SALES/SalesOrders", { ID: 7 }, { "x-csrf-token": token });
+  assert.is(res.statusCode, 201, res.body);
+  assert.is(res.headers["x-csrf-token"], undefined, "the back end's token stays with erplink");
+  assert.equal(
+    ctx.up.seen.map((s) => [s.method, s.url, s.headers["x-csrf-token"], s.headers.cookie]),
+    [
+      ["GET", "/sap/opu/odata/SALES/", "Fetch", undefined],
+      ["POST", "/sap/opu/odata/SALES/SalesOrders", "csrf-1", "SAP_SESSIONID_X=sess-1; sap-usercontext=sap-client=100"],
+    ],
+  );
+  assert.ok(!JSON.stringify(ctx.up.seen).includes(token), "erplink's client token never reaches the back end");
+});
+
+ClientCsrf("a write with a token that is not erplink's for this key and instance: 403 CSRF token validation failed, X-CSRF-Token: Required, nothing forwarded", async (ctx) => {
+  const other = json(await post(ctx.world.app, "/admin/api-keys", { name: "other", permissions: PERMISSIONS })).data.key;
+  const mine = await clientToken(ctx);
+  const wrong = [
+    "client-made-up",
+    "Fetch",
+    await clientToken(ctx, other),
+    `${mine.slice(0, -1)}${mine.endsWith("A") ? "B" : "A"}`,
+    `${mine}=`,
+    ` ${mine}x`,
+  ];
+  for (const token of wrong) {
+    for (const [method, url, body] of [
+      ["POST", "/odata/prod/SALES/SalesOrders", { ID: 8 }],
+      ["PATCH", "/odata/prod/SALES/SalesOrders(1)", { Note: "x" }],
+      ["DELETE", "/odata/prod/SALES/SalesOrders(1)", undefined],
+    ] as const) {
+      const res = await send(ctx, method, url, body, { "x-csrf-token": token });
+      assertEnvelope(res, 403, "FORBIDDEN", "CSRF token validation failed: send the token erplink answers to X-CSRF-Token: Fetch, or no X-CSRF-Token at all");
+      assert.is(res.headers["x-csrf-token"], "Required");
+      assert.is((await logged(ctx, res))?.denialStep, "CSRF_TOKEN");
+    }
+  }
+  // The same $batch with a wrong token on the outer request, then with erplink's.
+  const batch = ["--b", "Content-Type: application/http", "", "GET SalesOrders HTTP/1.1", "", "", "--b--", ""].join("\r\n");
+  const sendBatch = (token: string) =>
+    ctx.world.app.inject({
+      method: "POST",
+      url: "/odata/prod/SALES/$batch",
+      headers: { authorization: `Bearer ${ctx.key}`, "content-type": "multipart/mixed; boundary=b", "x-csrf-token": token },
+      payload: batch,
+    });
+  const refused = await sendBatch("client-made-up");
+  assertEnvelope(refused, 403, "FORBIDDEN", "CSRF token validation failed: send the token erplink answers to X-CSRF-Token: Fetch, or no X-CSRF-Token at all");
+  assert.equal(ctx.up.seen, [], "nothing reached the back end");
+  const passed = await sendBatch(mine);
+  assert.is(passed.statusCode, 201, passed.body);
+  assert.equal(
+    ctx.up.seen.map((s) => [s.method, s.url, s.headers["x-csrf-token"]]),
+    [
+      ["GET", "/sap/opu/odata/SALES/", "Fetch"],
+      ["POST", "/sap/opu/odata/SALES/$batch", "csrf-1"],
+    ],
+  );
+});
+
+ClientCsrf("a GET fetch is the read it names: forwarded when the key may read it, refused as any read when not, and both answers carry the token", async (ctx) => {
+  const token = await clientToken(ctx);
+  const root = await send(ctx, "GET", "/odata/prod/SALES/", undefined, { "x-csrf-token": "Fetch" });
+  assert.is(root.statusCode, 200, root.body);
+  assert.equal(JSON.parse(root.body), { method: "GET", url: "/sap/opu/odata/SALES/", body: "" });
+  assert.is(root.headers["x-csrf-token"], token);
+  const refused = await send(ctx, "GET", "/odata/prod/SALES/Customers", undefined, { "x-csrf-token": "Fetch" });
+  assertEnvelope(refused, 403, "FORBIDDEN", "API key lacks permission 'list' for entity 'Customers'");
+  assert.is(refused.headers["x-csrf-token"], token);
+  assert.equal(ctx.up.seen.map((s) => [s.method, s.url, s.headers["x-csrf-token"]]), [["GET", "/sap/opu/odata/SALES/", undefined]]);
+  // A read that sends a token, any token, is not checked: reads need none.
+  assert.is((await send(ctx, "GET", "/odata/prod/SALES/SalesOrders", undefined, { "x-csrf-token": "client-made-up" })).statusCode, 200);
+});
+
+ClientCsrf.run();

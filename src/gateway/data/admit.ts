@@ -5,7 +5,7 @@
  */
 import { GatewayError } from "../errors.js";
 import { extend, type Admitted, type Authorized } from "./exchange.js";
-import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
+import type { DataAdmission, DataKey, DataLogFacts, DataPort } from "./ports.js";
 
 /**
  * Where the rate-limit headers go: the data path's Fastify reply, or the
@@ -22,8 +22,17 @@ export function overLimit(fact: DataLogFacts): GatewayError {
 }
 
 export async function admit<K extends DataKey>(a: Authorized<K>, port: DataPort<K>, reply: HeaderSink): Promise<Admitted<K>> {
+  return extend(a, { admission: await count(a, port, reply) });
+}
+
+/**
+ * Counts a request of `a.key` and puts the rate-limit headers on its answer;
+ * 429 over the limit. What `admit` does, also for a request answered before
+ * analysis (a client's CSRF token fetch, `./client-csrf.ts`).
+ */
+export async function count<K extends DataKey>(a: { readonly key: K; readonly fact: DataLogFacts }, port: DataPort<K>, reply: HeaderSink): Promise<DataAdmission> {
   const admission = await port.admit(a.key);
   reply.headers(admission.headers);
   if (!admission.allowed) throw overLimit(a.fact);
-  return extend(a, { admission });
+  return admission;
 }

@@ -43,6 +43,7 @@ import type { Analyzed, Authenticated, ClientRequest, Incoming } from "./exchang
 import { upstreamTarget } from "./forward.js";
 import type { DataKey, DataPort } from "./ports.js";
 import { STEP_NAMES, newFacts, splitTarget } from "./record.js";
+import { clientCsrf } from "./client-csrf.js";
 import { checkServiceName, resolveInstance } from "./resolve-instance.js";
 import type { DataResources } from "./resources.js";
 import { ServiceRoot } from "./service-root.js";
@@ -184,6 +185,13 @@ async function explain<K extends DataKey>(input: ExplainInput<K>, options: Diagn
     }
     const authenticated: Authenticated<K> = { ...incoming, key: input.key };
     const resolved = await resolveInstance(authenticated, port);
+    // The clients' CSRF stage: a write's token that is not erplink's is refused; a HEAD token fetch is answered
+    // by erplink (allowed, counted, nothing analyzed or sent: no canonical request).
+    if (clientCsrf(resolved, resources.clientCsrf, { headers: () => undefined })) {
+      if (!input.withinRateLimits) throw overLimit(fact);
+      out.allowed = true;
+      return out;
+    }
     analyzed = await analyze(resolved, port, resources.metadata);
     describe(out, analyzed, port);
     const authorized = authorize(analyzed, port);

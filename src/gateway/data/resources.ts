@@ -8,6 +8,7 @@
 import type { DataPathMetrics } from "../../metrics/port.js";
 import { UpstreamSessions } from "../upstream-session.js";
 import { AnalysisCache } from "./analysis-cache.js";
+import { ClientCsrfTokens } from "./client-csrf.js";
 import { Forwarder } from "./forwarder.js";
 import { MetadataCache } from "./metadata-cache.js";
 
@@ -25,6 +26,11 @@ export interface DataResourceOptions {
   readonly metrics?: DataPathMetrics;
   /** Whether analyses of bodiless reads are cached (`./analysis-cache.ts`; default true; false for differential tests). */
   readonly analysisCache?: boolean;
+  /**
+   * The secret of the CSRF tokens erplink hands data clients (`./client-csrf.ts`):
+   * 32 bytes or more, the same in every process; a random one when unset.
+   */
+  readonly clientCsrfSecret?: Buffer | undefined;
 }
 
 /** The data path's shared resources. */
@@ -34,6 +40,8 @@ export interface DataResources {
   /** Analyses of bodiless reads, by model (the data path's; bounded per model); undefined when disabled. */
   readonly analyses: AnalysisCache | undefined;
   readonly forwarder: Forwarder;
+  /** erplink's CSRF tokens for data clients. */
+  readonly clientCsrf: ClientCsrfTokens;
   /** The upstream timeout they were built with (ms). */
   readonly upstreamTimeoutMs: number;
   /** Closes the connection pools (at shutdown). */
@@ -57,5 +65,13 @@ export function createDataResources(options: DataResourceOptions): DataResources
     metrics,
     gate: (instance) => forwarder.gate(instance.id, instance.upstreamConnections),
   });
-  return { sessions, metadata, analyses: options.analysisCache === false ? undefined : new AnalysisCache(), forwarder, upstreamTimeoutMs: options.upstreamTimeoutMs, close: () => forwarder.close() };
+  return {
+    sessions,
+    metadata,
+    analyses: options.analysisCache === false ? undefined : new AnalysisCache(),
+    forwarder,
+    clientCsrf: new ClientCsrfTokens(options.clientCsrfSecret),
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+    close: () => forwarder.close(),
+  };
 }

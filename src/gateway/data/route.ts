@@ -3,8 +3,11 @@
  * as a pipeline of named stages over one request (Envoy's filter chain,
  * Kong's phases):
  *
- *   authenticate -> resolve instance -> analyze -> authorize -> admit -> forward -> record
+ *   authenticate -> resolve instance -> client CSRF -> analyze -> authorize -> admit -> forward -> record
  *
+ * (client CSRF: a write's `X-CSRF-Token` must be erplink's; a `HEAD` with
+ * `X-CSRF-Token: Fetch` is answered there, after it is counted, and goes no
+ * further: `./client-csrf.ts`.)
  * Each stage is its own module in this folder; a refusal is a
  * {@link GatewayError} (answered in the envelope by the gateway's error
  * handler), and every stage fills in the request log's facts (`./record.ts`),
@@ -14,10 +17,11 @@
  * `./resources.ts`, created once per gateway and shared with the diagnostics.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { admit } from "./admit.js";
+import { admit, count } from "./admit.js";
 import { analyze } from "./analyze.js";
 import { authenticate } from "./authenticate.js";
 import { authorize } from "./authorize.js";
+import { clientCsrf, FETCH_ANSWER_HEADERS } from "./client-csrf.js";
 import { forward } from "./forward.js";
 import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
 import { receive } from "./record.js";
@@ -49,7 +53,7 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "MERGE"];
 /** Registers the data routes in their own scope (bodies buffered for analysis, answers streamed). */
 export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance, options: DataRouteOptions<K>): Promise<void> {
   const { port } = options;
-  const { sessions, metadata, analyses, forwarder } = options.resources;
+  const { sessions, metadata, analyses, forwarder, clientCsrf: tokens } = options.resources;
   const publicUrl = options.publicUrl === undefined ? undefined : new URL(options.publicUrl);
 
   await app.register(async (scope) => {
@@ -65,6 +69,10 @@ export async function registerDataRoutes<K extends DataKey>(app: FastifyInstance
         const incoming = receive(req, options.facts, publicUrl);
         const authenticated = await authenticate(incoming, port);
         const resolved = await resolveInstance(authenticated, port);
+        if (clientCsrf(resolved, tokens, reply)) {
+          await count(resolved, port, reply);
+          return reply.code(200).headers(FETCH_ANSWER_HEADERS).send();
+        }
         const analyzed = await analyze(resolved, port, metadata, analyses);
         const authorized = authorize(analyzed, port);
         const admitted = await admit(authorized, port, reply);

@@ -24,6 +24,13 @@
  * from the check when a client sends one), `If-Match: *` is set where the data path sets it, and the
  * instance's SAP client is selected with the `sap-client` header.
  *
+ * Before the analysis, the data path's client CSRF stage
+ * (`../data/client-csrf.ts`): a write whose `X-CSRF-Token` is not
+ * erplink's is denied (403, `X-CSRF-Token: Required`); a fetch gets
+ * erplink's token added to its answer; a `HEAD` fetch is answered from the
+ * check (a `denied_response` with status 200, no body, the token: Envoy
+ * answers it and forwards nothing).
+ *
  * Allowed: status OK, an `ok_response` with those header changes, the
  * back end's credentials when the route asks for them
  * (`erplink_inject_credentials`, for callers holding
@@ -54,10 +61,11 @@ import {
 import { HttpStatusSchema } from "../../gen/envoy/type/v3/http_status_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import type { AccessLogEntry } from "../app.js";
-import { admit, type HeaderSink } from "../data/admit.js";
+import { admit, count, type HeaderSink } from "../data/admit.js";
 import { analyze } from "../data/analyze.js";
 import { authenticate } from "../data/authenticate.js";
 import { authorize } from "../data/authorize.js";
+import { clientCsrf, FETCH_ANSWER_HEADERS } from "../data/client-csrf.js";
 import type { Admitted, ClientRequest, Incoming } from "../data/exchange.js";
 import { upstreamTarget } from "../data/forward.js";
 import { forwardedRequestHeaders, scopeRepeatability } from "../data/headers.js";
@@ -245,6 +253,12 @@ async function decide<K extends DataKey>(
   };
   const authenticated = await authenticate(incoming, port);
   const resolved = await resolveInstance(authenticated, port);
+  // The data path's client CSRF stage: a write's token must be erplink's; a fetch gets erplink's token on its
+  // answer (the rate-limit headers' way), and a HEAD fetch is answered from here, forwarding nothing.
+  if (clientCsrf(resolved, resources.clientCsrf, sink)) {
+    await count(resolved, port, sink);
+    return fetchAnswer(checked.requestId, sink.values);
+  }
   const place = placeOf(checked, address, resolved.root.path);
   req.body = bodyOf(http, checked);
   const analyzed = await analyze(
@@ -365,6 +379,27 @@ async function credentials<K extends DataKey>(a: Admitted<K>, resources: DataRes
     if (csrf.cookie !== "") out.cookie = csrf.cookie;
   }
   return out;
+}
+
+/**
+ * The answer to a client's `HEAD` with `X-CSRF-Token: Fetch`, as the data
+ * path gives it: 200, no body, erplink's token (in `headers`, with the
+ * rate-limit headers). A `denied_response` only in Envoy's terms (a status
+ * other than OK makes Envoy answer the client itself rather than forward):
+ * a fetch reads nothing, so nothing is forwarded.
+ */
+function fetchAnswer(requestId: string, headers: Readonly<Record<string, string>>): CheckResponse {
+  return create(CheckResponseSchema, {
+    status: create(StatusSchema, { code: Code.PermissionDenied, message: "CSRF token fetch: answered by erplink" }),
+    httpResponse: {
+      case: "deniedResponse",
+      value: create(DeniedHttpResponseSchema, {
+        status: create(HttpStatusSchema, { code: 200 }),
+        headers: headerList({ "x-request-id": requestId, ...headers, ...FETCH_ANSWER_HEADERS }),
+        body: "",
+      }),
+    },
+  });
 }
 
 /** The denying answer: the data path's status, headers and envelope. */

@@ -59,6 +59,11 @@ Diag("explain gives exactly the data path's decision on every case of the data p
     const { res, entry } = await send(ctx, c, `diff-${i}`);
     const ex = await explain(ctx, c);
     const sent = entry.upstreamMethod !== "";
+    if (!sent && res.status === 200) {
+      // A client's HEAD token fetch, answered by the data path itself: allowed, and nothing would be sent.
+      assert.equal([c.method, c.headers?.["x-csrf-token"]?.toLowerCase(), ex.allowed, ex.request, ex.accesses], ["HEAD", "fetch", true, undefined, []], label);
+      continue;
+    }
     assert.is(ex.allowed, sent, `${label}: allowed (data path answered ${res.status} ${res.body})`);
     assert.equal(
       ex.accesses.slice(0, entry.accesses.length).map((a: { entity_set: string; operation: string }) => ({ entity: a.entity_set, operation: a.operation })),

@@ -469,12 +469,15 @@ Fwd("regression (red team): JSON is sniffed past any amount of leading whitespac
   assert.is(ctx.seen.length, 0);
 });
 
-Fwd("the SAP Cloud SDK's CSRF fetch (HEAD on the entity set with a trailing slash) is a list, forwarded without the slash", async (ctx) => {
-  const res = await raw(ctx, `HEAD ${SALES}/SalesOrders/ HTTP/1.1`, ["x-csrf-token: fetch"]);
+Fwd("a HEAD on the entity set with a trailing slash (the SAP Cloud SDK's URL) is a list, forwarded without the slash; with X-CSRF-Token: Fetch erplink answers it", async (ctx) => {
+  const res = await raw(ctx, `HEAD ${SALES}/SalesOrders/ HTTP/1.1`);
   assert.is(res.status, 201);
   assert.equal([ctx.seen[0]!.method, ctx.seen[0]!.url, ctx.seen[0]!.headers["x-csrf-token"]], ["HEAD", `${UP}/SalesOrders?sap-client=100`, undefined]);
   const entry = await logOf(ctx, res.headers["x-request-id"]!);
   assert.equal(entry.accesses, [{ entity: "SalesOrders", operation: "list" }]);
+  const fetch = await raw(ctx, `HEAD ${SALES}/SalesOrders/ HTTP/1.1`, ["x-csrf-token: fetch"]);
+  assert.equal([fetch.status, ctx.seen.length], [200, 1]);
+  assert.match(String(fetch.headers["x-csrf-token"]), /^[A-Za-z0-9_-]{43}$/);
 });
 
 Fwd("query values are written anew: '+' is a space (%20), %2B a plus, quotes and ';' encoded; custom options keep their names and order", async (ctx) => {
