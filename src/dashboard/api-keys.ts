@@ -3,7 +3,7 @@
  * keys (list, create, update, revoke), explain, and what the permission
  * editor offers (systems → instances, a service's catalog).
  */
-import { call, type ApiResult } from "./api.js";
+import { call, listAll } from "./api.js";
 import type { Permissions } from "./permission-draft.js";
 
 export { INVOKE, OPERATIONS, SET_OPERATIONS, type Operation, type Permissions } from "./permission-draft.js";
@@ -120,23 +120,11 @@ export interface ApiKeyInput {
 
 const enc = encodeURIComponent;
 
-/** Every page of a list call, concatenated. */
-async function all<T>(path: string): Promise<T[]> {
-  const out: T[] = [];
-  let token = "";
-  do {
-    const sep = path.includes("?") ? "&" : "?";
-    const page: ApiResult<T[]> = await call<T[]>("GET", `${path}${sep}page_size=500${token === "" ? "" : `&page_token=${enc(token)}`}`);
-    out.push(...page.data);
-    token = page.nextPageToken ?? "";
-  } while (token !== "");
-  return out;
-}
 
 export const keysApi = {
-  list: () => all<ApiKey>("/admin/api-keys"),
+  list: () => listAll<ApiKey>("/admin/api-keys"),
   /** Every key, revoked ones included (each with its `revoked_at`). */
-  listWithRevoked: () => all<ApiKey & { readonly revoked_at?: string }>("/admin/api-keys?show_revoked=true"),
+  listWithRevoked: () => listAll<ApiKey & { readonly revoked_at?: string }>("/admin/api-keys?show_revoked=true"),
   get: (id: string) => call<ApiKey>("GET", `/admin/api-keys/${enc(id)}`),
   create: (input: ApiKeyInput) => call<CreatedApiKey>("POST", "/admin/api-keys", { body: input }),
   /** Changes only the fields in `input` (the update mask), and only if the key is still at `etag`. */
@@ -146,7 +134,7 @@ export const keysApi = {
   explain: (id: string, request: { instance: string; method: string; url: string; permissions?: Permissions }) =>
     call<Explanation>("POST", `/admin/api-keys/${enc(id)}/explain`, { body: request }),
   /** Every instance of every system (one call a page, not one per system). */
-  instances: (): Promise<Instance[]> => all<Instance>("/admin/instances"),
+  instances: (): Promise<Instance[]> => listAll<Instance>("/admin/instances"),
   /**
    * The catalogs of many (instance, service) pairs, one admin call per
    * {@link MAX_CATALOG_PAIRS}: one result per pair, in order, each its

@@ -226,6 +226,19 @@ async function callOnce<T>(method: string, path: string, options: RequestOptions
   };
 }
 
+/** Every page of a list call (`GET path`), concatenated: 500 a page. */
+export async function listAll<T>(path: string): Promise<T[]> {
+  const out: T[] = [];
+  let token = "";
+  do {
+    const sep = path.includes("?") ? "&" : "?";
+    const page: ApiResult<T[]> = await call<T[]>("GET", `${path}${sep}page_size=500${token === "" ? "" : `&page_token=${encodeURIComponent(token)}`}`);
+    out.push(...page.data);
+    token = page.nextPageToken ?? "";
+  } while (token !== "");
+  return out;
+}
+
 /** The admin calls the dashboard makes, typed. */
 export const api = {
   /** Exchanges a key for a cookie session; the key is sent once and kept nowhere. */

@@ -6,7 +6,7 @@
  * screen reads.
  */
 import { signal } from "@preact/signals";
-import { call, type ApiResult, type System } from "./api.js";
+import { listAll, type System } from "./api.js";
 import type { ApiKey } from "./api-keys.js";
 import type { Instance } from "./api-instances.js";
 
@@ -31,18 +31,6 @@ export const namesError = signal("");
 
 const enc = encodeURIComponent;
 
-/** Every page of a list call, concatenated. */
-async function all<T>(path: string): Promise<T[]> {
-  const out: T[] = [];
-  let token = "";
-  do {
-    const sep = path.includes("?") ? "&" : "?";
-    const page: ApiResult<T[]> = await call<T[]>("GET", `${path}${sep}page_size=500${token === "" ? "" : `&page_token=${enc(token)}`}`);
-    out.push(...page.data);
-    token = page.nextPageToken ?? "";
-  } while (token !== "");
-  return out;
-}
 
 /** Loads in flight, by kind: a second screen (or a second render) asking at once shares them. */
 const inFlight = new Map<NameKind, Promise<void>>();
@@ -67,17 +55,17 @@ function once(kind: NameKind, load: () => Promise<void>): Promise<void> {
 const loaders: Record<NameKind, () => Promise<void>> = {
   keys: () =>
     once("keys", async () => {
-      const keys = await all<ListedKey>("/admin/api-keys?show_revoked=true");
+      const keys = await listAll<ListedKey>("/admin/api-keys?show_revoked=true");
       keysById.value = new Map(keys.map((k) => [k.id, k]));
     }),
   systems: () =>
     once("systems", async () => {
-      const systems = await all<System>("/admin/systems");
+      const systems = await listAll<System>("/admin/systems");
       systemsById.value = new Map(systems.map((s) => [s.id, s]));
     }),
   instances: () =>
     once("instances", async () => {
-      const instances = await all<Instance>("/admin/instances");
+      const instances = await listAll<Instance>("/admin/instances");
       instancesByName.value = new Map(instances.map((i) => [i.name, i]));
     }),
 };

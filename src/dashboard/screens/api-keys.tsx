@@ -22,6 +22,7 @@ import { shellQuote } from "../shell-quote.js";
 import { useConfirm } from "./confirm-dialog.js";
 import { CopyButton } from "./copy-button.js";
 import { FieldMessage, describedBy, formFailure } from "./form-messages.js";
+import { ConflictBox } from "./conflict-box.js";
 import { withRequestId } from "./sign-in.js";
 import "./api-keys.css";
 
@@ -614,21 +615,7 @@ export function ApiKeys() {
               <PermissionEditor value={editDraft.permissions} onChange={(p) => setEditDraft({ ...editDraft, permissions: p })} idPrefix="edit-perm" onJsonError={setEditJsonError} />
             )}
             {conflict !== undefined && (
-              <div class="conflict" role="alert" aria-labelledby="key-conflict-title">
-                <p id="key-conflict-title">
-                  <strong>Not saved: this key was changed since you opened it</strong>
-                  {conflict.changed.length === 0 ? " (by a change that left its fields as they were)." : ` (its ${conflict.changed.join(", ")}).`}
-                </p>
-                <p>Reload to see that version (your edits are dropped), or overwrite it with the fields you changed.</p>
-                <div class="actions">
-                  <button type="button" onClick={reloadKey} disabled={busy}>
-                    Reload the key
-                  </button>
-                  <button type="button" class="danger" onClick={() => void saveAgainst(conflict.current)} disabled={busy}>
-                    Overwrite with my changes
-                  </button>
-                </div>
-              </div>
+              <ConflictBox what="key" changed={conflict.changed} id="key-conflict-title" busy={busy} onReload={reloadKey} onOverwrite={() => void saveAgainst(conflict.current)} />
             )}
             <div class="actions">
               <button type="submit" disabled={busy || editJsonError !== ""} aria-describedby={editJsonError !== "" ? "edit-perm-json-status" : undefined}>

@@ -18,6 +18,7 @@ import {
 import { useConfirm } from "./confirm-dialog.js";
 import { FieldMessage, describedBy, formFailure } from "./form-messages.js";
 import { keysNaming, loadNames } from "../names.js";
+import { ConflictBox } from "./conflict-box.js";
 import { withRequestId } from "./sign-in.js";
 import { unlessUnsaved, useUnsavedChanges } from "../unsaved.js";
 import "./instances.css";
@@ -587,21 +588,7 @@ function InstanceForm({ system, instance: opened, onDone, onCancel }: FormProps)
         )}
       </fieldset>
       {conflict !== undefined && instance !== undefined && (
-        <div class="conflict" role="alert" aria-labelledby={id("conflict-title")}>
-          <p id={id("conflict-title")}>
-            <strong>Not saved: this instance was changed since you opened it</strong>
-            {conflict.changed.length === 0 ? " (by a change that left its fields as they were)." : ` (its ${conflict.changed.join(", ")}).`}
-          </p>
-          <p>Reload to see that version (your edits are dropped), or overwrite it with the fields you changed.</p>
-          <div class="actions">
-            <button type="button" onClick={reload} disabled={busy}>
-              Reload the instance
-            </button>
-            <button type="button" class="danger" onClick={() => void saveAgainst(conflict.current)} disabled={busy}>
-              Overwrite with my changes
-            </button>
-          </div>
-        </div>
+        <ConflictBox what="instance" changed={conflict.changed} id={id("conflict-title")} busy={busy} onReload={reload} onOverwrite={() => void saveAgainst(conflict.current)} />
       )}
       <div class="instances-buttons">
         <button type="submit" disabled={busy}>

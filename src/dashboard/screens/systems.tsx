@@ -16,6 +16,7 @@ import { useConfirm } from "./confirm-dialog.js";
 import { CopyButton } from "./copy-button.js";
 import { FieldMessage, describedBy, formFailure } from "./form-messages.js";
 import { Instances } from "./instances.js";
+import { ConflictBox } from "./conflict-box.js";
 import { withRequestId } from "./sign-in.js";
 import "./systems.css";
 
@@ -478,21 +479,7 @@ function SystemScreen({ id }: { readonly id: string }) {
             <h2 id="edit-system-title">Edit system {system.name}</h2>
             <SystemFields f={f} set={(patch) => setF((prev) => ({ ...prev, ...patch }))} errors={fieldErrors} idPrefix="edit-system" />
             {conflict !== undefined && (
-              <div class="conflict" role="alert" aria-labelledby="system-conflict-title">
-                <p id="system-conflict-title">
-                  <strong>Not saved: this system was changed since you opened it</strong>
-                  {conflict.changed.length === 0 ? " (by a change that left its fields as they were)." : ` (its ${conflict.changed.join(", ")}).`}
-                </p>
-                <p>Reload to see that version (your edits are dropped), or overwrite it with the fields you changed.</p>
-                <div class="actions">
-                  <button type="button" onClick={reload} disabled={busy}>
-                    Reload the system
-                  </button>
-                  <button type="button" class="danger" onClick={() => void saveAgainst(conflict.current)} disabled={busy}>
-                    Overwrite with my changes
-                  </button>
-                </div>
-              </div>
+              <ConflictBox what="system" changed={conflict.changed} id="system-conflict-title" busy={busy} onReload={reload} onOverwrite={() => void saveAgainst(conflict.current)} />
             )}
             <button type="submit" disabled={busy}>
               {busy ? "Saving…" : "Save system"}
