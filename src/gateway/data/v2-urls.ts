@@ -280,11 +280,7 @@ class XmlUrls extends Transform {
     if (this.head !== undefined) {
       this.head = Buffer.concat([this.head, chunk]);
       if (this.head.length < 256 && !this.head.includes("?>")) return done();
-      chunk = this.head;
-      this.head = undefined;
-      const declared = /^(?:\uFEFF|\u00EF\u00BB\u00BF)?<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']/.exec(chunk.subarray(0, 256).toString("latin1"));
-      // Another encoding than UTF-8 is not read: the answer passes as it is.
-      if (declared !== null && !/^utf-?8$/i.test(declared[1]!)) this.unread = true;
+      chunk = this.takeHead();
     }
     if (this.unread) return done(null, chunk);
     this.parse(this.decoder.write(chunk));
@@ -293,10 +289,9 @@ class XmlUrls extends Transform {
 
   override _flush(done: TransformCallback): void {
     if (this.head !== undefined) {
-      const head = this.head;
-      this.head = undefined;
-      if (head.length > 0) this.push(head);
-      return done();
+      const head = this.takeHead();
+      if (this.unread) return done(null, head);
+      this.parse(this.decoder.write(head));
     }
     if (this.unread) return done();
     const rest = this.decoder.end();
@@ -304,6 +299,15 @@ class XmlUrls extends Transform {
     this.capture = undefined;
     this.passUpTo(this.pendingStart + this.pending.length);
     done();
+  }
+
+  /** The first bytes, once the XML declaration's encoding is known from them: another than UTF-8 is not read. */
+  private takeHead(): Buffer {
+    const head = this.head!;
+    this.head = undefined;
+    const declared = /^(?:\u00EF\u00BB\u00BF)?<\?xml[^>]*?encoding\s*=\s*["']([^"']*)["']/.exec(head.subarray(0, 256).toString("latin1"));
+    if (declared !== null && !/^utf-?8$/i.test(declared[1]!)) this.unread = true;
+    return head;
   }
 
   private parse(s: string): void {
