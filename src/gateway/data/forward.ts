@@ -27,9 +27,10 @@ import { analysisNeutral, markVerified } from "./analysis-cache.js";
 import { decisionOf } from "./authorize.js";
 import { BODILESS, type Admitted, type Authorized } from "./exchange.js";
 import { brokenAnswerError, clientGoneError, type Forwarder, type UpstreamResponse } from "./forwarder.js";
-import { clientResponseHeaders, scopeRepeatability } from "./headers.js";
+import { clientResponseHeaders, clientUrl, scopeRepeatability } from "./headers.js";
 import type { DataKey, DataLogFacts, DataPort } from "./ports.js";
 import { verifyBatch, verifyForward } from "./verify.js";
+import { rewriteV2Answer } from "./v2-urls.js";
 
 /** Methods that only read; every other one carries the CSRF session. */
 const READS = new Set(["GET", "HEAD"]);
@@ -140,6 +141,9 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   // headers are on the reply already: the back end's own are left out,
   // always (issue #14; its rate limits are not the key's).
   const passed = clientResponseHeaders(res.headers, root, a.client);
+  // A V2 answer's URLs name erplink (`./v2-urls.ts`); its headers then fit the rewritten body.
+  const v2 = request.model !== undefined ? request.model.version === "2.0" : res.headers.dataserviceversion !== undefined && res.headers["odata-version"] === undefined;
+  const sent = v2 && request.method !== "HEAD" && res.status !== 206 ? rewriteV2Answer(answer, passed, (url) => clientUrl(url, root, a.client)) : answer;
   reply.headers(passed);
   if (res.status === 304) {
     // No body, by definition; undici takes the Content-Length a 304 may carry
@@ -203,7 +207,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   // Not awaited: the handler returns the reply, and Fastify streams the body
   // (an upstream error mid-stream ends the connection, or the HTTP/2 stream
   // with INTERNAL_ERROR; the status is sent).
-  reply.send(answer);
+  reply.send(sent);
 }
 
 /**
