@@ -143,7 +143,7 @@ export async function forward<K extends DataKey>(a: Admitted<K>, deps: ForwardDe
   const passed = clientResponseHeaders(res.headers, root, a.client);
   // A V2 answer's URLs name erplink (`./v2-urls.ts`); its headers then fit the rewritten body.
   const v2 = request.model !== undefined ? request.model.version === "2.0" : res.headers.dataserviceversion !== undefined && res.headers["odata-version"] === undefined;
-  const sent = v2 && request.method !== "HEAD" && res.status !== 206 ? rewriteV2Answer(answer, passed, (url) => clientUrl(url, root, a.client)) : answer;
+  const sent = v2 && request.method !== "HEAD" && res.status !== 206 ? rewriteV2Answer(answer, passed, (url) => clientUrl(url, root, a.client), root.path) : answer;
   reply.headers(passed);
   if (res.status === 304) {
     // No body, by definition; undici takes the Content-Length a 304 may carry

@@ -75,7 +75,7 @@ const DECODERS: Record<string, () => Transform> = {
  * error of `body` reaches the returned stream as it is; a coding that does
  * not decode is the back end's, a 502.
  */
-export function rewriteV2Answer(body: Readable, headers: Record<string, string | string[]>, rewrite: UrlRewrite): Readable {
+export function rewriteV2Answer(body: Readable, headers: Record<string, string | string[]>, rewrite: UrlRewrite, rootPath = ""): Readable {
   const format = v2AnswerFormat(typeof headers["content-type"] === "string" ? headers["content-type"] : undefined);
   if (format === undefined) return body;
   const coding = headers["content-encoding"];
@@ -90,9 +90,77 @@ export function rewriteV2Answer(body: Readable, headers: Record<string, string |
       destroy((err as NodeJS.ErrnoException | null | undefined)?.code?.startsWith("Z_") === true ? new GatewayError(502, "the back end's answer does not decode as its Content-Encoding says") : (err ?? undefined));
     return decoder;
   });
-  const rewriter = v2UrlRewriter(format, rewrite);
+  // The root path as JSON may escape it (`\/`): any URL under the root holds one of them.
+  const needles = rootPath === "" || rootPath === "/" ? [] : [rootPath, rootPath.replaceAll("/", "\\/")].map((n) => Buffer.from(n));
+  const rewriter = needles.length === 0 ? v2UrlRewriter(format, rewrite) : new WhenNamed(needles, () => v2UrlRewriter(format, rewrite));
   pipeline([body, ...decoders, rewriter], () => {});
   return rewriter;
+}
+
+/** Most bytes of an answer held back to learn whether it names the back end's service root at all. */
+export const PROBE_BYTES = 64 * 1024;
+
+/**
+ * Passes an answer through the rewriter that `make` makes only when its
+ * first {@link PROBE_BYTES} (or all of it, when shorter) hold one of
+ * `needles` (the back end's service root path, as written and with JSON's
+ * escaped slashes, which every URL under that root holds): an answer of a back end that
+ * honours `X-Forwarded-*` names erplink, not its own root, and passes at
+ * the cost of one search of its first bytes instead of a tokenizer. V2 back
+ * ends write an entry's `__metadata` before its data, and a feed's
+ * `xml:base` first, so an answer that names its root does so at the start.
+ */
+class WhenNamed extends Transform {
+  private held: Buffer[] = [];
+  private size = 0;
+  /** undefined while undecided; null to pass the answer through; else the rewriter it goes through. */
+  private inner: Transform | null | undefined;
+
+  constructor(
+    private readonly needles: readonly Buffer[],
+    private readonly make: () => Transform,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    if (this.inner === null) return done(null, chunk);
+    if (this.inner !== undefined) return void this.inner.write(chunk, done);
+    this.held.push(chunk);
+    this.size += chunk.length;
+    if (this.size < PROBE_BYTES) return done();
+    this.decide(done);
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.inner !== undefined) return this.finishInner(done);
+    this.decide((err, passed?: Buffer) => {
+      if (err) return done(err);
+      if (passed !== undefined) this.push(passed);
+      this.finishInner(done);
+    });
+  }
+
+  private decide(done: TransformCallback): void {
+    const held = Buffer.concat(this.held);
+    this.held = [];
+    if (!this.needles.some((n) => held.includes(n))) {
+      this.inner = null;
+      return done(null, held);
+    }
+    const inner = this.make();
+    this.inner = inner;
+    inner.on("data", (out: Buffer) => this.push(out));
+    inner.on("error", (err) => this.destroy(err));
+    inner.write(held, done);
+  }
+
+  private finishInner(done: TransformCallback): void {
+    const inner = this.inner;
+    if (inner === null || inner === undefined) return done();
+    inner.once("end", () => done());
+    inner.end();
+  }
 }
 
 /** The members whose string value is a URL, in the objects named by the member holding them. */

@@ -118,6 +118,32 @@ T("a gzip-coded answer is decoded, rewritten and passed without coding or length
   assert.equal(headers, { "content-type": "application/json" });
 });
 
+T("an answer that does not name the back end's root in its first 64 KB passes byte for byte, untokenized; one that does is rewritten, in any chunking (fast-check)", async () => {
+  const read = async (body: Readable) => {
+    const out: Buffer[] = [];
+    for await (const c of body) out.push(c as Buffer);
+    return Buffer.concat(out);
+  };
+  // As a back end that honours X-Forwarded-* writes it: erplink's URLs, and (invalid JSON further on, which a tokenizer would stop at) nothing of its own root.
+  const named = Buffer.from(JSON_IN);
+  const unnamed = Buffer.from(JSON_OUT.replaceAll("/sap/opu/odata/sap/API_BP", "/sap/opu/odata/sap/API_OTHER").replace("}}\n", "}} not json"));
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.nat(), { maxLength: 8 }), async (cuts) => {
+      const h1: Record<string, string | string[]> = { "content-type": "application/json", "content-length": "1" };
+      assert.equal(await read(rewriteV2Answer(Readable.from(split(unnamed, cuts)), h1, rewrite, "/sap/opu/odata/sap/API_BP")), unnamed);
+      const h2: Record<string, string | string[]> = { "content-type": "application/json" };
+      assert.is((await read(rewriteV2Answer(Readable.from(split(named, cuts)), h2, rewrite, "/sap/opu/odata/sap/API_BP"))).toString(), JSON_OUT);
+    }),
+    { numRuns: 100 },
+  );
+  // Past the probe: a large answer whose first 64 KB name the root is rewritten to its end.
+  const big = Buffer.from(`{"d":{"results":[${Array.from({ length: 2000 }, (_, i) => `{"__metadata":{"uri":"${BE}/A('${i}')"},"Name":"${"x".repeat(40)}"}`).join(",")}]}}`);
+  const out = (await read(rewriteV2Answer(Readable.from(split(big, [1000, 70_000, 150_000])), { "content-type": "application/json" }, rewrite, "/sap/opu/odata/sap/API_BP"))).toString();
+  assert.ok(big.length > 2 * 64 * 1024);
+  assert.is(out.split(`${GW}/A('`).length - 1, 2000);
+  assert.not.ok(out.includes(BE));
+});
+
 T("answers of other types, another charset or an unknown coding pass as they are, with their headers", async () => {
   const cases: Record<string, string>[] = [{ "content-type": "text/plain" }, { "content-type": "application/json; charset=iso-8859-1" }, { "content-type": "application/json", "content-encoding": "zstd" }, { "content-type": "multipart/mixed; boundary=b" }];
   for (const h of cases) {
