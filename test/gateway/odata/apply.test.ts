@@ -10,7 +10,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { parseMetadata, type ServiceModel } from "../../../src/gateway/odata/metadata.js";
 import { analyzeRequest, type Access } from "../../../src/gateway/odata/request.js";
-import { acc, every, noAccess, ok, PATH, withoutTarget, type Expected } from "../../../test-support/odata/analysis.js";
+import { acc, every, LINEAR_BOUND_MS, noAccess, ok, PATH, withoutTarget, type Expected } from "../../../test-support/odata/analysis.js";
 import { V2_METADATA, V4_METADATA } from "../../../test-support/odata/fixtures.js";
 
 const MODELS: Record<"v4" | "v2", ServiceModel> = { v4: parseMetadata(V4_METADATA), v2: parseMetadata(V2_METADATA) };
@@ -119,6 +119,16 @@ table("$apply: aliases in later transformations and options", [
   { apply: "concat(compute(Amount as A),filter(A gt 1))", expect: invalid("'A' is not a property or navigation of 'Sales.SalesOrder' in $apply filter") },
   { apply: "aggregate(Amount with sum as T,T with sum as U)", expect: invalid("'T' is not a property or navigation of 'Sales.SalesOrder' in $apply aggregate") },
   { apply: "filter(T gt 1)/aggregate(Amount with sum as T)", expect: invalid("'T' is not a property or navigation of 'Sales.SalesOrder' in $apply filter") },
+  // An alias named like a primitive property hides no read; one named like a navigation would.
+  { apply: "groupby((Note),aggregate(Amount with sum as Amount))/filter(Amount gt 1)", expect: get(ORDERS) },
+  {
+    apply: "compute(Note as Customer)/groupby((Customer))",
+    expect: invalid("alias 'Customer' in $apply compute is the name of a navigation property: back ends disagree on which one a later 'Customer' means"),
+  },
+  {
+    apply: "aggregate($count as Items)",
+    expect: invalid("alias 'Items' in $apply aggregate is the name of a navigation property: back ends disagree on which one a later 'Items' means"),
+  },
   { apply: "aggregate(Amount with sum as T)", more: "$filter=Customer/Name%20eq%20'x'", expect: get(ORDERS, acc("Customers", "list", "$filter Customer")) },
 ]);
 
@@ -161,3 +171,20 @@ table("$apply: refusals", [
   { path: "/SalesOrders(1)", apply: "groupby((Note))", expect: invalid("$apply applies to collections, and the resource path addresses one entity") },
   { model: "v2", path: "/SalesOrderSet", apply: "groupby((Note))", expect: denied("$apply is not allowed: OData V2 has no data aggregation") },
 ]);
+
+const hostile = suite("$apply: hostile input is refused quickly, never thrown");
+hostile("concat and groupby nested beyond the nesting bound are invalid", () => {
+  let apply = "identity";
+  for (let i = 0; i < 40; i++) apply = `concat(${apply},identity)`;
+  assert.equal(run({ apply, expect: get() }), invalid("$apply is nested more than 32 levels deep"));
+  let grouped = "identity";
+  for (let i = 0; i < 40; i++) grouped = `groupby((Note),${grouped})`;
+  assert.equal(run({ apply: grouped, expect: get() }), invalid("$apply is nested more than 32 levels deep"));
+});
+hostile("hundreds of transformations are analyzed in linear time", () => {
+  const started = performance.now();
+  const result = run({ apply: Array.from({ length: 500 }, () => "filter(Customer/Name eq 'x')").join("/"), expect: get() });
+  assert.equal(result, get(ORDERS, acc("Customers", "list", "$apply filter Customer")));
+  assert.ok(performance.now() - started < LINEAR_BOUND_MS);
+});
+hostile.run();

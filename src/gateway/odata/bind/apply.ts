@@ -60,7 +60,7 @@ function steps(ctx: ExpressionContext, it: Scope, list: readonly Transformation[
           }
         }
         // Aliases of one aggregate are not visible inside it.
-        for (const item of step.items) names.add(item.alias);
+        for (const item of step.items) alias(ctx, it, item.alias, names, what);
         break;
       case "groupby":
         for (const path of step.paths) followPath(ctx, it, path.segments, what, names);
@@ -71,7 +71,7 @@ function steps(ctx: ExpressionContext, it: Scope, list: readonly Transformation[
         break;
       case "compute":
         for (const item of step.items) expr(item.expr);
-        for (const item of step.items) names.add(item.alias);
+        for (const item of step.items) alias(ctx, it, item.alias, names, what);
         break;
       case "orderby":
         for (const item of step.items) expr(item.expr);
@@ -92,6 +92,18 @@ function steps(ctx: ExpressionContext, it: Scope, list: readonly Transformation[
     }
   }
   return names;
+}
+
+/**
+ * Adds an alias to `names`. One named like a navigation is refused: a
+ * back end that takes a later `Alias` for the navigation reads its target,
+ * which the alias hid from the analysis.
+ */
+function alias(ctx: ExpressionContext, it: Scope, name: string, names: Set<string>, what: string): void {
+  if (it.position !== undefined && ctx.model.step(it.position, name).kind === "navigation") {
+    invalid(`alias '${excerpt(name)}' in ${what} is the name of a navigation property: back ends disagree on which one a later '${excerpt(name)}' means`);
+  }
+  names.add(name);
 }
 
 function method(name: string, what: string): void {
