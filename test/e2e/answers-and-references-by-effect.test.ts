@@ -625,7 +625,7 @@ E2E("attacks on the data path that stay refused or authorized in full, with exac
     ["partnerGetter", "GET", `${BP}/A_BusinessPartner('1000001')?$select=to_Customer/CustomerName`, undefined, {}, noAccess("A_Customer")],
     ["partnerGetter", "GET", `${BP}/A_BusinessPartner('1000001')?$filter=to_Customer/CustomerName%20eq%20'x'`, undefined, {}, noAccess("A_Customer")],
     ["partnerGetter", "GET", `${BP}/A_BusinessPartner('1000001')?search=Acme`, undefined, {}, invalid("$search applies to collections, and the resource path addresses one entity")],
-    ["partnerLister", "GET", `${BP}/A_BusinessPartner?$apply=orderby(to_Customer/CustomerName)`, undefined, {}, forbidden("$apply is not allowed")],
+    ["partnerLister", "GET", `${BP}/A_BusinessPartner?$apply=orderby(to_Customer/CustomerName)`, undefined, {}, forbidden("$apply is not allowed: OData V2 has no data aggregation")],
     ["personGetter", "GET", `${TRIP}/People('scottketchum')?$expand=BestFriend($expand=Friends)`, undefined, {}, forbidden(lacks("list", "People"))],
     [
       "partnerGetter",

@@ -457,7 +457,7 @@ E2E("attacks erplink refuses or authorizes in full stay so: reads of other sets 
     ["noteGetter", "GET", `${note}?$expand=*`, undefined, {}, noAccess("Folders")],
     ["noteGetter", "GET", `${NOTES2}/Notes(folder_ID='F1',ID='N1')?$select=label/value`, undefined, {}, noAccess("Secrets")],
     ["noteLister", "GET", `${NOTES4}/Notes?$orderby=label/value`, undefined, {}, noAccess("Secrets")],
-    ["noteLister", "GET", `${NOTES4}/Notes?$apply=groupby((label/value))`, undefined, {}, forbidden("$apply is not allowed")],
+    ["noteLister", "GET", `${NOTES4}/Notes?$apply=groupby((label/value))`, undefined, {}, noAccess("Secrets")],
     ["folderLister", "GET", `${NOTES4}/Folders?$filter=name%20eq%20@a&@a=owner/value`, undefined, {}, noAccess("Secrets")],
     ["noteLister", "GET", `${NOTES4}/Notes?$filter=$root/Secrets('S1')/value%20eq%20'TOP%20SECRET'`, undefined, {}, forbidden("$root is not allowed in $filter")],
     ["noteGetter", "GET", `${NOTES4}/$crossjoin(Notes,Secrets)`, undefined, {}, forbidden("$crossjoin is not allowed")],

@@ -31,9 +31,9 @@
  * - An update's answer is a read of what it changed (see `answer`): the
  *   gateway authorizes it when the key may, else asks for `return=minimal`.
  * - Bulk and cross-entity-set constructs (`$each`, `$filter` path segments,
- *   `$all`, `$crossjoin`, `$entity`, `$query`, `$apply`, `$root`) and
- *   collection-wide `PUT`/`PATCH`/`DELETE` are denied with a message naming
- *   them. `$batch` is handed back as its own kind, for the batch module.
+ *   `$all`, `$crossjoin`, `$entity`, `$query`, `$root`, and `$apply` on V2)
+ *   and collection-wide `PUT`/`PATCH`/`DELETE` are denied with a message
+ *   naming them; `$apply` on V4 is analyzed (`./bind/apply.ts`). `$batch` is handed back as its own kind, for the batch module.
  */
 import type { Operation } from "../data/ports.js";
 import { AccessList, pathAccesses, removalDeletes, type Access } from "./accesses.js";
@@ -393,7 +393,7 @@ function analyze(input: RequestInput, progress: Progress): Analysis {
 }
 
 /** System query options that apply to collections only (without `$`). */
-const COLLECTION_OPTIONS: readonly string[] = ["top", "skip", "orderby", "count", "inlinecount", "skiptoken", "search"];
+const COLLECTION_OPTIONS: readonly string[] = ["top", "skip", "orderby", "count", "inlinecount", "skiptoken", "search", "apply"];
 
 /** The reason of the reads an update's answer makes (see `answer` in {@link Analysis}). */
 const ANSWER_REASON = "the answer";

@@ -678,7 +678,8 @@ table("request: special resources and operations", [
   { model: "v4", method: "DELETE", path: "/SalesOrders/$filter(Amount%20gt%201)/$each", expect: invalid("character U+0020 is not allowed in path segment '$filter(Amount gt 1)' outside a quoted literal") },
   { model: "v4", method: "DELETE", path: "/SalesOrders/$filter(Amount)/$each", expect: denied("$filter path segments are not allowed") },
   { model: "v4", method: "POST", path: "/SalesOrders/$query", expect: denied("$query is not allowed") },
-  { model: "v4", path: "/SalesOrders", query: "$apply=groupby((Customer/Name))", expect: denied("$apply is not allowed") },
+  { model: "v4", path: "/SalesOrders", query: "$apply=groupby((Customer/Name))", expect: get(acc("SalesOrders", "list", PATH), acc("Customers", "list", "$apply groupby Customer")) },
+  { model: "v2", path: "/SalesOrderSet", query: "$apply=groupby((Note))", expect: denied("$apply is not allowed: OData V2 has no data aggregation") },
 ]);
 
 // Query options: $expand (nested, *, $levels), member paths in $filter, $orderby, $select, aliases.

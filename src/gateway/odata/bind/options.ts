@@ -7,14 +7,15 @@
  * set (`many` when collection-valued; `*` when the document names none).
  *
  * Options apply in a fixed order (expand, select, filter, orderby, compute),
- * so that equal queries give equal answers whatever their order. `$apply`
- * is not analyzed and is denied. `$levels` repeats an expanded item from
- * each target until no new target appears.
+ * after `$apply` (`./apply.ts`), whose aliases they may use, so that equal
+ * queries give equal answers whatever their order. `$levels` repeats an
+ * expanded item from each target until no new target appears.
  */
 import type { ServiceModel } from "../metadata.js";
 import type { ExpandItem, QueryOptions, SelectItem } from "../parse/query.js";
 import { spend } from "../parse/expression.js";
 import { MAX_NESTING, denied, excerpt, invalid } from "../syntax.js";
+import { bindApply } from "./apply.js";
 import { bindExpression, environment, followPath, itemScope, positionKey, type ExpressionContext, type Scope } from "./expression.js";
 
 /** Most rounds of `$levels` followed before giving up (invalid) when new targets still appear. */
@@ -27,8 +28,9 @@ function cannotAuthorize(scope: Scope, what: string): never {
 
 /** Binds a level of options (the request's, or an item's nested ones) at `scope`. */
 export function bindOptions(ctx: ExpressionContext, scope: Scope, options: QueryOptions, depth = 0): void {
-  if (options.apply !== undefined) denied("$apply is not allowed");
-  const computed = new Set((options.compute ?? []).map((c) => c.alias));
+  // `$apply` is evaluated first; its aliases are names the other options may use.
+  const computed = options.apply !== undefined ? bindApply(ctx, scope, options.apply) : new Set<string>();
+  for (const c of options.compute ?? []) computed.add(c.alias);
   if (options.expand !== undefined) bindExpand(ctx, scope, options.expand, depth);
   if (options.select !== undefined) bindSelect(ctx, scope, options.select, computed, depth);
   const needsScope = options.filter !== undefined || options.orderby !== undefined || options.compute !== undefined;

@@ -149,6 +149,16 @@ class Parser {
     invalid(`${message} in ${this.what} ${at}`);
   }
 
+  /** Where the cursor stands. */
+  get position(): number {
+    return this.#i;
+  }
+
+  /** Moves the cursor by `n` characters (back when negative). */
+  skip(n: number): void {
+    this.#i += n;
+  }
+
   get done(): boolean {
     return this.#i >= this.s.length;
   }
@@ -449,6 +459,79 @@ export function parseCompute(text: string, what: string, dialect: Dialect, budge
     const alias = p.identifier("the computed property's name");
     p.space();
     items.push({ expr, alias });
+    if (p.done) return items;
+    p.expect(",");
+  }
+}
+
+/** One item of a `$apply` `aggregate(…)` transformation. */
+export type AggregateItem =
+  /** `$count as Alias`: the number of input instances. */
+  | { readonly t: "count"; readonly alias: string }
+  /**
+   * `expr with method as Alias` (with `from path [with method]` steps before
+   * `as`), or `path/$count as Alias` (`method` absent).
+   */
+  | {
+      readonly t: "expr";
+      readonly expr: Expr;
+      readonly method?: string;
+      readonly from: readonly { readonly path: Expr; readonly method?: string }[];
+      readonly alias: string;
+    };
+
+/**
+ * Parses the argument of `aggregate(…)` in `$apply`: items separated by
+ * commas, each `$count as A`, `path/$count as A`, or `expr with method
+ * [from path [with method]]… as A`. The words `with`, `from` and `as` are
+ * matched in lower case only, as the Data Aggregation ABNF writes them.
+ */
+export function parseAggregate(text: string, what: string, dialect: Dialect, budget: Budget): AggregateItem[] {
+  const p = new Parser(text, what, dialect, budget);
+  const items: AggregateItem[] = [];
+  const keyword = (word: string): boolean => {
+    if (p.word() !== word) return false;
+    p.identifier(`'${word}'`);
+    if (!p.space()) p.fail(`expected white space after '${word}'`);
+    return true;
+  };
+  const alias = (): string => {
+    if (!p.space() || !keyword("as")) p.fail("expected 'as' and an alias");
+    return p.identifier("an alias");
+  };
+  for (;;) {
+    p.space();
+    if (p.peek() === "$" && p.s.startsWith("$count", p.position) && !/[\p{L}\p{Nd}_/]/u.test(p.s[p.position + 6] ?? "")) {
+      p.skip(6);
+      items.push({ t: "count", alias: alias() });
+    } else {
+      const expr = p.expression();
+      const endsInCount = expr.t === "member" && expr.segments[expr.segments.length - 1]?.name === "$count";
+      let method: string | undefined;
+      const from: { path: Expr; method?: string }[] = [];
+      if (!endsInCount) {
+        if (!p.space() || !keyword("with")) p.fail("expected 'with' and an aggregation method");
+        method = p.name();
+        for (;;) {
+          const save = p.position;
+          if (!p.space() || p.word() !== "from") {
+            p.skip(save - p.position);
+            break;
+          }
+          keyword("from");
+          const path = p.expression(7);
+          const step: { path: Expr; method?: string } = { path };
+          const afterPath = p.position;
+          if (p.space() && p.word() === "with") {
+            keyword("with");
+            step.method = p.name();
+          } else p.skip(afterPath - p.position);
+          from.push(step);
+        }
+      }
+      items.push({ t: "expr", expr, ...(method !== undefined ? { method } : {}), from, alias: alias() });
+    }
+    p.space();
     if (p.done) return items;
     p.expect(",");
   }

@@ -2,6 +2,7 @@
  * The query string, parsed: names decoded once and folded to their
  * canonical spelling, every system option's value parsed by its grammar
  * (`$filter`, `$orderby`, `$compute` and alias values as expressions,
+ * `$apply` as its transformations,
  * `$select` and `$expand` as item trees with their nested options, `$top`,
  * `$skip`, `$count`, `$levels` as numbers and flags), knowing nothing of the
  * service model. What a value's grammar does not produce is refused
@@ -13,6 +14,7 @@ import { denied, excerpt, hasControlCharacter, invalid, decodeOnce, splitCall, s
 import { OPTION_NAME, type QueryOption } from "../target.js";
 import { parseCompute, parseExpression, parseOrderBy, refuseOutsideLiterals, spend, type Budget, type ComputeItem, type Expr, type OrderItem } from "./expression.js";
 import type { Dialect } from "./literal.js";
+import { parseApply, type Apply } from "./apply.js";
 
 /** Longest query string accepted, in characters (before decoding). */
 export const MAX_QUERY_LENGTH = 32 * 1024;
@@ -172,8 +174,8 @@ export interface QueryOptions {
   readonly count?: boolean;
   /** `$levels` of an expanded item: a number or `max`. */
   readonly levels?: number | "max";
-  /** `$apply`, as written: not analyzed, so refused where it is bound. */
-  readonly apply?: string;
+  /** `$apply`, its transformations parsed (`./apply.ts`). */
+  readonly apply?: Apply;
 }
 
 /** One `$select` item: a path of names ending in a property, a navigation, `*` or `Namespace.*`. */
@@ -233,7 +235,9 @@ export function parseOptions(raw: ReadonlyMap<string, string>, where: string, ct
         out.search = value;
         break;
       case "apply":
-        out.apply = value;
+        // OData V2 has no data aggregation: a V2 back end would read it as something else, if at all.
+        if (ctx.dialect === "2.0") denied("$apply is not allowed: OData V2 has no data aggregation");
+        out.apply = parseApply(value, label(name), ctx.dialect, ctx.budget);
         break;
       case "top":
       case "skip": {
