@@ -23,8 +23,7 @@ export interface Config {
    * (`ERPLINK_LOG_THREAD=on`; see src/store/request-log-worker.ts); off, the
    * default: in the thread that serves requests (on this 2-core bench machine
    * the thread's core is not spare, and the data path measured no faster
-   * with it: bench/README.md, "Closures renamed per request, and the
-   * request log's own thread").
+   * with it: bench/README.md, the run of commit f1681d7).
    */
   readonly logThread: boolean;
   readonly bodyLimitBytes: number;
