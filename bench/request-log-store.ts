@@ -2,8 +2,8 @@
  * What the request log costs on the embedded store (nedb, in memory), at a
  * given size: memory per entry, insert and trim time per entry, and the
  * time of the admin API's listings. With `--indexes all` the collection
- * keeps every index of `requestLogsCollection` (as MongoDB does, and as the
- * embedded store did before issue 14), with a list of fields those only
+ * keeps every index of `requestLogsCollection` (as MongoDB does, and as an
+ * embedded store with indexes would), with a list of fields those only
  * (`_id` is always indexed), to compare.
  *
  *   node --expose-gc --import tsx bench/request-log-store.ts [--entries 200000] [--indexes embedded|all|<field,…>]

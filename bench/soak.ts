@@ -1,5 +1,5 @@
 /**
- * The memory soak of issue 14: erplink at half its maximum throughput for a
+ * The memory soak: erplink at half its maximum throughput for a
  * few minutes, its resident memory sampled all along. Passes when RSS at the
  * end is within 10 % of RSS at minute 1, every request got the expected
  * answer, no request-log entry was dropped, and the request log stayed

@@ -23,7 +23,7 @@ export interface Config {
    * (`ERPLINK_LOG_THREAD=on`; see src/store/request-log-worker.ts); off, the
    * default: in the thread that serves requests (on this 2-core bench machine
    * the thread's core is not spare, and the data path measured no faster
-   * with it: bench/README.md, session 11).
+   * with it: bench/README.md, the run of commit f1681d7).
    */
   readonly logThread: boolean;
   readonly bodyLimitBytes: number;

@@ -1,5 +1,5 @@
 /**
- * A hostile loopback OData V4 back end for the dashboard's red-team suite
+ * A hostile loopback OData V4 back end for the dashboard's hostile-data suite
  * (test/dashboard/hostile.test.ts): its `$metadata` names entity sets with
  * markup, its answers carry markup in headers and bodies, and
  * `/redirect/…` answers a redirect to a `javascript:` URL with markup, so

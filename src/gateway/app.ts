@@ -269,7 +269,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
   });
 
   // The root hooks take callbacks rather than promises: they run on every
-  // request, and a promise per hook is measurable there (issue #14).
+  // request, and a promise per hook is measurable there (bench/README.md).
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
     // The one place each exchange is reported (request line, metrics, request
@@ -291,7 +291,7 @@ export async function createGateway(options: GatewayOptions): Promise<FastifyIns
     draining = true;
   });
   // One root onSend hook for what every answer may need (Fastify runs each
-  // root hook on every request: one rather than three, issue #14).
+  // root hook on every request: one rather than three).
   app.addHook("onSend", (req, reply, _payload, done) => {
     if (draining && req.raw.httpVersionMajor === 1) reply.header("connection", "close");
     // Admin answers hold configuration, secrets shown once and session tokens: never cached.

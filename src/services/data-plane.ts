@@ -85,7 +85,7 @@ export class DataPlane {
     // A key this process holds is found by the SHA-256 of the token, which
     // a caller cannot steer, and needs no other test: the master key is never
     // a key's secret (the configuration refuses one shaped like a key). Only
-    // a miss pays for the master-key comparison and the checksum (issue #14).
+    // a miss pays for the master-key comparison and the checksum (bench/README.md).
     const hash = hashApiKey(token);
     let key = this.deps.keys.cached(hash);
     if (key === undefined) {

@@ -138,7 +138,7 @@ export class LogWriter {
     // one. Draining until the queue is empty would, against a fast store,
     // turn one flush a second into a stream of batches of the few entries
     // that came meanwhile, each with its own append, trim and rollup writes
-    // (on the embedded store: one rollup write per ~40 requests, issue #14).
+    // (on the embedded store: one rollup write per ~40 requests).
     let due = this.queue.length;
     while (due > 0 && this.queue.length > 0) {
       const batch = this.queue.splice(0, Math.min(this.options.batchSize, due));
@@ -169,7 +169,7 @@ export class LogWriter {
     }
     // Once per flush rather than per batch (a flush of a busy second is a
     // dozen batches; on the embedded store each rollup write is an append
-    // to four nedb files, on MongoDB four round trips; issue #14), those an
+    // to four nedb files, on MongoDB four round trips), those an
     // earlier failure left behind included.
     await this.writeRollups();
   }

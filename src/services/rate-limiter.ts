@@ -117,7 +117,7 @@ export class RateLimiter {
   /**
    * The windows of each subject as last computed, reused while their starts
    * and limits are the same (a request would otherwise build both
-   * definitions, their ids and end dates anew: issue #14). Bounded: cleared
+   * definitions, their ids and end dates anew). Bounded: cleared
    * when it holds {@link MAX_CACHED_SUBJECTS}.
    */
   private readonly defsBySubject = new Map<string, { readonly limits: Limits; readonly minute: number; readonly day: number; readonly defs: readonly WindowDef[] }>();

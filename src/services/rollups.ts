@@ -166,7 +166,7 @@ export function addCounters(into: Map<string, number> | Record<string, number>, 
     for (const [name, n] of from) add(into, name, n);
     return;
   }
-  // for…in, not Object.entries: no pair arrays for each request folded (issue #14).
+  // for…in, not Object.entries: no pair arrays for each request folded (bench/README.md).
   const counters = from as Counters;
   for (const name in counters) add(into, name, counters[name]!);
 }
@@ -267,7 +267,7 @@ export class RollupBuffer {
         hours = bucketOf(this.hours, hourStart);
         days = bucketOf(this.days, Math.floor(t / DAY_MS) * DAY_MS);
       }
-      // Counted in place, entry by entry (the sums add in the entries' order), without a counters object per entry (issue #14).
+      // Counted in place, entry by entry (the sums add in the entries' order), without a counters object per entry (bench/README.md).
       const outcome = outcomeOf(e);
       addEntry(hours.totals, outcome, e, true);
       addEntry(days!.totals, outcome, e, true);

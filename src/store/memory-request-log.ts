@@ -21,7 +21,7 @@
  * Why not nedb: per entry it copied and validated the document, updated
  * seven indexes and kept some thirty objects alive until the retention
  * purge (days), which every scavenge then had to promote: ~45 µs of CPU per
- * request and a heap growing without bound (issue #14). Here an append
+ * request and a heap growing without bound (bench/README.md). Here an append
  * costs about 0.3 µs per entry in memory and 8 µs with the file (JSON and
  * the write), against 22 µs and 29 µs for nedb (bench/memory-request-log.ts).
  */
@@ -716,7 +716,7 @@ const DATE = { type: "string", format: "date-time" } as const;
  * same members, dates as ISO strings), from a serializer compiled for the
  * entry's shape (fast-json-stringify), about three times as fast as
  * `JSON.stringify`, which was a tenth of what the log cost a request
- * (issue #14). The schema names every field of {@link RequestLogRecord}
+ * (bench/README.md). The schema names every field of {@link RequestLogRecord}
  * (the type checker holds it to that); a field it did not name would be
  * left out of the file.
  */

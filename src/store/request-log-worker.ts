@@ -6,7 +6,7 @@
  * as a JSON line to its file and rewrites the file when it has grown: on
  * the thread that answers requests that was some 12-18 µs of a data
  * request's CPU time (serializing, the file's writes and rewrites, and the
- * garbage collector moving and marking every entry held; issue #14). Here
+ * garbage collector moving and marking every entry held). Here
  * the thread that serves requests hands each batch over (one structured
  * clone, done by V8 in C++) and the worker thread does the rest, on another
  * core. Every call of the port is one message and its answer; the worker

@@ -69,7 +69,7 @@ export interface LogQuery {
  * filters all of it to remove one document (removing the oldest 500 of
  * 200,000 entries took 9.4 s with them). A filter without an index reads
  * every entry, some 10-15 ms at the default cap of 50,000; nedb sorts every
- * candidate of a sorted query anyway (bench/README.md, issue 14).
+ * candidate of a sorted query anyway (bench/README.md).
  * (The embedded store now keeps its request log in a capped log of its own,
  * ./memory-request-log.ts; this collection there only serves the tests that
  * compare the two, and the one-time migration reads an old file without it.)

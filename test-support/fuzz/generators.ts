@@ -710,7 +710,7 @@ function expressionText(idx: TypeIndex, t: TypeDef, picks: readonly number[], li
     forms.push(() => `${nn}/any(d:d/${tp} eq ${value})`);
     forms.push(() => `${nn}/$count gt 0`);
   }
-  // Calls no key's grants cover (red team 14): the model's functions and actions, qualified or not, bound or not,
+  // Calls no key's grants cover: the model's functions and actions, qualified or not, bound or not,
   // beside built-ins in other spellings.
   for (const op of idx.def.ops) {
     forms.push(() => `${idx.def.namespace}.${op.name}() gt ${value}`);

@@ -323,7 +323,7 @@ export function reanalyze(universe: Universe, instance: string, service: string,
 }
 
 /**
- * The order of the entity step (issue #13), as the answer shows it: a 403
+ * The order of the entity step, as the answer shows it: a 403
  * at the entity step names a set the key may not touch (no grant names it),
  * and a 404 for an entity set names one it may touch (the service lacks
  * it): never a 404 for a set the key may not touch, which would tell it

@@ -1,5 +1,5 @@
 /**
- * Two dashboard flows of issue #11 end to end in a real browser:
+ * Two dashboard flows end to end in a real browser:
  * 1. against the real SAP CAP test back end (test-support/cap): create a
  *    system and an instance with CAP's basic credentials, Test connection
  *    passes step by step, then a data key whose entity set is picked from

@@ -175,9 +175,9 @@ async function stillUp(ctx: Ctx): Promise<void> {
   assert.is(after.body, BODY);
 }
 
-// Red team 10: Node's HTTP/2 refuses connection-specific headers in an answer (it throws from the response's
-// writeHead, in the stream's data handler): one back-end answer naming HTTP2-Settings crashed the whole process
-// as soon as the client spoke h2c. Fails on main: the process exits with ERR_HTTP2_INVALID_CONNECTION_HEADERS.
+// Node's HTTP/2 refuses connection-specific headers in an answer (it throws from the response's
+// writeHead, in the stream's data handler): one back-end answer naming HTTP2-Settings would crash the whole process
+// as soon as the client spoke h2c. Unguarded, the process exits with ERR_HTTP2_INVALID_CONNECTION_HEADERS.
 /** One request over h2c, on a session of its own: status, headers, body. */
 function h2Request(ctx: Ctx, headers: http2.OutgoingHttpHeaders, body?: string): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
@@ -222,9 +222,9 @@ Answers("a back end's HTTP2-Settings (connection-specific, RFC 9113 §8.2.2) is 
   await stillUp(ctx);
 });
 
-// Red team 10: undici hands a repeated header over as an array, which Node's HTTP/2 refuses for the headers it
-// holds single-valued (it throws from writeHead: the process crashed on a back end's two Content-Types).
-// Fails on main: the process exits with ERR_HTTP2_HEADER_SINGLE_VALUE.
+// undici hands a repeated header over as an array, which Node's HTTP/2 refuses for the headers it
+// holds single-valued (it throws from writeHead: a back end's two Content-Types would crash the process).
+// Unguarded, the process exits with ERR_HTTP2_HEADER_SINGLE_VALUE.
 Answers("a back end's repeated single-value headers (Content-Type, ETag, Location, …) pass with their first value, for either protocol", async (ctx) => {
   ctx.answer = {
     bytes:
@@ -257,9 +257,9 @@ Answers("a back end's repeated single-value headers (Content-Type, ETag, Locatio
   await stillUp(ctx);
 });
 
-// Red team 10: undici's body stream fails when the back end closes before the body it announced; Fastify then
-// called the error handler, which answered 500 INTERNAL (a client would think erplink broke), with the back end's
-// headers (its Content-Encoding, ETag, …) still on the envelope. Fails on main: 500.
+// undici's body stream fails when the back end closes before the body it announced; Fastify then
+// calls the error handler, which would answer 500 INTERNAL (a client would think erplink broke), with the back end's
+// headers (its Content-Encoding, ETag, …) still on the envelope. Unguarded: 500.
 Answers("a back end that breaks off before its body: 502 BAD_GATEWAY in the envelope, without the back end's headers", async (ctx) => {
   ctx.answer = { bytes: "HTTP/1.1 200 OK\r\ncontent-length: 100\r\ncontent-encoding: gzip\r\netag: W/\"1\"\r\n\r\n", end: true };
   const answer = await same(ctx);
@@ -271,7 +271,7 @@ Answers("a back end that breaks off before its body: 502 BAD_GATEWAY in the enve
   await stillUp(ctx);
 });
 
-// Fails on main: 500 INTERNAL (undici's body timeout took the same way as a broken-off answer).
+// Unguarded: 500 INTERNAL (undici's body timeout took the same way as a broken-off answer).
 Answers("a back end that sends its headers, then nothing within the timeout: 504 GATEWAY_TIMEOUT in the envelope", async (ctx) => {
   ctx.answer = { bytes: "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n" };
   const answer = await same(ctx);
@@ -280,8 +280,8 @@ Answers("a back end that sends its headers, then nothing within the timeout: 504
   await stillUp(ctx);
 });
 
-// Red team 10: a 304 may carry the Content-Length of the representation it stands for (RFC 9110 §8.6), which
-// undici takes for a body that never came. Fails on main: 500 INTERNAL instead of the back end's 304.
+// A 304 may carry the Content-Length of the representation it stands for (RFC 9110 §8.6), which
+// undici takes for a body that never came. Unguarded: 500 INTERNAL instead of the back end's 304.
 Answers("a back end's 304 with the representation's Content-Length passes as a 304", async (ctx) => {
   ctx.answer = { bytes: 'HTTP/1.1 304 Not Modified\r\ncontent-length: 5\r\netag: W/"1"\r\n\r\n' };
   const answer = await same(ctx);
@@ -289,7 +289,7 @@ Answers("a back end's 304 with the representation's Content-Length passes as a 3
   await stillUp(ctx);
 });
 
-// Fails on main: 500 INTERNAL (Fastify refuses to set the status).
+// Unguarded: 500 INTERNAL (Fastify refuses to set the status).
 Answers("a status HTTP does not define (600) is 502 BAD_GATEWAY in the envelope", async (ctx) => {
   ctx.answer = { bytes: `HTTP/1.1 600 Odd\r\ncontent-length: ${BODY.length}\r\n\r\n${BODY}` };
   const answer = await same(ctx);
@@ -298,9 +298,9 @@ Answers("a status HTTP does not define (600) is 502 BAD_GATEWAY in the envelope"
   await stillUp(ctx);
 });
 
-// Red team 10: over HTTP/1.1 a broken-off answer ends the connection, so the client knows it is incomplete; over
-// h2c Fastify's res.destroy() reset the stream with NO_ERROR, which ends an HTTP/2 answer like any other: a client
-// took a truncated JSON (or $batch) answer without Content-Length for the whole. Fails on main: h2c 'complete'.
+// Over HTTP/1.1 a broken-off answer ends the connection, so the client knows it is incomplete; over
+// h2c Fastify's res.destroy() resets the stream with NO_ERROR, which ends an HTTP/2 answer like any other: a client
+// would take a truncated JSON (or $batch) answer without Content-Length for the whole. Unguarded: h2c 'complete'.
 Answers("an answer broken off in the middle of its body is incomplete to the client, for either protocol", async (ctx) => {
   ctx.answer = { bytes: 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nb\r\n{"value":[{\r\n', end: true };
   const answer = await same(ctx);
@@ -308,10 +308,10 @@ Answers("an answer broken off in the middle of its body is incomplete to the cli
   await stillUp(ctx);
 });
 
-// Red team 10: Fastify's request.host prefers Host to :authority, so an h2c request naming one host in :authority
-// and another in Host had erplink tell the back end (Forwarded, X-Forwarded-Host) and the client (the back end's
+// Fastify's request.host prefers Host to :authority, so an h2c request naming one host in :authority
+// and another in Host would have erplink tell the back end (Forwarded, X-Forwarded-Host) and the client (the back end's
 // URLs rewritten to erplink's) the Host one. RFC 9113 §8.3.1: a server should treat such a request as malformed.
-// Fails on main: 200, and the back end is told 'evil.example'.
+// Unguarded: 200, and the back end is told 'evil.example'.
 Answers("an h2c request whose Host header contradicts its :authority is refused (400), nothing forwarded; one that agrees passes", async (ctx) => {
   const ask = (headers: http2.OutgoingHttpHeaders) =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {

@@ -98,7 +98,7 @@ test("a short deadline still ends the Watch DEADLINE_EXCEEDED, both ways", async
 });
 
 test("a Watch whose deadline passed before its message came ends DEADLINE_EXCEEDED at once (its call's signal was already aborted)", async (ctx) => {
-  // Seen open for good before the fix (review of 4a3c640): an abort listener added to an aborted signal never runs.
+  // An abort listener added to an aborted signal never runs: the Watch must look at the signal itself, or stay open for good.
   // The current status first (the Watch answers before it looks at its stream), then the deadline.
   assert.equal(await grpcWatch(ctx.server.baseUrl, "100m", 600, 250), { firstFlag: 0, ended: true, grpcStatus: "4" });
 });

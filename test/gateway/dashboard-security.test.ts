@@ -209,9 +209,9 @@ test("every answer under /dashboard or /api-reference as the router reads the pa
     assert.is(res.headers["x-content-type-options"], "nosniff", `${where}: X-Content-Type-Options`);
     assert.is(res.headers["referrer-policy"], "no-referrer", `${where}: Referrer-Policy`);
   };
-  // Found by the property below: the dashboard's page served without any of its headers (and Swagger UI's without nosniff
-  // and no-referrer) when the name is percent-encoded and an invalid escape follows a '#'; the router's 400 for an invalid
-  // escape in a percent-encoded name's path; the redirect of a name followed by a '#'.
+  // Cases of the property below, kept as fixed examples: every header on the dashboard's page (and Swagger UI's nosniff
+  // and no-referrer) when the name is percent-encoded and an invalid escape follows a '#'; on the router's 400 for an invalid
+  // escape in a percent-encoded name's path; on the redirect of a name followed by a '#'.
   for (const url of ["/%64ashboard/x#%zz", "/%64ashboard/#%zz", "/%64ashboard/%zz", "/dashboard#", "/dashboard#%zz"]) await check("GET", url, DASHBOARD_CSP);
   for (const url of ["/%61pi-reference/#%zz", "/api-reference#%zz", "/%61pi-reference/%zz"]) await check("GET", url, API_REFERENCE_CSP);
   await fc.assert(

@@ -265,8 +265,8 @@ Data("$batch: every part is authorized, absolute part URLs are rewritten for the
   ]);
 });
 
-// Red team: parts forwarded every header but credentials and method tunnels, so URL overrides, forwarding
-// headers, sap-language and vendor headers reached the back end inside a part while the top level drops them.
+// Parts must not forward every header but credentials and method tunnels, or URL overrides, forwarding
+// headers, sap-language and vendor headers reach the back end inside a part while the top level drops them.
 Data("$batch: part headers follow the allowlist: URL overrides, forwarding, SAP and custom headers never reach the back end (multipart and JSON)", async (ctx) => {
   const send = (contentType: string, payload: string) =>
     ctx.world.app.inject({ method: "POST", url: "/odata/prod/SALES/$batch", headers: { authorization: `Bearer ${ctx.key}`, "content-type": contentType }, payload });
@@ -534,8 +534,8 @@ Data("the key's rate limit applies: the fourth request in the minute is 429 and 
   assert.is(ctx.seen.length, 3);
 });
 
-// Red team: with no limits for the key (and no defaults) erplink sends no rate-limit header, and the back end's
-// (the limits of erplink's shared back-end credentials) reached the client as if they were the key's.
+// With no limits for the key (and no defaults) erplink sends no rate-limit header, and the back end's
+// (the limits of erplink's shared back-end credentials) must not reach the client as if they were the key's.
 Data("a key without rate limits gets no rate-limit header at all: the back end's never pass; its Retry-After on a 503 does", async (ctx) => {
   const world = await createWorld({ dataLimits: {}, upstreamTimeoutMs: 300 });
   try {

@@ -1,5 +1,5 @@
 /**
- * Property-based red-team fuzzing of Envoy's external authorization
+ * Property-based adversarial fuzzing of Envoy's external authorization
  * (`envoy.service.auth.v3.Authorization/Check`). With Envoy, erplink does not
  * forward: Envoy forwards the client's own request (method, target, headers,
  * body) once Check answers OK, with the header changes Check returned. So the
@@ -236,7 +236,7 @@ function mayReach(name: string, set: ReadonlySet<string>): boolean {
 
 let counter = 0;
 
-/** One request in one Envoy setup, as the property and the findings' table check it. */
+/** One request in one Envoy setup, as the property and the hazards' table check it. */
 interface Trial {
   readonly wire: WireRequest;
   readonly setup: EnvoySetup;
@@ -475,7 +475,7 @@ Fuzz("if Check answers OK, what Envoy forwards touches only what the key may do,
   }
 });
 
-// ---------------------------------------------------------------- the findings, as a table
+// ---------------------------------------------------------------- known hazards, as a table
 
 /** A request on the wire with the key (and Host), in the default setup unless told. */
 function onWire(key: string, method: string, target: string | Buffer, headers: readonly (readonly [string, string])[] = [], body = ""): WireRequest {
@@ -492,10 +492,10 @@ function onWire(key: string, method: string, target: string | Buffer, headers: r
 const SETUP: EnvoySetup = { form: "odata", body: "raw", protocol: "HTTP/1.1", rawHeaders: false, maxRequestBytes: 1 << 20 };
 const BACKEND: EnvoySetup = { ...SETUP, form: "backend" };
 
-/** What a finding's trial must come to, beside the property holding. */
+/** What a hazard's trial must come to, beside the property holding. */
 type Expect = { readonly allowed: true; readonly removes?: string } | { readonly allowed: false; readonly status: number; readonly message: RegExp };
 
-interface Finding {
+interface Hazard {
   /** What is guarded, with the scenario. */
   readonly name: string;
   readonly trial: (key: string) => Trial;
@@ -505,31 +505,31 @@ interface Finding {
 const JSON_HEADERS: readonly [string, string][] = [["Content-Type", "application/json"]];
 const DEEP_INSERT = '{"ID":"P1","Supplier":{"ID":"S1","Name":"new"}}';
 
-const FINDINGS: readonly Finding[] = [
+const HAZARDS: readonly Hazard[] = [
   // 1. A ';' in the query: back ends that split the query on ';' too (Rack, old CGI libraries, the oracle's 'lenient')
   //    read another option there. erplink's encoder writes %3B; Envoy forwards the client's spelling.
   {
-    name: "finding 1: '$select=Status,Status;%24orderby=Items' (an $orderby over Items for a ';'-splitting back end) is refused: no $select item holds a ';'",
+    name: "the client's spelling: '$select=Status,Status;%24orderby=Items' (an $orderby over Items for a ';'-splitting back end) is refused: no $select item holds a ';'",
     trial: (key) => ({ wire: onWire(key, "GET", "/svc/v2/sales/Orders?$select=Status,Status;%24orderby=Items"), setup: BACKEND, instance: "prodv2", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /^malformed path 'Status;\$orderby=Items' in \$select$/ },
   },
   {
-    name: "finding 1: ... and so is it written as erplink would encode it (%3B, %3D)",
+    name: "the client's spelling: ... and so is it written as erplink would encode it (%3B, %3D)",
     trial: (key) => ({ wire: onWire(key, "GET", "/svc/v2/sales/Orders?$select=Status,Status%3B$orderby%3DItems"), setup: BACKEND, instance: "prodv2", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /^malformed path 'Status;\$orderby=Items' in \$select$/ },
   },
   {
-    name: "finding 1: '$top=1;sap-client=200' (another SAP client for a ';'-splitting back end) is refused: no $top",
+    name: "the client's spelling: '$top=1;sap-client=200' (another SAP client for a ';'-splitting back end) is refused: no $top",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Customers?$top=1;sap-client=200"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /^malformed \$top '1;sap-client=200'$/ },
   },
   {
-    name: "finding 1: an alias \"';$expand=Items'\" (an $expand for a ';'-splitting back end) is refused",
+    name: "the client's spelling: an alias \"';$expand=Items'\" (an $expand for a ';'-splitting back end) is refused",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders(ID=1)/$ref?$format=json&@p=';$expand=Items'"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it/ },
   },
   {
-    name: "finding 1: a client's usual spelling (encodeURIComponent: raw quotes, %24/%2C/%3A in values, lower-case hex, unreserved characters encoded) is allowed",
+    name: "the client's spelling: the usual one (encodeURIComponent: raw quotes, %24/%2C/%3A in values, lower-case hex, unreserved characters encoded) is allowed",
     trial: (key) => ({
       wire: onWire(key, "GET", "/odata/prod/SALES/%4Frders?$filter=Status%20eq%20'open'%20and%20Customer%2fName%20eq%20'a%3ab'&$select=ID%2CStatus&$top=2&sap-client=100"),
       setup: SETUP,
@@ -540,33 +540,33 @@ const FINDINGS: readonly Finding[] = [
     expect: { allowed: true },
   },
   {
-    name: "finding 1: a '/' after the resource path (SAP CAP reads an empty segment: a POST to 'Products/' as one to an entity) is refused",
+    name: "the client's spelling: a '/' after the resource path (SAP CAP reads an empty segment: a POST to 'Products/' as one to an entity) is refused",
     trial: (key) => ({ wire: onWire(key, "POST", "/odata/prod/SALES/Products/", JSON_HEADERS, '{"ID":"P1"}'), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Products$/ },
   },
   {
-    name: "finding 1: a '+' for a space (form encoding; OData back ends read a plus) is refused: %20",
+    name: "the client's spelling: a '+' for a space (form encoding; OData back ends read a plus) is refused: %20",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders?$filter=Status+eq+'open'"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Orders\?\$filter=Status%20eq%20%27open%27$/ },
   },
   {
     // (With X-CSRF-Token: Fetch, the SDK's, the check answers the HEAD itself: test/gateway/ext-authz.test.ts.)
-    name: "finding 1: ... but on a read a '/' after the resource path is allowed (the SAP Cloud SDK's URLs end so: a HEAD on '<entity set>/')",
+    name: "the client's spelling: ... but on a read a '/' after the resource path is allowed (the SAP Cloud SDK's URLs end so: a HEAD on '<entity set>/')",
     trial: (key) => ({ wire: onWire(key, "HEAD", "/odata/prod/SALES/Orders/"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: true },
   },
   {
-    name: "guard (no finding): a raw ';' in a path segment (SAP Gateway's matrix parameters: ';o=<system alias>' selects another back-end system) is refused by the analyzer",
+    name: "guard: a raw ';' in a path segment (SAP Gateway's matrix parameters: ';o=<system alias>' selects another back-end system) is refused by the analyzer",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders;o=OTHER"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /^character ';' is not allowed in path segment 'Orders;o=OTHER' outside a quoted literal$/ },
   },
   {
-    name: "finding 1: ... and inside a quoted key, which the analyzer reads as data and a matrix-parameter parser as ';o=OTHER', it is refused unless encoded",
+    name: "the client's spelling: ... and inside a quoted key, which the analyzer reads as data and a matrix-parameter parser as ';o=OTHER', it is refused unless encoded",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Customers('a;o=OTHER')"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Customers\('a%3Bo%3DOTHER'\)$/ },
   },
   {
-    name: "finding 1: an option name percent-encoded ('%24top', which a back end that does not decode names reads as no option) is refused",
+    name: "the client's spelling: an option name percent-encoded ('%24top', which a back end that does not decode names reads as no option) is refused",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders?%24top=1"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /its request target is not written as erplink writes it .*: send \/odata\/prod\/SALES\/Orders\?\$top=1$/ },
   },
@@ -581,15 +581,15 @@ const FINDINGS: readonly Finding[] = [
       ["a backslash", "/svc/v4/sales/Customers\\..\\Orders"],
     ] as const
   ).map(
-    ([what, target]): Finding => ({
-      name: `guard (no finding): ${what} in a back-end path is refused`,
+    ([what, target]): Hazard => ({
+      name: `guard: ${what} in a back-end path is refused`,
       trial: (key) => ({ wire: onWire(key, "GET", target), setup: BACKEND, instance: "prod", service: "SALES", inject: "no" }),
       expect: { allowed: false, status: 400, message: /./ },
     }),
   ),
   ...["SAP-Client=200", "sap-CLIENT=200", "%73ap-client=200", "sap-client=200", "sap-client=100&sap-client=200", "sap%2Dclient=200"].map(
-    (option): Finding => ({
-      name: `guard (no finding): another SAP client in the query ('${option}') is refused`,
+    (option): Hazard => ({
+      name: `guard: another SAP client in the query ('${option}') is refused`,
       trial: (key) => ({ wire: onWire(key, "GET", `/odata/prod/SALES/Orders?$top=1&${option}`), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
       expect: { allowed: false, status: 403, message: /^query option 'sap-client' is not allowed: the instance decides it$/ },
     }),
@@ -602,8 +602,8 @@ const FINDINGS: readonly Finding[] = [
       ["utf-8, utf-7", 400, /^the request's Content-Type 'application\/json;charset=utf-8, utf-7' is malformed$/],
     ] as const
   ).map(
-    ([charset, status, message]): Finding => ({
-      name: `guard (no finding): a JSON body declared in charset ${charset} (UTF-7: '+ACI-' is a quote for a back end that decodes it) is refused`,
+    ([charset, status, message]): Hazard => ({
+      name: `guard: a JSON body declared in charset ${charset} (UTF-7: '+ACI-' is a quote for a back end that decodes it) is refused`,
       trial: (key) => ({
         wire: onWire(key, "POST", "/odata/prod/SALES/Products", [["Content-Type", `application/json;charset=${charset}`]], '{"ID":"P1+ACIALAAi-Supplier+ACI-:+AHsAIg-ID+ACI-:+ACI-S1+ACIAfQ-"}'),
         setup: SETUP,
@@ -616,7 +616,7 @@ const FINDINGS: readonly Finding[] = [
   ),
   // 2. Envoy writes '!' for each byte of the target that is not UTF-8 (sanitizeUtf8String) and forwards the bytes.
   {
-    name: "finding 2: a target with bytes that are not UTF-8 (an overlong '/', 0xC0 0xAF, seen as '!!') is refused",
+    name: "a target that is not UTF-8: bytes that are not UTF-8 (an overlong '/', 0xC0 0xAF, seen as '!!') is refused",
     trial: (key) => ({
       wire: onWire(key, "GET", Buffer.concat([Buffer.from("/svc/v4/sales/Customers('a"), Buffer.from([0xc0, 0xaf]), Buffer.from("')")])),
       setup: BACKEND,
@@ -628,13 +628,13 @@ const FINDINGS: readonly Finding[] = [
   },
   // 3. Envoy hides the client's x-envoy-auth-partial-body from Check, so Check never saw it to remove it.
   {
-    name: "finding 3: a client's own x-envoy-auth-partial-body does not reach the back end",
+    name: "the client's partial-body header: a client's own x-envoy-auth-partial-body does not reach the back end",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SALES/Orders", [["X-Envoy-Auth-Partial-Body", "true"]]), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: true, removes: "x-envoy-auth-partial-body" },
   },
   // 4. The partial-body marker, when Envoy's is not the only one (an Envoy that passes the client's on, a raw header map).
   {
-    name: "finding 4: a marker 'false' without body bytes (Envoy writes one only beside a body) does not stand for the body: a deep insert Check did not see is refused",
+    name: "the partial-body marker: a marker 'false' without body bytes (Envoy writes one only beside a body) does not stand for the body: a deep insert Check did not see is refused",
     trial: (key) => ({
       wire: onWire(key, "POST", "/svc/v4/sales/Products", JSON_HEADERS, DEEP_INSERT),
       setup: { ...BACKEND, body: "none" },
@@ -648,7 +648,7 @@ const FINDINGS: readonly Finding[] = [
     expect: { allowed: false, status: 400, message: /^Envoy sent this request without its body/ },
   },
   {
-    name: "finding 4: raw headers with the client's marker 'false' before Envoy's 'true': the body is partial (413)",
+    name: "the partial-body marker: raw headers with the client's marker 'false' before Envoy's 'true': the body is partial (413)",
     trial: (key) => ({
       wire: onWire(key, "POST", "/svc/v4/sales/Products", JSON_HEADERS, `{"ID":"P1"}                    ${DEEP_INSERT.slice(1)}`),
       setup: { ...BACKEND, body: "partial", rawHeaders: true, maxRequestBytes: 12 },
@@ -663,7 +663,7 @@ const FINDINGS: readonly Finding[] = [
     expect: { allowed: false, status: 413, message: /max_request_bytes/ },
   },
   {
-    name: "finding 4: a body cut at max_request_bytes without any marker (an Envoy that writes none): fewer bytes than Content-Length are partial (413)",
+    name: "the partial-body marker: a body cut at max_request_bytes without any marker (an Envoy that writes none): fewer bytes than Content-Length are partial (413)",
     trial: (key) => ({
       wire: onWire(key, "POST", "/svc/v4/sales/Products", JSON_HEADERS, `{"ID":"P1"}                    ${DEEP_INSERT.slice(1)}`),
       setup: { ...BACKEND, body: "partial", maxRequestBytes: 12 },
@@ -678,16 +678,16 @@ const FINDINGS: readonly Finding[] = [
   },
   // 5. The instance and service of an /odata path as the route matches them: raw.
   {
-    name: "finding 5: an /odata path naming its service percent-encoded ('SAL%45S', which a prefix route for /odata/prod/SALES/ does not match) is refused",
+    name: "an encoded service name: an /odata path naming its service percent-encoded ('SAL%45S', which a prefix route for /odata/prod/SALES/ does not match) is refused",
     trial: (key) => ({ wire: onWire(key, "GET", "/odata/prod/SAL%45S/Orders"), setup: SETUP, instance: "prod", service: "SALES", inject: "no" }),
     expect: { allowed: false, status: 400, message: /percent-encoded/ },
   },
 ];
 
-Fuzz("red-team findings: each scenario is decided as the table says, and the property holds for it", async (ctx) => {
+Fuzz("known hazards: each scenario is decided as the table says, and the property holds for it", async (ctx) => {
   const stats: Stats = { runs: 0, allowed: 0, forwarded: 0, denied: 0, failed: 0, compared: 0 };
   const failures: string[] = [];
-  for (const f of FINDINGS) {
+  for (const f of HAZARDS) {
     const out = await trial(ctx, f.trial(ctx.key), stats);
     const answer = out.res?.httpResponse;
     const got =

@@ -229,9 +229,9 @@ ExtAuthz("allowed: the key and every header the data path would not forward are 
   for (const answer of [d, upsert]) assert.not.ok(/erp-pass|Basic |tok-secret|cookie-secret/.test(JSON.stringify(answer)));
 });
 
-// Red team (session 10): headers named like Object's own properties escaped headers_to_remove: `__proto__` was
-// lost writing the check's headers into a plain object, and `constructor` was taken for a header erplink sets
-// (Object's constructor), so Envoy forwarded both to the back end, which the data path never does.
+// Headers named like Object's own properties must not escape headers_to_remove: `__proto__` is lost writing the
+// check's headers into a plain object, and `constructor` taken for a header erplink sets (Object's constructor),
+// unless the check guards both; else Envoy forwards them to the back end, which the data path never does.
 ExtAuthz("allowed: client headers named __proto__ and constructor are removed like any other the data path would not forward", async (ctx) => {
   const d = await check(ctx, {
     method: "GET",

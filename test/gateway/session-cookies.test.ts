@@ -1,6 +1,6 @@
 /**
  * How the REST facade reads a browser session's cookie and where a cookie
- * request may come from, against hostile headers (red team of the sessions):
+ * request may come from, against hostile headers:
  * only one well-formed session token in the cookie is a credential (not the
  * master key or an API key put there, not a percent-encoded or quoted
  * token, not one of two session cookies), Fetch Metadata other than

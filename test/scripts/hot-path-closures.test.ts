@@ -4,7 +4,7 @@
  * arrow or function expression bound to a name (a `const`, an object
  * literal's member) in `__name(…)`, an `Object.defineProperty` each time the
  * closure is made: about 0.5 µs apiece, 1.8 % of the data path's main thread
- * before they were taken out (issue #14). Here each hot module is compiled as
+ * with them on the hot paths (bench/README.md). Here each hot module is compiled as
  * tsx compiles it, and every `__name` call below the module's top level must
  * be one of those listed as made once (at start, per route, per batch).
  */

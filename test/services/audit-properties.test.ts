@@ -1,5 +1,5 @@
 /**
- * The audit trail red-teamed, property-based (fast-check, bounded):
+ * The audit trail under attack, property-based (fast-check, bounded):
  *
  * - diffs: for any two snapshots (keys with `.`, `*`, `$`, unicode, empty
  *   maps, and names of inherited members: `constructor`, `toString`,
@@ -265,7 +265,7 @@ Perms("a system labelled constructor, toString or valueOf is recorded as such, a
   }
 });
 
-Perms("an entry stored with a value missing (written before the fix) lists with null there, not a 500", async () => {
+Perms("an entry stored with a value missing (as an earlier erplink could write it) lists with null there, not a 500", async () => {
   const w = await createWorld();
   try {
     await w.store.audit.append({

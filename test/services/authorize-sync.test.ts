@@ -1,5 +1,5 @@
 /**
- * Review of Authorize's synchronous path (issue #14): the limiter's consume
+ * Authorize's synchronous path: the limiter's consume
  * answering at once from spare places and continuing from the store when a
  * window needs a lease, and the service counting every call once.
  *

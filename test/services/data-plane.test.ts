@@ -1,8 +1,8 @@
 /**
  * DataPlane.authenticate, the data path's (and Envoy's check's) key lookup:
  * a key this process holds is found by the token's SHA-256 before the
- * master-key comparison and the checksum (issue #14). Held or not, a key is
- * answered as it now is: an admin key 403, an expired one 401, one revoked
+ * master-key comparison and the checksum. Held or not, a key is
+ * answered alike: an admin key 403, an expired one 401, one revoked
  * here or by another process (at the next sync) 401, and the master key 403.
  */
 import { Code, ConnectError } from "@connectrpc/connect";

@@ -1,5 +1,5 @@
 /**
- * No orphans under concurrency (issue #13): deleting a system while
+ * No orphans under concurrency: deleting a system while
  * instances are created in it never leaves an instance without its system,
  * also when another administrator creates a system of the same name in the
  * window. Many CreateInstance calls race one DeleteSystem, round after

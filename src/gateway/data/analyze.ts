@@ -152,7 +152,7 @@ type Shared = Pick<CanonicalRequest, "method" | "target" | "forward" | "headers"
  * The canonical request, written out field by field: one object shape
  * whatever the kind, and no object spread. On this V8 (Node 20) a spread
  * with further members (`{ ...shared, kind, … }`) takes the slow path,
- * some 3 µs per request on the data path (issue #14).
+ * some 3 µs per request on the data path (bench/README.md).
  */
 function canonical(s: Shared, v: Omit<CanonicalRequest, keyof Shared>): CanonicalRequest {
   return {
@@ -178,7 +178,7 @@ function canonical(s: Shared, v: Omit<CanonicalRequest, keyof Shared>): Canonica
  * A closure returned by a helper rather than an arrow bound to a `const` in
  * the request's function: tsx compiles with esbuild's `keepNames`, which
  * renames every such arrow (an `Object.defineProperty`) each time it is
- * made, about 0.5 µs a closure (issue #14).
+ * made, about 0.5 µs a closure (bench/README.md).
  */
 function referenceResolverOf(clientPath: string): (url: string) => string | undefined {
   return (url) => bodyUrlRelative(url, clientPath);

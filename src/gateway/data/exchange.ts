@@ -20,7 +20,7 @@ import type { ServiceRoot } from "./service-root.js";
  * pipeline hands each stage's result to the next and never reads an earlier
  * view again, so the stages extend one object rather than copy it at every
  * step (the copies were a measurable share of the data path's CPU time,
- * issue #14). A caller that needs an earlier view unchanged, or a variant of
+ * bench/README.md). A caller that needs an earlier view unchanged, or a variant of
  * it (the Envoy check's other target), copies it itself.
  */
 export function extend<A extends object, B extends object>(a: A, more: B): A & B {

@@ -183,7 +183,7 @@ export function clientResponseHeaders(
 ): Record<string, string | string[]> {
   const listed = connectionListed(headers.connection);
   const out: Record<string, string | string[]> = {};
-  // for…in, not Object.entries: undici's headers are a plain object, and no pair arrays per answer (issue #14).
+  // for…in, not Object.entries: undici's headers are a plain object, and no pair arrays per answer (bench/README.md).
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || listed?.has(name) === true || name === "x-request-id" || isRateLimitHeader(name)) continue;

@@ -262,7 +262,7 @@ async function decide<K extends DataKey>(
   const place = placeOf(checked, address, resolved.root.path);
   req.body = bodyOf(http, checked);
   const analyzed = await analyze(
-    // Object.assign, not spreads with further members (V8's slow path, issue #14).
+    // Object.assign, not spreads with further members (V8's slow path; bench/README.md).
     Object.assign({}, resolved, { rawPath: place.rawPath, rawQuery: place.rawQuery, client: Object.assign({}, resolved.client, { path: place.clientPath }) }),
     port,
     resources.metadata,

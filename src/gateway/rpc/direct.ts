@@ -3,9 +3,9 @@
  * served straight from the HTTP/2 stream, before Node's compatibility layer
  * (`Http2ServerRequest`/`Http2ServerResponse`) and Fastify see them: the
  * same Connect handler, interceptors and limits, without the framework's
- * request and reply objects, hooks and routing (issue #14: about 8 % of an
- * `Authorize` call), and without the compat objects, connect-node's
- * adapter around them and the work neither needs for a finished call
+ * request and reply objects, hooks and routing (about 8 % of an
+ * `Authorize` call, bench/README.md), and without the compat objects,
+ * connect-node's adapter around them and the work neither needs for a finished call
  * (about 12 % of the server's CPU per call more).
  *
  * Taken: a POST of gRPC (`application/grpc`, `application/grpc+…`, not

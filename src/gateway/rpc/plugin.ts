@@ -237,7 +237,7 @@ function registerConventions(app: FastifyInstance, router: ConnectRouter, option
   };
   // Every request passes here: one a route took that is not an RPC path (the
   // data path, /admin) leaves at once, without the promise an async hook
-  // costs (issue #14); the others return the promise, which Fastify awaits
+  // costs (bench/README.md); the others return the promise, which Fastify awaits
   // as it does an async hook's.
   app.addHook("onRequest", (req, reply, done) => {
     const routed = req.routeOptions.url;

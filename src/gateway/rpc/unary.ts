@@ -1,14 +1,14 @@
 /**
  * Plain unary gRPC calls of the h2c shortcut (src/gateway/rpc/direct.ts),
- * answered without Connect's streaming pipeline (issue #14).
+ * answered without Connect's streaming pipeline (bench/README.md).
  *
  * Connect's gRPC handler serves a unary call as a stream of one message:
  * about ten chained async iterables (each step a few promises), two linked
  * `AbortController`s and a deadline signal, a copy of the request headers,
  * and at the end two aborts whose `DOMException`s capture a stack on Node
- * 20. Measured on its own (bench/README.md, session 14), that is about 85 %
- * of the server's CPU for a stub `Authorize`; the call's own work is the
- * rest. Here the same call is one function: the body is read whole, the
+ * 20. Measured on its own (bench/README.md, the run of commit 5d57b3f),
+ * that is about 85 % of the server's CPU
+ * for a stub `Authorize`; the call's own work is the rest. Here the same call is one function: the body is read whole, the
  * one message parsed, the implementation invoked through the same
  * interceptors with Connect's own `invokeUnaryImplementation`, and the
  * answer written as Connect's handler writes it.

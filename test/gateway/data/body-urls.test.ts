@@ -1,5 +1,5 @@
 /**
- * Red team 9: URLs in request bodies outside `$batch` (`Nav@odata.bind`,
+ * URLs in request bodies outside `$batch` (`Nav@odata.bind`,
  * `@odata.id`) are forwarded as the client wrote them, so they must be
  * authorized as written. An absolute URL must not be read through the
  * WHATWG URL parser's normalization (dot segments, `%2e`, a fragment cut

@@ -1,5 +1,5 @@
 /**
- * The diagnostics red-teamed, property-based (fast-check, bounded), through
+ * The diagnostics under attack, property-based (fast-check, bounded), through
  * the REST facade:
  *
  * - a hostile back end, scripted per run, that echoes what erplink sent it

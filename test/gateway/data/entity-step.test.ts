@@ -1,5 +1,5 @@
 /**
- * The permission order at the entity step (issue #13): a key without a grant
+ * The permission order at the entity step: a key without a grant
  * for an entity set gets 403 at the entity step with the specification's
  * message whether or not the service has the set, before anything else
  * about it is read; a key that may touch a set the service lacks gets 404

@@ -113,7 +113,7 @@ Fwd("regression (two parsers): '\\' or '#' outside a literal and dot segments, r
   assert.is(ctx.seen.length, 0, "nothing reached the back end");
 });
 
-Fwd("regression (fuzzer, fresh seed): a space outside a quoted literal is refused: a back end that trims '%20$entity' reads the system resource $entity", async (ctx) => {
+Fwd("a space outside a quoted literal is refused: a back end that trims '%20$entity' reads the system resource $entity", async (ctx) => {
   assertEnvelope(
     await raw(ctx, `GET ${SALES}/Customers/%20$entity HTTP/1.1`),
     400,
@@ -149,11 +149,11 @@ Fwd("regression (option names the back end normalizes): names that are not plain
   );
 });
 
-// Red team 12: $id was a system option accepted on any request and never analyzed: `GET /SalesOrders?$id=Products(1)`
-// was authorized as a list of SalesOrders and forwarded with an $id naming an entity the key may not read (the
+// $id is a system option that names an entity: accepted on any request and not analyzed, `GET /SalesOrders?$id=Products(1)`
+// would be authorized as a list of SalesOrders and forwarded with an $id naming an entity the key may not read (the
 // forwarding fuzzer's oracle reads it as a read of Products under every reading). It is refused but on the DELETE
 // of a collection's $ref, where the entity it names is authorized as read (test/gateway/odata/request.test.ts).
-Fwd("regression (red team 12): $id is refused outside the DELETE of a collection's $ref, in any spelling; nothing is forwarded", async (ctx) => {
+Fwd("$id is refused outside the DELETE of a collection's $ref, in any spelling; nothing is forwarded", async (ctx) => {
   const message = "$id is only allowed on a DELETE of a collection-valued navigation's $ref";
   for (const query of ["$id=Products(1)", "ID=Products(1)", "%24id=Products('P1')", "$id=SalesOrders(2)"]) {
     assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?${query} HTTP/1.1`), 403, "FORBIDDEN", message);
@@ -188,7 +188,7 @@ Fwd("regression (option names the back end normalizes): in $batch part URLs too,
   assert.is(ctx.seen.length, 0);
 });
 
-Fwd("regression (red team, final pass): an encoded '&' in a query value is refused where a back end that decodes first (SAP CAP) would split there; inside a quoted $filter literal it is data", async (ctx) => {
+Fwd("an encoded '&' in a query value is refused where a back end that decodes first (SAP CAP) would split there; inside a quoted $filter literal it is data", async (ctx) => {
   const sep = "a back end that decodes the query before splitting it (SAP CAP does) would read another option there";
   assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders(1)?foo=x%26$expand%3DItems HTTP/1.1`), 400, "VALIDATION_ERROR", `query option 'foo' holds '&' in its value: ${sep}`);
   assertEnvelope(await raw(ctx, `GET ${SALES}/SalesOrders?$filter=Note%20eq%20'a'%26$expand%3DItems HTTP/1.1`), 400, "VALIDATION_ERROR", `query option '$filter' holds '&' outside a quoted literal: ${sep}`);
@@ -241,7 +241,7 @@ Fwd("regression (edges): a body that reads as JSON behind a byte order mark or U
   assert.is(ctx.seen.length, 0);
 });
 
-Fwd("regression (fuzzer): system query options are refused on $batch, $metadata and the service document, where nothing analyzes them", async (ctx) => {
+Fwd("system query options are refused on $batch, $metadata and the service document, where nothing analyzes them", async (ctx) => {
   const batch = await ctx.world.app.inject({
     method: "POST",
     url: `${SALES}/$batch?$expand=Customer`,
@@ -387,7 +387,7 @@ Fwd("X-Forwarded-Path names the client's path; URL headers under the back end's 
   );
 });
 
-Fwd("regression (red team): a service name that is a dot segment would leave the instance's base URL: refused (400)", async (ctx) => {
+Fwd("a service name that is a dot segment would leave the instance's base URL: refused (400)", async (ctx) => {
   for (const name of ["..", "%2e%2E", "."]) {
     assertEnvelope(await raw(ctx, `GET /odata/prod/${name}/$metadata HTTP/1.1`), 400, "VALIDATION_ERROR", "the service name may not be '.' or '..'");
     assertEnvelope(await raw(ctx, `GET /odata/prod/${name}/ HTTP/1.1`), 400, "VALIDATION_ERROR", "the service name may not be '.' or '..'");
@@ -395,7 +395,7 @@ Fwd("regression (red team): a service name that is a dot segment would leave the
   assert.equal(ctx.all, [], "nothing reached the back end, not even a $metadata fetch");
 });
 
-Fwd("regression (red team): a path that is not valid percent-encoding is answered in the envelope, without echoing it; nothing is forwarded", async (ctx) => {
+Fwd("a path that is not valid percent-encoding is answered in the envelope, without echoing it; nothing is forwarded", async (ctx) => {
   for (const path of [`${SALES}/SalesOrders%ZZ`, "/odata/prod/API%ZZ/x", `${SALES}/SalesOrders(%C0%AF)`, "/admin/systems/%ZZ"]) {
     const res = await raw(ctx, `GET ${path} HTTP/1.1`);
     assertEnvelope(res, 400, "VALIDATION_ERROR", "the request path is not valid percent-encoding");
@@ -404,7 +404,7 @@ Fwd("regression (red team): a path that is not valid percent-encoding is answere
   assert.equal(ctx.all, []);
 });
 
-Fwd("regression (red team): a request that names no host is refused (HTTP/1.0 without Host); ERPLINK_PUBLIC_URL names the origin to back ends", async (ctx) => {
+Fwd("a request that names no host is refused (HTTP/1.0 without Host); ERPLINK_PUBLIC_URL names the origin to back ends", async (ctx) => {
   const noHost = await rawHttp(ctx.port, [`GET ${SALES}/SalesOrders HTTP/1.0`, `Authorization: Bearer ${ctx.key}`].join("\r\n"));
   assertEnvelope(noHost, 400, "VALIDATION_ERROR", "the request names no host: send a Host header");
   assert.is(ctx.seen.length, 0);
@@ -432,7 +432,7 @@ Fwd("regression (red team): a request that names no host is refused (HTTP/1.0 wi
   }
 });
 
-Fwd("regression (red team, second pass): an absolute-form request target is refused (Fastify routes by its path, the resource path would be split from its scheme)", async (ctx) => {
+Fwd("an absolute-form request target is refused (Fastify routes by its path, the resource path would be split from its scheme)", async (ctx) => {
   assertEnvelope(
     await raw(ctx, `GET http://x.example${SALES}/SalesOrders HTTP/1.1`),
     400,
@@ -442,7 +442,7 @@ Fwd("regression (red team, second pass): an absolute-form request target is refu
   assert.is(ctx.seen.length, 0);
 });
 
-Fwd("regression (red team): SAP logon, session and debug query options are refused; the language and statistics pass", async (ctx) => {
+Fwd("SAP logon, session and debug query options are refused; the language and statistics pass", async (ctx) => {
   for (const name of ["sap-user", "sap-password", "sap-sessioncmd", "sap-ds-debug", "sap-contextid-accept", "SAP-User", "saml2", "spnego"]) {
     assertEnvelope(
       await raw(ctx, `GET ${SALES}/SalesOrders?${name}=x HTTP/1.1`),
@@ -457,7 +457,7 @@ Fwd("regression (red team): SAP logon, session and debug query options are refus
   assert.is(ctx.seen[0]!.url, `${UP}/SalesOrders?sap-language=DE&sap-statistics=true&sap-client=100`);
 });
 
-Fwd("regression (red team): JSON is sniffed past any amount of leading whitespace, not only in the first kilobyte", async (ctx) => {
+Fwd("JSON is sniffed past any amount of leading whitespace, not only in the first kilobyte", async (ctx) => {
   const res = await ctx.world.app.inject({
     method: "PATCH",
     url: `${SALES}/SalesOrders(1)`,

@@ -23,20 +23,20 @@ Headers("a Location sent once names erplink's URL, without the instance's sap-cl
   assert.is(out.location, ERPLINK);
 });
 
-// Red team 9: a back end that repeats a URL header (undici: an array) had it passed on unrewritten, so the
-// client learnt the back end's host, port, service path and SAP client. Fails with the rewrite for strings only.
+// A back end that repeats a URL header (undici: an array) must not have it passed on unrewritten, or the
+// client learns the back end's host, port, service path and SAP client. Fails with the rewrite for strings only.
 for (const name of ["location", "content-location", "odata-entityid", "entityid"]) {
   Headers(`a repeated ${name} header is rewritten value by value, never passed with the back end's URL`, () => {
     const out = clientResponseHeaders({ [name]: [BACKEND, "http://elsewhere.example/x"] }, ROOT, CLIENT);
-    // Location and Content-Location hold one value (red team 10): the first passes, rewritten.
+    // Location and Content-Location hold one value: the first passes, rewritten.
     assert.equal(out[name], name.endsWith("location") ? ERPLINK : [ERPLINK, "http://elsewhere.example/x"]);
     const reversed = clientResponseHeaders({ [name]: ["http://elsewhere.example/x", BACKEND] }, ROOT, CLIENT);
     assert.equal(reversed[name], name.endsWith("location") ? "http://elsewhere.example/x" : ["http://elsewhere.example/x", ERPLINK]);
   });
 }
 
-// Red team: a back end's rate-limit headers passed whenever erplink set none of its own (a key without limits):
-// the client read the limits of erplink's shared back-end credentials as its key's.
+// A back end's rate-limit headers never pass, even where erplink sets none of its own (a key without limits):
+// the client would read the limits of erplink's shared back-end credentials as its key's.
 Headers("a back end's rate-limit headers are always left out; its Retry-After, X-Request-Id aside, passes", () => {
   const out = clientResponseHeaders(
     {
@@ -67,9 +67,9 @@ Headers("a back end's rate-limit headers are always left out; its Retry-After, X
   });
 });
 
-// Red team 10: Node's HTTP/2 throws from writeHead on a connection-specific header or on several values of a
-// header it holds single-valued, and it threw in a stream's data handler: a back end's HTTP2-Settings or two
-// Content-Types crashed the process when the client spoke h2c (test/e2e/data-answers-h2c.test.ts). Fails on main.
+// Node's HTTP/2 throws from writeHead on a connection-specific header or on several values of a
+// header it holds single-valued, and it throws in a stream's data handler: a back end's HTTP2-Settings or two
+// Content-Types would crash the process when the client speaks h2c (test/e2e/data-path-h2c.test.ts).
 Headers("HTTP2-Settings is left out; a repeated single-value header passes its first value, a list-valued one all of them", () => {
   const out = clientResponseHeaders(
     {

@@ -499,7 +499,7 @@ refs("a composite key placeholder: $1/… of a PriceConditions create", () => {
   ]);
 });
 
-refs("regression (red team): a reference to an entity erplink knows the address of is forwarded as that address, not as $<id>", () => {
+refs("a reference to an entity erplink knows the address of is forwarded as that address, not as $<id>", () => {
   // CAP resolves $1 by writing the referenced entity's Location (built from its stored key, unescaped) into the URL.
   const body = batch(changeSet("cs", json("PATCH SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { id: "1" }), json("PATCH $1/Customer HTTP/1.1", `{"Name":"b"}`, { id: "2" })));
   const forwarded = batch(
@@ -532,7 +532,7 @@ refs("regression (red team): a reference to an entity erplink knows the address 
   );
 });
 
-refs("regression (red team): a reference to an entity created with key values that are not plain is refused; plain ones are the back end's to resolve", () => {
+refs("a reference to an entity created with key values that are not plain is refused; plain ones are the back end's to resolve", () => {
   const notPlain =
     "cannot be referred to: back ends resolve a reference by writing the entity's address, from its stored key, into the URL unescaped, " +
     "and erplink cannot vouch for it (the request creates the entity with key values that are not plain: letters, digits, '_', '.', ':', '+', '-'; " +
@@ -560,7 +560,7 @@ refs("regression (red team): a reference to an entity created with key values th
   );
 });
 
-refs("regression (red team, second pass): a create that nests an entity cannot be referred to (a navigation may feed a key); binds and flat complex values may stay", () => {
+refs("a create that nests an entity cannot be referred to (a navigation may feed a key); binds and flat complex values may stay", () => {
   const notReferable = (id: string) =>
     `$${id} cannot be referred to: back ends resolve a reference by writing the entity's address, from its stored key, into the URL unescaped, ` +
     "and erplink cannot vouch for it (the request creates the entity with key values that are not plain: letters, digits, '_', '.', ':', '+', '-'; " +
@@ -590,7 +590,7 @@ refs("regression (red team, second pass): a create that nests an entity cannot b
   }
 });
 
-refs("regression (red team, third pass): every key value a create could store must be plain, from the path and from binds too", () => {
+refs("every key value a create could store must be plain, from the path and from binds too", () => {
   const notReferable = (id: string) =>
     `$${id} cannot be referred to: back ends resolve a reference by writing the entity's address, from its stored key, into the URL unescaped, ` +
     "and erplink cannot vouch for it (the request creates the entity with key values that are not plain: letters, digits, '_', '.', ':', '+', '-'; " +
@@ -621,7 +621,7 @@ refs("regression (red team, third pass): every key value a create could store mu
   }
 });
 
-refs("regression (red team, final pass): a part URL may not start with the id of a request of the batch (CAP takes it for a reference, `$` or not)", () => {
+refs("a part URL may not start with the id of a request of the batch (CAP takes it for a reference, `$` or not)", () => {
   const requests = [
     { id: "Customers", method: "post", url: "Customers", body: { ID: "C9" } },
     { id: "n2", dependsOn: ["Customers"], method: "get", url: "Customers/$count?foo=$Customers" },
@@ -766,7 +766,7 @@ const hiddenCases: [string, string, BatchAnalysis][] = [
     invalid("batch part 1 (PUT SalesOrders(1)/Note): a non-JSON body in a multipart batch cannot contain line breaks; send it as a request of its own"),
   ],
   [
-    "regression (red team): a one-line body starting with 'Group ID' (CAP cut the part there and hung)",
+    "a one-line body starting with 'Group ID' (where CAP cuts the part and hangs)",
     batch(http("PUT Customers('C1')/Name/$value HTTP/1.1", { headers: ["Content-Type: text/plain"], body: "Group ID" })),
     invalid("batch part 1 (PUT Customers('C1')/Name/$value): a non-JSON body in a multipart batch cannot start with 'Group ID'; send it as a request of its own"),
   ],
@@ -1009,10 +1009,10 @@ reading("regression: JSON batch header names are forwarded in lower case (CAP ig
   );
 });
 
-// Red team 10: a blank If-Match is no precondition (the analyzer adds If-Match: * where the key may not create),
-// but the part's own blank line was forwarded beside the added one: the back end got two If-Match headers
+// A blank If-Match is no precondition (the analyzer adds If-Match: * where the key may not create), so the
+// part's own blank line must not be forwarded beside the added one: the back end would get two If-Match headers
 // ('' and '*'; in JSON a duplicate member), and one that keeps the first reads no precondition and upserts.
-// The top level replaces the header (forward.ts). Fails on main: both are forwarded.
+// The top level replaces the header (forward.ts); unguarded, both would be forwarded.
 reading("a part's blank If-Match is replaced by If-Match: * where the key may not create, never forwarded beside it", () => {
   const body = batch(
     json("PUT SalesOrders(1) HTTP/1.1", `{"Note":"a"}`, { headers: ["If-Match:"] }),
@@ -1080,8 +1080,8 @@ reading("clients that copy Authorization and Cookie into every part keep their b
   );
 });
 
-// Red team: parts forwarded every header but credentials and tunnels, so `X-Original-URL`, `X-Forwarded-Host`,
-// `sap-language` or any vendor header reached the back end inside a part while the top level drops them.
+// Part headers follow the same allowlist as the top level: forwarding every header but credentials and tunnels
+// would let `X-Original-URL`, `X-Forwarded-Host`, `sap-language` or any vendor header reach the back end inside a part.
 const DROPPED_IN_PARTS = [
   "X-Original-URL: /sap/opu/odata/sap/OTHER/Secrets",
   "X-Rewrite-URL: /Secrets",
@@ -1769,7 +1769,7 @@ media("a media create whose one-line body is a JSON object is analyzed as an ent
   expectAccess(run(text), 1, text, [acc("Products", "create", "part 1: resource path")]);
 });
 
-media("regression (fresh fuzz seed): a JSON batch's string body of another type is read as Atom or JSON when it reads so, as text or as the base64url bytes it encodes", () => {
+media("a JSON batch's string body of another type is read as Atom or JSON when it reads so, as text or as the base64url bytes it encodes", () => {
   const entry =
     '<entry xmlns="http://www.w3.org/2005/Atom"><link rel="http://schemas.microsoft.com/ado/2007/08/dataservices/related/Supplier"/><content/></entry>';
   const part = (contentType: string, body: string) => jsonRef({ id: "1", method: "POST", url: "Products", headers: { "content-type": contentType }, body });
@@ -1804,7 +1804,7 @@ media("regression (fresh fuzz seed): a JSON batch's string body of another type 
   );
 });
 
-media("red team: a JSON batch's string body that lenient base64 decoders read as JSON or Atom is analyzed as that, not as opaque media", () => {
+media("a JSON batch's string body that lenient base64 decoders read as JSON or Atom is analyzed as that, not as opaque media", () => {
   const part = (contentType: string, body: string) => jsonRef({ id: "1", method: "POST", url: "Products", headers: { "content-type": contentType }, body });
   const deep = '{"ID":"P9","Category":{"ID":9}}';
   const std = Buffer.from(deep).toString("base64");

@@ -1,11 +1,11 @@
 /**
- * Red team of derived-type navigations (after "a navigation property of a
+ * Hostile derived-type navigations (beside "a navigation property of a
  * derived type named without the cast is refused"): a service whose base
  * type has members that match a derived type's navigations ignoring case,
  * a derived type of a derived type, and a derived complex type with a
  * navigation. Every case is one a back end that follows a derived type's
- * navigation without the cast (the premise of that fix) reads as reaching
- * `Secrets`, which the analysis did not authorize before the fixes.
+ * navigation without the cast (the premise of that refusal) reads as reaching
+ * `Secrets`, which the analysis must authorize as such.
  */
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -63,7 +63,7 @@ function table(name: string, cases: readonly Case[]): void {
   test.run();
 }
 
-// Finding 1: the exact spelling is a derived type's navigation, a base member matches it ignoring case.
+// The exact spelling is a derived type's navigation, a base member matches it ignoring case.
 table("derived types: a derived navigation spelled exactly beats a base member matched ignoring case", [
   // Was: `list Customers` through the base's `items`; a back end matching exactly reads RushOrder/Items (Secrets).
   { path: "/Orders", query: "$expand=Items", expect: derivedNav("Items", "P.Order", "P.RushOrder/Items", "$expand") },
@@ -92,7 +92,7 @@ table("derived types: a derived navigation spelled exactly beats a base member m
   { path: "/Orders", query: "$filter=Addr/Owner/ID eq 1", expect: derivedNav("Owner", "P.Address", "P.ExtAddress/Owner", "$filter") },
 ]);
 
-// Finding 2: `$expand=*` expanded the declared type's navigations only; a back end expands an entity's own.
+// `$expand=*` must expand an entity's own navigations, as a back end does, not the declared type's only.
 // Expanded from a collection, every navigation reads many rows: one `list` of Secrets covers both.
 const EVERY_DERIVED = [acc("Secrets", "list", "$expand P.RushOrder/Courier")];
 table("derived types: $expand=* needs the derived types' navigations too", [

@@ -144,7 +144,7 @@ test("shutdown: Watch streams get NOT_SERVING and end; Check answers NOT_SERVING
 test("a Watch that arrives after shutdown gets NOT_SERVING and ends at once; nothing is left watching", async (ctx) => {
   ctx.health.shutdown();
   const seen: string[] = [];
-  // Before the fix the watcher was added after shutdown had ended the others, and nothing ended it.
+  // A watcher added after shutdown has ended the others must still be ended.
   const done = (async () => {
     for await (const res of ctx.client.watch({ service: "" })) seen.push(S[res.status]);
     return "ended";

@@ -94,7 +94,7 @@ test("callUrl is new URL(path, origin) as a string, or undefined where that thro
   const path = fc.oneof(
     { weight: 4, arbitrary: fc.constantFrom("/erplink.authz.v1.AuthorizationService/Authorize", "/grpc.health.v1.Health/Check", "/envoy.service.auth.v3.Authorization/Check") },
     fc.constantFrom("", "/", "//x/y", "/a/../b", "/a/./b", "/%2e%2e/x", "/a b/c", "/ü/x", "/a/b?x", "/a/b#x", "*", "http://evil.example/a/b"),
-    // Shaped like a method's path but with a dot segment, which the parser removes (found by a review helper).
+    // Shaped like a method's path but with a dot segment, which the parser removes.
     fc.constantFrom("/../Method", "/./Method", "/../erplink_authz/Authorize", "/.well/x", "/a./b", "/._/M"),
     fc.string({ maxLength: 10 }).map((s) => `/${s}`),
   );

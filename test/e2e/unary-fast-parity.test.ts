@@ -1,5 +1,5 @@
 /**
- * Attacks on the unary gRPC fast path of the h2c shortcut
+ * Hostile calls on the unary gRPC fast path of the h2c shortcut
  * (src/gateway/rpc/unary.ts, `serveUnary`/`readBody`/`bodyAfter` in
  * src/gateway/rpc/direct.ts). Its promise: for any call, the answer on the
  * wire and the implementation's side effects are those Connect's gRPC
@@ -8,10 +8,6 @@
  * `recordingRouter` (the fast path) and one without it (Connect's handler
  * serves every call on the same shortcut), sends both the same call and
  * compares.
- *
- * Tests named "found in review: …" each demonstrated a difference and
- * failed against the fast path's first version (fixed since); the others
- * are probes that held from the start.
  */
 import http2 from "node:http2";
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
@@ -163,7 +159,7 @@ const callHeaders = (port: number): [string, string][] => grpcCallHeaders(port, 
 
 // ------------------------------------------------------------------ tests
 
-const test = suite("unary fast path: attacks");
+const test = suite("unary fast path: the same answers and side effects as Connect's handler");
 
 const plainImpl: Impl = (req) => ({ keyId: req.instance });
 const MESSAGE = request();
@@ -185,7 +181,7 @@ async function compare(impl: Impl, call: Send, opts: StartOptions = {}) {
 
 // ============================================================ divergences
 
-test("found in review: a call reset (CANCEL or NO_ERROR) after its whole message but before END_STREAM runs the implementation on the fast path; Connect never runs it", async () => {
+test("a call reset (CANCEL or NO_ERROR) after its whole message but before END_STREAM never runs the implementation, as with Connect", async () => {
   const r = await both(plainImpl, async (s) => {
     const runs: Record<string, number> = {};
     for (const [name, code] of [
@@ -213,7 +209,7 @@ test("found in review: a call reset (CANCEL or NO_ERROR) after its whole message
   assert.equal(r.fast, r.connect, "the fast path runs the implementation of a call its client cancelled");
 });
 
-test("found in review: the deadline passes while the body is still coming: Connect's handler gives the implementation an aborted signal (DEADLINE_EXCEEDED), the fast path a live one", async () => {
+test("the deadline passes while the body is still coming: the implementation gets an aborted signal (DEADLINE_EXCEEDED), as from Connect's handler", async () => {
   // An implementation that honours its signal, as Connect's docs ask.
   const impl: Impl = (req, ctx) => {
     if (ctx.signal.aborted) throw ConnectError.from(ctx.signal.reason);
@@ -224,7 +220,7 @@ test("found in review: the deadline passes while the body is still coming: Conne
   assert.equal(r.fast, r.connect, "the same answer");
 });
 
-test("found in review: the handler's signal is aborted by Connect once the call is answered (or failed); the fast path never aborts it", async () => {
+test("the handler's signal is aborted once the call is answered (or failed), as by Connect", async () => {
   const events: string[] = [];
   const impl: Impl = (req, ctx) => {
     ctx.signal.addEventListener("abort", () => events.push(`${req.instance}: ${(ctx.signal.reason as Error)?.name ?? String(ctx.signal.reason)}`), { once: true });
@@ -242,7 +238,7 @@ test("found in review: the handler's signal is aborted by Connect once the call 
   assert.equal(r.fast, r.connect, "the implementation's abort listeners (cleanup of work it started) never run on the fast path");
 });
 
-test("found in review: an implementation that throws `undefined`: Connect answers grpc-status 0 without a message, the fast path INTERNAL", async () => {
+test("an implementation that throws `undefined` is answered grpc-status 0 without a message, as by Connect", async () => {
   const impl: Impl = () => {
     throw undefined;
   };
@@ -252,7 +248,7 @@ test("found in review: an implementation that throws `undefined`: Connect answer
   assert.equal(wire(r.fast.answer), wire(r.connect.answer), "the same answer");
 });
 
-test("found in review: ctx.timeoutMs() with a sub-millisecond grpc-timeout: whole milliseconds with Connect (a Date), fractional on the fast path", async () => {
+test("ctx.timeoutMs() with a sub-millisecond grpc-timeout is whole milliseconds (a Date), as with Connect", async () => {
   const impl: Impl = (_req, ctx) => ({ keyId: `integer=${Number.isInteger(ctx.timeoutMs())}` });
   const r = await both(impl, async (s) => (await send(s.session, { headers: { "grpc-timeout": "1500500u" }, chunks: [MESSAGE] })).data);
   const integer = envelope(0, toBinary(AuthorizeResponseSchema, create(AuthorizeResponseSchema, { keyId: "integer=true" }))).toString("hex");
@@ -260,7 +256,7 @@ test("found in review: ctx.timeoutMs() with a sub-millisecond grpc-timeout: whol
   assert.is(r.fast, r.connect, "the fast path: now + 1500.5 - now, never rounded");
 });
 
-test("found in review (latent): recordingRouter does not re-validate merged service options as Connect's handler factory does (explicit undefined acceptCompression / compressMinBytes)", async () => {
+test("recordingRouter validates merged service options as Connect's handler factory does (explicit undefined acceptCompression / compressMinBytes)", async () => {
   const big: Impl = (req) => ({ keyId: req.instance, message: "m".repeat(2000) });
   // acceptCompression: undefined → Connect []; the fast path throws a TypeError outside answerUnary's try (logged via `failed`, INTERNAL).
   const a = await compare(big, { headers: { "grpc-accept-encoding": "gzip" }, chunks: [MESSAGE] }, { serviceOptions: { acceptCompression: undefined } });
@@ -270,7 +266,7 @@ test("found in review (latent): recordingRouter does not re-validate merged serv
   assert.equal(short(a.fast), short(a.connect), "acceptCompression: undefined");
 });
 
-test("found in review (latent): service option compressMinBytes: undefined: Connect compresses a 2 KB answer (default 1024), the fast path never does", async () => {
+test("service option compressMinBytes: undefined: a 2 KB answer is compressed (default 1024), as by Connect", async () => {
   const big: Impl = (req) => ({ keyId: req.instance, message: "m".repeat(2000) });
   const short = (x: { answer: Answer; failed: string[] }) => ({ data: x.answer.data.slice(0, 16), trailers: x.answer.trailers, failed: x.failed });
   // compressMinBytes: undefined → Connect 1024 (gzip answer, flag 1); the fast path never compresses.
@@ -279,7 +275,7 @@ test("found in review (latent): service option compressMinBytes: undefined: Conn
   assert.equal(short(b.fast), short(b.connect), "compressMinBytes: undefined");
 });
 
-test("found in review (latent): a shutdownSignal in the router's or a service's options is linked into Connect's handler signal, ignored by the fast path", async () => {
+test("a shutdownSignal in the router's or a service's options is linked into the handler signal, as by Connect", async () => {
   const shutdown = new AbortController();
   shutdown.abort(new ConnectError("shutting down", Code.Unavailable));
   const impl: Impl = (req, ctx) => {
@@ -291,7 +287,7 @@ test("found in review (latent): a shutdownSignal in the router's or a service's 
   assert.equal(r.fast, r.connect);
 });
 
-test("found in review (minor): the implementation's context lacks what Connect's has (abort, requestSignal, shutdownSignal)", async () => {
+test("the implementation's context has what Connect's has (abort, requestSignal, shutdownSignal)", async () => {
   const impl: Impl = (_req, ctx) => {
     const c = ctx as unknown as Record<string, unknown>;
     return { keyId: ["abort", "requestSignal", "shutdownSignal"].filter((k) => k in c).join(",") };
@@ -301,7 +297,7 @@ test("found in review (minor): the implementation's context lacks what Connect's
 });
 
 
-test("found in review (gateway): an Authorize call cancelled before END_STREAM is decided and counted (erplink_authorization_decisions_total) with the fast path, not through Fastify/Connect", async () => {
+test("gateway: an Authorize call cancelled before END_STREAM is neither decided nor counted (erplink_authorization_decisions_total) with the fast path, as through Fastify/Connect", async () => {
   const server = await startErplink();
   try {
     const dual = server.erplink.app.server as unknown as DualProtocolServer;
@@ -402,7 +398,7 @@ for (const [name, call, way] of EDGE_CALLS) {
   });
 }
 
-test("probe: the answer waits for END_STREAM, on both (timing)", async () => {
+test("the answer waits for END_STREAM, on both (timing)", async () => {
   const r = await both(plainImpl, async (s) => {
     const a = await send(s.session, { chunks: [MESSAGE, Buffer.alloc(0)], gapMs: 150 });
     return { at: a.headersAt >= 140, status: a.trailers?.["grpc-status"], runs: s.seen.calls.length };
@@ -411,7 +407,7 @@ test("probe: the answer waits for END_STREAM, on both (timing)", async () => {
   assert.equal(r.fast, r.connect);
 });
 
-test("probe: a client that never ends its side gets nothing on both; its reset is reported once; the implementation never runs", async () => {
+test("a client that never ends its side gets nothing on both; its reset is reported once; the implementation never runs", async () => {
   for (const code of [http2.constants.NGHTTP2_CANCEL, http2.constants.NGHTTP2_INTERNAL_ERROR, http2.constants.NGHTTP2_REFUSED_STREAM]) {
     const r = await both(plainImpl, async (s) => {
       const a = await send(s.session, { headers: { "grpc-timeout": "50m" }, chunks: [MESSAGE.subarray(0, 7)], open: true, reset: { code, afterMs: 200 } });
@@ -423,7 +419,7 @@ test("probe: a client that never ends its side gets nothing on both; its reset i
   }
 });
 
-test("probe: a reset at each moment of the body (after the headers, mid-prefix, mid-message): the same runs and reports", async () => {
+test("a reset at each moment of the body (after the headers, mid-prefix, mid-message): the same runs and reports", async () => {
   const cuts = [0, 3, 5, 8];
   const r = await both(plainImpl, async (s) => {
     for (const cut of cuts) {
@@ -437,7 +433,7 @@ test("probe: a reset at each moment of the body (after the headers, mid-prefix, 
   assert.equal(r.fast, r.connect);
 });
 
-test("probe: a big answer to a client with a tiny flow-control window that reads slowly: the same bytes, one report", async () => {
+test("a big answer to a client with a tiny flow-control window that reads slowly: the same bytes, one report", async () => {
   const impl: Impl = (req) => ({ keyId: req.instance, message: "z".repeat(200_000) });
   const r = await both(impl, async (s) => {
     const session = http2.connect(`http://127.0.0.1:${s.port}`, { settings: { initialWindowSize: 1024 } });
@@ -464,7 +460,7 @@ test("probe: a big answer to a client with a tiny flow-control window that reads
   assert.is(r.fast.bytes, r.connect.bytes);
 });
 
-test("probe: a handler that sets a header Node refuses (connection): logged once via `failed`, INTERNAL, on both", async () => {
+test("a handler that sets a header Node refuses (connection): logged once via `failed`, INTERNAL, on both", async () => {
   const impl: Impl = (_req, ctx) => {
     ctx.responseHeader.set("connection", "close");
     return {};
@@ -477,7 +473,7 @@ test("probe: a handler that sets a header Node refuses (connection): logged once
   assert.equal(r.fast.reported, r.connect.reported);
 });
 
-test("probe: a flood of 300 calls (plain, with 99H deadlines, resets at random points, extra bytes): each reported once, nothing failed, no timer or listener left", async () => {
+test("a flood of 300 calls (plain, with 99H deadlines, resets at random points, extra bytes): each reported once, nothing failed, no timer or listener left", async () => {
   const s = await start(true, async (req) => {
     if (req.instance === "slow") await sleep(5);
     return { keyId: req.instance };
@@ -509,7 +505,7 @@ test("probe: a flood of 300 calls (plain, with 99H deadlines, resets at random p
   }
 });
 
-test("probe (fast-check): one message cut into DATA frames anywhere, with gaps, plus optional trailing bytes: the same answer both ways", async () => {
+test("fast-check: one message cut into DATA frames anywhere, with gaps, plus optional trailing bytes: the same answer both ways", async () => {
   const fast = await start(true, plainImpl);
   const connect = await start(false, plainImpl);
   try {

@@ -9,8 +9,8 @@
  *
  * A client that loses its session mid-body (no Content-Length): Node ends
  * the compat request at the close, so Fastify took the bytes received so
- * far for the whole body, and erplink forwarded a truncated write and logged
- * it 200 (before this session too). src/gateway/data/forward.ts now sends
+ * far for the whole body, so a truncated write would be forwarded and logged
+ * 200. src/gateway/data/forward.ts therefore sends
  * nothing for a request whose client has reset it. Not tested here, because
  * it cannot be told apart: Node's client `stream.close(code)` ends its side
  * (END_STREAM) before it resets, so the server sees a complete body, and

@@ -348,16 +348,16 @@ const expectedUnstuck = (grpcStatus: string, taken: number) => ({
   closedWithinAMoment: true,
 });
 
-// ------------------------------------------------------------------ findings: a handler that stopped reading early
+// ------------------------------------------------------------------ a handler that stopped reading early
 
 /**
  * What makes the handler stop reading: a body over the limit, a malformed first message, or a second
  * message to a unary method (Connect then stops without returning the body's iterator, which stays
- * attached to the stream: found by the review of 4a3c640).
+ * attached to the stream).
  */
 type Trigger = "over-limit" | "malformed" | "two-messages";
 
-const Stuck = suite("e2e attack: a call whose handler stopped reading its body early, while the client sends more of it");
+const Stuck = suite("e2e hostile h2c clients: a call whose handler stopped reading its body early, while the client sends more of it");
 
 Stuck("shortcut: over the body limit, one more DATA frame, then END_STREAM: the stream closes, the call is reported, the connection is released when the client leaves, close() does not wait for its shutdown timeout", async () => {
   // Seen failing on 0371bca: the stream's unread frame keeps it from ever closing (node's onStreamClose waits
@@ -420,9 +420,9 @@ Stuck("shortcut: many clients doing it at once leave nothing open (20 connection
 
 Stuck.run();
 
-// ------------------------------------------------------------------ findings: Expect
+// ------------------------------------------------------------------ Expect
 
-const Expect = suite<{ c: Counted }>("e2e attack: gRPC calls with an Expect header reach the compat layer, as before the shortcut");
+const Expect = suite<{ c: Counted }>("e2e hostile h2c clients: gRPC calls with an Expect header reach the compat layer, as before the shortcut");
 
 Expect.before(async (ctx) => {
   ctx.c = await startCounted();
@@ -452,9 +452,9 @@ Expect("`Expect: something-else`: 417 Expectation Failed, the same both ways", a
 
 Expect.run();
 
-// ------------------------------------------------------------------ findings (both ways, predating the shortcut): streams left open at shutdown
+// ------------------------------------------------------------------ streams left open at shutdown (both ways, predating the shortcut)
 
-const Open = suite("e2e attack: streams the server has finished hold erplink's close (both ways)");
+const Open = suite("e2e hostile h2c clients: streams the server has finished hold erplink's close (both ways)");
 
 for (const direct of [true, false]) {
   const way = direct ? "shortcut" : "Fastify path";
@@ -614,7 +614,7 @@ async function flood(base: string, kind: Kind, n: number): Promise<void> {
   }
 }
 
-const Flood = suite<{ c: Counted }>("e2e attack: floods of resets and torn-down sessions leave nothing open, each call reported once, as through Fastify");
+const Flood = suite<{ c: Counted }>("e2e hostile h2c clients: floods of resets and torn-down sessions leave nothing open, each call reported once, as through Fastify");
 
 Flood.before(async (ctx) => {
   ctx.c = await startCounted();
@@ -665,7 +665,7 @@ Flood.run();
 
 // ------------------------------------------------------------------ held: HTTP/2 edge cases answered alike
 
-const Edge = suite<{ c: Counted }>("e2e attack: HTTP/2 edge cases answered alike with the shortcut and without it");
+const Edge = suite<{ c: Counted }>("e2e hostile h2c clients: HTTP/2 edge cases answered alike with the shortcut and without it");
 
 Edge.before(async (ctx) => {
   ctx.c = await startCounted();

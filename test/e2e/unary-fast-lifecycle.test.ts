@@ -1,20 +1,20 @@
 /**
- * Second review of the unary gRPC fast path of the h2c shortcut
- * (src/gateway/rpc/unary.ts; `serveUnary`, `readBody`, `BodyReader`,
- * `bodyAfter` in src/gateway/rpc/direct.ts). Like
- * test/e2e/unary-fast-attack.test.ts (whose findings are not repeated
- * here), each test starts two bare node:http2 servers over the same
- * service with `createDirectRpc`: one with the `unary` map of
- * `recordingRouter` (the fast path), one without it (Connect's gRPC
- * handler serves every call on the same shortcut), sends both the same
- * call and compares what the client and the implementation saw.
+ * The unary gRPC fast path of the h2c shortcut (src/gateway/rpc/unary.ts;
+ * `serveUnary`, `readBody`, `BodyReader`, `bodyAfter` in
+ * src/gateway/rpc/direct.ts) keeps the lifecycle of Connect's handler: the
+ * handler's signal and abort listeners, deadlines across a hand-over to
+ * Connect, resets and torn-down connections. Like
+ * test/e2e/unary-fast-parity.test.ts (whose cases are not repeated here),
+ * each test starts two bare node:http2 servers over the same service with
+ * `createDirectRpc`: one with the `unary` map of `recordingRouter` (the fast
+ * path), one without it (Connect's gRPC handler serves every call on the
+ * same shortcut), sends both the same call and compares what the client and
+ * the implementation saw.
  *
- * "found in review 2: …" tests each demonstrated a difference and failed
- * against the fast path as it was after the first review (fixed since);
- * "probe: …" tests held. Each test asserts
- * Connect's side first, exactly. REVIEW2_SANITY=1 gives the "fast" servers
- * no `unary` map (Connect's handler on both sides): every test then passes,
- * which shows that each failure comes from the fast path.
+ * Each test asserts Connect's side first, exactly.
+ * UNARY_FAST_SANITY=1 gives the "fast" servers no `unary` map (Connect's
+ * handler on both sides): every test then passes, which shows that each
+ * failure comes from the fast path.
  */
 import http2 from "node:http2";
 import { setTimeout as sleepSignal } from "node:timers/promises";
@@ -48,7 +48,7 @@ interface StartOptions {
 }
 
 function start(fast: boolean, impl: (seen: Seen) => Impl, opts: StartOptions = {}): Promise<Server> {
-  return startShortcut(fast && process.env.REVIEW2_SANITY === undefined, {
+  return startShortcut(fast && process.env.UNARY_FAST_SANITY === undefined, {
     router: (seen) => ({ interceptors: opts.interceptors?.(seen) ?? [], readMaxBytes: READ_MAX_BYTES, acceptCompression: [compressionGzip, compressionBrotli] }),
     routes: (router, seen) => {
       const run = impl(seen);
@@ -143,15 +143,15 @@ function responseHex(fields: Record<string, unknown>): string {
 
 const reasonOf = (r: unknown) => (r instanceof ConnectError ? `ConnectError(${Code[r.code]})` : r instanceof Error ? `${r.name}` : String(r));
 
-// ------------------------------------------------------------------ raw HTTP/2 (frames as written; as in unary-fast-attack)
+// ------------------------------------------------------------------ raw HTTP/2 (frames as written; as in unary-fast-parity)
 
 const callHeaders = (port: number, path = PATH, extra: [string, string][] = []): [string, string][] => grpcCallHeaders(port, path, extra);
 
 // ------------------------------------------------------------------ tests
 
-const test = suite("unary fast path: second review");
+const test = suite("unary fast path: the lifecycle of Connect's handler");
 
-test("found in review 2: the handler's signal is never aborted at the end of a call when no listener is attached at that instant: AbortSignal.any() dependents, `aborted` read later, work started after the method returned", async () => {
+test("the handler's signal is aborted at the end of a call even when no listener is attached at that instant: AbortSignal.any() dependents, `aborted` read later, work started after the method returned", async () => {
   const impl = (seen: Seen): Impl => (req, ctx) => {
     // A derived signal, as code that adds its own timeout writes it (AbortSignal.any registers no 'abort' listener on its sources).
     const derived = AbortSignal.any([ctx.signal, AbortSignal.timeout(60_000)]);
@@ -181,7 +181,7 @@ test("found in review 2: the handler's signal is never aborted at the end of a c
   assert.equal({ ...r.fast, connect: 1 }, r.connect, "the fast path leaves the signal live when nothing listened at the end");
 });
 
-test("found in review 2: Connect runs the context's abort listeners before the answer is written (an error's before the headers, a success's before the trailers); the fast path after the trailers, so what a listener adds to the answer is lost", async () => {
+test("the context's abort listeners run before the answer is written (an error's before the headers, a success's before the trailers), as with Connect, so what a listener adds to the answer is kept", async () => {
   const impl = (): Impl => (req, ctx) => {
     ctx.signal.addEventListener("abort", () => {
       ctx.responseTrailer.set("x-aborted", reasonOf(ctx.signal.reason));
@@ -205,7 +205,7 @@ test("found in review 2: Connect runs the context's abort listeners before the a
   assert.equal(r.fast, r.connect);
 });
 
-test("found in review 2: the answer's headers are refused by Node (a header the method set): Connect aborts the handler's signal (with Node's error, or the method's own when it failed); the fast path never aborts it", async () => {
+test("the answer's headers are refused by Node (a header the method set): the handler's signal is aborted (with Node's error, or the method's own when it failed), as by Connect", async () => {
   const impl = (seen: Seen): Impl => (req, ctx) => {
     ctx.signal.addEventListener("abort", () => seen.notes.push(`${req.instance}: ${reasonOf(ctx.signal.reason)} ${(ctx.signal.reason as { code?: unknown })?.code ?? ""}`));
     ctx.responseHeader.set("connection", "close");
@@ -228,7 +228,7 @@ test("found in review 2: the answer's headers are refused by Node (a header the 
   assert.equal(r.fast, r.connect);
 });
 
-test("found in review 2: a call handed to Connect mid-body (an envelope flag Connect ignores, 0x02) gets a fresh deadline from the hand-over: the method runs past the client's deadline with a live signal, and one whose deadline passed before the hand-over sees time left", async () => {
+test("a call handed to Connect mid-body (an envelope flag Connect ignores, 0x02) keeps the client's deadline: no fresh deadline from the hand-over, no live signal past it, no time left once it passed", async () => {
   const impl = (): Impl => (req, ctx) => {
     if (req.instance === "strict" && ctx.signal.aborted) throw ConnectError.from(ctx.signal.reason);
     return { keyId: req.instance, message: `aborted=${ctx.signal.aborted} left>0=${(ctx.timeoutMs() ?? 0) > 0}` };
@@ -254,7 +254,7 @@ test("found in review 2: a call handed to Connect mid-body (an envelope flag Con
   assert.equal(r.fast, r.connect);
 });
 
-test("probe (fast-check): a call handed to Connect while more DATA frames of the same packet are in flight (flags 0x02/0x04/0x80, extra envelopes, cuts anywhere, an empty END_STREAM frame): the same bytes reach the method, the same answer", async () => {
+test("fast-check: a call handed to Connect while more DATA frames of the same packet are in flight (flags 0x02/0x04/0x80, extra envelopes, cuts anywhere, an empty END_STREAM frame): the same bytes reach the method, the same answer", async () => {
   const impl = (): Impl => (req) => ({ keyId: req.instance, message: req.entity });
   const fast = await start(true, impl);
   const connect = await start(false, impl);
@@ -297,7 +297,7 @@ test("probe (fast-check): a call handed to Connect while more DATA frames of the
   }
 });
 
-test("probe: DATA with END_STREAM and RST_STREAM (CANCEL / NO_ERROR) in one packet, or the reset a little later: the method runs as often both ways", async () => {
+test("DATA with END_STREAM and RST_STREAM (CANCEL / NO_ERROR) in one packet, or the reset a little later: the method runs as often both ways", async () => {
   const r = await both(() => (req) => ({ keyId: req.instance }), async (s) => {
     const runs: Record<string, number> = {};
     for (const [name, code] of [
@@ -320,7 +320,7 @@ test("probe: DATA with END_STREAM and RST_STREAM (CANCEL / NO_ERROR) in one pack
   assert.equal(r.fast, r.connect);
 });
 
-test("probe: a call handed over (flag 0x02) whose END_STREAM and RST_STREAM come in one packet (whole or split envelope), or the reset later: the paused stream's buffered rest reaches Connect, the method runs as often both ways", async () => {
+test("a call handed over (flag 0x02) whose END_STREAM and RST_STREAM come in one packet (whole or split envelope), or the reset later: the paused stream's buffered rest reaches Connect, the method runs as often both ways", async () => {
   const flagged = envelope(2, MESSAGE.subarray(5));
   const r = await both(() => (req) => ({ keyId: req.instance }), async (s) => {
     const runs: Record<string, number> = {};
@@ -349,7 +349,7 @@ test("probe: a call handed over (flag 0x02) whose END_STREAM and RST_STREAM come
   assert.equal(r.fast, r.connect);
 });
 
-test("found in review 2 (minor): ctx.requestSignal is the request's signal with Connect (aborted only when the client goes away), the handler's signal on the fast path (aborted at the deadline and at the end of every call)", async () => {
+test("ctx.requestSignal is the request's signal (aborted only when the client goes away), as with Connect, not the handler's signal (aborted at the deadline and at the end of every call)", async () => {
   const impl = (seen: Seen): Impl => async (req, ctx) => {
     const requestSignal = (ctx as unknown as { requestSignal: AbortSignal }).requestSignal;
     requestSignal.addEventListener("abort", () => seen.notes.push(`${req.instance}: request signal aborted: ${reasonOf(requestSignal.reason)}`));
@@ -366,10 +366,10 @@ test("found in review 2 (minor): ctx.requestSignal is the request's signal with 
   assert.equal(r.fast, r.connect);
 });
 
-test("found in review 2 (latent): a router made with { grpc: false }: Connect's handler of a service registered without options has no gRPC protocol (Connect answers HTTP 415 and never runs the method); the fast path answers the call and runs it", async () => {
+test("a router made with { grpc: false }: a service registered without options has no gRPC protocol: HTTP 415 and the method never runs, as with Connect", async () => {
   const answers: Record<string, unknown> = {};
   for (const fast of [true, false]) {
-    const s = await startShortcut(fast && process.env.REVIEW2_SANITY === undefined, {
+    const s = await startShortcut(fast && process.env.UNARY_FAST_SANITY === undefined, {
       router: () => ({ grpc: false, readMaxBytes: READ_MAX_BYTES }),
       routes: (router, seen) =>
         router.service(AuthorizationService, {
@@ -390,7 +390,7 @@ test("found in review 2 (latent): a router made with { grpc: false }: Connect's 
   assert.equal(answers.fast, answers.connect);
 });
 
-test("probe: trailers Node refuses (set by the method) with an abort listener: the same reset, listener reason, reports, nothing logged, both ways", async () => {
+test("trailers Node refuses (set by the method) with an abort listener: the same reset, listener reason, reports, nothing logged, both ways", async () => {
   const impl = (seen: Seen): Impl => (_req, ctx) => {
     ctx.signal.addEventListener("abort", () => seen.notes.push(`aborted: ${reasonOf(ctx.signal.reason)}`));
     ctx.responseTrailer.set("connection", "close");
@@ -411,7 +411,7 @@ test("probe: trailers Node refuses (set by the method) with an abort listener: t
   assert.equal(r.fast, r.connect);
 });
 
-test("probe: the client's connection torn down right after END_STREAM (same write), or after the method started: the method runs as often, each call reported once, both ways", async () => {
+test("the client's connection torn down right after END_STREAM (same write), or after the method started: the method runs as often, each call reported once, both ways", async () => {
   const r = await both(() => async (req) => {
     await sleep(req.instance === "slow" ? 30 : 0);
     return { keyId: req.instance };
@@ -430,7 +430,7 @@ test("probe: the client's connection torn down right after END_STREAM (same writ
   assert.equal(r.fast, r.connect);
 });
 
-test("probe (gateway): Authorize and health Check calls cancelled at each moment, handed over, or plain: the same decisions, RPC and HTTP metrics with the shortcut's fast path as through Fastify", async () => {
+test("gateway: Authorize and health Check calls cancelled at each moment, handed over, or plain: the same decisions, RPC and HTTP metrics with the shortcut's fast path as through Fastify", async () => {
   const server = await startErplink();
   try {
     const dual = server.erplink.app.server as unknown as DualProtocolServer;
