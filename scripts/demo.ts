@@ -21,7 +21,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createErplink, type Erplink } from "../src/app.js";
-import { ConfigError, loadConfig } from "../src/config.js";
+import { loadConfig } from "../src/config.js";
 import type { CapBackend } from "../test-support/cap/index.js";
 
 const HELP = `Usage: npm run demo
@@ -41,7 +41,7 @@ Environment (optional):
   LOG_LEVEL  erplink's log level (default warn)
 `;
 
-/** The name of the line printed once everything is ready (tests wait for it). */
+/** How the line printed once everything is ready begins (test/e2e/demo.test.ts waits for it). */
 const READY = "Ready.";
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
@@ -80,7 +80,8 @@ async function cleanUp(): Promise<void> {
   }
 }
 
-/** An admin API call with the master key; throws on anything but 2xx. */
+/** An admin API call with the master key: the envelope's `data`; throws on anything but 2xx. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function admin(baseUrl: string, masterKey: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${baseUrl}${path}`, {
     method,
@@ -185,7 +186,8 @@ process.on("SIGINT", () => stop("SIGINT"));
 process.on("SIGTERM", () => stop("SIGTERM"));
 
 const starting = start().catch(async (err: unknown) => {
-  const reason = err instanceof ConfigError || err instanceof Error ? err.message : String(err);
+  // A ConfigError's message lists every bad variable.
+  const reason = err instanceof Error ? err.message : String(err);
   process.stderr.write(`erplink demo: failed to start: ${reason}\n`);
   stopping = true;
   await cleanUp();
