@@ -104,7 +104,9 @@ export function createDualProtocolServer(handler: RequestHandler, options: DualP
   });
   const sockets = new Set<net.Socket>();
 
-  const outer = net.createServer((socket) => {
+  // No Nagle: an answer written in pieces (a streamed body, chunked) would
+  // otherwise wait for the client's delayed ACK, some 40 ms a piece.
+  const outer = net.createServer({ noDelay: true }, (socket) => {
     // An address that was just sent away for abuse is refused for a while.
     if (guard.refuses(socket.remoteAddress)) {
       socket.destroy();
