@@ -9,7 +9,8 @@
  *
  * Usage: node --import tsx scripts/test.ts [uvu dir] [uvu pattern]
  * (with arguments, only the uvu runs; `ERPLINK_EXTERNAL=<regex>` picks
- * external suites by file name, `ERPLINK_EXTERNAL=none` runs none)
+ * external suites by file name, `ERPLINK_EXTERNAL=none` runs none;
+ * `ERPLINK_TEST_STORES=embedded` skips the MongoDB run)
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
@@ -70,7 +71,8 @@ const base: NodeJS.ProcessEnv = { ...process.env };
 delete base.ERPLINK_TEST_MONGODB_URL;
 delete base.MONGODB_URL;
 const results: RunResult[] = [await runUvu("embedded store", base)];
-const mongoUrl = process.env.MONGODB_URL || startThrowawayFerretDb();
+const embeddedOnly = process.env.ERPLINK_TEST_STORES === "embedded";
+const mongoUrl = embeddedOnly ? undefined : process.env.MONGODB_URL || startThrowawayFerretDb();
 if (mongoUrl) {
   try {
     results.push(await runUvu("MongoDB store", { ...base, ERPLINK_TEST_MONGODB_URL: mongoUrl }));
@@ -79,7 +81,7 @@ if (mongoUrl) {
     const port = /:(\d+)\//.exec(mongoUrl)?.[1];
     if (!process.env.MONGODB_URL && port) spawnSync("bash", ["scripts/ferretdb.sh", "stop", port], { stdio: "ignore" });
   }
-} else {
+} else if (!embeddedOnly) {
   process.stdout.write(
     "\n(no MongoDB: set MONGODB_URL, or build FerretDB with `npm run db:ferret -- install`, to run the suite on it too)\n",
   );
