@@ -12,8 +12,8 @@
  *   are that erplink's address, its master key and the demo back end's URL;
  * - an id such as `sys_01KAF3…` (kinds sys, ins, key, ses, log, aud), a data
  *   key `erpl_…` and a session token `erpls_…` stand for one resource each per
- *   spelling: the newest of its kind answered so far when the spelling is
- *   first met, the same one afterwards;
+ *   spelling within a file: the newest of its kind answered so far (and not
+ *   deleted since) when the spelling is first met, the same one afterwards;
  * - `<meta.nextPageToken>` is the newest page token answered.
  *
  * Commands run in a temporary directory that links package.json, proto/ and
@@ -162,6 +162,11 @@ class Shell {
     for (const name of ["package.json", "proto", "node_modules"]) symlinkSync(join(REPO_ROOT, name), join(this.dir, name));
   }
 
+  /** A file's own blocks begin: its placeholder spellings are its own. */
+  forgetBindings(): void {
+    this.bound.clear();
+  }
+
   close(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -197,7 +202,7 @@ class Shell {
   }
 
   /** Takes ids, secrets and page tokens from an answer's JSON. */
-  private capture(body: string): void {
+  private capture(body: string, deleting: boolean): void {
     let parsed: { data?: unknown; meta?: { nextPageToken?: unknown } };
     try {
       parsed = JSON.parse(body) as typeof parsed;
@@ -214,7 +219,9 @@ class Shell {
       if (kind !== undefined && !this.answered.has(kind)) this.remember(kind, data[0]!.id as string);
     } else if (typeof data === "object" && data !== null) {
       const kind = idKind(data.id);
-      if (kind !== undefined) this.remember(kind, data.id as string);
+      // A deleted resource is no longer the newest of its kind.
+      if (kind !== undefined && deleting) this.answered.set(kind, (this.answered.get(kind) ?? []).filter((v) => v !== data.id));
+      else if (kind !== undefined) this.remember(kind, data.id as string);
       if (typeof data.key === "string" && data.type === "data") this.remember("erpl", data.key);
       if (typeof data.token === "string") this.remember("erpls", data.token);
     }
@@ -259,7 +266,7 @@ class Shell {
     const statuses: number[] = [];
     for (let n = 1; n <= made; n++) {
       statuses.push(Number(readFileSync(join(calls, `${n}.status`), "utf8")));
-      this.capture(existsSync(join(calls, `${n}.body`)) ? readFileSync(join(calls, `${n}.body`), "utf8") : "");
+      this.capture(existsSync(join(calls, `${n}.body`)) ? readFileSync(join(calls, `${n}.body`), "utf8") : "", /-X DELETE\b/.test(command.text));
     }
     if (result.status !== 0) return shown;
     for (const status of statuses) {
@@ -322,6 +329,7 @@ Examples("every shell block runs as written, or is skipped for a stated reason",
       const sequence = file === "README.md" ? runnable : [...readme, ...runnable];
       for (const b of sequence) {
         const own = b.file === file;
+        if (own && b === runnable[0]) shell.forgetBindings();
         const cmds = commands(b.text);
         let failed = false;
         for (const c of cmds) {
