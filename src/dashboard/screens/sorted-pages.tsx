@@ -7,7 +7,7 @@
  */
 import { createTable, getCoreRowModel, getPaginationRowModel, getSortedRowModel, type ColumnDef, type PaginationState, type SortingState } from "@tanstack/table-core";
 import type { ComponentChildren } from "preact";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 
 /** A sortable column: its id, and the value rows are sorted by (text or a number; undefined sorts last). */
 export interface SortColumn<T> {
@@ -35,8 +35,17 @@ const PAGE_SIZES = [25, 50, 100, 250] as const;
  */
 export function useSortedPages<T>(data: readonly T[], columns: readonly SortColumn<T>[], label: string, resetKey: string, pageSize = 50): SortedPages<T> {
   const [sorting, setSorting] = useState<SortingState>([]);
-  const [pagination, setPagination] = useState<PaginationState>({ pageIndex: 0, pageSize });
-  useEffect(() => setPagination((p) => ({ ...p, pageIndex: 0 })), [resetKey]);
+  const [paging, setPagination] = useState<PaginationState>({ pageIndex: 0, pageSize });
+  const [shownFor, setShownFor] = useState(resetKey);
+  // Decided while rendering, not an effect later: a new search shows its first page at once, and a list
+  // grown shorter (a search, a revocation) never shows a page past its last.
+  const pages = Math.max(1, Math.ceil(data.length / paging.pageSize));
+  const pageIndex = shownFor !== resetKey ? 0 : Math.min(paging.pageIndex, pages - 1);
+  const pagination: PaginationState = pageIndex === paging.pageIndex ? paging : { ...paging, pageIndex };
+  if (shownFor !== resetKey || pagination !== paging) {
+    setShownFor(resetKey);
+    setPagination(pagination);
+  }
 
   const defs = useMemo(
     () =>
@@ -65,12 +74,6 @@ export function useSortedPages<T>(data: readonly T[], columns: readonly SortColu
     t.setOptions((prev) => ({ ...prev, state: { ...t.initialState, sorting, pagination } }));
     return t;
   }, [data, defs, sorting, pagination]);
-
-  const pages = Math.max(1, table.getPageCount());
-  // A shorter list (a search, a revocation) may have fewer pages than the one shown.
-  useEffect(() => {
-    if (pagination.pageIndex > pages - 1) setPagination((p) => ({ ...p, pageIndex: pages - 1 }));
-  }, [pages, pagination.pageIndex]);
 
   const direction = (id: string) => {
     const s = sorting.find((x) => x.id === id);
